@@ -1,0 +1,3 @@
+from workspacectl.cli.main import main
+
+main()

@@ -1,0 +1,1 @@
+"""Backends the CLI talks to: local (engine in-process) and remote (HTTP)."""

@@ -1,0 +1,19 @@
+"""The Backend protocol: what every CLI command calls. The JSON answered is the API body."""
+from __future__ import annotations
+
+from typing import Any, BinaryIO, Callable, Protocol
+
+
+class Backend(Protocol):
+    kind: str          # "local" or "remote"
+    location: str      # the workspace folder or the server URL
+
+    def request(self, method: str, path: str, query: dict | None = None, body: Any = None) -> Any:
+        """Call one route; answer its JSON body (None for 204). Raise ApiError on an error."""
+
+    def download(self, path: str, out: BinaryIO, progress: Callable[[int], None] | None = None) -> int:
+        """Stream a binary route's body into out; answer the number of bytes."""
+
+    def upload(self, method: str, path: str, data: BinaryIO, size: int, content_type: str,
+               progress: Callable[[int], None] | None = None) -> Any:
+        """Send a binary body to a route; answer its JSON body."""

@@ -1,0 +1,45 @@
+"""Local backend: the engine in-process, acting as the profile's member (or an API key)."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from workspacectl.engine.dispatch import Engine
+from workspacectl.engine.registry import Caller
+from workspacectl.engine.workspace import Workspace
+
+
+class LocalBackend:
+    kind = "local"
+
+    def __init__(self, ws: Workspace, caller: Caller, base_url: str | None = None):
+        self.ws = ws
+        self.engine = Engine(ws)
+        self.caller = caller
+        self.location = str(ws.path)
+        self.base_url = base_url
+
+    def request(self, method: str, path: str, query: dict | None = None, body: Any = None) -> Any:
+        resp = self.engine.call(self.caller, method, path, query, body, self.base_url)
+        if resp.stream is not None:
+            return b"".join(resp.stream)
+        if resp.status == 204 or resp.body is None:
+            return None
+        # The same bytes the server would send: JSON types only, in the same key order.
+        return json.loads(json.dumps(resp.body))
+
+    def download(self, path, out, progress=None) -> int:
+        resp = self.engine.call(self.caller, "GET", path, None, None, self.base_url)
+        total = 0
+        for chunk in resp.stream or [resp.body or b""]:
+            out.write(chunk)
+            total += len(chunk)
+            if progress:
+                progress(len(chunk))
+        return total
+
+    def upload(self, method, path, data, size, content_type, progress=None) -> Any:
+        raw = data.read()
+        if progress:
+            progress(len(raw))
+        return self.request(method, path, None, raw)

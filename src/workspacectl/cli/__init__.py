@@ -1,0 +1,1 @@
+"""The `wsctl` command line."""

@@ -1,0 +1,69 @@
+"""config.toml: profiles. Read with tomllib, written with tomli-w, replaced atomically.
+
+    profile = "default"            # the profile used when none is named
+    [profiles.default]
+    workspace = "/path/to/ws"      # a local profile: the workspace folder and the member it acts as
+    member = "um_..."
+    [profiles.prod]
+    server = "https://wsctl.example.com"   # a remote profile; its token is in the keyring
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import tomllib
+from pathlib import Path
+
+from workspacectl.cli.paths import config_file
+from workspacectl.errors import ApiError
+
+
+def load() -> dict:
+    path = config_file()
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as e:
+        raise ApiError("invalid_request", f"{path} is not valid TOML ({e}). Fix or remove it.") from None
+
+
+def save(data: dict) -> None:
+    import tomli_w
+
+    write_atomic(config_file(), tomli_w.dumps(data).encode(), 0o600)
+
+
+def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def profile_name(flag: str | None, data: dict) -> str:
+    return flag or os.environ.get("WSCTL_PROFILE") or data.get("profile") or "default"
+
+
+def get_profile(data: dict, name: str) -> dict:
+    return dict(data.get("profiles", {}).get(name, {}))
+
+
+def set_profile(name: str, values: dict, make_default: bool = False) -> None:
+    data = load()
+    data.setdefault("profiles", {})[name] = {k: v for k, v in values.items() if v is not None}
+    if make_default or "profile" not in data:
+        data["profile"] = name
+    save(data)

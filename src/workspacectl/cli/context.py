@@ -1,0 +1,132 @@
+"""Builds the backend a command talks to, from flags, environment and config (strongest first):
+
+    flag  >  WSCTL_PROFILE  >  WSCTL_SERVER  >  WSCTL_WORKSPACE  >  WSCTL_TOKEN  >  WSCTL_API_KEY  >  config
+"""
+from __future__ import annotations
+
+import getpass
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workspacectl.cli import config
+from workspacectl.cli.paths import default_workspace
+from workspacectl.errors import ApiError
+
+
+@dataclass
+class State:
+    """The root callback's object, kept in ctx.obj."""
+
+    profile_flag: str | None = None
+    json: bool = False
+    debug: bool = False
+    _backend: object = field(default=None, repr=False)
+
+
+@dataclass
+class Target:
+    profile: str
+    kind: str                 # local | remote
+    location: str             # workspace folder or server URL
+    secret: str | None        # the session token or API key presented (never printed)
+    secret_source: str        # WSCTL_TOKEN | WSCTL_API_KEY | keyring | profile member | ...
+    member: str | None = None
+
+
+def state(ctx) -> State:
+    root = ctx.find_root()
+    if not isinstance(root.obj, State):
+        root.obj = State()
+    return root.obj
+
+
+def token_key(profile: str) -> str:
+    return f"profile:{profile}"
+
+
+def resolve(profile_flag: str | None = None) -> Target:
+    data = config.load()
+    name = config.profile_name(profile_flag, data)
+    prof = config.get_profile(data, name)
+    env = os.environ
+    env_secret = None
+    for var in ("WSCTL_TOKEN", "WSCTL_API_KEY"):
+        if env.get(var):
+            env_secret = (env[var].strip(), var)
+            break
+    if env.get("WSCTL_SERVER"):
+        server, local_path = env["WSCTL_SERVER"], None
+    elif env.get("WSCTL_WORKSPACE"):
+        server, local_path = None, env["WSCTL_WORKSPACE"]
+    elif prof.get("server"):
+        server, local_path = prof["server"], None
+    else:
+        server, local_path = None, prof.get("workspace")
+    if server:
+        if env_secret:
+            return Target(name, "remote", server.rstrip("/"), env_secret[0], env_secret[1])
+        from workspacectl.cli import secrets_store
+
+        token = secrets_store.get(token_key(name))
+        return Target(name, "remote", server.rstrip("/"), token, "keyring" if token else "none")
+    path = str(Path(local_path).expanduser()) if local_path else str(default_workspace())
+    if env_secret:
+        return Target(name, "local", path, env_secret[0], env_secret[1])
+    member = prof.get("member") if prof.get("workspace") and _same(prof["workspace"], path) else None
+    return Target(name, "local", path, None, "profile member" if member else "workspace owner", member)
+
+
+def _same(a: str, b: str) -> bool:
+    return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
+
+
+def ensure_embedded_workspace(path: Path, profile: str) -> None:
+    """First use on a fresh machine: make the embedded workspace, with the OS user as owner."""
+    from workspacectl.engine.workspace import Workspace
+
+    user = getpass.getuser() or "owner"
+    ws, owner = Workspace.create(path, name=f"{user}'s workspace", owner_name=user, owner_email=f"{user}@localhost")
+    config.set_profile(profile, {"workspace": str(ws.path), "member": owner["id"]})
+    print(f"Created a new workspace at {ws.path} (owner: {user}).", file=sys.stderr)
+
+
+def open_local(target: Target):
+    from workspacectl.backend.local import LocalBackend
+    from workspacectl.engine.registry import Caller
+    from workspacectl.engine.store import identity as store
+    from workspacectl.engine.workspace import Workspace
+
+    path = Path(target.location)
+    if not Workspace.exists_at(path):
+        if _same(str(path), str(default_workspace())):
+            ensure_embedded_workspace(path, target.profile)
+        else:
+            raise ApiError("not_found", f"No workspace at {path}. Run `wsctl init --workspace {path}` to make one.")
+    ws = Workspace.open(path)
+    if target.secret:
+        from workspacectl.engine.dispatch import Engine
+
+        caller = Engine(ws).authenticate(target.secret)
+        return LocalBackend(ws, caller)
+    row = store.get_member(ws.conn(), target.member) if target.member else None
+    row = row or store.first_owner(ws.conn())
+    if row is None:
+        raise ApiError("not_found", f"The workspace at {path} has no members. Run `wsctl init`.")
+    return LocalBackend(ws, Caller(row["id"], row["role"], "session", "local"))
+
+
+def open_backend(target: Target):
+    if target.kind == "remote":
+        from workspacectl.backend.remote import RemoteBackend
+
+        return RemoteBackend(target.location, target.secret)
+    return open_local(target)
+
+
+def backend(ctx):
+    st = state(ctx)
+    if st._backend is None:
+        st._backend = open_backend(resolve(st.profile_flag))
+    return st._backend

@@ -1,0 +1,35 @@
+"""The one source of "now". WSCTL_NOW_OFFSET_SECONDS shifts it (drills and expiry tests)."""
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta, timezone
+
+
+def offset_seconds() -> float:
+    raw = os.environ.get("WSCTL_NOW_OFFSET_SECONDS", "").strip()
+    try:
+        return float(raw) if raw else 0.0
+    except ValueError:
+        return 0.0
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc) + timedelta(seconds=offset_seconds())
+
+
+def iso(dt: datetime) -> str:
+    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def now_iso() -> str:
+    return iso(now())
+
+
+def parse_iso(text: str) -> datetime:
+    """Parse an ISO 8601 timestamp; a naive one is taken as UTC."""
+    dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def later(seconds: float) -> str:
+    return iso(now() + timedelta(seconds=seconds))

@@ -1,0 +1,1 @@
+"""The engine: the whole API logic. Every door (local CLI, HTTP server) calls it."""

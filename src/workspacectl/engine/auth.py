@@ -1,0 +1,130 @@
+"""Authentication: secrets to callers, login codes to sessions, web sign-in links to cookies."""
+from __future__ import annotations
+
+import json
+import secrets as _secrets
+
+from workspacectl import clock
+from workspacectl.engine.db import transaction
+from workspacectl.engine.registry import Caller, Ctx, Response, route
+from workspacectl.engine.store import identity as store
+from workspacectl.engine import validate as v
+from workspacectl.errors import ApiError
+from workspacectl.secret import new_secret, sha256_hex
+
+SECRET_PREFIXES = {"ws_session_": "session", "ws_platform_": "platform", "ws_personal_": "personal"}
+LOGIN_CODE_SECONDS = 15 * 60
+WEB_LINK_SECONDS = 5 * 60
+WEB_SESSION_SECONDS = 12 * 3600
+_CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+
+def _usable(row) -> bool:
+    if row is None or row["revoked_at"]:
+        return False
+    return not (row["expires_at"] and clock.parse_iso(row["expires_at"]) <= clock.now())
+
+
+def authenticate_secret(conn, secret: str) -> Caller:
+    """A Bearer secret -> Caller, or 401. Web-session cookies are not accepted here."""
+    kind = next((k for p, k in SECRET_PREFIXES.items() if secret.startswith(p)), None)
+    row = store.find_secret_by_hash(conn, sha256_hex(secret)) if kind else None
+    if row is None or row["kind"] != kind or not _usable(row):
+        raise ApiError("unauthenticated", "The key or session is unknown, revoked or expired. Sign in again or use another key.")
+    return Caller(row["member_id"], row["member_role"], kind, row["id"], tuple(json.loads(row["scopes"])))
+
+
+def authenticate_web(conn, cookie: str | None) -> Caller | None:
+    if not cookie:
+        return None
+    row = store.find_secret_by_hash(conn, sha256_hex(cookie))
+    if row is None or row["kind"] != "web" or not _usable(row):
+        return None
+    return Caller(row["member_id"], row["member_role"], "web", row["id"], ())
+
+
+def normalize_code(code: str) -> str:
+    return "".join(ch for ch in code.upper() if ch.isalnum())
+
+
+def make_login_code(conn, member_id: str, created_by: str | None) -> dict:
+    raw = "".join(_secrets.choice(_CODE_ALPHABET) for _ in range(12))
+    expires = clock.later(LOGIN_CODE_SECONDS)
+    store.insert_login_code(conn, sha256_hex(raw), member_id, created_by, expires)
+    return {"code": f"{raw[:4]}-{raw[4:8]}-{raw[8:]}", "expiresAt": expires}
+
+
+def new_session(conn, member_id: str, name: str = "wsctl") -> tuple[str, str]:
+    token = new_secret("ws_session_")
+    row = store.insert_secret(conn, "session", member_id, sha256_hex(token), name=name)
+    return token, row["id"]
+
+
+@route("POST", "/v1/auth/session")
+def create_session(ctx: Ctx) -> Response:
+    body = v.body_dict(ctx)
+    code = v.string(body, "code", max_len=64)
+    name = v.string(body, "name", required=False, max_len=200, default="wsctl")
+    code_hash = sha256_hex(normalize_code(code))
+    conn = ctx.db
+    with transaction(conn):
+        row = store.get_login_code(conn, code_hash)
+        if row is None or row["used_at"]:
+            raise ApiError("unauthenticated", "That login code is not valid or was already used. Ask an admin for a new one.")
+        if clock.parse_iso(row["expires_at"]) <= clock.now():
+            raise ApiError("expired", "That login code has expired. Ask an admin for a new one.")
+        if not store.use_login_code(conn, code_hash):
+            raise ApiError("unauthenticated", "That login code was already used. Ask an admin for a new one.")
+        token, _ = new_session(conn, row["member_id"], name)
+        member = store.member_json(store.get_member(conn, row["member_id"]))
+    return Response(201, {"token": token, "member": member})
+
+
+@route("DELETE", "/v1/auth/session")
+def delete_session(ctx: Ctx) -> Response:
+    if ctx.caller.kind == "session" and ctx.caller.key_id != "local":
+        store.revoke_secret(ctx.db, ctx.caller.key_id)
+    return Response(204)
+
+
+@route("GET", "/v1/auth/whoami")
+def whoami(ctx: Ctx) -> dict:
+    c = ctx.caller
+    member = store.get_member(ctx.db, c.member_id)
+    return {"member": store.member_json(member), "kind": c.kind, "keyId": c.key_id, "scopes": list(c.scopes),
+            "workspace": store.get_setting(ctx.db, "name")}
+
+
+def safe_next(path: str) -> str:
+    """Only a path on this server: '/x', never '//host', a scheme, or a backslash."""
+    if not path.startswith("/") or path.startswith("//") or "\\" in path or any(ord(c) < 32 for c in path):
+        raise v.bad("'next' must be a path on this server, starting with a single '/'.")
+    return path
+
+
+@route("POST", "/v1/auth/web-link")
+def create_web_link(ctx: Ctx) -> Response:
+    body = v.body_dict(ctx)
+    next_path = safe_next(v.string(body, "next", required=False, default="/", max_len=2000))
+    if not ctx.base_url:
+        raise v.bad("Web sign-in links need a server: run `wsctl serve` and sign in to it.")
+    token = _secrets.token_urlsafe(32)
+    expires = clock.later(WEB_LINK_SECONDS)
+    store.insert_web_link(ctx.db, sha256_hex(token), ctx.caller.member_id, next_path, expires)
+    return Response(201, {"url": f"{ctx.base_url}/signin/{token}", "expiresAt": expires})
+
+
+def consume_web_link(conn, token: str) -> tuple[str, str]:
+    """A sign-in link -> (new web-session cookie value, next path). Single use, 5 minutes."""
+    h = sha256_hex(token)
+    with transaction(conn):
+        row = store.get_web_link(conn, h)
+        if row is None or row["used_at"]:
+            raise ApiError("unauthenticated", "This sign-in link is not valid or was already used.")
+        if clock.parse_iso(row["expires_at"]) <= clock.now():
+            raise ApiError("expired", "This sign-in link has expired. Make a new one.")
+        store.use_web_link(conn, h)
+        cookie = _secrets.token_urlsafe(32)
+        store.insert_secret(conn, "web", row["member_id"], sha256_hex(cookie), name="web",
+                            expires_at=clock.later(WEB_SESSION_SECONDS))
+    return cookie, row["next_path"]

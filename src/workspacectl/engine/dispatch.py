@@ -1,0 +1,100 @@
+"""Engine.call: the one path every request takes, on every door.
+
+authenticate -> find route -> scope check (before any lookup) -> handler -> Response.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import urllib.parse
+
+from workspacectl.engine import registry
+from workspacectl.engine.registry import Caller, Ctx, Response
+from workspacectl.engine.scopes import AUTHENTICATED, KIND_SCOPES, PUBLIC, SESSION
+from workspacectl.errors import ApiError
+
+# Modules holding @route handlers. A module not written yet is skipped; its routes answer 404.
+ROUTE_MODULES = [
+    "auth", "members", "keys", "openapi",
+    "catalog", "catalog_search_api", "triggers",
+    "vault", "connections", "vault_manage", "admin",
+]
+_loaded = False
+
+
+def load_routes() -> None:
+    global _loaded
+    if _loaded:
+        return
+    for name in ROUTE_MODULES:
+        full = f"workspacectl.engine.{name}"
+        if importlib.util.find_spec(full) is not None:
+            importlib.import_module(full)
+    _loaded = True
+
+
+def check_scope(caller: Caller | None, required: str) -> None:
+    if required == PUBLIC:
+        return
+    if caller is None:
+        raise ApiError("unauthenticated", "Authentication required. Sign in with `wsctl auth login` or pass an API key.")
+    if required == AUTHENTICATED or caller.is_session:
+        return
+    if required == SESSION or required not in caller.scopes:
+        raise ApiError("insufficient_scope", "Insufficient scope")
+
+
+def split_path(path: str) -> tuple[str, dict]:
+    """'/v1/x?a=1' -> ('/v1/x', {'a': '1'}) (the last value of a repeated key wins)."""
+    parsed = urllib.parse.urlsplit(path)
+    return parsed.path, dict(urllib.parse.parse_qsl(parsed.query, keep_blank_values=True))
+
+
+class Engine:
+    def __init__(self, ws):
+        self.ws = ws
+        load_routes()
+
+    def authenticate(self, secret: str | None) -> Caller | None:
+        if not secret:
+            return None
+        from workspacectl.engine.auth import authenticate_secret
+
+        return authenticate_secret(self.ws.conn(), secret)
+
+    def call(self, caller: Caller | None, method: str, path: str, query: dict | None = None,
+             body=None, base_url: str | None = None) -> Response:
+        method = method.upper()
+        path, inline_query = split_path(path)
+        query = {**inline_query, **(query or {})}
+        route, params, known = registry.match(method, path)
+        if route is None:
+            if known:
+                raise ApiError("not_found", f"{method} is not supported on {path}.", status=405)
+            raise ApiError("not_found", f"No route {method} {path}. See /v1/openapi.json for the routes.")
+        check_scope(caller, route.scope)
+        handler = registry.HANDLERS.get((route.method, route.path))
+        if handler is None:
+            raise ApiError("not_found", f"{method} {route.path} is not available in this version yet.")
+        params = {k: urllib.parse.unquote(v) for k, v in params.items()}
+        ctx = Ctx(ws=self.ws, caller=caller, params=params, query=query, body=body, base_url=base_url)
+        result = handler(ctx)
+        return result if isinstance(result, Response) else Response(200, result)
+
+    def handle(self, method: str, path: str, query: dict | None, body, secret: str | None,
+               base_url: str | None = None) -> Response:
+        """Authenticate a presented secret, then call; every ApiError becomes its error body."""
+        try:
+            return self.call(self.authenticate(secret), method, path, query, body, base_url)
+        except ApiError as e:
+            return Response(e.status, e.body())
+
+
+def parse_json_body(raw: bytes):
+    if not raw or not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise ApiError("invalid_request", "The request body is not valid JSON.") from None

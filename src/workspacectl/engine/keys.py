@@ -1,0 +1,59 @@
+"""Personal and platform API keys: made by a session, shown once, stored as SHA-256."""
+from __future__ import annotations
+
+from workspacectl import clock
+from workspacectl.engine.db import transaction
+from workspacectl.engine.pagination import page, page_args
+from workspacectl.engine.registry import Ctx, Response, route
+from workspacectl.engine.scopes import KIND_SCOPES
+from workspacectl.engine.store import identity as store
+from workspacectl.engine import validate as v
+from workspacectl.errors import ApiError
+from workspacectl.secret import new_secret, sha256_hex
+
+
+@route("GET", "/v1/keys")
+def list_keys(ctx: Ctx) -> dict:
+    limit, after = page_args(ctx)
+    owner = None if ctx.caller.is_admin else ctx.caller.member_id
+    rows = store.list_keys(ctx.db, owner, after, limit + 1)
+    return page("keys", rows, limit, lambda r: r["id"], store.secret_json)
+
+
+@route("POST", "/v1/keys")
+def create_key(ctx: Ctx) -> Response:
+    body = v.body_dict(ctx)
+    kind = v.choice(body, "kind", tuple(KIND_SCOPES))
+    scopes = v.string_list(body, "scopes", max_items=20)
+    if not scopes:
+        raise v.bad(f"A {kind} key needs at least one scope: {', '.join(KIND_SCOPES[kind])}.")
+    wrong = [s for s in scopes if s not in KIND_SCOPES[kind]]
+    if wrong:
+        raise v.bad(f"Scope {', '.join(wrong)} is not for a {kind} key; {kind} keys take: {', '.join(KIND_SCOPES[kind])}.")
+    name = v.string(body, "name", required=False, min_len=0, max_len=200, default="")
+    expires_at = v.string(body, "expiresAt", required=False, max_len=64)
+    if expires_at is not None:
+        try:
+            when = clock.parse_iso(expires_at)
+        except ValueError:
+            raise v.bad("'expiresAt' must be an ISO 8601 timestamp such as 2027-01-31T00:00:00Z.") from None
+        if when <= clock.now():
+            raise v.bad("'expiresAt' must be in the future.")
+        expires_at = clock.iso(when)
+    secret = new_secret(f"ws_{kind}_")
+    with transaction(ctx.db):
+        row = store.insert_secret(ctx.db, kind, ctx.caller.member_id, sha256_hex(secret), name, scopes, expires_at)
+    out = store.secret_json(row)
+    return Response(201, {"id": out["id"], "secret": secret, "kind": kind, "scopes": out["scopes"], "name": name,
+                          "memberId": out["memberId"], "createdAt": out["createdAt"], "expiresAt": expires_at})
+
+
+@route("DELETE", "/v1/keys/{id}")
+def revoke_key(ctx: Ctx) -> Response:
+    row = store.get_secret(ctx.db, ctx.params["id"])
+    visible = row is not None and row["kind"] in KIND_SCOPES and (
+        ctx.caller.is_admin or row["member_id"] == ctx.caller.member_id)
+    if not visible or row["revoked_at"]:
+        raise ApiError("not_found", f"No key '{ctx.params['id']}'. Run `wsctl keys list`.")
+    store.revoke_secret(ctx.db, row["id"])
+    return Response(204)

@@ -1,0 +1,35 @@
+"""Numbered migrations, applied once each on open and recorded in the `migrations` table.
+
+A workspace made by an old version opens in a new one: never edit a released migration,
+add the next number instead.
+"""
+from __future__ import annotations
+
+import sqlite3
+
+from workspacectl.engine.db import transaction
+from workspacectl.engine.migrations import m001_identity, m002_catalog, m003_catalog_search, m004_vault
+
+MIGRATIONS = [
+    ("m001_identity", m001_identity.up),
+    ("m002_catalog", m002_catalog.up),
+    ("m003_catalog_search", m003_catalog_search.up),
+    ("m004_vault", m004_vault.up),
+]
+
+
+def apply_migrations(conn: sqlite3.Connection) -> list[str]:
+    conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    done = {r[0] for r in conn.execute("SELECT name FROM migrations")}
+    applied = []
+    for name, up in MIGRATIONS:
+        if name in done:
+            continue
+        with transaction(conn):
+            # Re-check inside the write lock: another process may have applied it meanwhile.
+            if conn.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone():
+                continue
+            up(conn)
+            conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, datetime('now'))", (name,))
+        applied.append(name)
+    return applied

@@ -1,0 +1,37 @@
+"""Keyset pagination: `limit` (default 100, max 500) and an opaque `cursor`.
+
+Store functions take `after` (the last key of the previous page, or None) and `limit + 1`;
+`page()` trims the extra row and makes the next cursor from the last key returned.
+"""
+from __future__ import annotations
+
+import base64
+import json
+
+from workspacectl.engine.validate import bad, query_int
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 500
+
+
+def page_args(ctx) -> tuple[int, object]:
+    limit = query_int(ctx, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+    raw = ctx.query.get("cursor") or None
+    after = None
+    if raw:
+        try:
+            after = json.loads(base64.urlsafe_b64decode(raw.encode() + b"==="))
+        except (ValueError, UnicodeDecodeError):
+            raise bad("The cursor is not valid; pass the nextCursor of the previous page.") from None
+    return limit, after
+
+
+def encode_cursor(key) -> str:
+    return base64.urlsafe_b64encode(json.dumps(key).encode()).decode().rstrip("=")
+
+
+def page(name: str, rows: list, limit: int, key, render) -> dict:
+    """{name: [render(row)...], nextCursor} from up to limit+1 rows; key(row) is the sort key."""
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return {name: [render(r) for r in rows], "nextCursor": encode_cursor(key(rows[-1])) if more and rows else None}

@@ -1,0 +1,108 @@
+"""Routes: @route registers an API operation; match() finds the route of a request.
+
+Paths are the ones of scopes.ROUTE_SCOPES, so the scope of every route is declared once.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable, Iterable
+
+from workspacectl import clock
+from workspacectl.engine.scopes import ROUTE_SCOPES
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who a request acts as. kind: session | platform | personal; key_id: the secret's id."""
+
+    member_id: str
+    role: str
+    kind: str
+    key_id: str
+    scopes: tuple[str, ...] = ()
+
+    @property
+    def is_session(self) -> bool:
+        return self.kind == "session"
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role in ("owner", "admin")
+
+
+@dataclass
+class Response:
+    status: int = 200
+    body: Any = None
+    stream: Iterable[bytes] | None = None
+    content_type: str = "application/json"
+    headers: dict = field(default_factory=dict)
+
+
+@dataclass
+class Ctx:
+    ws: Any
+    caller: Caller | None
+    params: dict
+    query: dict
+    body: Any
+    base_url: str | None = None
+
+    @property
+    def db(self):
+        return self.ws.conn()
+
+    def now(self) -> datetime:
+        return clock.now()
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    scope: str
+    regex: re.Pattern
+    literal_segments: int
+
+
+_PARAM = re.compile(r"\{(\w+)\}")
+
+
+def _compile(path: str) -> re.Pattern:
+    parts = [f"(?P<{m.group(1)}>[^/]+)" if (m := _PARAM.fullmatch(seg)) else re.escape(seg)
+             for seg in path.split("/")]
+    return re.compile("^" + "/".join(parts) + "$")
+
+
+ROUTES: list[Route] = sorted(
+    (Route(m, p, s, _compile(p), sum(1 for seg in p.split("/") if not _PARAM.fullmatch(seg)))
+     for (m, p), s in ROUTE_SCOPES.items()),
+    key=lambda r: -r.literal_segments,
+)
+HANDLERS: dict[tuple[str, str], Callable[[Ctx], Any]] = {}
+
+
+def route(method: str, path: str):
+    key = (method.upper(), path)
+    if key not in ROUTE_SCOPES:
+        raise RuntimeError(f"{method} {path} is not in engine/scopes.py ROUTE_SCOPES; declare its scope there")
+
+    def deco(fn):
+        HANDLERS[key] = fn
+        return fn
+
+    return deco
+
+
+def match(method: str, path: str) -> tuple[Route | None, dict, bool]:
+    """(route, path params, path_known). path_known is True when another method has the path."""
+    known = False
+    for r in ROUTES:
+        m = r.regex.match(path)
+        if m:
+            if r.method == method:
+                return r, m.groupdict(), True
+            known = True
+    return None, {}, known

@@ -1,0 +1,105 @@
+"""THE scope table: every route of the seed and the contract, and what it requires.
+
+Both doors enforce it through dispatch.py, before any handler runs or anything is looked up.
+A route listed here without a handler yet still answers the scope rules (then 404).
+
+Required values:
+    PUBLIC         no key needed
+    AUTHENTICATED  any valid secret
+    SESSION        a command-line session only (keys of either kind: 403 insufficient_scope)
+    "<scope>"      a key must hold it; a session passes every scope check (seed, Authentication 1)
+"""
+from __future__ import annotations
+
+PUBLIC = "public"
+AUTHENTICATED = "authenticated"
+SESSION = "session"
+
+PLATFORM_SCOPES = ("vault:read", "vault:token", "vault:connect", "vault:manage", "docs:read")
+PERSONAL_SCOPES = ("projects:manage", "memory:manage", "skills:manage", "triggers:manage")
+KIND_SCOPES = {"platform": PLATFORM_SCOPES, "personal": PERSONAL_SCOPES}
+
+ROUTE_SCOPES: dict[tuple[str, str], str] = {
+    # Identity (contract §2)
+    ("GET", "/v1/openapi.json"): PUBLIC,
+    ("POST", "/v1/auth/session"): PUBLIC,
+    ("DELETE", "/v1/auth/session"): SESSION,
+    ("GET", "/v1/auth/whoami"): AUTHENTICATED,
+    ("POST", "/v1/auth/web-link"): SESSION,
+    ("GET", "/v1/members"): SESSION,
+    ("POST", "/v1/members"): SESSION,
+    ("POST", "/v1/members/{id}/login-codes"): SESSION,
+    ("GET", "/v1/keys"): SESSION,
+    ("POST", "/v1/keys"): SESSION,
+    ("DELETE", "/v1/keys/{id}"): SESSION,
+    # Vault (seed; contract §4)
+    ("GET", "/v1/credentials"): "vault:read",
+    ("GET", "/v1/credentials/{id}"): "vault:read",
+    ("POST", "/v1/credentials/{id}/token"): "vault:token",
+    ("PUT", "/v1/credentials/{id}/sharing"): "vault:manage",
+    ("GET", "/v1/credentials/{id}/access-log"): "vault:read",
+    ("POST", "/v1/connections"): "vault:connect",
+    ("GET", "/v1/connections/{id}"): "vault:connect",
+    ("GET", "/v1/vault/credentials/{id}/editable-fields"): "vault:manage",
+    ("PUT", "/v1/vault/credentials/{id}/data"): "vault:manage",
+    ("POST", "/v1/vault/credentials/{id}/sync"): "vault:manage",
+    ("DELETE", "/v1/vault/credentials/{id}"): "vault:manage",
+    # Catalog (seed; contract §5)
+    ("GET", "/v1/integrations"): "docs:read",
+    ("GET", "/v1/integrations/{service}"): "docs:read",
+    ("GET", "/v1/integrations/{service}/operations"): "docs:read",
+    ("GET", "/v1/integrations/{service}/operations/{opId}"): "docs:read",
+    ("GET", "/v1/operations"): "docs:read",
+    ("GET", "/v1/operations/{opId}"): "docs:read",
+    ("POST", "/v1/admin/catalog"): SESSION,
+    ("DELETE", "/v1/admin/catalog/{service}"): SESSION,
+    ("PUT", "/v1/admin/catalog/{service}/oauth-client"): SESSION,
+    ("POST", "/v1/admin/rotate-key"): SESSION,
+    # Projects (seed; contract §6)
+    ("GET", "/v1/projects"): "projects:manage",
+    ("POST", "/v1/projects"): "projects:manage",
+    ("GET", "/v1/projects/{id}"): "projects:manage",
+    ("PATCH", "/v1/projects/{id}"): "projects:manage",
+    ("PUT", "/v1/projects/{id}/memory"): "projects:manage",
+    ("GET", "/v1/projects/{id}/connections"): "projects:manage",
+    ("POST", "/v1/projects/{id}/delete"): "projects:manage",
+    ("POST", "/v1/projects/pin"): "projects:manage",
+    ("PUT", "/v1/projects/{id}/grants"): "projects:manage",
+    ("GET", "/v1/projects/{id}/files"): "projects:manage",
+    ("GET", "/v1/projects/{id}/files/bundle"): "projects:manage",
+    ("POST", "/v1/projects/{id}/files/bundle"): "projects:manage",
+    ("DELETE", "/v1/projects/{id}/files"): "projects:manage",
+    # Workflows and apps (contract §6, §9)
+    ("GET", "/v1/workflows"): "projects:manage",
+    ("POST", "/v1/workflows"): "projects:manage",
+    ("GET", "/v1/workflows/{id}"): "projects:manage",
+    ("PUT", "/v1/workflows/{id}/triggers/{nodeId}/config"): "triggers:manage",
+    # Memory (seed; contract §7)
+    ("GET", "/v1/memory/{ownerType}"): "memory:manage",
+    ("GET", "/v1/memory/{ownerType}/files"): "memory:manage",
+    ("POST", "/v1/memory/{ownerType}/proposals"): "memory:manage",
+    ("POST", "/v1/memory/agent/run"): SESSION,
+    # Skills (seed; contract §8)
+    ("GET", "/v1/skills"): "skills:manage",
+    ("POST", "/v1/skills"): "skills:manage",
+    ("GET", "/v1/skills/{id}"): "skills:manage",
+    ("PATCH", "/v1/skills/{id}"): "skills:manage",
+    ("DELETE", "/v1/skills/{id}"): "skills:manage",
+    ("PATCH", "/v1/skills/{id}/enabled"): "skills:manage",
+    ("GET", "/v1/skills/platform/{name}"): "skills:manage",
+    ("GET", "/v1/skills/{id}/files"): "skills:manage",
+    ("PUT", "/v1/skills/{id}/files"): "skills:manage",
+    ("GET", "/v1/skills/{id}/bundle-url"): "skills:manage",
+    ("GET", "/v1/skills/{id}/file-url"): "skills:manage",
+    ("POST", "/v1/skills/{id}/bundle-upload-url"): "skills:manage",
+    ("POST", "/v1/skills/{id}/validate"): "skills:manage",
+    ("POST", "/v1/skills/{id}/publish"): "skills:manage",
+    ("GET", "/v1/skills/{id}/versions"): "skills:manage",
+    ("POST", "/v1/skills/{id}/versions/{versionId}/revert"): "skills:manage",
+    # Trigger providers (seed; contract §9)
+    ("GET", "/v1/triggers"): "triggers:manage",
+}
+
+
+def is_vault_scope(scope: str) -> bool:
+    return scope.startswith("vault:")

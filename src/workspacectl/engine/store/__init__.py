@@ -1,0 +1,1 @@
+"""SQL lives here, one module per area, so another store (PostgreSQL) can follow."""

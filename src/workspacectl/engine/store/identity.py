@@ -1,0 +1,132 @@
+"""SQL for settings, members, login codes, secrets (sessions and keys) and web links."""
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from workspacectl import clock
+from workspacectl.engine.ids import new_id
+
+
+def set_setting(conn, key: str, value: str) -> None:
+    conn.execute("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                 (key, value))
+
+
+def get_setting(conn, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+# --- members -------------------------------------------------------------------------------
+
+def member_json(row) -> dict:
+    return {"id": row["id"], "name": row["name"], "email": row["email"], "role": row["role"],
+            "createdAt": row["created_at"]}
+
+
+def count_members(conn) -> int:
+    return conn.execute("SELECT count(*) FROM members").fetchone()[0]
+
+
+def insert_member(conn, name: str, email: str, role: str) -> dict:
+    mid = new_id("um")
+    conn.execute("INSERT INTO members (id, name, email, role, created_at) VALUES (?, ?, ?, ?, ?)",
+                 (mid, name, email, role, clock.now_iso()))
+    return member_json(get_member(conn, mid))
+
+
+def get_member(conn, member_id: str) -> sqlite3.Row | None:
+    return conn.execute("SELECT * FROM members WHERE id = ?", (member_id,)).fetchone()
+
+
+def find_member(conn, ref: str) -> sqlite3.Row | None:
+    """A member by id or by email."""
+    if "@" in ref:
+        return conn.execute("SELECT * FROM members WHERE email = ?", (ref,)).fetchone()
+    return get_member(conn, ref)
+
+
+def first_owner(conn) -> sqlite3.Row | None:
+    return conn.execute("SELECT * FROM members WHERE role = 'owner' ORDER BY id LIMIT 1").fetchone()
+
+
+def list_members(conn, after, limit: int) -> list:
+    return conn.execute("SELECT * FROM members WHERE id > ? ORDER BY id LIMIT ?", (after or "", limit)).fetchall()
+
+
+# --- login codes ---------------------------------------------------------------------------
+
+def insert_login_code(conn, code_hash: str, member_id: str, created_by: str | None, expires_at: str) -> None:
+    conn.execute("INSERT INTO login_codes (code_hash, member_id, created_by, created_at, expires_at) "
+                 "VALUES (?, ?, ?, ?, ?)", (code_hash, member_id, created_by, clock.now_iso(), expires_at))
+
+
+def get_login_code(conn, code_hash: str):
+    return conn.execute("SELECT * FROM login_codes WHERE code_hash = ?", (code_hash,)).fetchone()
+
+
+def use_login_code(conn, code_hash: str) -> bool:
+    """Mark a code used; False when another request used it first."""
+    cur = conn.execute("UPDATE login_codes SET used_at = ? WHERE code_hash = ? AND used_at IS NULL",
+                       (clock.now_iso(), code_hash))
+    return cur.rowcount == 1
+
+
+# --- secrets: sessions, API keys, web sessions ---------------------------------------------
+
+def secret_json(row) -> dict:
+    return {"id": row["id"], "kind": row["kind"], "name": row["name"], "scopes": json.loads(row["scopes"]),
+            "memberId": row["member_id"], "createdAt": row["created_at"], "expiresAt": row["expires_at"],
+            "revokedAt": row["revoked_at"]}
+
+
+def insert_secret(conn, kind: str, member_id: str, secret_hash: str, name: str = "", scopes=(),
+                  expires_at: str | None = None) -> sqlite3.Row:
+    sid = new_id("key" if kind in ("platform", "personal") else "ses")
+    conn.execute("INSERT INTO secrets (id, kind, member_id, name, scopes, secret_hash, created_at, expires_at) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                 (sid, kind, member_id, name, json.dumps(list(scopes)), secret_hash, clock.now_iso(), expires_at))
+    return get_secret(conn, sid)
+
+
+def get_secret(conn, secret_id: str):
+    return conn.execute("SELECT * FROM secrets WHERE id = ?", (secret_id,)).fetchone()
+
+
+def find_secret_by_hash(conn, secret_hash: str):
+    return conn.execute(
+        "SELECT s.*, m.role AS member_role FROM secrets s JOIN members m ON m.id = s.member_id "
+        "WHERE s.secret_hash = ?", (secret_hash,)).fetchone()
+
+
+def list_keys(conn, member_id: str | None, after, limit: int) -> list:
+    sql = "SELECT * FROM secrets WHERE kind IN ('platform', 'personal') AND revoked_at IS NULL AND id > ?"
+    args: list = [after or ""]
+    if member_id is not None:
+        sql += " AND member_id = ?"
+        args.append(member_id)
+    return conn.execute(sql + " ORDER BY id LIMIT ?", (*args, limit)).fetchall()
+
+
+def revoke_secret(conn, secret_id: str) -> bool:
+    cur = conn.execute("UPDATE secrets SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                       (clock.now_iso(), secret_id))
+    return cur.rowcount == 1
+
+
+# --- web sign-in links ---------------------------------------------------------------------
+
+def insert_web_link(conn, token_hash: str, member_id: str, next_path: str, expires_at: str) -> None:
+    conn.execute("INSERT INTO web_links (token_hash, member_id, next_path, created_at, expires_at) "
+                 "VALUES (?, ?, ?, ?, ?)", (token_hash, member_id, next_path, clock.now_iso(), expires_at))
+
+
+def get_web_link(conn, token_hash: str):
+    return conn.execute("SELECT * FROM web_links WHERE token_hash = ?", (token_hash,)).fetchone()
+
+
+def use_web_link(conn, token_hash: str) -> bool:
+    cur = conn.execute("UPDATE web_links SET used_at = ? WHERE token_hash = ? AND used_at IS NULL",
+                       (clock.now_iso(), token_hash))
+    return cur.rowcount == 1

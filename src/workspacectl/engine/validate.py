@@ -1,0 +1,92 @@
+"""Body and query field helpers. Each failure is ApiError('invalid_request') naming the field."""
+from __future__ import annotations
+
+from workspacectl.errors import ApiError
+
+_MISSING = object()
+
+
+def bad(message: str) -> ApiError:
+    return ApiError("invalid_request", message)
+
+
+def body_dict(ctx, allow_empty: bool = True) -> dict:
+    body = ctx.body
+    if body is None and allow_empty:
+        return {}
+    if not isinstance(body, dict):
+        raise bad("The request body must be a JSON object.")
+    return body
+
+
+def string(body: dict, name: str, *, required: bool = True, min_len: int = 1, max_len: int = 1000,
+           default=None):
+    value = body.get(name, _MISSING)
+    if value is _MISSING or value is None:
+        if required:
+            raise bad(f"'{name}' is required.")
+        return default
+    if not isinstance(value, str):
+        raise bad(f"'{name}' must be a string.")
+    if not (min_len <= len(value) <= max_len):
+        raise bad(f"'{name}' must be {min_len} to {max_len} characters long.")
+    return value
+
+
+def choice(body: dict, name: str, choices, *, required: bool = True, default=None):
+    value = string(body, name, required=required, default=default)
+    if value is not None and value not in choices:
+        raise bad(f"'{name}' must be one of: {', '.join(choices)}.")
+    return value
+
+
+def string_list(body: dict, name: str, *, required: bool = True, choices=None, max_items: int = 100):
+    value = body.get(name, _MISSING)
+    if value is _MISSING or value is None:
+        if required:
+            raise bad(f"'{name}' is required.")
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value) or len(value) > max_items:
+        raise bad(f"'{name}' must be a list of strings.")
+    if choices is not None:
+        unknown = [v for v in value if v not in choices]
+        if unknown:
+            raise bad(f"Unknown {name}: {', '.join(unknown)}. Allowed: {', '.join(choices)}.")
+    return list(dict.fromkeys(value))
+
+
+def boolean(body: dict, name: str, *, required: bool = True, default=None):
+    value = body.get(name, _MISSING)
+    if value is _MISSING or value is None:
+        if required:
+            raise bad(f"'{name}' is required.")
+        return default
+    if not isinstance(value, bool):
+        raise bad(f"'{name}' must be true or false.")
+    return value
+
+
+def integer(body: dict, name: str, *, required: bool = True, default=None, minimum=None, maximum=None):
+    value = body.get(name, _MISSING)
+    if value is _MISSING or value is None:
+        if required:
+            raise bad(f"'{name}' is required.")
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise bad(f"'{name}' must be an integer.")
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise bad(f"'{name}' must be between {minimum} and {maximum}.")
+    return value
+
+
+def query_int(ctx, name: str, default: int, minimum: int, maximum: int) -> int:
+    raw = ctx.query.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise bad(f"Query parameter '{name}' must be an integer.") from None
+    if not minimum <= value <= maximum:
+        raise bad(f"Query parameter '{name}' must be between {minimum} and {maximum}.")
+    return value

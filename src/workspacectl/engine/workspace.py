@@ -1,0 +1,86 @@
+"""A workspace is a folder: workspace.db (SQLite) and blobs/. Several processes may open one."""
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from pathlib import Path
+
+from workspacectl import clock
+from workspacectl.engine.db import open_db, transaction
+from workspacectl.errors import ApiError
+
+DB_NAME = "workspace.db"
+
+
+class Workspace:
+    def __init__(self, path: Path):
+        self.path = Path(path).expanduser().resolve()
+        self.db_path = self.path / DB_NAME
+        self.blobs = self.path / "blobs"
+        self._local = threading.local()
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.path)!r})"
+
+    @staticmethod
+    def exists_at(path: Path) -> bool:
+        return (Path(path).expanduser() / DB_NAME).is_file()
+
+    @classmethod
+    def open(cls, path: Path) -> "Workspace":
+        if not cls.exists_at(path):
+            raise ApiError("not_found", f"No workspace at {path}. Run `wsctl init --workspace {path}` to make one.")
+        ws = cls(path)
+        ws._migrate()
+        return ws
+
+    @classmethod
+    def create(cls, path: Path, name: str, owner_name: str, owner_email: str) -> tuple["Workspace", dict]:
+        """Make the folder, the database and the first owner, in one transaction."""
+        from workspacectl.engine.store import identity as store
+
+        path = Path(path).expanduser()
+        if cls.exists_at(path):
+            raise ApiError("conflict", f"A workspace already exists at {path}.")
+        path.mkdir(parents=True, exist_ok=True)
+        os.chmod(path, 0o700)
+        ws = cls(path)
+        ws.blobs.mkdir(exist_ok=True)
+        ws._migrate()
+        conn = ws.conn()
+        with transaction(conn):
+            if store.count_members(conn):
+                raise ApiError("conflict", f"A workspace already exists at {path}.")
+            store.set_setting(conn, "name", name)
+            store.set_setting(conn, "created_at", clock.now_iso())
+            owner = store.insert_member(conn, owner_name, owner_email, "owner")
+        ws._after_create()
+        return ws, owner
+
+    def _migrate(self) -> None:
+        from workspacectl.engine.migrations import apply_migrations
+
+        self.blobs.mkdir(exist_ok=True)
+        apply_migrations(self.conn())
+        self._load_builtins()
+
+    def _load_builtins(self) -> None:
+        """Load the package's built-in catalog once per package version (see engine/builtins.py)."""
+        from workspacectl.engine import builtins
+
+        builtins.ensure_loaded(self.conn())
+
+    def _after_create(self) -> None:
+        pass
+
+    def conn(self) -> sqlite3.Connection:
+        c = getattr(self._local, "conn", None)
+        if c is None:
+            c = open_db(self.db_path)
+            self._local.conn = c
+        return c
+
+    def setting(self, key: str, default: str | None = None) -> str | None:
+        row = self.conn().execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default

@@ -1,0 +1,87 @@
+"""The one error type of the project.
+
+Every failure the API can answer is an ``ApiError`` carrying a contract code. The code decides
+the HTTP status the server answers and the exit code the CLI exits with, so a rule broken on
+either backend looks the same to the user:
+
+    invalid_request   400  exit 7     bad body, query or argument
+    unauthenticated   401  exit 3     unknown, revoked or expired secret
+    insufficient_scope 403 exit 4     the key's kind or scopes do not cover the route
+    forbidden         403  exit 4     visible, but the caller may not do this
+    not_found         404  exit 5     absent, or invisible to the caller (existence not leaked)
+    conflict          409  exit 6     a race or a uniqueness rule
+    expired           410  exit 5     a link, code or upload past its lifetime
+    payload_too_large 413  exit 7
+    unprocessable     422  exit 7     a bundle that fails validation
+    upstream_failed   502  exit 1     a provider refused (e.g. an OAuth refresh)
+    unreachable       --   exit 8     client side only: the server could not be reached
+    internal          500  exit 1     a bug; never produced on purpose
+"""
+from __future__ import annotations
+
+HTTP_STATUS = {
+    "invalid_request": 400,
+    "unauthenticated": 401,
+    "insufficient_scope": 403,
+    "forbidden": 403,
+    "not_found": 404,
+    "conflict": 409,
+    "expired": 410,
+    "payload_too_large": 413,
+    "unprocessable": 422,
+    "upstream_failed": 502,
+    "unreachable": 503,
+    "internal": 500,
+}
+
+EXIT_CODES = {
+    "invalid_request": 7,
+    "unauthenticated": 3,
+    "insufficient_scope": 4,
+    "forbidden": 4,
+    "not_found": 5,
+    "conflict": 6,
+    "expired": 5,
+    "payload_too_large": 7,
+    "unprocessable": 7,
+    "upstream_failed": 1,
+    "unreachable": 8,
+    "internal": 1,
+}
+
+EXIT_USAGE = 2
+
+
+class ApiError(Exception):
+    """An API failure with a contract code, a one-line message and optional detail."""
+
+    def __init__(self, code: str, message: str, detail=None, status: int | None = None):
+        if code not in HTTP_STATUS:
+            code = "internal"
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.detail = detail
+        self.status = status or HTTP_STATUS[code]
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES.get(self.code, 1)
+
+    def body(self) -> dict:
+        err = {"status": self.status, "code": self.code, "message": self.message}
+        if self.detail is not None:
+            err["detail"] = self.detail
+        return {"error": err}
+
+    @classmethod
+    def from_body(cls, status: int, body) -> "ApiError":
+        """Rebuild the error a server answered (remote backend)."""
+        err = body.get("error") if isinstance(body, dict) else None
+        if isinstance(err, dict) and isinstance(err.get("code"), str):
+            return cls(err["code"], str(err.get("message") or err["code"]), err.get("detail"), status=status)
+        code = next((c for c, s in HTTP_STATUS.items() if s == status), "internal")
+        return cls(code, f"The server answered HTTP {status}.", status=status)
+
+    def __repr__(self) -> str:
+        return f"ApiError({self.code!r}, {self.message!r})"

@@ -1,0 +1,1 @@
+"""The HTTP door: `wsctl serve`. Imported only by that command (FastAPI and uvicorn are heavy)."""

@@ -1,0 +1,130 @@
+"""FastAPI app: every engine route mounted through one generic handler; web pages beside them.
+
+Handlers here only parse the request, call the engine and serialize; the rules live in engine/.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+import time
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response as RawResponse, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from workspacectl.engine.dispatch import Engine, parse_json_body
+from workspacectl.engine.registry import Response
+from workspacectl.errors import ApiError
+
+MAX_JSON_BODY = 64 * 1024 * 1024
+METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+log = logging.getLogger("wsctl.server")
+# Path segments that carry one-time secrets: never written to the log.
+_SECRET_PATH = re.compile(r"^/(signin|connect|uploads|blobs)/[^/?]+")
+
+
+def redact_path(path: str) -> str:
+    return _SECRET_PATH.sub(lambda m: f"/{m.group(1)}/***", path)
+
+
+def json_response(status: int, body) -> RawResponse:
+    if status == 204 or body is None:
+        return RawResponse(status_code=status)
+    data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    return RawResponse(content=data, status_code=status, media_type="application/json")
+
+
+def to_http(resp: Response) -> RawResponse:
+    if resp.stream is not None:
+        return StreamingResponse(resp.stream, status_code=resp.status, media_type=resp.content_type,
+                                 headers=resp.headers)
+    if resp.content_type != "application/json":
+        return RawResponse(content=resp.body, status_code=resp.status, media_type=resp.content_type,
+                           headers=resp.headers)
+    out = json_response(resp.status, resp.body)
+    out.headers.update(resp.headers)
+    return out
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise ApiError("payload_too_large", f"The request body is over {limit // (1024 * 1024)} MiB.")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError("payload_too_large", f"The request body is over {limit // (1024 * 1024)} MiB.")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" and value.strip() else None
+
+
+def base_url_of(request: Request, public_url: str | None) -> str:
+    return (public_url or str(request.base_url)).rstrip("/")
+
+
+def create_app(engine: Engine, public_url: str | None = None) -> FastAPI:
+    app = FastAPI(title="workspacectl", openapi_url=None, docs_url=None, redoc_url=None)
+    app.state.engine = engine
+    app.state.public_url = public_url
+
+    @app.middleware("http")
+    async def access_log(request: Request, call_next):
+        started = time.perf_counter()
+        try:
+            response = await call_next(request)
+        except Exception:  # a bug: answer the contract's body, never a traceback to the client
+            log.exception("unhandled error on %s %s", request.method, redact_path(request.url.path))
+            response = json_response(500, ApiError("internal", "Internal error; see the server log.").body())
+        log.info("%s %s %d %.1fms", request.method, redact_path(request.url.path), response.status_code,
+                 (time.perf_counter() - started) * 1000)
+        return response
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        code = {404: "not_found", 405: "not_found", 413: "payload_too_large"}.get(exc.status_code, "invalid_request")
+        return json_response(exc.status_code, ApiError(code, str(exc.detail), status=exc.status_code).body())
+
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, exc: ApiError):
+        return json_response(exc.status, exc.body())
+
+    @app.get("/healthz")
+    async def healthz():
+        return {"ok": True}
+
+    @app.api_route("/v1/{rest:path}", methods=METHODS)
+    async def api(request: Request, rest: str):
+        raw = await read_body(request, MAX_JSON_BODY)
+        ctype = request.headers.get("content-type", "")
+        body = raw if raw and "json" not in ctype and not raw.lstrip().startswith((b"{", b"[")) else parse_json_body(raw)
+        resp = await run_in_threadpool(engine.handle, request.method, "/v1/" + rest, dict(request.query_params),
+                                       body, bearer(request), base_url_of(request, app.state.public_url))
+        return to_http(resp)
+
+    from workspacectl.server import web
+
+    web.mount(app, engine)
+    return app
+
+
+def serve(workspace_path, host: str, port: int, public_url: str | None = None) -> None:
+    import uvicorn
+
+    from workspacectl.engine.workspace import Workspace
+
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    ws = Workspace.open(workspace_path)
+    engine = Engine(ws)
+    app = create_app(engine, public_url)
+    print(f"wsctl serving {ws.path} on http://{host}:{port}", file=sys.stderr, flush=True)
+    uvicorn.run(app, host=host, port=port, access_log=False, log_level="warning", server_header=False)
