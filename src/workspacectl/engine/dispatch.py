@@ -17,8 +17,9 @@ from workspacectl.errors import ApiError
 # Modules holding @route handlers. A module not written yet is skipped; its routes answer 404.
 ROUTE_MODULES = [
     "auth", "members", "keys", "openapi",
-    "catalog", "catalog_search_api", "triggers",
-    "vault", "connections", "vault_manage", "admin",
+    "catalog", "catalog_search_api", "triggers", "admin_catalog",
+    "vault", "connections", "vault_manage", "admin_rotate",
+    "projects",
 ]
 _loaded = False
 

@@ -8,13 +8,15 @@ from __future__ import annotations
 import sqlite3
 
 from workspacectl.engine.db import transaction
-from workspacectl.engine.migrations import m001_identity, m002_catalog, m003_catalog_search, m004_vault
+from workspacectl.engine.migrations import m001_identity, m002_catalog, m003_catalog_search, m004_vault, m005_connections, m006_projects
 
 MIGRATIONS = [
     ("m001_identity", m001_identity.up),
     ("m002_catalog", m002_catalog.up),
     ("m003_catalog_search", m003_catalog_search.up),
     ("m004_vault", m004_vault.up),
+    ("m005_connections", m005_connections.up),
+    ("m006_projects", m006_projects.up),
 ]
 
 

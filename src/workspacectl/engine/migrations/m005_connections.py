@@ -1,0 +1,5 @@
+"""m005_connections: placeholder, filled by its owner."""
+
+
+def up(conn):
+    pass

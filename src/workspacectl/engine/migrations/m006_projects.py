@@ -1,0 +1,5 @@
+"""m006_projects: placeholder, filled by its owner."""
+
+
+def up(conn):
+    pass
