@@ -92,6 +92,18 @@ def ensure_embedded_workspace(path: Path, profile: str) -> None:
     print(f"Created a new workspace at {ws.path} (owner: {user}).", file=sys.stderr)
 
 
+def ensure_workspace_path(path: Path, profile: str | None) -> None:
+    """The embedded default is made on first use; any other missing folder is an error."""
+    from workspacectl.engine.workspace import Workspace
+
+    if Workspace.exists_at(path):
+        return
+    if _same(str(path), str(default_workspace())):
+        ensure_embedded_workspace(path, profile or config.profile_name(None, config.load()))
+        return
+    raise ApiError("not_found", f"No workspace at {path}. Run `wsctl init --workspace {path}` to make one.")
+
+
 def open_local(target: Target):
     from workspacectl.backend.local import LocalBackend
     from workspacectl.engine.registry import Caller
@@ -99,11 +111,7 @@ def open_local(target: Target):
     from workspacectl.engine.workspace import Workspace
 
     path = Path(target.location)
-    if not Workspace.exists_at(path):
-        if _same(str(path), str(default_workspace())):
-            ensure_embedded_workspace(path, target.profile)
-        else:
-            raise ApiError("not_found", f"No workspace at {path}. Run `wsctl init --workspace {path}` to make one.")
+    ensure_workspace_path(path, target.profile)
     ws = Workspace.open(path)
     if target.secret:
         from workspacectl.engine.dispatch import Engine

@@ -1,7 +1,6 @@
 """Members of the workspace and the login codes that sign them in."""
 from __future__ import annotations
 
-import re
 import sqlite3
 
 from workspacectl.engine.auth import make_login_code
@@ -13,7 +12,6 @@ from workspacectl.engine import validate as v
 from workspacectl.errors import ApiError
 
 ROLES = ("owner", "admin", "member", "guest")
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
 
 
 def require_admin(ctx: Ctx) -> None:
@@ -39,9 +37,7 @@ def list_members(ctx: Ctx) -> dict:
 def add_member(ctx: Ctx) -> Response:
     require_admin(ctx)
     body = v.body_dict(ctx)
-    email = v.string(body, "email", max_len=320).strip()
-    if not _EMAIL.match(email):
-        raise v.bad(f"'{email}' is not an email address.")
+    email = v.email_address(v.string(body, "email", max_len=320), "'email'")
     name = v.string(body, "name", max_len=200).strip() or email
     role = v.choice(body, "role", ROLES, required=False, default="member")
     if role == "owner" and ctx.caller.role != "owner":

@@ -1,7 +1,11 @@
 """Body and query field helpers. Each failure is ApiError('invalid_request') naming the field."""
 from __future__ import annotations
 
+import re
+
 from workspacectl.errors import ApiError
+
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
 
 _MISSING = object()
 
@@ -90,3 +94,10 @@ def query_int(ctx, name: str, default: int, minimum: int, maximum: int) -> int:
     if not minimum <= value <= maximum:
         raise bad(f"Query parameter '{name}' must be between {minimum} and {maximum}.")
     return value
+
+
+def email_address(value: str, label: str = "email") -> str:
+    value = (value or "").strip()
+    if len(value) > 320 or not EMAIL.match(value):
+        raise bad(f"{label} '{value[:80]}' is not an email address.")
+    return value.lower()

@@ -1,0 +1,165 @@
+"""`wsctl auth`: sign in to a server with a login code, see who you are, sign out."""
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from workspacectl.cli import config, secrets_store
+from workspacectl.cli.context import backend, resolve, state, token_key
+from workspacectl.cli.output import JsonOpt, emit, fields, info
+from workspacectl.errors import ApiError
+
+app = typer.Typer(no_args_is_help=True)
+
+ProfileOpt = Annotated[Optional[str], typer.Option("--profile", "-p", help="Profile to sign in (default: the active one).")]
+
+
+def _profile(ctx, flag: str | None) -> str:
+    st = state(ctx)
+    if flag:
+        st.profile_flag = flag
+    return config.profile_name(st.profile_flag, config.load())
+
+
+@app.command("login")
+def login(
+    ctx: typer.Context,
+    server: Annotated[Optional[str], typer.Option("--server", help="Server base URL, e.g. https://wsctl.example.com.")] = None,
+    code: Annotated[Optional[str], typer.Option("--code", help="The login code from `wsctl members login-code` (asked for when left out).")] = None,
+    member: Annotated[Optional[str], typer.Option("--member", help="Local workspaces: act as this member (id or email).")] = None,
+    profile: ProfileOpt = None,
+    json: JsonOpt = False,
+):
+    """Sign in. With --server: exchange a one-time login code for a session kept in the keyring.
+    With --member: make a local profile act as another member of a workspace you can open."""
+    name = _profile(ctx, profile)
+    prof = config.get_profile(config.load(), name)
+    if member and server:
+        raise typer.BadParameter("use either --server (remote) or --member (local), not both")
+    if member:
+        return _login_local(ctx, name, member, json)
+    server = server or prof.get("server")
+    if not server:
+        raise typer.BadParameter("pass --server URL (or --member MEMBER for a local workspace)", param_hint="--server")
+    server = server.rstrip("/")
+    if not server.startswith(("http://", "https://")):
+        raise typer.BadParameter("must start with http:// or https://", param_hint="--server")
+    if not code:
+        code = _ask_code()
+    from workspacectl.backend.remote import RemoteBackend
+
+    answer = RemoteBackend(server, None).request("POST", "/v1/auth/session", body={"code": code.strip(), "name": "wsctl"})
+    where = secrets_store.set(token_key(name), answer["token"])
+    config.set_profile(name, {"server": server})
+    member_rec = answer["member"]
+    body = {"profile": name, "server": server, "member": member_rec, "tokenStorage": where}
+    emit(ctx, body, lambda b: info(f"Signed in to {server} as {member_rec['name']} <{member_rec['email']}> "
+                                   f"({member_rec['role']}); profile '{name}', token in the {where}."), json_flag=json)
+
+
+def _ask_code() -> str:
+    if sys.stdin.isatty():
+        return typer.prompt("Login code")
+    line = sys.stdin.readline().strip()
+    if not line:
+        raise ApiError("invalid_request", "No login code: pass --code or type it when asked.")
+    return line
+
+
+def _login_local(ctx, name: str, member: str, json: bool):
+    from pathlib import Path
+
+    from workspacectl.cli.context import ensure_workspace_path
+    from workspacectl.engine.members import resolve_member
+    from workspacectl.engine.store.identity import member_json
+    from workspacectl.engine.workspace import Workspace
+
+    target = resolve(name)
+    if target.kind == "remote":
+        raise ApiError("invalid_request", f"Profile '{name}' points at a server; --member is for local workspaces.")
+    path = Path(target.location)
+    ensure_workspace_path(path, name)
+    ws = Workspace.open(path)
+    rec = member_json(resolve_member(ws.conn(), member))
+    config.set_profile(name, {"workspace": str(ws.path), "member": rec["id"]})
+    body = {"profile": name, "workspace": str(ws.path), "member": rec}
+    emit(ctx, body, lambda b: info(f"Profile '{name}' now acts as {rec['name']} <{rec['email']}> ({rec['role']}) "
+                                   f"on {ws.path}."), json_flag=json)
+
+
+@app.command("status")
+def status(ctx: typer.Context, profile: ProfileOpt = None, json: JsonOpt = False):
+    """Show the profile in use, where its data lives, who it acts as, and where the token came from."""
+    name = _profile(ctx, profile)
+    target = resolve(name)
+    body = {"profile": name, "backend": target.kind, "location": target.location,
+            "tokenSource": target.secret_source, "signedIn": False, "member": None}
+    try:
+        who = backend(ctx).request("GET", "/v1/auth/whoami")
+        body.update(signedIn=True, member=who["member"], kind=who["kind"], scopes=who["scopes"])
+    except ApiError as e:
+        if e.code not in ("unauthenticated",):
+            raise
+        body["error"] = e.message
+
+    def render(b):
+        pairs = [("profile", b["profile"]), ("backend", b["backend"]),
+                 ("server" if b["backend"] == "remote" else "workspace", b["location"]),
+                 ("token from", b["tokenSource"])]
+        if b["signedIn"]:
+            m = b["member"]
+            pairs += [("signed in as", f"{m['name']} <{m['email']}> ({m['role']})"), ("acting with", b["kind"])]
+            if b.get("scopes"):
+                pairs.append(("scopes", b["scopes"]))
+        else:
+            pairs.append(("signed in", f"no: {b.get('error', '')}"))
+        fields(pairs)
+
+    emit(ctx, body, render, json_flag=json)
+    if not body["signedIn"]:
+        raise typer.Exit(3)
+
+
+@app.command("whoami")
+def whoami(ctx: typer.Context, json: JsonOpt = False):
+    """Print the member this profile acts as."""
+    body = backend(ctx).request("GET", "/v1/auth/whoami")
+    emit(ctx, body, lambda b: print(f"{b['member']['name']} <{b['member']['email']}> ({b['member']['role']}) "
+                                    f"via {b['kind']}"), json_flag=json)
+
+
+@app.command("token")
+def token(ctx: typer.Context, profile: ProfileOpt = None):
+    """Print the session token of a remote profile (for scripts: WSCTL_TOKEN=$(wsctl auth token))."""
+    name = _profile(ctx, profile)
+    target = resolve(name)
+    if target.kind != "remote":
+        raise ApiError("invalid_request", "A local profile acts in-process and has no token. "
+                       "Sign in to a server with `wsctl auth login --server URL`.")
+    if not target.secret:
+        raise ApiError("unauthenticated", f"Profile '{name}' is not signed in. Run `wsctl auth login`.")
+    print(target.secret)
+
+
+@app.command("logout")
+def logout(ctx: typer.Context, profile: ProfileOpt = None, json: JsonOpt = False):
+    """Revoke this profile's session on the server and forget its token."""
+    name = _profile(ctx, profile)
+    target = resolve(name)
+    body = {"profile": name, "revoked": False}
+    if target.kind == "remote" and target.secret_source == "keyring":
+        try:
+            backend(ctx).request("DELETE", "/v1/auth/session")
+            body["revoked"] = True
+        except ApiError as e:
+            if e.code != "unauthenticated":
+                raise
+        secrets_store.delete(token_key(name))
+        msg = f"Signed out of {target.location} (profile '{name}')."
+    elif target.kind == "remote":
+        msg = f"The token comes from {target.secret_source}; unset it to sign out."
+    else:
+        msg = "A local profile acts in-process as its member; there is no session to end."
+    emit(ctx, body, lambda b: info(msg), json_flag=json)

@@ -1,0 +1,60 @@
+"""`wsctl members`: list, add, and make login codes."""
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from workspacectl.cli.context import backend
+from workspacectl.cli.output import JsonOpt, emit, fields, info, table
+
+app = typer.Typer(no_args_is_help=True)
+
+COLUMNS = [("id", "ID"), ("name", "NAME"), ("email", "EMAIL"), ("role", "ROLE"), ("createdAt", "CREATED")]
+
+
+def member_path(ref: str) -> str:
+    from urllib.parse import quote
+
+    return f"/v1/members/{quote(ref, safe='')}"
+
+
+@app.command("list")
+def list_(ctx: typer.Context, json: JsonOpt = False):
+    """List the workspace's members."""
+    body = backend(ctx).request("GET", "/v1/members", query={"limit": "500"})
+    emit(ctx, body, lambda b: table(b["members"], COLUMNS, "No members."), json_flag=json)
+
+
+@app.command("add")
+def add(
+    ctx: typer.Context,
+    email: Annotated[str, typer.Argument(help="The new member's email.")],
+    name: Annotated[str, typer.Option("--name", help="Display name.")] = "",
+    role: Annotated[str, typer.Option("--role", help="owner, admin, member or guest.")] = "member",
+    json: JsonOpt = False,
+):
+    """Add a member (owner or admin). Then give them a login code with `wsctl members login-code`."""
+    body = backend(ctx).request("POST", "/v1/members", body={"email": email, "name": name or email, "role": role})
+
+    def render(m):
+        fields([("id", m["id"]), ("name", m["name"]), ("email", m["email"]), ("role", m["role"])])
+        info(f"Next: `wsctl members login-code {m['email']}` and give them the code.")
+
+    emit(ctx, body, render, json_flag=json)
+
+
+@app.command("login-code")
+def login_code(
+    ctx: typer.Context,
+    member: Annotated[str, typer.Argument(help="Member id or email.")],
+    json: JsonOpt = False,
+):
+    """Make a one-time login code (15 minutes) for a member to run `wsctl auth login`."""
+    body = backend(ctx).request("POST", member_path(member) + "/login-codes")
+
+    def render(b):
+        print(b["code"])
+        info(f"Single use, valid until {b['expiresAt']}. They run: wsctl auth login --server URL")
+
+    emit(ctx, body, render, json_flag=json)

@@ -1,0 +1,288 @@
+"""Shared fixtures: every behaviour runs through both backends with real parts.
+
+- `home`: a fresh WSCTL_HOME for the test (also set in os.environ for in-process code).
+- `backend`: parametrized local/remote over the test's own workspace. remote = a real
+  `wsctl serve` subprocess on 127.0.0.1; local = the in-process engine (for `.api`) and the
+  real CLI with WSCTL_WORKSPACE (for `.wsctl`).
+- `serve(path, env=None, offset=0)`: a context manager running `wsctl serve`, yielding its URL.
+
+Workspaces are copied from one template made per session (creating one loads the built-in
+catalog, which every test would otherwise pay for).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+WSCTL = [sys.executable, "-m", "workspacectl"]
+OWNER = {"name": "Olive Owner", "email": "olive@example.com"}
+
+
+def base_env(home: Path) -> dict:
+    """Environment for a wsctl subprocess: no inherited WSCTL_* and no usable OS keyring."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WSCTL_")}
+    env.update({"WSCTL_HOME": str(home), "NO_COLOR": "1", "TERM": "dumb", "COLUMNS": "200",
+                "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring", "PYTHONUNBUFFERED": "1"})
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def json(self):
+        return json.loads(self.out)
+
+
+def run_wsctl(args, env: dict, input: str | None = None, expect: int | None = 0, timeout: float = 120) -> Result:
+    p = subprocess.run([*WSCTL, *map(str, args)], env=env, input=input, capture_output=True, text=True,
+                       timeout=timeout)
+    r = Result(p.returncode, p.stdout, p.stderr)
+    if expect is not None:
+        assert r.code == expect, f"wsctl {' '.join(map(str, args))} exited {r.code}, expected {expect}\n" \
+                                 f"stdout: {r.out[-2000:]}\nstderr: {r.err[-2000:]}"
+    return r
+
+
+class Server:
+    def __init__(self, url: str, proc: subprocess.Popen, log: Path):
+        self.url, self.proc, self.log = url, proc, log
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+def start_server(workspace: Path, env: dict | None = None, offset: int = 0, log: Path | None = None) -> Server:
+    port = free_port()
+    env = dict(env or base_env(workspace.parent / "server-home"))
+    if offset:
+        env["WSCTL_NOW_OFFSET_SECONDS"] = str(offset)
+    log = log or workspace.parent / f"server-{port}.log"
+    proc = subprocess.Popen([*WSCTL, "serve", "--workspace", str(workspace), "--host", "127.0.0.1",
+                             "--port", str(port)], env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"wsctl serve exited {proc.returncode}: {log.read_text()[-3000:]}")
+        try:
+            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                return Server(url, proc, log)
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("wsctl serve did not answer /healthz within 30 s")
+
+
+@contextlib.contextmanager
+def serve(workspace: Path, env: dict | None = None, offset: int = 0):
+    """Run `wsctl serve` on a workspace folder for the block; yields the base URL."""
+    s = start_server(Path(workspace), env, offset)
+    try:
+        yield s.url
+    finally:
+        s.stop()
+
+
+# ---------------------------------------------------------------- workspaces
+
+@pytest.fixture(scope="session")
+def template_workspace(tmp_path_factory) -> Path:
+    """One workspace made by `wsctl init` (built-in catalog loaded); tests get copies."""
+    root = tmp_path_factory.mktemp("template")
+    run_wsctl(["init", "--workspace", root / "ws", "--name", "Test Workspace", "--owner-name", OWNER["name"],
+               "--owner-email", OWNER["email"]], base_env(root / "home"))
+    con = sqlite3.connect(root / "ws" / "workspace.db")
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    return root / "ws"
+
+
+def copy_workspace(template: Path, dest: Path) -> Path:
+    shutil.copytree(template, dest, ignore=shutil.ignore_patterns("*-wal", "*-shm"))
+    return dest
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    h = tmp_path / "home"
+    h.mkdir()
+    for k in list(os.environ):
+        if k.startswith("WSCTL_"):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("WSCTL_HOME", str(h))
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    return h
+
+
+@pytest.fixture
+def workspace(tmp_path, home, template_workspace) -> Path:
+    return copy_workspace(template_workspace, tmp_path / "ws")
+
+
+# ---------------------------------------------------------------- the backend fixture
+
+@dataclass
+class ApiResult:
+    status: int
+    body: object
+
+    @property
+    def code(self) -> str | None:
+        if isinstance(self.body, dict) and isinstance(self.body.get("error"), dict):
+            return self.body["error"].get("code")
+        return None
+
+
+@dataclass
+class Backend:
+    kind: str
+    workspace: Path
+    home: Path
+    owner: dict
+    owner_token: str
+    base_url: str | None = None
+    server: Server | None = None
+    env: dict = field(default_factory=dict)
+    _engine: object = None
+    _http: object = None
+
+    # -- the CLI
+    def wsctl(self, *args, input: str | None = None, env: dict | None = None, expect: int | None = 0) -> Result:
+        return run_wsctl(args, {**self.env, **(env or {})}, input=input, expect=expect)
+
+    def env_for(self, secret: str) -> dict:
+        """Environment for a wsctl subprocess presenting `secret` (a session token or an API key)."""
+        var = "WSCTL_TOKEN" if secret.startswith("ws_session_") else "WSCTL_API_KEY"
+        env = {k: v for k, v in self.env.items() if k not in ("WSCTL_TOKEN", "WSCTL_API_KEY")}
+        env[var] = secret
+        return env
+
+    # -- the API
+    def api(self, method: str, path: str, body=None, secret: str | None = None, query: dict | None = None,
+            raw: bytes | None = None) -> ApiResult:
+        secret = self.owner_token if secret is None else secret
+        if self.kind == "remote":
+            headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+            kw = {"params": query, "headers": headers}
+            if raw is not None:
+                kw["content"] = raw
+            elif body is not None:
+                kw["json"] = body
+            r = self._http.request(method, path, **kw)
+            try:
+                data = r.json() if r.content else None
+            except ValueError:
+                data = r.content
+            return ApiResult(r.status_code, data)
+        payload = raw if raw is not None else (json.loads(json.dumps(body)) if body is not None else None)
+        resp = self._engine.handle(method, path, query, payload, secret or None, None)
+        if resp.stream is not None:
+            return ApiResult(resp.status, b"".join(resp.stream))
+        return ApiResult(resp.status, json.loads(json.dumps(resp.body)) if resp.body is not None else None)
+
+    def ok(self, method: str, path: str, body=None, secret: str | None = None, query: dict | None = None):
+        r = self.api(method, path, body, secret, query)
+        assert r.status < 300, f"{method} {path} -> {r.status} {r.body}"
+        return r.body
+
+    # -- people and secrets
+    def add_member(self, email: str, name: str | None = None, role: str = "member") -> dict:
+        return self.ok("POST", "/v1/members", {"email": email, "name": name or email.split("@")[0].title(),
+                                               "role": role})
+
+    def session(self, member_id: str | None = None) -> str:
+        member_id = member_id or self.owner["id"]
+        code = self.ok("POST", f"/v1/members/{member_id}/login-codes")["code"]
+        token = self.ok("POST", "/v1/auth/session", {"code": code}, secret="")["token"]
+        assert token.startswith("ws_session_")
+        return token
+
+    def key(self, kind: str, scopes, member_id: str | None = None) -> str:
+        token = self.owner_token if member_id in (None, self.owner["id"]) else self.session(member_id)
+        body = self.ok("POST", "/v1/keys", {"kind": kind, "scopes": list(scopes), "name": f"test-{kind}"},
+                       secret=token)
+        return body["secret"]
+
+    def close(self):
+        if self._http is not None:
+            self._http.close()
+        if self.server is not None:
+            self.server.stop()
+        if self._engine is not None:
+            conn = getattr(self._engine.ws._local, "conn", None)
+            if conn is not None:
+                conn.close()
+
+
+def _owner_and_token(ws_path: Path) -> tuple[dict, str]:
+    """The owner record and a real session for it, made through a login code in-process."""
+    from workspacectl.engine.auth import make_login_code, new_session
+    from workspacectl.engine.db import transaction
+    from workspacectl.engine.store import identity
+    from workspacectl.engine.workspace import Workspace
+
+    ws = Workspace.open(ws_path)
+    conn = ws.conn()
+    owner = identity.member_json(identity.first_owner(conn))
+    with transaction(conn):
+        token, _ = new_session(conn, owner["id"], "tests")
+    conn.close()
+    return owner, token
+
+
+def make_backend(kind: str, workspace: Path, home: Path) -> Backend:
+    owner, token = _owner_and_token(workspace)
+    env = base_env(home)
+    b = Backend(kind, workspace, home, owner, token)
+    if kind == "remote":
+        b.server = start_server(workspace, base_env(workspace.parent / "server-home"),
+                                log=workspace.parent / "server.log")
+        b.base_url = b.server.url
+        b._http = httpx.Client(base_url=b.base_url, timeout=60)
+        env.update({"WSCTL_SERVER": b.base_url, "WSCTL_TOKEN": token})
+    else:
+        from workspacectl.engine.dispatch import Engine
+        from workspacectl.engine.workspace import Workspace
+
+        b._engine = Engine(Workspace.open(workspace))
+        env["WSCTL_WORKSPACE"] = str(workspace)
+    b.env = env
+    return b
+
+
+@pytest.fixture(params=["local", "remote"])
+def backend(request, workspace, home):
+    b = make_backend(request.param, workspace, home)
+    yield b
+    b.close()
