@@ -1,0 +1,247 @@
+"""A real OAuth2 provider on loopback, for tests (no mocks: our code talks HTTP to it).
+
+    with OAuthProvider() as p:
+        p.url                       # http://127.0.0.1:PORT
+        p.service_toml("loopcrm")   # a CONTRACT §5 service definition pointing at it
+        p.refreshes, p.exchanges    # counters
+        p.revoked                   # tokens revoked at /revoke
+        p.mode = "invalid_grant"    # or "ok", "error5xx", "slow"
+        p.refresh_delay = 0.3       # seconds the refresh grant sleeps (widens races)
+        p.rotate_refresh = True     # a refresh answers a new refresh token (False: omits it)
+
+Endpoints:
+- GET  /authorize: checks client_id, redirect_uri and response_type=code, records the PKCE
+  challenge, then auto-consents: 302 to redirect_uri with code and state. A missing PKCE
+  challenge is accepted only when `require_pkce` is False.
+- POST /token: `authorization_code` (code single use, redirect_uri equal, verifier checked against
+  the S256 challenge) and `refresh_token` (token must be current: a rotated-away or revoked one
+  is `invalid_grant`). Client authentication by form fields or HTTP Basic.
+- POST /revoke: records the token (RFC 7009; always 200).
+- GET  /probe: 200 for a live access token in `Authorization: Bearer`, else 401.
+Every secret it hands out contains "CANARY" so scans can find leaks.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import secrets
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class OAuthProvider:
+    def __init__(self, client_id: str = "loop-client", client_secret: str | None = None, expires_in: int = 3600,
+                 scope: str = "contacts.read contacts.write"):
+        self.client_id = client_id
+        self.client_secret = client_secret or "cs-CANARY-" + secrets.token_hex(8)
+        self.expires_in = expires_in
+        self.scope = scope
+        self.mode = "ok"
+        self.refresh_delay = 0.0
+        self.rotate_refresh = True
+        self.require_pkce = True
+        self.refreshes = 0
+        self.exchanges = 0
+        self.revoked: list[str] = []
+        self.issued: list[dict] = []
+        self.requests: list[tuple[str, str]] = []
+        self.lock = threading.Lock()
+        self._codes: dict[str, dict] = {}
+        self._refresh_tokens: set[str] = set()
+        self._access_tokens: dict[str, float] = {}
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    # -- lifecycle
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- helpers for tests
+    def all_secrets(self) -> list[str]:
+        """Every secret value this provider knows: client secret, codes, access and refresh tokens."""
+        with self.lock:
+            out = [self.client_secret, *self._codes, *self._refresh_tokens, *self._access_tokens]
+            for body in self.issued:
+                out += [body.get("access_token", ""), body.get("refresh_token", "")]
+        return sorted({s for s in out if s})
+
+    def grant(self) -> dict:
+        """Issue a token pair directly (as if a connection had completed); answers the token body."""
+        return self._issue(refresh=None)
+
+    def service_toml(self, service: str = "loopcrm", name: str = "Loop CRM", *, revoke: bool = True,
+                     probe: bool = True, client_secret: bool = True, fields: list[str] | None = None) -> str:
+        lines = [
+            f'service = "{service}"',
+            f'name = "{name}"',
+            'description = "An OAuth2 CRM served on loopback for tests."',
+            'credentialType = "oauth2"',
+            'envVars = { accessToken = "LOOPCRM_TOKEN", instanceUrl = "LOOPCRM_URL" }',
+            f"fields = {json.dumps(fields or [])}",
+            f'baseUrl = "{self.url}"',
+        ]
+        if probe:
+            lines.append('probe = "whoami"')
+        lines += [
+            "[oauth2]",
+            f'authorizeUrl = "{self.url}/authorize"',
+            f'tokenUrl = "{self.url}/token"',
+            'scopes = ["contacts.read", "contacts.write"]',
+            f'clientId = "{self.client_id}"',
+        ]
+        if client_secret:
+            lines.append(f'clientSecret = "{self.client_secret}"')
+        if revoke:
+            lines.append(f'revokeUrl = "{self.url}/revoke"')
+        lines += [
+            "[[operations]]",
+            'name = "whoami"',
+            'summary = "Who the token belongs to"',
+            'method = "GET"',
+            'path = "/probe"',
+        ]
+        return "\n".join(lines) + "\n"
+
+    # -- internals
+    def _issue(self, refresh: str | None) -> dict:
+        with self.lock:
+            at = "oat-CANARY-" + secrets.token_urlsafe(18)
+            self._access_tokens[at] = time.time() + self.expires_in
+            body = {"access_token": at, "token_type": "Bearer", "expires_in": self.expires_in, "scope": self.scope}
+            if refresh is None or self.rotate_refresh:
+                rt = "ort-CANARY-" + secrets.token_urlsafe(18)
+                self._refresh_tokens.add(rt)
+                if refresh is not None:
+                    self._refresh_tokens.discard(refresh)
+                body["refresh_token"] = rt
+            self.issued.append(body)
+            return dict(body)
+
+    def _client_ok(self, headers, form: dict) -> bool:
+        cid, csec = form.get("client_id"), form.get("client_secret")
+        auth = headers.get("Authorization") or ""
+        if auth.startswith("Basic "):
+            try:
+                raw = base64.b64decode(auth[6:]).decode()
+                u, _, p = raw.partition(":")
+                cid, csec = urllib.parse.unquote(u), urllib.parse.unquote(p)
+            except Exception:
+                return False
+        return cid == self.client_id and csec == self.client_secret
+
+    def _handler(self):
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status: int, body=None, headers: dict | None = None):
+                data = json.dumps(body).encode() if body is not None else b""
+                self.send_response(status)
+                if body is not None:
+                    self.send_header("Content-Type", "application/json")
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                u = urllib.parse.urlparse(self.path)
+                q = dict(urllib.parse.parse_qsl(u.query))
+                outer.requests.append(("GET", u.path))
+                if u.path == "/authorize":
+                    return self._authorize(q)
+                if u.path == "/probe":
+                    auth = self.headers.get("Authorization") or ""
+                    token = auth[7:] if auth.startswith("Bearer ") else ""
+                    with outer.lock:
+                        exp = outer._access_tokens.get(token)
+                    if exp and exp > time.time() and token not in outer.revoked:
+                        return self._send(200, {"ok": True, "user": "loop-user"})
+                    return self._send(401, {"error": "invalid_token"})
+                self._send(404, {"error": "not_found"})
+
+            def _authorize(self, q):
+                redirect = q.get("redirect_uri") or ""
+                if q.get("client_id") != outer.client_id or not redirect or q.get("response_type") != "code":
+                    return self._send(400, {"error": "invalid_request"})
+                challenge = q.get("code_challenge")
+                if outer.require_pkce and (not challenge or q.get("code_challenge_method") != "S256"):
+                    return self._send(400, {"error": "invalid_request", "error_description": "PKCE S256 required"})
+                code = "code-CANARY-" + secrets.token_urlsafe(12)
+                with outer.lock:
+                    outer._codes[code] = {"redirect_uri": redirect, "challenge": challenge, "used": False,
+                                          "scope": q.get("scope", "")}
+                sep = "&" if "?" in redirect else "?"
+                target = redirect + sep + urllib.parse.urlencode({"code": code, "state": q.get("state", "")})
+                self._send(302, None, {"Location": target})
+
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                form = dict(urllib.parse.parse_qsl(self.rfile.read(n).decode()))
+                path = urllib.parse.urlparse(self.path).path
+                outer.requests.append(("POST", path))
+                if path == "/revoke":
+                    with outer.lock:
+                        tok = form.get("token", "")
+                        outer.revoked.append(tok)
+                        outer._refresh_tokens.discard(tok)
+                        outer._access_tokens.pop(tok, None)
+                    return self._send(200, {})
+                if path != "/token":
+                    return self._send(404, {"error": "not_found"})
+                if not outer._client_ok(self.headers, form):
+                    return self._send(401, {"error": "invalid_client"})
+                grant = form.get("grant_type")
+                if grant == "authorization_code":
+                    return self._code_grant(form)
+                if grant == "refresh_token":
+                    return self._refresh_grant(form)
+                self._send(400, {"error": "unsupported_grant_type"})
+
+            def _code_grant(self, form):
+                with outer.lock:
+                    rec = outer._codes.get(form.get("code", ""))
+                    if rec is None or rec["used"] or rec["redirect_uri"] != form.get("redirect_uri"):
+                        return self._send(400, {"error": "invalid_grant"})
+                    rec["used"] = True
+                    outer.exchanges += 1
+                if rec["challenge"]:
+                    verifier = form.get("code_verifier", "")
+                    digest = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+                    if digest != rec["challenge"]:
+                        return self._send(400, {"error": "invalid_grant", "error_description": "PKCE verifier mismatch"})
+                self._send(200, outer._issue(refresh=None))
+
+            def _refresh_grant(self, form):
+                with outer.lock:
+                    outer.refreshes += 1
+                if outer.refresh_delay:
+                    time.sleep(outer.refresh_delay)
+                if outer.mode == "error5xx":
+                    return self._send(503, {"error": "temporarily_unavailable"})
+                rt = form.get("refresh_token", "")
+                with outer.lock:
+                    valid = rt in outer._refresh_tokens
+                if outer.mode == "invalid_grant" or not valid:
+                    return self._send(400, {"error": "invalid_grant"})
+                self._send(200, outer._issue(refresh=rt))
+
+        return Handler
