@@ -1,10 +1,18 @@
-"""Ids with the contract's prefixes. Time-sortable, so ORDER BY id is creation order."""
+"""Ids with the contract's prefixes. Time-sortable, so ORDER BY id is creation order.
+
+Monotonic within a process (as ULIDs): ids made in the same millisecond increment the random
+part instead of drawing a new one, so one process never makes them out of order.
+"""
 from __future__ import annotations
 
 import secrets
+import threading
 import time
 
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+_RAND_BITS = 70
+_lock = threading.Lock()
+_last = (0, 0)
 
 
 def _encode(n: int, width: int) -> str:
@@ -16,6 +24,16 @@ def _encode(n: int, width: int) -> str:
 
 
 def new_id(prefix: str) -> str:
-    """prefix_ + 10 chars of milliseconds + 14 random chars (70 bits)."""
-    ms = int(time.time() * 1000)
-    return f"{prefix}_{_encode(ms, 10)}{_encode(secrets.randbits(70), 14)}"
+    """prefix_ + 10 chars of milliseconds + 14 chars of a random, per-process increasing number."""
+    global _last
+    with _lock:
+        ms = int(time.time() * 1000)
+        last_ms, last_rand = _last
+        if ms <= last_ms:
+            ms, rand = last_ms, last_rand + 1 + secrets.randbits(16)
+            if rand >= 1 << _RAND_BITS:
+                ms, rand = last_ms + 1, secrets.randbits(_RAND_BITS - 1)
+        else:
+            rand = secrets.randbits(_RAND_BITS - 1)
+        _last = (ms, rand)
+    return f"{prefix}_{_encode(ms, 10)}{_encode(rand, 14)}"

@@ -14,7 +14,8 @@ DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
 
 
-def page_args(ctx) -> tuple[int, object]:
+def page_args(ctx, key_type: type | tuple = str) -> tuple[int, object]:
+    """(limit, after). `after` is checked to be of key_type (a store binds it as a parameter)."""
     limit = query_int(ctx, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
     raw = ctx.query.get("cursor") or None
     after = None
@@ -22,8 +23,17 @@ def page_args(ctx) -> tuple[int, object]:
         try:
             after = json.loads(base64.urlsafe_b64decode(raw.encode() + b"==="))
         except (ValueError, UnicodeDecodeError):
-            raise bad("The cursor is not valid; pass the nextCursor of the previous page.") from None
+            after = None
+        if not _valid(after, key_type):
+            raise bad("The cursor is not valid; pass the nextCursor of the previous page.")
     return limit, after
+
+
+def _valid(value, key_type) -> bool:
+    if key_type is list:
+        return isinstance(value, list) and all(isinstance(x, (str, int, float)) and not isinstance(x, bool)
+                                               for x in value)
+    return isinstance(value, key_type) and not isinstance(value, bool)
 
 
 def encode_cursor(key) -> str:
