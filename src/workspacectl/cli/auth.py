@@ -149,7 +149,7 @@ def logout(ctx: typer.Context, profile: ProfileOpt = None, json: JsonOpt = False
     name = _profile(ctx, profile)
     target = resolve(name)
     body = {"profile": name, "revoked": False}
-    if target.kind == "remote" and target.secret_source == "keyring":
+    if target.kind == "remote" and target.secret_source in ("keyring", "credentials file"):
         try:
             backend(ctx).request("DELETE", "/v1/auth/session")
             body["revoked"] = True

@@ -69,8 +69,8 @@ def resolve(profile_flag: str | None = None) -> Target:
             return Target(name, "remote", server.rstrip("/"), env_secret[0], env_secret[1])
         from workspacectl.cli import secrets_store
 
-        token = secrets_store.get(token_key(name))
-        return Target(name, "remote", server.rstrip("/"), token, "keyring" if token else "none")
+        token, source = secrets_store.lookup(token_key(name))
+        return Target(name, "remote", server.rstrip("/"), token, source)
     path = str(Path(local_path).expanduser()) if local_path else str(default_workspace())
     if env_secret:
         return Target(name, "local", path, env_secret[0], env_secret[1])

@@ -66,14 +66,20 @@ def _write_file(data: dict) -> None:
     write_atomic(secrets_file(), tomli_w.dumps(data).encode(), 0o600)
 
 
-def get(name: str) -> str | None:
+def lookup(name: str) -> tuple[str | None, str]:
+    """(secret, where it came from: "keyring", "credentials file" or "none")."""
     try:
         value = _bounded(lambda k, n: k.get_password(SERVICE, n), name)
         if value is not None:
-            return value
+            return value, "keyring"
     except KeyringUnavailable:
         pass
-    return _read_file().get(name)
+    value = _read_file().get(name)
+    return (value, "credentials file") if value else (None, "none")
+
+
+def get(name: str) -> str | None:
+    return lookup(name)[0]
 
 
 def set(name: str, value: str) -> str:
