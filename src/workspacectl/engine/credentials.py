@@ -1,0 +1,220 @@
+"""Credentials: making one (the connections area calls this), their views, their sealed secrets.
+
+Secrets are one JSON object sealed with engine/crypto under the credential id as AAD:
+``{"accessToken": …, "refreshToken": …}`` for oauth2, ``{"apiKey": …}`` (or the integration's
+secret field names, e.g. ``accountSid``/``authToken``) for apiKey. They are opened only to issue a
+token, to refresh, to probe or to revoke, and are wrapped in ``Secret`` while held.
+"""
+from __future__ import annotations
+
+import json
+
+from workspacectl import clock
+from workspacectl.engine import crypto
+from workspacectl.engine.db import transaction
+from workspacectl.engine.ids import new_id
+from workspacectl.engine.store import vault as store
+from workspacectl.errors import ApiError
+from workspacectl.secret import Secret
+
+CREDENTIAL_TYPES = ("oauth2", "apiKey", "platform", "noAuth")
+# Secret names that are never part of a token response.
+NEVER_ISSUED = frozenset({"refreshToken", "idToken", "clientSecret"})
+MAX_SECRET_CHARS = 16_384
+MAX_FIELD_CHARS = 2_000
+
+
+def _json(text, default):
+    try:
+        value = json.loads(text) if text else default
+    except (TypeError, ValueError):
+        return default
+    return value if isinstance(value, type(default)) else default
+
+
+def integration_setup(row) -> dict:
+    return _json(row["setup_json"], {}) if row is not None else {}
+
+
+def secret_field_names(integration) -> list[str]:
+    """The secret fields a credential of this integration carries (apiKey default ["apiKey"])."""
+    if integration is None:
+        return []
+    ctype = integration["credential_type"]
+    if ctype == "oauth2":
+        return ["accessToken", "refreshToken"]
+    if ctype == "apiKey":
+        names = [n for n in _json(integration["secret_fields_json"], []) if isinstance(n, str) and n]
+        return names or ["apiKey"]
+    return []
+
+
+def env_vars(integration) -> dict:
+    return {k: v for k, v in _json(integration["env_vars_json"], {}).items()
+            if isinstance(k, str) and isinstance(v, str)} if integration is not None else {}
+
+
+# --- sealing --------------------------------------------------------------------------------
+
+def seal_secrets(ws, cred_id: str, secrets: dict[str, str]) -> bytes:
+    return crypto.seal(ws, cred_id, json.dumps(secrets, separators=(",", ":")).encode())
+
+
+def open_secrets(ws, row) -> dict[str, Secret]:
+    """The credential's secrets, each wrapped in Secret (row must carry secret_blob)."""
+    if row["secret_blob"] is None:
+        return {}
+    data = json.loads(crypto.unseal(ws, row["id"], row["secret_blob"]))
+    return {k: Secret(v) for k, v in data.items() if isinstance(v, str)}
+
+
+def reveal_all(secrets: dict[str, Secret]) -> dict[str, str]:
+    return {k: v.reveal() for k, v in secrets.items()}
+
+
+# --- creation -------------------------------------------------------------------------------
+
+def _check_strings(label: str, values, max_chars: int) -> dict[str, str]:
+    if values is None:
+        return {}
+    if not isinstance(values, dict):
+        raise ApiError("invalid_request", f"{label} must be an object of strings.")
+    out = {}
+    for k, v in values.items():
+        if not isinstance(k, str) or not k or len(k) > 64:
+            raise ApiError("invalid_request", f"{label} names must be 1 to 64 characters.")
+        if not isinstance(v, str) or len(v) > max_chars:
+            raise ApiError("invalid_request", f"'{k}' must be a string of at most {max_chars} characters.")
+        out[k] = v
+    return out
+
+
+def create_credential(ws, conn, *, owner_member_id: str, service: str, name: str | None = None,
+                      secrets: dict[str, str], fields: dict[str, str], scopes: list[str] | None = None,
+                      expires_at: str | None = None, token_type: str | None = None) -> dict:
+    """Store a new credential for `service` owned by `owner_member_id`; answers its detail.
+
+    Runs inside the caller's transaction when there is one (``conn`` must be ``ws.conn()``).
+    oauth2 secrets: accessToken (required), refreshToken (optional). apiKey secrets: the
+    integration's secret fields, each non-empty. ``expires_at``: ISO time the access token ends.
+    """
+    integration = store.get_integration(conn, service)
+    if integration is None:
+        raise ApiError("not_found", f"No integration '{service}'. Run `wsctl catalog integrations` to see them.")
+    ctype = integration["credential_type"]
+    secrets = _check_strings("Secrets", secrets, MAX_SECRET_CHARS)
+    fields = _check_strings("Fields", fields, MAX_FIELD_CHARS)
+    allowed = secret_field_names(integration)
+    unknown = [k for k in secrets if k not in allowed]
+    if unknown:
+        raise ApiError("invalid_request", f"Unknown secret field(s) for {service}: {', '.join(sorted(unknown))}. "
+                       f"Expected: {', '.join(allowed) or 'none'}.")
+    if ctype == "oauth2" and not secrets.get("accessToken"):
+        raise ApiError("invalid_request", "An OAuth credential needs an access token; connect the service again.")
+    if ctype == "apiKey":
+        missing = [k for k in allowed if not secrets.get(k, "").strip()]
+        if missing:
+            raise ApiError("invalid_request", f"Enter a value for: {', '.join(missing)}.")
+    clash = [k for k in fields if k in allowed or k in NEVER_ISSUED]
+    if clash:
+        raise ApiError("invalid_request", f"{', '.join(clash)} is a secret field; send it as a secret.")
+    if scopes is not None and (not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes)):
+        raise ApiError("invalid_request", "Scopes must be a list of strings.")
+    if expires_at is not None:
+        try:
+            expires_at = clock.iso(clock.parse_iso(expires_at))
+        except (TypeError, ValueError):
+            raise ApiError("invalid_request", "expiresAt must be an ISO 8601 time.") from None
+    if name is not None and (not isinstance(name, str) or not name.strip() or len(name) > 200):
+        raise ApiError("invalid_request", "A credential name is 1 to 200 characters.")
+    label = fields.get("accountLabel")
+    name = (name or "").strip() or (f"{integration['name']} ({label})" if label else integration["name"])
+    cred_id = new_id("cred")
+    now = clock.now_iso()
+    with transaction(conn):
+        if not store.member_exists(conn, owner_member_id):
+            raise ApiError("not_found", "The member who would own this credential no longer exists.")
+        blob = seal_secrets(ws, cred_id, secrets) if secrets else None
+        store.insert_credential(conn, cred_id=cred_id, service=service, name=name, credential_type=ctype,
+                                owner_member_id=owner_member_id, fields=fields, scopes=list(scopes or []),
+                                secret_names=sorted(secrets), secret_blob=blob,
+                                token_type=(token_type or ("Bearer" if ctype == "oauth2" else None)),
+                                expires_at=expires_at, now=now)
+        row = store.get_credential_for(conn, cred_id, owner_member_id)
+        return credential_detail(conn, row)
+
+
+def reconnect_credential(ws, conn, cred_id: str, *, secrets: dict[str, str], fields: dict[str, str] | None = None,
+                         scopes: list[str] | None = None, expires_at: str | None = None,
+                         token_type: str | None = None) -> dict:
+    """Put fresh secrets into an existing credential (a reconnect): status back to ok, same id."""
+    secrets = _check_strings("Secrets", secrets, MAX_SECRET_CHARS)
+    with transaction(conn):
+        row = store.get_credential(conn, cred_id)
+        if row is None:
+            raise ApiError("not_found", f"No credential {cred_id}.")
+        merged_fields = {**_json(row["fields_json"], {}), **_check_strings("Fields", fields, MAX_FIELD_CHARS)}
+        store.update_secrets(conn, cred_id, secret_blob=seal_secrets(ws, cred_id, secrets),
+                             secret_names=sorted(secrets), now=clock.now_iso(), expires_at=expires_at,
+                             token_type=token_type, scopes=scopes, fields=merged_fields)
+        return credential_detail(conn, store.get_credential_for(conn, cred_id, row["owner_member_id"]))
+
+
+# --- views ----------------------------------------------------------------------------------
+
+def list_entry(conn, row, integration_cache: dict | None = None) -> dict:
+    """CONTRACT §4 list entry; `row` comes from a *_for query (it carries `access`)."""
+    cache = integration_cache if integration_cache is not None else {}
+    if row["service"] not in cache:
+        cache[row["service"]] = store.get_integration(conn, row["service"])
+    return {
+        "id": row["id"],
+        "service": row["service"],
+        "name": row["name"],
+        "credentialType": row["credential_type"],
+        "envVars": env_vars(cache[row["service"]]),
+        "ownerMembershipId": row["owner_member_id"],
+        "access": row["access"],
+        "status": row["status"],
+        "createdAt": row["created_at"],
+        "updatedAt": row["updated_at"],
+    }
+
+
+def sharing(conn, cred_id: str) -> list[dict]:
+    out = []
+    for g in store.list_grants(conn, cred_id):
+        if g["grantee"] == "workspace":
+            out.append({"membershipId": "workspace", "workspace": True, "role": g["role"]})
+        else:
+            out.append({"membershipId": g["grantee"], "role": g["role"]})
+    return out
+
+
+def credential_detail(conn, row) -> dict:
+    """The list entry plus fields, scopes, sharing, expiresAt and syncedAt."""
+    d = list_entry(conn, row)
+    d.update({
+        "fields": _json(row["fields_json"], {}),
+        "scopes": _json(row["scopes_json"], []),
+        "sharing": sharing(conn, row["id"]),
+        "expiresAt": row["expires_at"],
+        "syncedAt": row["synced_at"],
+    })
+    return d
+
+
+def visible_credential(conn, cred_id: str, member_id: str):
+    """The credential with the member's access, or 404 when the member cannot see it at all."""
+    row = store.get_credential_for(conn, cred_id, member_id) if isinstance(cred_id, str) else None
+    if row is None or row["access"] is None:
+        raise ApiError("not_found", f"No credential {cred_id} that you can see. Run `wsctl vault list`.")
+    return row
+
+
+def owned_credential(conn, cred_id: str, member_id: str):
+    """The credential if the member owns it; 404 if invisible, 403 if visible but not owned."""
+    row = visible_credential(conn, cred_id, member_id)
+    if row["access"] != "owner":
+        raise ApiError("forbidden", "Only the credential's owner may do this; ask them to change it.")
+    return row

@@ -1,0 +1,212 @@
+"""SQL of the vault: credentials, sharing grants, the access log, refresh state, sealed values.
+
+Rows carrying `secret_blob` are only read where a secret is about to be used; lists and
+details select the other columns.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+
+_PUBLIC_COLS = ("c.id, c.service, c.name, c.credential_type, c.owner_member_id, c.fields_json, c.scopes_json, "
+                "c.secret_names_json, c.status, c.token_type, c.expires_at, c.synced_at, c.refreshed_at, "
+                "c.refresh_retry_at, c.refresh_lease_owner, c.refresh_lease_until, c.last_error, "
+                "c.created_at, c.updated_at")
+
+# The caller's access: owner, else its own grant, else the workspace grant (nearest grant wins).
+_ACCESS = ("CASE WHEN c.owner_member_id = :member THEN 'owner' ELSE COALESCE(gm.role, gw.role) END AS access")
+_GRANT_JOINS = ("LEFT JOIN credential_grants gm ON gm.credential_id = c.id AND gm.grantee = :member "
+                "LEFT JOIN credential_grants gw ON gw.credential_id = c.id AND gw.grantee = 'workspace'")
+
+
+# --- credentials ---------------------------------------------------------------------------
+
+def insert_credential(conn, *, cred_id: str, service: str, name: str, credential_type: str, owner_member_id: str,
+                      fields: dict, scopes: list, secret_names: list, secret_blob: bytes | None,
+                      token_type: str | None, expires_at: str | None, now: str) -> None:
+    conn.execute(
+        "INSERT INTO credentials (id, service, name, credential_type, owner_member_id, fields_json, scopes_json, "
+        "secret_names_json, secret_blob, token_type, expires_at, refreshed_at, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (cred_id, service, name, credential_type, owner_member_id, json.dumps(fields), json.dumps(scopes),
+         json.dumps(secret_names), secret_blob, token_type, expires_at, now, now, now))
+
+
+def get_credential(conn, cred_id: str) -> sqlite3.Row | None:
+    """A credential's public columns (no secret blob)."""
+    return conn.execute(f"SELECT {_PUBLIC_COLS} FROM credentials c WHERE c.id = ?", (cred_id,)).fetchone()
+
+
+def get_credential_sealed(conn, cred_id: str) -> sqlite3.Row | None:
+    """A credential with its sealed secret blob: only where a secret is about to be used."""
+    return conn.execute(f"SELECT {_PUBLIC_COLS}, c.secret_blob FROM credentials c WHERE c.id = ?",
+                        (cred_id,)).fetchone()
+
+
+def get_credential_for(conn, cred_id: str, member_id: str) -> sqlite3.Row | None:
+    """A credential with the member's `access` (None when it has none)."""
+    return conn.execute(f"SELECT {_PUBLIC_COLS}, {_ACCESS} FROM credentials c {_GRANT_JOINS} WHERE c.id = :cred",
+                        {"member": member_id, "cred": cred_id}).fetchone()
+
+
+def list_credentials_for(conn, member_id: str, after: str | None, limit: int,
+                         service: str | None = None) -> list[sqlite3.Row]:
+    """Credentials the member owns or was granted, in id order, after the cursor."""
+    sql = (f"SELECT {_PUBLIC_COLS}, {_ACCESS} FROM credentials c {_GRANT_JOINS} "
+           "WHERE c.id > :after AND (c.owner_member_id = :member OR gm.role IS NOT NULL OR gw.role IS NOT NULL) ")
+    args = {"member": member_id, "after": after or "", "limit": limit}
+    if service:
+        sql += "AND c.service = :service "
+        args["service"] = service
+    return conn.execute(sql + "ORDER BY c.id LIMIT :limit", args).fetchall()
+
+
+def update_secrets(conn, cred_id: str, *, secret_blob: bytes, secret_names: list, now: str,
+                   expires_at: str | None = None, token_type: str | None = None, scopes: list | None = None,
+                   fields: dict | None = None, reset_status: bool = True) -> None:
+    """Replace the sealed secrets (and what came with them) in one statement."""
+    sets = ["secret_blob = :blob", "secret_names_json = :names", "updated_at = :now", "expires_at = :exp",
+            "refreshed_at = :now", "refresh_retry_at = NULL", "refresh_failures = 0", "last_error = NULL"]
+    args = {"id": cred_id, "blob": secret_blob, "names": json.dumps(secret_names), "now": now, "exp": expires_at}
+    if token_type is not None:
+        sets.append("token_type = :tt")
+        args["tt"] = token_type
+    if scopes is not None:
+        sets.append("scopes_json = :scopes")
+        args["scopes"] = json.dumps(scopes)
+    if fields is not None:
+        sets.append("fields_json = :fields")
+        args["fields"] = json.dumps(fields)
+    if reset_status:
+        sets.append("status = 'ok'")
+    conn.execute(f"UPDATE credentials SET {', '.join(sets)} WHERE id = :id", args)
+
+
+def set_status(conn, cred_id: str, status: str, now: str, last_error: str | None = None) -> None:
+    conn.execute("UPDATE credentials SET status = ?, last_error = ?, updated_at = ? WHERE id = ?",
+                 (status, last_error, now, cred_id))
+
+
+def set_synced(conn, cred_id: str, now: str, status: str | None = None) -> None:
+    if status is None:
+        conn.execute("UPDATE credentials SET synced_at = ? WHERE id = ?", (now, cred_id))
+    else:
+        conn.execute("UPDATE credentials SET synced_at = ?, status = ?, updated_at = ? WHERE id = ?",
+                     (now, status, now, cred_id))
+
+
+def delete_credential(conn, cred_id: str) -> bool:
+    return conn.execute("DELETE FROM credentials WHERE id = ?", (cred_id,)).rowcount > 0
+
+
+# --- refresh lease and back-off ------------------------------------------------------------
+
+def claim_refresh_lease(conn, cred_id: str, owner: str, until: str, now: str) -> bool:
+    """Take the lease if it is free or expired (call inside a write transaction)."""
+    cur = conn.execute("UPDATE credentials SET refresh_lease_owner = ?, refresh_lease_until = ? "
+                       "WHERE id = ? AND (refresh_lease_until IS NULL OR refresh_lease_until <= ?)",
+                       (owner, until, cred_id, now))
+    return cur.rowcount > 0
+
+
+def holds_refresh_lease(conn, cred_id: str, owner: str) -> bool:
+    return conn.execute("SELECT 1 FROM credentials WHERE id = ? AND refresh_lease_owner = ?",
+                        (cred_id, owner)).fetchone() is not None
+
+
+def release_refresh_lease(conn, cred_id: str, owner: str) -> None:
+    conn.execute("UPDATE credentials SET refresh_lease_owner = NULL, refresh_lease_until = NULL "
+                 "WHERE id = ? AND refresh_lease_owner = ?", (cred_id, owner))
+
+
+def record_refresh_failure(conn, cred_id: str, retry_at: str, error: str, now: str) -> None:
+    conn.execute("UPDATE credentials SET refresh_retry_at = ?, refresh_failures = refresh_failures + 1, "
+                 "last_error = ?, updated_at = ? WHERE id = ?", (retry_at, error, now, cred_id))
+
+
+# --- sharing -------------------------------------------------------------------------------
+
+def list_grants(conn, cred_id: str) -> list[sqlite3.Row]:
+    return conn.execute("SELECT grantee, role, created_at FROM credential_grants WHERE credential_id = ? "
+                        "ORDER BY grantee = 'workspace' DESC, created_at, grantee", (cred_id,)).fetchall()
+
+
+def set_grant(conn, cred_id: str, grantee: str, role: str, now: str) -> None:
+    conn.execute("INSERT INTO credential_grants (credential_id, grantee, role, created_at) VALUES (?, ?, ?, ?) "
+                 "ON CONFLICT(credential_id, grantee) DO UPDATE SET role = excluded.role",
+                 (cred_id, grantee, role, now))
+
+
+def delete_grant(conn, cred_id: str, grantee: str) -> None:
+    conn.execute("DELETE FROM credential_grants WHERE credential_id = ? AND grantee = ?", (cred_id, grantee))
+
+
+def member_exists(conn, member_id: str) -> bool:
+    return conn.execute("SELECT 1 FROM members WHERE id = ?", (member_id,)).fetchone() is not None
+
+
+# --- access log ----------------------------------------------------------------------------
+
+def insert_access_log(conn, *, cred_id: str, at: str, member_id: str, key_id: str | None, caller_kind: str,
+                      reason: str, fields: list, outcome: str) -> None:
+    conn.execute("INSERT INTO credential_access_log (credential_id, at, member_id, key_id, caller_kind, reason, "
+                 "fields_json, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                 (cred_id, at, member_id, key_id, caller_kind, reason, json.dumps(fields), outcome))
+
+
+def list_access_log(conn, cred_id: str, before: int | None, limit: int) -> list[sqlite3.Row]:
+    """Newest first; `before` is the id of the last row of the previous page."""
+    return conn.execute("SELECT * FROM credential_access_log WHERE credential_id = ? AND id < ? "
+                        "ORDER BY id DESC LIMIT ?", (cred_id, before if before is not None else 2 ** 62,
+                                                     limit)).fetchall()
+
+
+def count_access_log(conn, cred_id: str, outcome: str | None = None) -> int:
+    if outcome is None:
+        return conn.execute("SELECT count(*) FROM credential_access_log WHERE credential_id = ?",
+                            (cred_id,)).fetchone()[0]
+    return conn.execute("SELECT count(*) FROM credential_access_log WHERE credential_id = ? AND outcome = ?",
+                        (cred_id, outcome)).fetchone()[0]
+
+
+# --- the catalog rows the vault reads ------------------------------------------------------
+
+def get_integration(conn, service: str) -> sqlite3.Row | None:
+    """The integration row (the catalog store's reader when present)."""
+    try:
+        from workspacectl.engine.store import catalog
+    except ImportError:
+        catalog = None
+    if catalog is not None and hasattr(catalog, "get_integration"):
+        return catalog.get_integration(conn, service)
+    return conn.execute("SELECT * FROM integrations WHERE service = ?", (service,)).fetchone()
+
+
+def get_operation(conn, service: str, name: str) -> sqlite3.Row | None:
+    """An operation of a service by its name or its full op id (the probe of vault sync)."""
+    return conn.execute("SELECT * FROM operations WHERE service = ? AND (name = ? OR op_id = ?)",
+                        (service, name, name)).fetchone()
+
+
+def get_oauth_client_sealed(conn, service: str) -> sqlite3.Row | None:
+    return conn.execute("SELECT oauth_client_id, oauth_client_secret FROM integrations WHERE service = ?",
+                        (service,)).fetchone()
+
+
+# --- every sealed value (key rotation) -----------------------------------------------------
+
+def sealed_credentials(conn) -> list[sqlite3.Row]:
+    return conn.execute("SELECT id, secret_blob FROM credentials WHERE secret_blob IS NOT NULL ORDER BY id").fetchall()
+
+
+def sealed_oauth_clients(conn) -> list[sqlite3.Row]:
+    return conn.execute("SELECT service, oauth_client_secret FROM integrations "
+                        "WHERE oauth_client_secret IS NOT NULL ORDER BY service").fetchall()
+
+
+def replace_credential_blob(conn, cred_id: str, blob: bytes) -> None:
+    conn.execute("UPDATE credentials SET secret_blob = ? WHERE id = ?", (blob, cred_id))
+
+
+def replace_oauth_client_blob(conn, service: str, blob: bytes) -> None:
+    conn.execute("UPDATE integrations SET oauth_client_secret = ? WHERE service = ?", (blob, service))
