@@ -72,6 +72,11 @@ def reveal_all(secrets: dict[str, Secret]) -> dict[str, str]:
     return {k: v.reveal() for k, v in secrets.items()}
 
 
+def precise_now() -> str:
+    """Now with microseconds, fixed width, so refresh times compare as strings."""
+    return clock.now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 # --- creation -------------------------------------------------------------------------------
 
 def _check_strings(label: str, values, max_chars: int) -> dict[str, str]:
@@ -139,7 +144,7 @@ def create_credential(ws, conn, *, owner_member_id: str, service: str, name: str
                                 owner_member_id=owner_member_id, fields=fields, scopes=list(scopes or []),
                                 secret_names=sorted(secrets), secret_blob=blob,
                                 token_type=(token_type or ("Bearer" if ctype == "oauth2" else None)),
-                                expires_at=expires_at, now=now)
+                                expires_at=expires_at, now=now, refreshed_at=precise_now())
         row = store.get_credential_for(conn, cred_id, owner_member_id)
         return credential_detail(conn, row)
 
@@ -155,7 +160,8 @@ def reconnect_credential(ws, conn, cred_id: str, *, secrets: dict[str, str], fie
             raise ApiError("not_found", f"No credential {cred_id}.")
         merged_fields = {**_json(row["fields_json"], {}), **_check_strings("Fields", fields, MAX_FIELD_CHARS)}
         store.update_secrets(conn, cred_id, secret_blob=seal_secrets(ws, cred_id, secrets),
-                             secret_names=sorted(secrets), now=clock.now_iso(), expires_at=expires_at,
+                             secret_names=sorted(secrets), now=clock.now_iso(), refreshed_at=precise_now(),
+                             expires_at=expires_at,
                              token_type=token_type, scopes=scopes, fields=merged_fields)
         return credential_detail(conn, store.get_credential_for(conn, cred_id, row["owner_member_id"]))
 

@@ -23,13 +23,13 @@ _GRANT_JOINS = ("LEFT JOIN credential_grants gm ON gm.credential_id = c.id AND g
 
 def insert_credential(conn, *, cred_id: str, service: str, name: str, credential_type: str, owner_member_id: str,
                       fields: dict, scopes: list, secret_names: list, secret_blob: bytes | None,
-                      token_type: str | None, expires_at: str | None, now: str) -> None:
+                      token_type: str | None, expires_at: str | None, now: str, refreshed_at: str) -> None:
     conn.execute(
         "INSERT INTO credentials (id, service, name, credential_type, owner_member_id, fields_json, scopes_json, "
         "secret_names_json, secret_blob, token_type, expires_at, refreshed_at, created_at, updated_at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (cred_id, service, name, credential_type, owner_member_id, json.dumps(fields), json.dumps(scopes),
-         json.dumps(secret_names), secret_blob, token_type, expires_at, now, now, now))
+         json.dumps(secret_names), secret_blob, token_type, expires_at, refreshed_at, now, now))
 
 
 def get_credential(conn, cred_id: str) -> sqlite3.Row | None:
@@ -61,13 +61,14 @@ def list_credentials_for(conn, member_id: str, after: str | None, limit: int,
     return conn.execute(sql + "ORDER BY c.id LIMIT :limit", args).fetchall()
 
 
-def update_secrets(conn, cred_id: str, *, secret_blob: bytes, secret_names: list, now: str,
+def update_secrets(conn, cred_id: str, *, secret_blob: bytes, secret_names: list, now: str, refreshed_at: str,
                    expires_at: str | None = None, token_type: str | None = None, scopes: list | None = None,
                    fields: dict | None = None, reset_status: bool = True) -> None:
     """Replace the sealed secrets (and what came with them) in one statement."""
     sets = ["secret_blob = :blob", "secret_names_json = :names", "updated_at = :now", "expires_at = :exp",
-            "refreshed_at = :now", "refresh_retry_at = NULL", "refresh_failures = 0", "last_error = NULL"]
-    args = {"id": cred_id, "blob": secret_blob, "names": json.dumps(secret_names), "now": now, "exp": expires_at}
+            "refreshed_at = :refreshed", "refresh_retry_at = NULL", "refresh_failures = 0", "last_error = NULL"]
+    args = {"id": cred_id, "blob": secret_blob, "names": json.dumps(secret_names), "now": now, "exp": expires_at,
+            "refreshed": refreshed_at}
     if token_type is not None:
         sets.append("token_type = :tt")
         args["tt"] = token_type
