@@ -17,7 +17,7 @@ Endpoints:
   the S256 challenge) and `refresh_token` (token must be current: a rotated-away or revoked one
   is `invalid_grant`). Client authentication by form fields or HTTP Basic.
 - POST /revoke: records the token (RFC 7009; always 200).
-- GET  /probe: 200 for a live access token in `Authorization: Bearer`, else 401.
+- GET  /probe: 200 for a live access token (or one of `api_keys`) in `Authorization: Bearer`, else 401.
 Every secret it hands out contains "CANARY" so scans can find leaks.
 """
 from __future__ import annotations
@@ -46,6 +46,7 @@ class OAuthProvider:
         self.refreshes = 0
         self.exchanges = 0
         self.revoked: list[str] = []
+        self.api_keys: set[str] = set()  # keys /probe also accepts (for apiKey services)
         self.issued: list[dict] = []
         self.requests: list[tuple[str, str]] = []
         self.lock = threading.Lock()
@@ -173,7 +174,7 @@ class OAuthProvider:
                     token = auth[7:] if auth.startswith("Bearer ") else ""
                     with outer.lock:
                         exp = outer._access_tokens.get(token)
-                    if exp and exp > time.time() and token not in outer.revoked:
+                    if (exp and exp > time.time() and token not in outer.revoked) or token in outer.api_keys:
                         return self._send(200, {"ok": True, "user": "loop-user"})
                     return self._send(401, {"error": "invalid_token"})
                 self._send(404, {"error": "not_found"})
