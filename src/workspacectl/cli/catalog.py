@@ -1,0 +1,160 @@
+"""`wsctl catalog`: integrations, operations, their reference, search, and import."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+from urllib.parse import quote
+
+import typer
+
+from workspacectl.cli.context import backend
+from workspacectl.cli.output import JsonOpt, emit, fields, info, is_tty, table
+from workspacectl.errors import ApiError
+
+app = typer.Typer(help="Integrations and operations the workspace can use.", no_args_is_help=True)
+
+INTEGRATION_COLUMNS = [("service", "SERVICE"), ("name", "NAME"), ("credentialType", "CREDENTIAL"),
+                       ("operationCount", "OPERATIONS"), ("description", "DESCRIPTION")]
+OPERATION_COLUMNS = [("opId", "OPERATION"), ("method", "METHOD"), ("path", "PATH"), ("summary", "SUMMARY")]
+SEARCH_COLUMNS = [("opId", "OPERATION"), ("score", "SCORE"), ("method", "METHOD"), ("path", "PATH"),
+                  ("summary", "SUMMARY")]
+
+
+def seg(value: str) -> str:
+    return quote(value, safe="")
+
+
+def all_pages(ctx, path: str, key: str, query: dict | None = None) -> dict:
+    """Every page of a list route, as one body {key: [...], "nextCursor": null}."""
+    query = {**(query or {}), "limit": "500"}
+    items: list = []
+    while True:
+        body = backend(ctx).request("GET", path, query=query)
+        items.extend(body.get(key) or [])
+        if not body.get("nextCursor"):
+            return {key: items, "nextCursor": None}
+        query["cursor"] = body["nextCursor"]
+
+
+@app.command("integrations")
+def integrations(ctx: typer.Context, json: JsonOpt = False):
+    """List every integration the workspace can use."""
+    body = all_pages(ctx, "/v1/integrations", "integrations")
+    emit(ctx, body, lambda b: table(b["integrations"], INTEGRATION_COLUMNS, "No integrations."), json_flag=json)
+
+
+@app.command("integration")
+def integration(ctx: typer.Context, service: Annotated[str, typer.Argument(help="Service name, e.g. slack.")],
+                json: JsonOpt = False):
+    """Show one integration's setup: credential type, env vars, OAuth URLs and scopes."""
+    body = backend(ctx).request("GET", f"/v1/integrations/{seg(service)}")
+
+    def render(b):
+        pairs = [("service", b["service"]), ("name", b["name"]), ("credentialType", b["credentialType"]),
+                 ("operations", b.get("operationCount")),
+                 ("envVars", [f"{k}={v}" for k, v in (b.get("envVars") or {}).items()]),
+                 ("fields", b.get("fields"))]
+        for key in ("secretFields", "authorizeUrl", "tokenUrl", "scopes", "oauthClientConfigured", "baseUrl",
+                    "docsUrl", "source"):
+            if key in b:
+                pairs.append((key, b[key]))
+        fields(pairs)
+        if b.get("description"):
+            print()
+            print(b["description"])
+
+    emit(ctx, body, render, json_flag=json)
+
+
+@app.command("operations")
+def operations(ctx: typer.Context, service: Annotated[str, typer.Argument(help="Service name, e.g. slack.")],
+               json: JsonOpt = False):
+    """List one service's operations."""
+    body = all_pages(ctx, f"/v1/integrations/{seg(service)}/operations", "operations")
+    emit(ctx, body, lambda b: table(b["operations"], OPERATION_COLUMNS, f"{service} has no operations."),
+         json_flag=json)
+
+
+def print_markdown(text: str) -> None:
+    if is_tty():
+        from rich.console import Console
+        from rich.markdown import Markdown
+
+        Console().print(Markdown(text))
+    else:
+        print(text, end="" if text.endswith("\n") else "\n")
+
+
+@app.command("operation")
+def operation(ctx: typer.Context, op_id: Annotated[str, typer.Argument(metavar="OPID", help="Operation id, e.g. slack.chat-post-message.")],
+              json: JsonOpt = False):
+    """Show an operation's reference: method, path, params, response, example, env vars."""
+    body = backend(ctx).request("GET", f"/v1/operations/{seg(op_id)}")
+    emit(ctx, body, lambda b: print_markdown(b.get("markdown") or ""), json_flag=json)
+
+
+@app.command("search")
+def search(
+    ctx: typer.Context,
+    phrase: Annotated[str, typer.Argument(help="What you want to do, e.g. 'send a text message'.")],
+    service: Annotated[Optional[str], typer.Option("--service", help="Only this service's operations.")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many results (1-100).")] = 10,
+    json: JsonOpt = False,
+):
+    """Find operations by what they do, best match first."""
+    query = {"q": phrase, "limit": str(limit)}
+    if service:
+        query["service"] = service
+    body = backend(ctx).request("GET", "/v1/operations", query=query)
+
+    def render(b):
+        rows = []
+        for hit in b.get("operations") or b.get("results") or []:
+            row = dict(hit)
+            if isinstance(row.get("score"), float):
+                row["score"] = f"{row['score']:.3f}"
+            rows.append(row)
+        table(rows, SEARCH_COLUMNS, "No matching operations.")
+
+    emit(ctx, body, render, json_flag=json)
+
+
+def _format_of(path: Path) -> Optional[str]:
+    suffix = path.suffix.lower()
+    if suffix == ".toml":
+        return "toml"
+    if suffix in (".json", ".yaml", ".yml"):
+        return "openapi"
+    return None
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="A service definition (.toml) or an OpenAPI 2/3 document (.json, .yaml).")],
+    service: Annotated[Optional[str], typer.Option("--service", help="Service name to use instead of the document's.")] = None,
+    json: JsonOpt = False,
+):
+    """Import a service into the catalog (owner or admin); replaces a service of the same name."""
+    try:
+        raw = file.read_bytes()
+    except OSError as e:
+        raise ApiError("invalid_request", f"Cannot read {file}: {e.strerror or e}.") from None
+    try:
+        content = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ApiError("invalid_request", f"{file.name}: the file is not UTF-8 text.") from None
+    body = {"content": content, "filename": file.name}
+    fmt = _format_of(file)
+    if fmt:
+        body["format"] = fmt
+    if service:
+        body["service"] = service
+    answer = backend(ctx).request("POST", "/v1/admin/catalog", body=body)
+
+    def render(b):
+        verb = "Imported" if b.get("created") else "Replaced"
+        info(f"{verb} {b['service']}: {b['operationCount']} operations, {b['triggerCount']} trigger providers.")
+        print(b["service"])
+
+    emit(ctx, answer, render, json_flag=json)

@@ -1,0 +1,56 @@
+"""`wsctl trigger`: the trigger providers (webhook, cron, poll) that can start a workflow."""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+from urllib.parse import quote
+
+import typer
+
+from workspacectl.cli.context import backend
+from workspacectl.cli.output import JsonOpt, emit, fields, table
+
+app = typer.Typer(help="Trigger providers that start workflows.", no_args_is_help=True)
+
+COLUMNS = [("triggerId", "TRIGGER"), ("type", "TYPE"), ("service", "SERVICE"), ("cadenceSeconds", "CADENCE"),
+           ("requiresCredential", "CREDENTIAL"), ("name", "NAME")]
+
+
+@app.command("list")
+def list_(
+    ctx: typer.Context,
+    q: Annotated[Optional[str], typer.Option("-q", "--query", help="Only providers whose name, service or description match.")] = None,
+    json: JsonOpt = False,
+):
+    """List trigger providers."""
+    query = {"limit": "500"}
+    if q:
+        query["q"] = q
+    items: list = []
+    while True:
+        body = backend(ctx).request("GET", "/v1/triggers", query=query)
+        items.extend(body.get("triggers") or [])
+        if not body.get("nextCursor"):
+            break
+        query["cursor"] = body["nextCursor"]
+    body = {"triggers": items, "nextCursor": None}
+    emit(ctx, body, lambda b: table(b["triggers"], COLUMNS, "No trigger providers match."), json_flag=json)
+
+
+@app.command("show")
+def show(ctx: typer.Context,
+         trigger_id: Annotated[str, typer.Argument(metavar="TRIGGER_ID", help="e.g. webhook, cron, github-new-issue.")],
+         json: JsonOpt = False):
+    """Show one trigger provider."""
+    body = backend(ctx).request("GET", f"/v1/triggers/{quote(trigger_id, safe='')}")
+
+    def render(b):
+        pairs = [("triggerId", b["triggerId"]), ("type", b["type"]), ("name", b["name"]),
+                 ("service", b.get("service")), ("requiresCredential", b.get("requiresCredential"))]
+        if "cadenceSeconds" in b:
+            pairs.append(("cadenceSeconds", b["cadenceSeconds"]))
+        if b.get("config"):
+            pairs.append(("config", ", ".join(f"{k}={v}" for k, v in b["config"].items())))
+        pairs.append(("description", b.get("description")))
+        fields(pairs)
+
+    emit(ctx, body, render, json_flag=json)

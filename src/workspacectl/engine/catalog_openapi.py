@@ -1,0 +1,478 @@
+"""OpenAPI 2.0 / 3.0 / 3.1 documents into a service definition (the TOML shape of CONTRACT §5).
+
+Local `$ref`s (`#/...`) are resolved with cycle protection; any other `$ref` (another file, a
+URL) is never fetched and stays a name. Schemas become short type names and depth-limited
+response shapes, so a 3 MB document turns into a catalog a person can read.
+"""
+from __future__ import annotations
+
+import re
+from urllib.parse import unquote, urljoin, urlsplit
+
+from workspacectl.engine.catalog_import import MAX_SERVICE, SERVICE_RE, bad, jsonable, kebab
+
+HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+SHAPE_DEPTH = 3
+MAX_PROPERTIES = 40
+MAX_REF_HOPS = 32
+NOISE_WORDS = {"api", "apis", "rest", "http", "web", "platform", "openapi", "swagger", "the", "v1", "v2",
+               "v3", "v4", "beta", "preview", "public", "service", "services", "spec", "specification"}
+BODY_TYPES = ("application/json", "application/x-www-form-urlencoded", "multipart/form-data")
+
+
+class Resolver:
+    """Follows `$ref`s inside one document. Remote refs answer (None, name)."""
+
+    def __init__(self, root: dict):
+        self.root = root
+        self.cache: dict[str, object] = {}
+
+    @staticmethod
+    def ref_name(ref: str) -> str:
+        tail = ref.split("#", 1)[1] if "#" in ref else ref
+        tail = tail.rstrip("/").rsplit("/", 1)[-1] or ref.rstrip("/").rsplit("/", 1)[-1]
+        return unquote(tail.replace("~1", "/").replace("~0", "~"))[:200]
+
+    def lookup(self, ref: str):
+        if not ref.startswith("#"):
+            return None
+        if ref in self.cache:
+            return self.cache[ref]
+        node = self.root
+        for part in ref[1:].split("/"):
+            if part == "":
+                continue
+            part = unquote(part).replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                node = None
+                break
+        self.cache[ref] = node
+        return node
+
+    def resolve(self, node) -> tuple[object, str | None]:
+        """(the node a chain of $refs ends at, the last ref's name); (None, name) when unresolvable."""
+        name = None
+        seen = set()
+        while isinstance(node, dict) and isinstance(node.get("$ref"), str):
+            ref = node["$ref"]
+            name = self.ref_name(ref)
+            if ref in seen or len(seen) >= MAX_REF_HOPS:
+                return None, name
+            seen.add(ref)
+            node = self.lookup(ref)
+        return node, name
+
+
+# --- schemas ---------------------------------------------------------------------------------
+
+def _type_of(schema: dict) -> str | None:
+    t = schema.get("type")
+    if isinstance(t, list):
+        names = [x for x in t if isinstance(x, str)]
+        return " | ".join(names) if names else None
+    return t if isinstance(t, str) else None
+
+
+def type_name(r: Resolver, schema, depth: int = 0) -> str:
+    """A short type: 'string', 'integer', 'Customer', 'array of Customer', 'A | B'."""
+    node, name = r.resolve(schema)
+    if not isinstance(node, dict):
+        return name or "any"
+    if depth > 3:
+        return name or _type_of(node) or "object"
+    t = _type_of(node)
+    if t == "array":
+        return f"array of {type_name(r, node.get('items'), depth + 1)}"
+    if name and (t in (None, "object") or "properties" in node or "allOf" in node):
+        return name
+    for key in ("oneOf", "anyOf"):
+        alts = node.get(key)
+        if isinstance(alts, list) and alts:
+            return " | ".join(dict.fromkeys(type_name(r, a, depth + 1) for a in alts[:6]))
+    alls = node.get("allOf")
+    if isinstance(alls, list) and len(alls) == 1:
+        return type_name(r, alls[0], depth + 1)
+    if t:
+        fmt = node.get("format")
+        return f"{t} ({fmt})" if isinstance(fmt, str) and t in ("string", "integer", "number") else t
+    if "properties" in node or alls:
+        return name or "object"
+    return name or "any"
+
+
+def shape(r: Resolver, schema, depth: int = 0, stack: frozenset = frozenset()):
+    """A response shape: {field: shape}, [shape] or a type name; cycles and depth end in names."""
+    node, name = r.resolve(schema)
+    if not isinstance(node, dict):
+        return name or "any"
+    if name and name in stack or depth >= SHAPE_DEPTH:
+        return type_name(r, schema)
+    stack = stack | {name} if name else stack
+    t = _type_of(node)
+    if t == "array" or (t is None and "items" in node):
+        return [shape(r, node.get("items"), depth + 1, stack)]
+    props = _merged_properties(r, node, stack)
+    if props:
+        out = {}
+        for k, v in list(props.items())[:MAX_PROPERTIES]:
+            out[str(k)] = shape(r, v, depth + 1, stack)
+        if len(props) > MAX_PROPERTIES:
+            out["…"] = f"{len(props) - MAX_PROPERTIES} more fields"
+        return out
+    return type_name(r, schema)
+
+
+def _merged_properties(r: Resolver, node: dict, stack: frozenset, depth: int = 0) -> dict:
+    props: dict = {}
+    if depth > 6:
+        return props
+    own = node.get("properties")
+    if isinstance(own, dict):
+        props.update(own)
+    for part in node.get("allOf") or []:
+        sub, name = r.resolve(part)
+        if isinstance(sub, dict) and not (name and name in stack):
+            for k, v in _merged_properties(r, sub, stack, depth + 1).items():
+                props.setdefault(k, v)
+    return props
+
+
+def _required_of(r: Resolver, node: dict, depth: int = 0) -> set[str]:
+    req = set(x for x in node.get("required") or [] if isinstance(x, str)) if isinstance(node.get("required"), list) else set()
+    if depth < 6:
+        for part in node.get("allOf") or []:
+            sub, _ = r.resolve(part)
+            if isinstance(sub, dict):
+                req |= _required_of(r, sub, depth + 1)
+    return req
+
+
+def sample(r: Resolver, schema, name: str, given=None):
+    """An example value: the document's example or default, an enum value, else a placeholder."""
+    if given is not None:
+        return jsonable(given)
+    node, _ = r.resolve(schema)
+    if isinstance(node, dict):
+        for key in ("example", "default"):
+            if node.get(key) is not None and not isinstance(node.get(key), (dict, list)):
+                return jsonable(node[key])
+        examples = node.get("examples")
+        if isinstance(examples, list) and examples and not isinstance(examples[0], (dict, list)):
+            return jsonable(examples[0])
+        enum = node.get("enum")
+        if isinstance(enum, list) and enum and enum[0] is not None:
+            return jsonable(enum[0])
+        t = _type_of(node) or ""
+        if t.startswith("integer") or t.startswith("number"):
+            return 0
+        if t.startswith("boolean"):
+            return True
+        if t.startswith("array"):
+            return []
+        if t.startswith("object") or "properties" in node:
+            return {}
+    return f"<{name}>"
+
+
+# --- the service -----------------------------------------------------------------------------
+
+def _servers_base(doc: dict) -> str | None:
+    if doc.get("swagger"):
+        host = doc.get("host")
+        if not isinstance(host, str) or not host:
+            return None
+        schemes = doc.get("schemes") if isinstance(doc.get("schemes"), list) else []
+        scheme = "https" if "https" in schemes or not schemes else str(schemes[0])
+        base = doc.get("basePath") if isinstance(doc.get("basePath"), str) else ""
+        return f"{scheme}://{host}{base}".rstrip("/")
+    servers = doc.get("servers")
+    if not isinstance(servers, list):
+        return None
+    for s in servers:
+        if not isinstance(s, dict) or not isinstance(s.get("url"), str):
+            continue
+        url = s["url"]
+        variables = s.get("variables") if isinstance(s.get("variables"), dict) else {}
+        for var, spec in variables.items():
+            default = spec.get("default") if isinstance(spec, dict) else None
+            if default is not None:
+                url = url.replace("{" + str(var) + "}", str(default))
+        parts = urlsplit(url)
+        if parts.scheme in ("http", "https") and parts.netloc and "{" not in url:
+            return url.rstrip("/")
+    return None
+
+
+def _host_label(base: str | None) -> str | None:
+    if not base:
+        return None
+    host = urlsplit(base).hostname or ""
+    labels = [x for x in host.split(".") if x]
+    if len(labels) >= 2:
+        return kebab(labels[-2])
+    return kebab(labels[0]) if labels else None
+
+
+def derive_service(doc: dict, base: str | None) -> str:
+    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+    title = info.get("title") if isinstance(info.get("title"), str) else ""
+    plain = re.sub(r"[^a-z0-9]+", " ", re.sub(r"\(.*?\)", " ", title.lower()))
+    words = [w for w in plain.split() if w not in NOISE_WORDS]
+    host = _host_label(base)
+    if words and host and host.startswith(words[0]):
+        return words[0][:MAX_SERVICE]
+    if host and SERVICE_RE.match(host):
+        return host[:MAX_SERVICE]
+    candidate = "-".join(words[:3])[:MAX_SERVICE].strip("-")
+    return candidate or "imported-api"
+
+
+def _schemes(doc: dict, r: Resolver) -> dict:
+    raw = doc.get("securityDefinitions") if doc.get("swagger") else (doc.get("components") or {}).get("securitySchemes")
+    out = {}
+    if isinstance(raw, dict):
+        for k, v in raw.items():
+            node, _ = r.resolve(v)
+            if isinstance(node, dict):
+                out[str(k)] = node
+    return out
+
+
+def _preferred_order(doc: dict, schemes: dict) -> list[str]:
+    order = []
+    for req in doc.get("security") or []:
+        if isinstance(req, dict):
+            order.extend(k for k in req if k in schemes and k not in order)
+    order.extend(k for k in schemes if k not in order)
+    return order
+
+
+def _absolute(url, base: str | None) -> str | None:
+    if not isinstance(url, str) or not url:
+        return None
+    if base and not urlsplit(url).scheme:
+        url = urljoin(base + "/", url)
+    parts = urlsplit(url)
+    return url if parts.scheme in ("http", "https") and parts.netloc else None
+
+
+def credential_setup(doc: dict, r: Resolver, base: str | None) -> dict:
+    """credentialType, oauth2 table and auth style from the security schemes."""
+    schemes = _schemes(doc, r)
+    order = _preferred_order(doc, schemes)
+    for key in order:
+        s = schemes[key]
+        if s.get("type") != "oauth2":
+            continue
+        if doc.get("swagger"):
+            flow = s if s.get("flow") == "accessCode" else None
+        else:
+            flows = s.get("flows") if isinstance(s.get("flows"), dict) else {}
+            flow = flows.get("authorizationCode") if isinstance(flows.get("authorizationCode"), dict) else None
+        if not flow:
+            continue
+        authorize = _absolute(flow.get("authorizationUrl"), base)
+        token = _absolute(flow.get("tokenUrl"), base)
+        if not (authorize and token):
+            continue
+        scopes = flow.get("scopes") if isinstance(flow.get("scopes"), dict) else {}
+        oauth = {"authorizeUrl": authorize, "tokenUrl": token, "scopes": [str(x) for x in list(scopes)[:300]]}
+        return {"credentialType": "oauth2", "oauth2": oauth, "auth": {"type": "bearer"}}
+    for key in order:
+        s = schemes[key]
+        t = s.get("type")
+        if t == "apiKey":
+            place = s.get("in") if s.get("in") in ("header", "query", "cookie") else "header"
+            name = str(s.get("name") or "Authorization")[:100]
+            if place == "header" and name.lower() == "authorization":
+                return {"credentialType": "apiKey", "auth": {"type": "bearer"}}
+            return {"credentialType": "apiKey", "auth": {"type": place, "name": name}}
+        if t == "basic" or (t == "http" and str(s.get("scheme", "")).lower() == "basic"):
+            return {"credentialType": "apiKey", "auth": {"type": "basic"}}
+        if t in ("http", "oauth2", "openIdConnect"):
+            return {"credentialType": "apiKey", "auth": {"type": "bearer"}}
+    return {"credentialType": "noAuth"}
+
+
+# --- operations ------------------------------------------------------------------------------
+
+def _param_list(r: Resolver, raw) -> list[dict]:
+    out = []
+    for p in raw if isinstance(raw, list) else []:
+        node, _ = r.resolve(p)
+        if isinstance(node, dict) and isinstance(node.get("name"), str) and isinstance(node.get("in"), str):
+            out.append(node)
+    return out
+
+
+def _first_line(text, limit: int = 200) -> str:
+    if not isinstance(text, str):
+        return ""
+    text = " ".join(re.sub(r"<[^>]{0,200}>", " ", text).split())
+    m = re.match(r"(.+?[.!?])(\s|$)", text)
+    first = m.group(1) if m else text
+    return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
+
+
+def _body_schema(r: Resolver, op: dict):
+    """The request body schema: OpenAPI 3 requestBody, or a Swagger 2 'in: body' parameter."""
+    body, _ = r.resolve(op.get("requestBody"))
+    if not isinstance(body, dict):
+        return None, False
+    content = body.get("content") if isinstance(body.get("content"), dict) else {}
+    media = next((content[m] for m in BODY_TYPES if isinstance(content.get(m), dict)), None)
+    if media is None:
+        media = next((v for v in content.values() if isinstance(v, dict)), None)
+    if media is None:
+        return None, False
+    return media.get("schema"), bool(body.get("required"))
+
+
+def _body_params(r: Resolver, schema, required_body: bool, swagger_name: str = "body") -> list[dict]:
+    node, name = r.resolve(schema)
+    if not isinstance(node, dict):
+        return [{"name": swagger_name, "in": "body", "type": name or "any", "required": required_body,
+                 "description": "", "_schema": schema}] if (name or schema) else []
+    props = _merged_properties(r, node, frozenset())
+    if not props:
+        return [{"name": swagger_name, "in": "body", "type": type_name(r, schema), "required": required_body,
+                 "description": _first_line(node.get("description"), 300), "_schema": schema}]
+    required = _required_of(r, node)
+    out = []
+    for k, v in props.items():
+        sub, _ = r.resolve(v)
+        desc = sub.get("description") if isinstance(sub, dict) else ""
+        out.append({"name": str(k), "in": "body", "type": type_name(r, v), "required": k in required,
+                    "description": _first_line(desc, 300), "_schema": v})
+    return out
+
+
+def _response_shape(r: Resolver, op: dict, swagger: bool):
+    responses = op.get("responses") if isinstance(op.get("responses"), dict) else {}
+    success = sorted(((str(c), v) for c, v in responses.items() if str(c).startswith("2")),
+                     key=lambda cv: cv[0].upper().replace("X", "9"))
+    for _code, raw in success:
+        resp, _ = r.resolve(raw)
+        if not isinstance(resp, dict):
+            continue
+        if swagger:
+            if resp.get("schema") is not None:
+                return shape(r, resp["schema"])
+            continue
+        content = resp.get("content") if isinstance(resp.get("content"), dict) else {}
+        media = content.get("application/json")
+        if not isinstance(media, dict):
+            media = next((v for k, v in content.items() if "json" in str(k) and isinstance(v, dict)), None)
+        if not isinstance(media, dict):
+            media = next((v for v in content.values() if isinstance(v, dict)), None)
+        if isinstance(media, dict) and media.get("schema") is not None:
+            return shape(r, media["schema"])
+    return None
+
+
+def _fallback_name(method: str, path: str) -> str:
+    segments = [s.strip("{}") for s in path.split("/") if s]
+    return kebab("-".join([method, *segments])) or method
+
+
+def _operation(r: Resolver, method: str, path: str, item: dict, op: dict, swagger: bool) -> dict:
+    params: dict[tuple, dict] = {}
+    for p in _param_list(r, item.get("parameters")) + _param_list(r, op.get("parameters")):
+        params[(p["name"], p["in"])] = p
+    out_params = []
+    body_schema, body_required = _body_schema(r, op) if not swagger else (None, False)
+    for p in params.values():
+        place = p["in"]
+        if swagger and place == "body":
+            out_params.extend(_body_params(r, p.get("schema"), bool(p.get("required")), p["name"]))
+            continue
+        schema = p.get("schema") if not swagger else p
+        if swagger and p.get("type") == "array":
+            ptype = f"array of {type_name(r, p.get('items'))}"
+        elif swagger:
+            ptype = str(p.get("type") or "string")
+        else:
+            ptype = type_name(r, schema)
+        out_params.append({"name": p["name"], "in": "body" if place == "formData" else place, "type": ptype,
+                           "required": bool(p.get("required")) or place == "path",
+                           "description": _first_line(p.get("description"), 300),
+                           "_schema": schema, "_example": p.get("example")})
+    if body_schema is not None:
+        out_params.extend(_body_params(r, body_schema, body_required))
+
+    op_id = op.get("operationId")
+    name = kebab(op_id) if isinstance(op_id, str) and kebab(op_id) else _fallback_name(method, path)
+    summary = op.get("summary") if isinstance(op.get("summary"), str) and op.get("summary").strip() else ""
+    description = op.get("description") if isinstance(op.get("description"), str) else ""
+    summary = _first_line(summary, 300) or _first_line(description) or f"{method.upper()} {path}"
+    tags = [str(t) for t in op.get("tags") or [] if isinstance(t, (str, int))][:10] if isinstance(op.get("tags"), list) else []
+
+    example_in = "body" if method in ("post", "put", "patch") else "query"
+    candidates = [p for p in out_params if p["in"] == example_in]
+    chosen = [p for p in candidates if p["required"]] or candidates[:2]
+    example = {p["name"]: sample(r, p.get("_schema"), p["name"], p.get("_example")) for p in chosen[:12]}
+    return {
+        "name": name,
+        "summary": summary,
+        "description": description[:8000],
+        "method": method.upper(),
+        "path": path if path.startswith("/") else "/" + path,
+        "tags": tags,
+        "params": [{k: v for k, v in p.items() if not k.startswith("_")} for p in out_params[:200]],
+        "response": _response_shape(r, op, swagger),
+        "example": example or None,
+    }
+
+
+def openapi_definition(doc, where: str, service_override: str | None = None) -> dict:
+    """An OpenAPI document (parsed) -> a service definition dict for catalog_import.build_record."""
+    if not isinstance(doc, dict):
+        raise bad(where, "not an OpenAPI document (the top level must be an object).")
+    version = doc.get("openapi") or doc.get("swagger")
+    version = str(version) if version is not None else ""
+    swagger = bool(doc.get("swagger"))
+    if not (version.startswith("3.") or version.startswith("2")):
+        raise bad(where, "not an OpenAPI 2.0 or 3.x document (no 'openapi: 3.x' or 'swagger: 2.0' key).")
+    paths = doc.get("paths")
+    if paths is None:
+        paths = {}
+    if not isinstance(paths, dict):
+        raise bad(where, "'paths' must be an object.")
+    r = Resolver(doc)
+    base = _servers_base(doc)
+    service = service_override or derive_service(doc, base)
+    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+    title = info.get("title") if isinstance(info.get("title"), str) and info.get("title").strip() else service
+    description = info.get("description") if isinstance(info.get("description"), str) else ""
+    setup = credential_setup(doc, r, base)
+
+    operations = []
+    for path, raw_item in paths.items():
+        item, _ = r.resolve(raw_item)
+        if not isinstance(item, dict) or not isinstance(path, str):
+            continue
+        for method in HTTP_METHODS:
+            op = item.get(method)
+            if isinstance(op, dict):
+                operations.append(_operation(r, method, path, item, op, swagger))
+
+    definition = {
+        "service": service,
+        "name": " ".join(title.split())[:200],
+        "description": _first_line(description, 600),
+        "credentialType": setup["credentialType"],
+        "auth": setup.get("auth"),
+        "operations": operations,
+    }
+    if setup.get("oauth2"):
+        definition["oauth2"] = setup["oauth2"]
+    if base:
+        definition["baseUrl"] = base
+    docs = doc.get("externalDocs")
+    if isinstance(docs, dict) and _absolute(docs.get("url"), None):
+        definition["docsUrl"] = docs["url"]
+    return {k: v for k, v in definition.items() if v is not None}

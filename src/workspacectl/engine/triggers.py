@@ -1,0 +1,35 @@
+"""Trigger providers: the kinds of trigger that can start a workflow (seed; CONTRACT §9).
+
+`GET /v1/triggers?q=` lists them; q matches name, service and description case-insensitively
+(every word of q must match one of them). Poll ids read <service>-<event>.
+"""
+from __future__ import annotations
+
+from workspacectl.engine.pagination import page, page_args
+from workspacectl.engine.registry import Ctx, route
+from workspacectl.engine.store import catalog as store
+from workspacectl.engine.validate import bad
+from workspacectl.errors import ApiError
+
+MAX_QUERY = 200
+
+
+@route("GET", "/v1/triggers")
+def list_triggers(ctx: Ctx) -> dict:
+    """Every trigger provider, optionally filtered by q."""
+    q = ctx.query.get("q") or ""
+    if len(q) > MAX_QUERY:
+        raise bad(f"Query parameter 'q' must be at most {MAX_QUERY} characters.")
+    limit, after = page_args(ctx)
+    rows = store.list_triggers(ctx.db, q.split()[:20], after, limit + 1)
+    return page("triggers", rows, limit, store.trigger_sort_key, store.trigger_json)
+
+
+@route("GET", "/v1/triggers/{triggerId}")
+def get_trigger(ctx: Ctx) -> dict:
+    """One trigger provider by its triggerId."""
+    row = store.get_trigger(ctx.db, ctx.params["triggerId"])
+    if row is None:
+        raise ApiError("not_found", f"No trigger provider '{ctx.params['triggerId'][:120]}'. "
+                                    "Run `wsctl trigger list` to see them.")
+    return store.trigger_json(row)
