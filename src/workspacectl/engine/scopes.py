@@ -98,6 +98,7 @@ ROUTE_SCOPES: dict[tuple[str, str], str] = {
     ("POST", "/v1/skills/{id}/versions/{versionId}/revert"): "skills:manage",
     # Trigger providers (seed; contract §9)
     ("GET", "/v1/triggers"): "triggers:manage",
+    ("GET", "/v1/triggers/{triggerId}"): "triggers:manage",
 }
 
 
