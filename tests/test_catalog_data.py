@@ -108,7 +108,10 @@ def test_service_header(stem):
     if ctype == "oauth2":
         assert set(env) <= {"accessToken"} | set(fields)
     if ctype in {"oauth2", "apiKey", "noAuth"}:
-        assert s["baseUrl"].startswith("https://")
+        base = s["baseUrl"]
+        # a per-account host comes from a field of the credential: {instanceUrl}/..., .../{cloudId}/...
+        assert base.startswith("https://") or base.startswith("{instanceUrl}/"), base
+        assert set(re.findall(r"\{([^}]+)\}", base)) <= set(fields), "baseUrl placeholders are fields"
         assert s["docsUrl"].startswith("https://")
     if "probe" in s:
         assert s["probe"] in {op["name"] for op in s["operations"]}
