@@ -103,7 +103,9 @@ def issue_token(ctx: Ctx, cred_id: str, reason: str) -> dict:
 
 @route("POST", "/v1/credentials/{id}/token")
 def request_token(ctx: Ctx) -> dict:
-    body = v.body_dict(ctx)
+    body = ctx.body if ctx.body is not None else {}
+    if not isinstance(body, dict):
+        raise v.bad('The body must be a JSON object like {"reason": "why you need the token"}.')
     reason = body.get("reason")
     if not isinstance(reason, str) or not reason.strip() or len(reason) > REASON_MAX:
         raise v.bad(f"'reason' is required: say why you need the token, 1 to {REASON_MAX} characters.")

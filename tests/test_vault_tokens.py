@@ -1,0 +1,197 @@
+"""Tokens: reason rules, usable fields only, audit rows, refresh near expiry, invalid_grant, back-off.
+
+Every test runs on both backends (local in-process engine, remote `wsctl serve`).
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import base_env, serve
+from tests.oauth_provider import OAuthProvider
+from tests.vault_helpers import (APIKEY_TOML, TWO_SECRET_TOML, install_service, make_credential, oauth_credential,
+                                 token)
+
+
+@pytest.fixture
+def provider():
+    with OAuthProvider() as p:
+        yield p
+
+
+@pytest.fixture
+def keysvc(backend, provider):
+    install_service(backend.workspace, APIKEY_TOML.format(base=provider.url))
+    return make_credential(backend.workspace, backend.owner["id"], "keysvc", {"apiKey": "sk-CANARY-apikey-1"},
+                           {"instanceUrl": "https://acme.example"})
+
+
+@pytest.fixture
+def loopcrm(backend, provider):
+    install_service(backend.workspace, provider.service_toml("loopcrm"))
+    return "loopcrm"
+
+
+def test_api_key_token_has_usable_fields_and_an_audit_row(backend, keysvc):
+    r = token(backend, keysvc["id"], reason="deploy script")
+    assert r.status == 200, r.body
+    assert r.body == {"apiKey": "sk-CANARY-apikey-1", "instanceUrl": "https://acme.example"}
+    log = backend.api("GET", f"/v1/credentials/{keysvc['id']}/access-log")
+    assert log.status == 200
+    (entry,) = log.body["entries"]
+    assert entry["reason"] == "deploy script"
+    assert entry["outcome"] == "issued"
+    assert entry["membershipId"] == backend.owner["id"]
+    assert entry["fields"] == ["apiKey", "instanceUrl"]
+    assert entry["keyId"]
+    assert entry["at"].endswith("Z")
+
+
+def test_multi_secret_api_key_answers_each_secret_field(backend):
+    install_service(backend.workspace, TWO_SECRET_TOML)
+    cred = make_credential(backend.workspace, backend.owner["id"], "twosecret",
+                           {"accountSid": "AC-CANARY-1", "authToken": "tok-CANARY-2"})
+    r = token(backend, cred["id"])
+    assert r.status == 200
+    assert r.body == {"accountSid": "AC-CANARY-1", "authToken": "tok-CANARY-2"}
+
+
+@pytest.mark.parametrize("body", [None, {}, {"reason": ""}, {"reason": "   "}, {"reason": "x" * 501},
+                                  {"reason": 5}, {"reason": None}, ["reason"], "reason"])
+def test_reason_is_required_1_to_500_chars(backend, keysvc, body):
+    r = backend.api("POST", f"/v1/credentials/{keysvc['id']}/token", body)
+    assert r.status == 400, r.body
+    assert r.code == "invalid_request"
+    assert "reason" in r.body["error"]["message"]
+    assert backend.api("GET", f"/v1/credentials/{keysvc['id']}/access-log").body["entries"] == []
+
+
+def test_reason_of_500_chars_is_accepted(backend, keysvc):
+    r = token(backend, keysvc["id"], reason="r" * 500)
+    assert r.status == 200
+    entries = backend.api("GET", f"/v1/credentials/{keysvc['id']}/access-log").body["entries"]
+    assert entries[0]["reason"] == "r" * 500
+
+
+def test_unknown_credential_is_404_and_personal_key_is_insufficient_scope(backend, keysvc):
+    r = token(backend, "cred_doesnotexist")
+    assert r.status == 404 and r.code == "not_found"
+    personal = backend.key("personal", ["projects:manage"])
+    r = token(backend, keysvc["id"], secret=personal)
+    assert r.status == 403 and r.code == "insufficient_scope"
+    platform_read = backend.key("platform", ["vault:read"])
+    assert token(backend, keysvc["id"], secret=platform_read).code == "insufficient_scope"
+    platform = backend.key("platform", ["vault:token"])
+    r = token(backend, keysvc["id"], secret=platform, reason="ci")
+    assert r.status == 200 and r.body["apiKey"] == "sk-CANARY-apikey-1"
+    entry = backend.api("GET", f"/v1/credentials/{keysvc['id']}/access-log").body["entries"][0]
+    assert entry["membershipId"] == backend.owner["id"] and entry["reason"] == "ci"
+
+
+def test_fresh_oauth_token_is_not_refreshed_and_never_shows_the_refresh_token(backend, provider, loopcrm):
+    cred, grant = oauth_credential(backend, provider, expires_in=3600)
+    r = token(backend, cred["id"])
+    assert r.status == 200
+    assert set(r.body) == {"accessToken", "expiresAt", "tokenType"}
+    assert r.body["accessToken"] == grant["access_token"]
+    assert r.body["tokenType"] == "Bearer"
+    assert provider.refreshes == 0
+    for path in (f"/v1/credentials/{cred['id']}", "/v1/credentials",
+                 f"/v1/vault/credentials/{cred['id']}/editable-fields"):
+        text = json.dumps(backend.api("GET", path).body)
+        assert grant["refresh_token"] not in text and grant["access_token"] not in text
+
+
+def test_token_within_60_s_of_expiry_is_refreshed_first(backend, provider, loopcrm):
+    cred, grant = oauth_credential(backend, provider, expires_in=59)
+    r = token(backend, cred["id"])
+    assert r.status == 200, r.body
+    assert provider.refreshes == 1
+    assert r.body["accessToken"] != grant["access_token"]
+    assert r.body["accessToken"] == provider.issued[-1]["access_token"]
+    # The new token lasts an hour: the next request does not refresh again.
+    r2 = token(backend, cred["id"])
+    assert r2.body["accessToken"] == r.body["accessToken"] and provider.refreshes == 1
+    assert backend.api("GET", f"/v1/credentials/{cred['id']}").body["scopes"] == ["contacts.read", "contacts.write"]
+
+
+def test_token_61_s_before_expiry_is_issued_as_is(backend, provider, loopcrm):
+    cred, grant = oauth_credential(backend, provider, expires_in=75)
+    r = token(backend, cred["id"])
+    assert r.status == 200 and r.body["accessToken"] == grant["access_token"]
+    assert provider.refreshes == 0
+
+
+def test_rotated_refresh_token_is_saved_and_omitted_one_is_kept(backend, provider, loopcrm):
+    # Rotating provider: the old refresh token dies at each refresh, so a second refresh only
+    # works if the rotated one was saved.
+    cred, _ = oauth_credential(backend, provider, expires_in=10)
+    assert token(backend, cred["id"]).status == 200
+    _expire_now(backend, cred["id"])
+    r = token(backend, cred["id"])
+    assert r.status == 200, r.body
+    assert provider.refreshes == 2
+    # Non-rotating provider: the answer omits refresh_token; the stored one must be kept.
+    provider.rotate_refresh = False
+    cred2, _ = oauth_credential(backend, provider, expires_in=10)
+    assert token(backend, cred2["id"]).status == 200
+    _expire_now(backend, cred2["id"])
+    r = token(backend, cred2["id"])
+    assert r.status == 200, r.body
+    assert provider.refreshes == 4
+
+
+def _expire_now(backend, cred_id: str) -> None:
+    """Make the stored access token expire (as time passing would)."""
+    import sqlite3
+
+    con = sqlite3.connect(backend.workspace / "workspace.db", timeout=15)
+    with con:
+        con.execute("UPDATE credentials SET expires_at = '2000-01-01T00:00:00Z' WHERE id = ?", (cred_id,))
+    con.close()
+
+
+def test_invalid_grant_marks_needs_reconnect_and_stops_refreshing(backend, provider, loopcrm):
+    cred, _ = oauth_credential(backend, provider, expires_in=5)
+    provider.mode = "invalid_grant"
+    r = token(backend, cred["id"])
+    assert r.status == 502 and r.code == "upstream_failed"
+    assert "wsctl vault connect loopcrm" in r.body["error"]["message"]
+    assert provider.refreshes == 1
+    listed = backend.api("GET", "/v1/credentials").body["credentials"]
+    assert [c["status"] for c in listed if c["id"] == cred["id"]] == ["needs_reconnect"]
+    provider.mode = "ok"
+    r = token(backend, cred["id"])
+    assert r.status == 502 and "wsctl vault connect" in r.body["error"]["message"]
+    assert provider.refreshes == 1, "no refresh attempt after invalid_grant until reconnected"
+    entries = backend.api("GET", f"/v1/credentials/{cred['id']}/access-log").body["entries"]
+    assert entries == []
+
+
+def test_provider_failure_backs_off_30_s(backend, provider, loopcrm):
+    cred, _ = oauth_credential(backend, provider, expires_in=5)
+    provider.mode = "error5xx"
+    r = token(backend, cred["id"])
+    assert r.status == 502 and r.code == "upstream_failed"
+    assert provider.refreshes == 1
+    provider.mode = "ok"
+    r = token(backend, cred["id"])
+    assert r.status == 502 and "paused" in r.body["error"]["message"]
+    assert provider.refreshes == 1, "no provider call during the back-off"
+    assert backend.api("GET", f"/v1/credentials/{cred['id']}").body["status"] == "ok"
+    # 31 s later (a server whose clock is shifted) the refresh is tried again and succeeds.
+    with serve(backend.workspace, base_env(backend.workspace.parent / "late-home"), offset=31) as url:
+        import httpx
+
+        late = httpx.post(f"{url}/v1/credentials/{cred['id']}/token", json={"reason": "later"},
+                          headers={"Authorization": f"Bearer {backend.owner_token}"}, timeout=30)
+    assert late.status_code == 200, late.text
+    assert provider.refreshes == 2
+
+
+def test_token_through_the_cli_api_command(backend, keysvc):
+    r = backend.wsctl("api", "POST", f"/v1/credentials/{keysvc['id']}/token", "--data", '{"reason": "cli"}')
+    assert json.loads(r.out)["apiKey"] == "sk-CANARY-apikey-1"
+    r = backend.wsctl("api", "POST", f"/v1/credentials/{keysvc['id']}/token", "--data", "{}", expect=7)
+    assert "reason" in r.err

@@ -1,0 +1,100 @@
+"""Setup helpers for the vault tests: install a service, make a credential in-process.
+
+Only *setup* goes in-process (as a completed connection would); every behaviour under test is
+exercised through `backend.api(...)` / `backend.wsctl(...)`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from workspacectl import clock
+
+APIKEY_TOML = """
+service = "keysvc"
+name = "Key Service"
+description = "An API-key service for the vault tests."
+credentialType = "apiKey"
+envVars = {{ apiKey = "KEYSVC_API_KEY", instanceUrl = "KEYSVC_URL" }}
+fields = ["instanceUrl"]
+secretFields = ["apiKey"]
+baseUrl = "{base}"
+probe = "whoami"
+[[operations]]
+name = "whoami"
+summary = "Who the key belongs to"
+method = "GET"
+path = "/probe"
+"""
+
+TWO_SECRET_TOML = """
+service = "twosecret"
+name = "Two Secret SMS"
+description = "An API-key service with two secret fields, like Twilio."
+credentialType = "apiKey"
+envVars = { accountSid = "TWO_ACCOUNT_SID", authToken = "TWO_AUTH_TOKEN" }
+secretFields = ["accountSid", "authToken"]
+[[operations]]
+name = "send"
+summary = "Send a message"
+method = "POST"
+path = "/messages"
+"""
+
+
+def open_ws(workspace: Path):
+    from workspacectl.engine.workspace import Workspace
+
+    return Workspace.open(workspace)
+
+
+def install_service(workspace: Path, toml_text: str) -> str:
+    """Import a service definition into the workspace (what `wsctl catalog import` does)."""
+    from workspacectl.engine import crypto
+    from workspacectl.engine.catalog_import import parse_toml
+    from workspacectl.engine.db import transaction
+    from workspacectl.engine.store.catalog import oauth_aad, replace_service
+
+    record = parse_toml(toml_text, "test service")
+    ws = open_ws(workspace)
+    conn = ws.conn()
+    with transaction(conn):
+        secret = record.get("oauthClientSecret")
+        sealed = crypto.seal(ws, oauth_aad(record["service"]), secret.encode()) if secret else None
+        replace_service(conn, record, "import", sealed)
+    conn.close()
+    return record["service"]
+
+
+def make_credential(workspace: Path, owner_id: str, service: str, secrets: dict, fields: dict | None = None,
+                    expires_in: float | None = None, scopes: list | None = None) -> dict:
+    """A credential as a completed connection makes it (engine.credentials.create_credential)."""
+    from workspacectl.engine.credentials import create_credential
+    from workspacectl.engine.db import transaction
+
+    ws = open_ws(workspace)
+    conn = ws.conn()
+    with transaction(conn):
+        d = create_credential(ws, conn, owner_member_id=owner_id, service=service, secrets=secrets,
+                              fields=fields or {}, scopes=scopes,
+                              expires_at=clock.later(expires_in) if expires_in is not None else None)
+    conn.close()
+    return d
+
+
+def oauth_credential(backend, provider, service: str = "loopcrm", expires_in: float = 3600,
+                     owner_id: str | None = None) -> tuple[dict, dict]:
+    """A credential holding a real grant from the loopback provider; answers (detail, grant)."""
+    grant = provider.grant()
+    d = make_credential(backend.workspace, owner_id or backend.owner["id"], service,
+                        {"accessToken": grant["access_token"], "refreshToken": grant["refresh_token"]},
+                        expires_in=expires_in, scopes=grant["scope"].split())
+    return d, grant
+
+
+def member_with_session(backend, email: str, role: str = "member") -> tuple[dict, str]:
+    m = backend.add_member(email, role=role)
+    return m, backend.session(m["id"])
+
+
+def token(backend, cred_id: str, secret: str | None = None, reason: str = "tests"):
+    return backend.api("POST", f"/v1/credentials/{cred_id}/token", {"reason": reason}, secret=secret)
