@@ -1,0 +1,327 @@
+"""Text analysis for operation search: the same steps at index time and at query time.
+
+    words("POST /v1/chat.postMessage")  -> ["post", "v1", "chat", "post", "message"]
+    terms("Sending messages")           -> ["send", "messag"]        (stop words out, stemmed)
+
+Splitting handles camelCase, snake_case, kebab-case, dotted and slashed paths, HTML tags and
+markdown links. `stem` is the Porter (1980) suffix stripper, written out here (no dependency).
+`SYNONYMS` is a small hand-made table of the words people use for the same capability; it is
+applied at query time only, so the index holds what the documents say.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+# --- splitting -------------------------------------------------------------------------------
+
+_HTML_TAG = re.compile(r"<[^>]{0,200}>")
+_MD_LINK = re.compile(r"\[([^\]]{0,200})\]\([^)]{0,500}\)")
+_URL = re.compile(r"https?://\S+")
+_ENTITY = re.compile(r"&[a-z]{2,8};|&#\d{1,6};")
+_CAMEL_1 = re.compile(r"([a-z0-9])([A-Z])")
+_CAMEL_2 = re.compile(r"([A-Z]+)([A-Z][a-z])")
+_DIGIT_WORD = re.compile(r"(\d)([A-Z][a-z])")
+_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+def clean(text: str) -> str:
+    """Markup out: HTML tags, entities, URLs; a markdown link keeps its text."""
+    text = _MD_LINK.sub(r"\1", text)
+    text = _HTML_TAG.sub(" ", text)
+    text = _ENTITY.sub(" ", text)
+    return _URL.sub(" ", text)
+
+
+def words(text: str) -> list[str]:
+    """Lower-case words, split at case changes and at anything not a letter or digit."""
+    if not text:
+        return []
+    text = _CAMEL_1.sub(r"\1 \2", text)
+    text = _CAMEL_2.sub(r"\1 \2", text)
+    text = _DIGIT_WORD.sub(r"\1 \2", text)
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+STOP_WORDS = frozenset("""
+a an the to of for in on at by with from into onto about as is are be been being was were it its
+this that these those and or but if then than so such my me i we our us you your yours their them
+they he she his her him can could would should will shall may might must do does did done has have
+had having not no nor any each which who whom whose what when where why how there here via per
+also only just very more most some same other own up out over under again further once please
+want need like using use used one ones e g eg ie etc
+""".split())
+
+# --- Porter stemmer --------------------------------------------------------------------------
+
+_VOWELS = frozenset("aeiou")
+
+
+def _is_consonant(w: str, i: int) -> bool:
+    c = w[i]
+    if c in _VOWELS:
+        return False
+    if c == "y":
+        return i == 0 or not _is_consonant(w, i - 1)
+    return True
+
+
+def _measure(stem: str) -> int:
+    """m in [C](VC)^m[V]."""
+    m, prev_vowel = 0, False
+    for i in range(len(stem)):
+        cons = _is_consonant(stem, i)
+        if cons and prev_vowel:
+            m += 1
+        prev_vowel = not cons
+    return m
+
+
+def _has_vowel(stem: str) -> bool:
+    return any(not _is_consonant(stem, i) for i in range(len(stem)))
+
+
+def _double_consonant(w: str) -> bool:
+    return len(w) >= 2 and w[-1] == w[-2] and _is_consonant(w, len(w) - 1)
+
+
+def _cvc(w: str) -> bool:
+    return (len(w) >= 3 and _is_consonant(w, len(w) - 3) and not _is_consonant(w, len(w) - 2)
+            and _is_consonant(w, len(w) - 1) and w[-1] not in "wxy")
+
+
+def _replace(w: str, rules, min_m: int) -> str:
+    for suffix, repl in rules:
+        if w.endswith(suffix):
+            stem = w[: -len(suffix)]
+            return stem + repl if _measure(stem) > min_m else w
+    return w
+
+
+_STEP2 = (("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"), ("izer", "ize"),
+          ("bli", "ble"), ("alli", "al"), ("entli", "ent"), ("eli", "e"), ("ousli", "ous"),
+          ("ization", "ize"), ("ation", "ate"), ("ator", "ate"), ("alism", "al"), ("iveness", "ive"),
+          ("fulness", "ful"), ("ousness", "ous"), ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"),
+          ("logi", "log"))
+_STEP3 = (("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"), ("ful", ""),
+          ("ness", ""))
+_STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "ion", "ou",
+          "ism", "ate", "iti", "ous", "ive", "ize")
+
+
+def _step1(w: str) -> str:
+    # 1a
+    if w.endswith("sses") or w.endswith("ies"):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith("ss"):
+        w = w[:-1]
+    # 1b
+    if w.endswith("eed"):
+        if _measure(w[:-3]) > 0:
+            w = w[:-1]
+    else:
+        for suffix in ("ed", "ing"):
+            if w.endswith(suffix) and _has_vowel(w[: -len(suffix)]):
+                w = w[: -len(suffix)]
+                if w.endswith(("at", "bl", "iz")):
+                    w += "e"
+                elif _double_consonant(w) and w[-1] not in "lsz":
+                    w = w[:-1]
+                elif _measure(w) == 1 and _cvc(w):
+                    w += "e"
+                break
+    # 1c
+    if w.endswith("y") and _has_vowel(w[:-1]):
+        w = w[:-1] + "i"
+    return w
+
+
+def _steps2to5(w: str) -> str:
+    w = _replace(w, _STEP2, 0)
+    w = _replace(w, _STEP3, 0)
+    # 4
+    for suffix in _STEP4:
+        if w.endswith(suffix):
+            stem_ = w[: -len(suffix)]
+            if _measure(stem_) > 1 and (suffix != "ion" or stem_.endswith(("s", "t"))):
+                w = stem_
+            break
+    # 5
+    if w.endswith("e"):
+        m = _measure(w[:-1])
+        if m > 1 or (m == 1 and not _cvc(w[:-1])):
+            w = w[:-1]
+    if _measure(w) > 1 and _double_consonant(w) and w.endswith("l"):
+        w = w[:-1]
+    return w
+
+
+FULL_PORTER = False
+
+
+@lru_cache(maxsize=50000)
+def stem(w: str) -> str:
+    """Porter's algorithm; words of one or two letters and words with digits are left alone.
+
+    Only step 1 (plurals, -ed, -ing, -y) runs unless FULL_PORTER: the later steps fold words
+    an API keeps apart ("customer" and "custom", "organization" and "organ").
+    """
+    if len(w) <= 2 or not w.isalpha():
+        return w
+    w = _step1(w)
+    return _steps2to5(w) if FULL_PORTER else w
+
+
+def terms(text: str, *, keep_stop_words: bool = False) -> list[str]:
+    """Stemmed index terms of a text, in order (duplicates kept)."""
+    return [stem(w) for w in words(text) if (keep_stop_words or w not in STOP_WORDS) and len(w) > 1]
+
+
+# --- synonyms and actions --------------------------------------------------------------------
+
+# Words that mean the same thing in an API: abbreviations, spellings, and a verb with its noun
+# (the light stemmer keeps "reaction" and "react" apart). Full credit at query time.
+_EQUIVALENT_GROUPS = """
+repository repo
+document doc
+react reaction
+create creation
+transcribe transcription
+subscribe subscription
+collaborate collaboration collaborator
+moderate moderation
+invite invitation
+delete deletion
+authenticate authentication authenticated
+translate translation
+complete completion
+generate generation
+notify notification
+verify verification
+configure configuration config
+install installation
+describe description
+permit permission
+upload uploaded
+schedule scheduled
+suppress suppression
+archive archived
+outbound outgoing
+inbound incoming
+coworker colleague teammate
+""".strip().splitlines()
+
+# Each line is one group of words that ask for related things. A word may sit in several
+# groups; a query word expands to the union of its groups, at a discount. Keep it small and
+# general: it is about how people name capabilities, not about any one API.
+_RELATED_GROUPS = """
+send post deliver dispatch submit create publish
+create add new make insert register open build generate start place
+get fetch retrieve read show view lookup look info detail describe see
+list all every browse enumerate recent
+search find query lookup filter look
+delete remove destroy erase drop purge trash
+update edit modify change patch set rename alter adjust replace
+cancel stop terminate void abort end
+refund reimburse reversal
+charge pay payment bill capture purchase buy
+invoice bill
+message text sms mms chat dm
+email mail
+user member person people account profile someone everyone coworker
+customer client contact buyer
+file document attachment doc
+download content export
+upload import attach
+channel conversation room
+image picture photo
+track song music audio
+playlist queue
+issue ticket bug
+transcribe speech
+speech audio voice aloud tts
+subscription subscribe plan recurring
+phone sms call
+team group
+comment reply note story answer respond
+invite join
+react emoji
+follow subscribe
+star favorite like save
+coupon discount promo promotion
+balance fund money
+inventory stock count
+share collaborate permission
+copy duplicate clone fork
+folder directory
+embedding embed vector
+model gpt llm ai
+completion chat respond response ask answer
+moderation moderate offensive harmful flag abuse
+fine tune train training
+ban block kick
+tag label
+done complete completed finish close resolve
+release version publish
+workflow action pipeline dispatch run trigger
+webhook hook callback
+guild server
+template layout
+suppression unsubscribe bounce block
+""".strip().splitlines()
+
+ACTIONS = {
+    "create": "create add new make insert register open build generate start post send publish submit "
+              "upload invite buy purchase",
+    "get": "get fetch retrieve read show view info detail describe download lookup",
+    "list": "list all every browse enumerate recent",
+    "search": "search find query filter",
+    "delete": "delete remove destroy erase drop purge trash kick unsubscribe",
+    "update": "update edit modify change patch set rename alter adjust replace mark",
+}
+
+
+def _build_groups(lines: list[str]) -> dict[str, frozenset[str]]:
+    table: dict[str, set[str]] = {}
+    for line in lines:
+        group = {stem(w) for w in line.split()}
+        for t in group:
+            table.setdefault(t, set()).update(group)
+    return {t: frozenset(g - {t}) for t, g in table.items()}
+
+
+EQUIVALENTS: dict[str, frozenset[str]] = _build_groups(_EQUIVALENT_GROUPS)
+SYNONYMS: dict[str, frozenset[str]] = _build_groups(_RELATED_GROUPS)
+ACTION_OF_TERM: dict[str, str] = {}
+for _action, _line in ACTIONS.items():
+    for _w in _line.split():
+        ACTION_OF_TERM.setdefault(stem(_w), _action)
+
+LIST_TERMS = frozenset(stem(w) for w in ("list", "all", "every", "recent", "everyone"))
+
+# Idioms rewritten before analysis: how people say it -> how APIs name it.
+IDIOMS = [(re.compile(pattern), replacement) for pattern, replacement in (
+    (r"\bset(?:ting)? up\b", "create"),
+    (r"\bkick(?:ing|s)? off\b", "start run trigger"),
+    (r"\bwho am i\b|\b(?:logged|signed) in\b", "get authenticated current user"),
+    (r"\bi own\b|\bmine\b", "authenticated user"),
+    (r"\bhow (?:much|many)\b", "get"),
+    (r"\btext messages?\b", "sms message"),
+    (r"\be-mail", "email"),
+    (r"\bprs?\b", "pull request"),
+    (r"\bdms?\b", "direct message"),
+    (r"\b(?:speech|audio|voice|recording) (?:in)?to text\b|\binto text\b", "transcribe text"),
+    (r"\btext to speech\b|\baloud\b", "speech audio"),
+    (r"\b(?:never|stop|don't|do not) (?:e-?mail|mail|send|contact)\w*|\bopt(?:s|ed)? out\b", "unsubscribe suppression"),
+)]
+
+
+def apply_idioms(text: str) -> str:
+    text = text.lower()
+    for pattern, replacement in IDIOMS:
+        text = pattern.sub(f" {replacement} ", text)
+    return text
+
+
+# Words an HTTP API puts in a method name or path that say nothing about what it does.
+NOISE_TERMS = frozenset({"json", "v1", "v2", "v3", "v4", "api", "2010", "04", "01", "id", "ids", "gid"})

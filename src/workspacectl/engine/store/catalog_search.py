@@ -1,0 +1,129 @@
+"""SQL of the operation search index (tables in migrations/m003_catalog_search.py).
+
+Reads the catalog tables (integrations, operations); writes only the operation_search* tables.
+"""
+from __future__ import annotations
+
+import sqlite3
+from typing import Iterable
+
+FTS_COLUMNS = ("name", "summary", "path", "tags", "body", "params")
+
+
+def operations_of_service(conn: sqlite3.Connection, service: str) -> list[sqlite3.Row]:
+    return conn.execute(
+        "SELECT op_id, service, name, summary, description, method, path, tags, params_json "
+        "FROM operations WHERE service = ? ORDER BY position, op_id", (service,)).fetchall()
+
+
+def catalog_services(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+    return conn.execute("SELECT service, name FROM integrations ORDER BY service").fetchall()
+
+
+def delete_service_docs(conn: sqlite3.Connection, service: str) -> None:
+    conn.execute("DELETE FROM operation_search WHERE rowid IN "
+                 "(SELECT rowid FROM operation_search_docs WHERE service = ?)", (service,))
+    conn.execute("DELETE FROM operation_search_docs WHERE service = ?", (service,))
+    conn.execute("DELETE FROM operation_search_terms WHERE service = ?", (service,))
+
+
+def delete_all_docs(conn: sqlite3.Connection) -> None:
+    conn.execute("DELETE FROM operation_search")
+    conn.execute("DELETE FROM operation_search_docs")
+    conn.execute("DELETE FROM operation_search_terms")
+
+
+def delete_doc(conn: sqlite3.Connection, op_id: str) -> None:
+    row = conn.execute("SELECT rowid FROM operation_search_docs WHERE op_id = ?", (op_id,)).fetchone()
+    if row is not None:
+        conn.execute("DELETE FROM operation_search WHERE rowid = ?", (row[0],))
+        conn.execute("DELETE FROM operation_search_docs WHERE rowid = ?", (row[0],))
+
+
+def insert_doc(conn: sqlite3.Connection, op_id: str, service: str, method: str, shape: str, action: str,
+               columns: dict[str, str]) -> None:
+    cur = conn.execute(
+        "INSERT INTO operation_search_docs (op_id, service, method, shape, action) VALUES (?, ?, ?, ?, ?)",
+        (op_id, service, method, shape, action))
+    conn.execute(
+        f"INSERT INTO operation_search (rowid, {', '.join(FTS_COLUMNS)}) VALUES (?, {', '.join('?' * len(FTS_COLUMNS))})",
+        (cur.lastrowid, *(columns[c] for c in FTS_COLUMNS)))
+
+
+def insert_service_terms(conn: sqlite3.Connection, service: str, dfs: dict[str, int]) -> None:
+    conn.executemany("INSERT INTO operation_search_terms (term, service, df) VALUES (?, ?, ?)",
+                     [(t, service, n) for t, n in dfs.items()])
+
+
+def service_term_freqs(conn: sqlite3.Connection, terms: Iterable[str]) -> list[sqlite3.Row]:
+    terms = list(dict.fromkeys(terms))
+    if not terms:
+        return []
+    return conn.execute(
+        f"SELECT term, service, df FROM operation_search_terms WHERE term IN ({', '.join('?' * len(terms))})",
+        terms).fetchall()
+
+
+def service_doc_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    return {r[0]: r[1] for r in conn.execute("SELECT service, count(*) FROM operation_search_docs GROUP BY service")}
+
+
+def operation_count(conn: sqlite3.Connection) -> int:
+    return conn.execute("SELECT count(*) FROM operations").fetchone()[0]
+
+
+def indexed_services(conn: sqlite3.Connection) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT DISTINCT service FROM operation_search_docs")]
+
+
+def doc_count(conn: sqlite3.Connection) -> int:
+    return conn.execute("SELECT count(*) FROM operation_search_docs").fetchone()[0]
+
+
+def doc_freqs(conn: sqlite3.Connection, terms: Iterable[str]) -> dict[str, int]:
+    terms = list(dict.fromkeys(terms))
+    if not terms:
+        return {}
+    rows = conn.execute(
+        f"SELECT term, doc FROM operation_search_vocab WHERE term IN ({', '.join('?' * len(terms))})", terms)
+    return {r[0]: r[1] for r in rows}
+
+
+def match(conn: sqlite3.Connection, expression: str, weights: tuple[float, ...], limit: int,
+          services: list[str] | None = None) -> list[sqlite3.Row]:
+    """The best `limit` rows for an FTS5 expression by weighted bm25 (lower is better)."""
+    where, args = "", [expression]
+    if services:
+        where = f" AND d.service IN ({', '.join('?' * len(services))})"
+        args += services
+    weight_args = ", ".join(str(float(w)) for w in weights)
+    return conn.execute(
+        f"SELECT d.op_id, d.service, d.method, d.shape, d.action, "
+        f"s.name, s.summary, s.path, s.tags, s.body, s.params, "
+        f"bm25(operation_search, {weight_args}) AS bm25 "
+        f"FROM operation_search s JOIN operation_search_docs d ON d.rowid = s.rowid "
+        f"WHERE operation_search MATCH ?{where} ORDER BY bm25 LIMIT ?",
+        (*args, limit)).fetchall()
+
+
+def operations_by_ids(conn: sqlite3.Connection, op_ids: list[str]) -> dict[str, sqlite3.Row]:
+    if not op_ids:
+        return {}
+    rows = conn.execute(
+        f"SELECT op_id, service, name, summary, method, path FROM operations "
+        f"WHERE op_id IN ({', '.join('?' * len(op_ids))})", op_ids)
+    return {r["op_id"]: r for r in rows}
+
+
+def service_exists(conn: sqlite3.Connection, service: str) -> bool:
+    return conn.execute("SELECT 1 FROM integrations WHERE service = ?", (service,)).fetchone() is not None
+
+
+def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM operation_search_meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+    conn.execute("INSERT INTO operation_search_meta (key, value) VALUES (?, ?) "
+                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
