@@ -24,9 +24,7 @@ TOKEN_ATTEMPTS = 3
 
 @route("GET", "/v1/credentials")
 def list_credentials(ctx: Ctx) -> dict:
-    limit, after = pagination.page_args(ctx)
-    if after is not None and not isinstance(after, str):
-        raise v.bad("The cursor is not valid; pass the nextCursor of the previous page.")
+    limit, after = pagination.page_args(ctx, str)
     service = ctx.query.get("service") or None
     rows = store.list_credentials_for(ctx.db, ctx.caller.member_id, after, limit + 1, service)
     cache: dict = {}
@@ -159,8 +157,6 @@ def _log_entry(r) -> dict:
 @route("GET", "/v1/credentials/{id}/access-log")
 def access_log(ctx: Ctx) -> dict:
     row = owned_credential(ctx.db, ctx.params["id"], ctx.caller.member_id)
-    limit, before = pagination.page_args(ctx)
-    if before is not None and (isinstance(before, bool) or not isinstance(before, int)):
-        raise v.bad("The cursor is not valid; pass the nextCursor of the previous page.")
+    limit, before = pagination.page_args(ctx, int)
     rows = store.list_access_log(ctx.db, row["id"], before, limit + 1)
     return pagination.page("entries", rows, limit, lambda r: r["id"], _log_entry)
