@@ -47,7 +47,7 @@ def get_integration(ctx: Ctx) -> dict:
 def list_operations(ctx: Ctx) -> dict:
     """One service's operations."""
     service = require_integration(ctx.db, ctx.params["service"])["service"]
-    limit, after = page_args(ctx)
+    limit, after = page_args(ctx, int)
     rows = store.list_operations(ctx.db, service, after, limit + 1)
     return page("operations", rows, limit, lambda r: r["position"], store.operation_summary)
 

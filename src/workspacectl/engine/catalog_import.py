@@ -120,6 +120,21 @@ def _url(d: dict, key: str, where: str, *, required=False) -> str | None:
     return value
 
 
+def _base_url(d: dict, where: str, fields: list[str]) -> str:
+    """An http(s) URL that may hold {field} placeholders for the credential's non-secret fields,
+    e.g. "{instanceUrl}/services/data/v61.0"."""
+    value = _str(d, "baseUrl", where, required=True, max_len=2000)
+    probe = value
+    for name in re.findall(r"\{([A-Za-z0-9_]+)\}", value):
+        if name not in fields:
+            raise bad(where, f"'baseUrl' names {{{name}}}, which is not one of its 'fields'.")
+        probe = probe.replace("{" + name + "}", "https://instance.example" if probe.startswith("{" + name + "}") else "x")
+    parts = urlsplit(probe)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise bad(where, "'baseUrl' must be an http(s) URL (it may start with a field such as {instanceUrl}).")
+    return value
+
+
 def _table(d: dict, key: str, where: str) -> dict:
     value = d.get(key)
     if value is None:
@@ -158,9 +173,10 @@ def build_record(d: dict, where: str, service_override: str | None = None, *, le
     env_vars = dict(env_raw) if env_raw else default_env_vars(service, credential_type, fields)
 
     setup: dict = {}
-    for key in ("baseUrl", "docsUrl"):
-        if d.get(key) is not None:
-            setup[key] = _url(d, key, where)
+    if d.get("docsUrl") is not None:
+        setup["docsUrl"] = _url(d, "docsUrl", where)
+    if d.get("baseUrl") is not None:
+        setup["baseUrl"] = _base_url(d, where, fields)
     if d.get("probe") is not None:
         setup["probe"] = kebab(_str(d, "probe", where, required=True))
     auth = _table(d, "auth", where)

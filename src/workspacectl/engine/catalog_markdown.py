@@ -7,6 +7,7 @@ the service injects into shell and agent runs.
 from __future__ import annotations
 
 import json
+import re
 from urllib.parse import urlencode
 
 CREDENTIAL_WORDS = {
@@ -41,10 +42,15 @@ def secret_env_var(record: dict) -> str | None:
 
 
 def base_url(record: dict) -> str:
+    """The base URL for the example, with {field} placeholders as the fields' env vars."""
     env = record.get("envVars") or {}
+    base = (record.get("setup") or {}).get("baseUrl")
+    if base:
+        return re.sub(r"\{([A-Za-z0-9_]+)\}", lambda m: "${" + env[m.group(1)] + "}" if env.get(m.group(1))
+                      else m.group(0), base)
     if "instanceUrl" in (record.get("fields") or []) and env.get("instanceUrl"):
         return "$" + env["instanceUrl"]
-    return (record.get("setup") or {}).get("baseUrl") or "<base URL>"
+    return "<base URL>"
 
 
 def example_curl(op: dict, record: dict) -> str:

@@ -20,7 +20,7 @@ def list_triggers(ctx: Ctx) -> dict:
     q = ctx.query.get("q") or ""
     if len(q) > MAX_QUERY:
         raise bad(f"Query parameter 'q' must be at most {MAX_QUERY} characters.")
-    limit, after = page_args(ctx)
+    limit, after = page_args(ctx, list)
     rows = store.list_triggers(ctx.db, q.split()[:20], after, limit + 1)
     return page("triggers", rows, limit, store.trigger_sort_key, store.trigger_json)
 
@@ -32,4 +32,4 @@ def get_trigger(ctx: Ctx) -> dict:
     if row is None:
         raise ApiError("not_found", f"No trigger provider '{ctx.params['triggerId'][:120]}'. "
                                     "Run `wsctl trigger list` to see them.")
-    return store.trigger_json(row)
+    return store.trigger_json(row, with_config=True)

@@ -94,7 +94,8 @@ def operation_detail(row, integration_row) -> dict:
     return out
 
 
-def trigger_json(row) -> dict:
+def trigger_json(row, with_config: bool = False) -> dict:
+    """The seed's trigger provider fields (cadenceSeconds for poll only); config on the detail."""
     out = {
         "type": row["type"],
         "triggerId": row["id"],
@@ -105,9 +106,8 @@ def trigger_json(row) -> dict:
     }
     if row["type"] == "poll":
         out["cadenceSeconds"] = row["cadence_seconds"]
-    config = json.loads(row["config_json"])
-    if config:
-        out["config"] = config
+    if with_config:
+        out["config"] = json.loads(row["config_json"])
     return out
 
 
