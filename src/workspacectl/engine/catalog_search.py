@@ -202,12 +202,15 @@ def query_action(query_terms: list[str]) -> str:
 _ACTION_FIT = {
     ("list", "get"): 0.5, ("get", "list"): 0.6, ("search", "list"): 0.7, ("list", "search"): 0.6,
     ("get", "search"): 0.5, ("search", "get"): 0.4, ("create", "update"): 0.3, ("update", "create"): 0.3,
+    ("get", "create"): 0.3,     # "get an embedding": the thing asked for is made on request
 }
+# No verb asked: anything but a delete is as likely.
+_NO_ACTION_FIT = {"delete": 0.2}
 
 
 def action_fit(asked: str, op_action: str, method: str, shape: str) -> float:
     if not asked:
-        return 0.5
+        return _NO_ACTION_FIT.get(op_action, 0.5)
     fit = 1.0 if asked == op_action else _ACTION_FIT.get((asked, op_action), 0.0)
     # The HTTP shape confirms it: a list is a GET on a collection, a delete a DELETE.
     if asked == "list" and method == "GET" and shape == "collection":
@@ -231,14 +234,23 @@ def _concepts(query_terms: list[str], dfs: dict[str, int], n_docs: int) -> list[
             variants.setdefault(e, EQUIVALENT_WEIGHT)
         for s in SYNONYMS.get(t, ()):
             variants.setdefault(s, SYNONYM_WEIGHT)
+            for e in EQUIVALENTS.get(s, ()):
+                variants.setdefault(e, SYNONYM_WEIGHT)
         variants = {v: c for v, c in variants.items() if dfs.get(v, 0) > 0}
-        if variants:
-            concepts.append((max(c * _idf(n_docs, dfs[v]) for v, c in variants.items()), variants))
+        if not variants:
+            continue
+        # A term weighs its own idf; a word no operation uses weighs its best stand-in. A rare
+        # synonym must not make a common verb weigh much.
+        weight = _idf(n_docs, dfs[t]) if t in variants else max(c * _idf(n_docs, dfs[v]) for v, c in variants.items())
+        if t in ACTION_OF_TERM:     # the verb is judged by action_fit; here it counts half
+            weight *= 0.5
+        concepts.append((weight, variants))
     return concepts
 
 
 def _variants(t: str) -> set[str]:
-    return {t, *EQUIVALENTS.get(t, ()), *SYNONYMS.get(t, ())}
+    return {t, *EQUIVALENTS.get(t, ()), *SYNONYMS.get(t, ()),
+            *(e for s in SYNONYMS.get(t, ()) for e in EQUIVALENTS.get(s, ()))}
 
 
 def _coverage(fields: dict[str, set[str]], concepts) -> float:
@@ -288,8 +300,8 @@ def _service_affinity(conn: sqlite3.Connection, concepts) -> dict[str, float]:
     return {s: a / top for s, a in affinity.items()} if top else {}
 
 
-def search(conn: sqlite3.Connection, q: str, service: str | None = None, limit: int = 20) -> list[tuple[str, float]]:
-    """The operations best answering a capability phrase: [(op_id, score)], score in (0, 1]."""
+def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int):
+    """[(op_id, score, parts)] best first; parts are the re-rank's (weight, value) features."""
     ensure_current(conn)
     query_terms, named = parse_query(conn, q)
     if service:
@@ -333,6 +345,11 @@ def search(conn: sqlite3.Connection, q: str, service: str | None = None, limit: 
         elif affinity:
             parts.append((0.08, affinity.get(r["service"], 0.0)))
         score = sum(w * x for w, x in parts) / sum(w for w, _ in parts)
-        scored.append((op_id, score))
+        scored.append((op_id, score, parts))
     scored.sort(key=lambda s: (-s[1], s[0]))
-    return [(op_id, round(max(score, 0.001), 3)) for op_id, score in scored[:limit]]
+    return scored[:limit]
+
+
+def search(conn: sqlite3.Connection, q: str, service: str | None = None, limit: int = 20) -> list[tuple[str, float]]:
+    """The operations best answering a capability phrase: [(op_id, score)], score in (0, 1]."""
+    return [(op_id, round(max(score, 0.001), 3)) for op_id, score, _ in _rank(conn, q, service, limit)]

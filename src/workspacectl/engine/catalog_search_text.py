@@ -161,12 +161,12 @@ FULL_PORTER = False
 
 @lru_cache(maxsize=50000)
 def stem(w: str) -> str:
-    """Porter's algorithm; words of one or two letters and words with digits are left alone.
+    """Porter's algorithm; words of three letters or fewer and words with digits are left alone.
 
     Only step 1 (plurals, -ed, -ing, -y) runs unless FULL_PORTER: the later steps fold words
     an API keeps apart ("customer" and "custom", "organization" and "organ").
     """
-    if len(w) <= 2 or not w.isalpha():
+    if len(w) <= 3 or not w.isalpha():
         return w
     w = _step1(w)
     return _steps2to5(w) if FULL_PORTER else w
@@ -216,7 +216,7 @@ coworker colleague teammate
 # general: it is about how people name capabilities, not about any one API.
 _RELATED_GROUPS = """
 send post deliver dispatch submit create publish
-create add new make insert register open build generate start place
+create add new make insert register open build generate start place leave
 get fetch retrieve read show view lookup look info detail describe see
 list all every browse enumerate recent
 search find query lookup filter look
@@ -236,6 +236,7 @@ upload import attach
 channel conversation room
 image picture photo
 track song music audio
+music play playback player
 playlist queue
 issue ticket bug
 transcribe speech
@@ -272,11 +273,11 @@ suppression unsubscribe bounce block
 
 ACTIONS = {
     "create": "create add new make insert register open build generate start post send publish submit "
-              "upload invite buy purchase",
+              "upload invite buy purchase place leave share",
     "get": "get fetch retrieve read show view info detail describe download lookup",
     "list": "list all every browse enumerate recent",
     "search": "search find query filter",
-    "delete": "delete remove destroy erase drop purge trash kick unsubscribe",
+    "delete": "delete remove destroy erase drop purge trash",
     "update": "update edit modify change patch set rename alter adjust replace mark",
 }
 
@@ -312,7 +313,7 @@ IDIOMS = [(re.compile(pattern), replacement) for pattern, replacement in (
     (r"\bdms?\b", "direct message"),
     (r"\b(?:speech|audio|voice|recording) (?:in)?to text\b|\binto text\b", "transcribe text"),
     (r"\btext to speech\b|\baloud\b", "speech audio"),
-    (r"\b(?:never|stop|don't|do not) (?:e-?mail|mail|send|contact)\w*|\bopt(?:s|ed)? out\b", "unsubscribe suppression"),
+    (r"\b(?:never|stop|don't|do not) (?:e-?mail|mail|send|contact)\w*|\bopt(?:s|ed)? out\b", "add unsubscribe suppression email"),
 )]
 
 
