@@ -102,6 +102,32 @@ def openapi_files() -> list[tuple[str, Path]]:
     return out
 
 
+def import_shared_corpus(conn, only_shared: bool = True) -> int:
+    """Import every shared document as `wsctl catalog import FILE --service <stem>` does, and
+    (only_shared) drop the other built-in services so the labels describe the whole corpus.
+    Answers the number of operations in the catalog."""
+    from workspacectl.engine.catalog_import import parse_document
+    from workspacectl.engine.store import catalog as catalog_store
+
+    for service, path in openapi_files():
+        record = parse_document(path.read_text(encoding="utf-8"), None, service, path.name)
+        catalog_store.replace_service(conn, record, source="import")
+    if only_shared:
+        for (service,) in conn.execute("SELECT service FROM integrations").fetchall():
+            if service not in SERVICES:
+                catalog_store.delete_service(conn, service)
+    return conn.execute("SELECT count(*) FROM operations").fetchone()[0]
+
+
+def make_corpus_workspace(path: Path):
+    """A new workspace at `path` holding exactly the shared corpus; answers the Workspace."""
+    from workspacectl.engine.workspace import Workspace
+
+    ws, _ = Workspace.create(path, name="Search corpus", owner_name="Olive Owner", owner_email="olive@example.com")
+    import_shared_corpus(ws.conn())
+    return ws
+
+
 def recall_at(ranked: list[str], relevant: frozenset[str], k: int) -> float:
     """1.0 when any relevant opId is in the first k results (a phrase is answered by one hit)."""
     return 1.0 if any(op in relevant for op in ranked[:k]) else 0.0

@@ -1,0 +1,108 @@
+"""Operation search quality on the labelled set (tests/search_labels.py), against plain BM25.
+
+    python bench/search_quality.py [--misses] [--workspace DIR]
+
+Builds a workspace holding exactly the 12 shared OpenAPI documents (imported as
+`wsctl catalog import FILE --service <stem>` does; the other built-in services removed), then
+prints recall@1, recall@5 and MRR@10 for:
+
+- ours:        engine.catalog_search.search (weighted FTS5 bm25 over analyzed fields + re-rank)
+- bm25:        plain BM25: one FTS5 table (default unicode61 tokenizer) over each operation's
+               concatenated name, summary, description, method, path and tags; the phrase's
+               words OR-ed together, ranked by bm25(). No weights, stemming, synonyms or
+               splitting of camelCase names.
+- bm25+porter: the same with FTS5's built-in Porter stemmer, a stronger baseline.
+
+recall@k: share of phrases with at least one correct opId in the first k results.
+MRR@10: mean of 1/rank of the first correct opId (0 when not in the first 10).
+Rows are given for all phrases and for the dev / holdout split (see search_labels.py).
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "src"))
+
+from tests.search_labels import LABELS, evaluate, make_corpus_workspace  # noqa: E402
+
+from workspacectl.engine import catalog_search  # noqa: E402
+from workspacectl.engine.workspace import Workspace  # noqa: E402
+
+K = 10
+
+
+class PlainBM25:
+    """The floor: BM25 over the operations' concatenated text, nothing else."""
+
+    def __init__(self, conn, tokenizer: str = "unicode61"):
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute(f"CREATE VIRTUAL TABLE docs USING fts5(op_id UNINDEXED, text, tokenize = '{tokenizer}')")
+        rows = conn.execute("SELECT op_id, name, summary, description, method, path, tags FROM operations")
+        self.db.executemany("INSERT INTO docs (op_id, text) VALUES (?, ?)",
+                            [(r[0], " ".join(str(x or "") for x in tuple(r)[1:])) for r in rows])
+
+    def search(self, phrase: str, limit: int = K) -> list[str]:
+        tokens = re.findall(r"[A-Za-z0-9]+", phrase.lower())
+        if not tokens:
+            return []
+        expression = " OR ".join(f'"{t}"' for t in dict.fromkeys(tokens))
+        return [r[0] for r in self.db.execute(
+            "SELECT op_id FROM docs WHERE docs MATCH ? ORDER BY bm25(docs) LIMIT ?", (expression, limit))]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workspace", help="reuse a workspace made by an earlier run (with the corpus imported)")
+    ap.add_argument("--misses", action="store_true", help="list the phrases each system misses at 5")
+    args = ap.parse_args()
+
+    tmp = None
+    if args.workspace and Workspace.exists_at(Path(args.workspace)):
+        ws = Workspace.open(Path(args.workspace))
+    else:
+        if not args.workspace:
+            tmp = tempfile.TemporaryDirectory(prefix="wsctl-search-bench-")
+        t0 = time.perf_counter()
+        ws = make_corpus_workspace(Path(args.workspace or tmp.name) / "ws")
+        print(f"imported the shared corpus in {time.perf_counter() - t0:.1f} s")
+    conn = ws.conn()
+    n_ops = conn.execute("SELECT count(*) FROM operations").fetchone()[0]
+    n_services = conn.execute("SELECT count(*) FROM integrations").fetchone()[0]
+    print(f"corpus: {n_ops} operations in {n_services} services; {len(LABELS)} labelled phrases "
+          f"({sum(1 for l in LABELS if l[2] == 'dev')} dev, {sum(1 for l in LABELS if l[2] == 'holdout')} holdout)")
+
+    systems = {
+        "ours": lambda q: [op for op, _ in catalog_search.search(conn, q, limit=K)],
+        "bm25": PlainBM25(conn).search,
+        "bm25+porter": PlainBM25(conn, "porter unicode61").search,
+    }
+    splits = {"all": LABELS, "dev": [l for l in LABELS if l[2] == "dev"],
+              "holdout": [l for l in LABELS if l[2] == "holdout"]}
+    print(f"\n{'system':<12} {'split':<8} {'n':>3} {'recall@1':>9} {'recall@5':>9} {'MRR@10':>8}")
+    results = {}
+    for name, fn in systems.items():
+        for split, labels in splits.items():
+            r = evaluate(fn, labels)
+            results[(name, split)] = r
+            print(f"{name:<12} {split:<8} {r['n']:>3} {r['recall@1']:>9.3f} {r['recall@5']:>9.3f} {r['mrr@10']:>8.3f}")
+    if args.misses:
+        for name in systems:
+            print(f"\nmissed at 5 by {name}:")
+            for phrase, top in results[(name, "all")]["misses"]:
+                print(f"  {phrase!r}: {', '.join(top) or '(nothing)'}")
+    if tmp is not None:
+        conn.close()
+        tmp.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
