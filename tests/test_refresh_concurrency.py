@@ -1,0 +1,159 @@
+"""Single-flight refresh across processes: 50 concurrent token requests on an expired OAuth
+credential, split over two `wsctl serve` processes on one workspace, cause exactly one refresh
+at the provider; all 50 get the same new token; the access log holds exactly 50 issued rows.
+"""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from tests.conftest import base_env, make_backend, serve
+from tests.oauth_provider import OAuthProvider
+from tests.vault_helpers import install_service, make_credential
+
+REQUESTS = 50
+
+
+@pytest.fixture
+def provider():
+    with OAuthProvider() as p:
+        p.refresh_delay = 0.3  # a slow provider widens the window for duplicate refreshes
+        yield p
+
+
+@pytest.fixture
+def remote(workspace, home):
+    b = make_backend("remote", workspace, home)
+    yield b
+    b.close()
+
+
+@pytest.fixture
+def local(workspace, home):
+    b = make_backend("local", workspace, home)
+    yield b
+    b.close()
+
+
+def _burst(urls: list[str], secret: str, cred_id: str, n: int) -> list[httpx.Response]:
+    barrier = threading.Barrier(n)
+    clients = [httpx.Client(base_url=u, timeout=60, limits=httpx.Limits(max_connections=n)) for u in urls]
+
+    def one(i: int) -> httpx.Response:
+        barrier.wait()
+        return clients[i % len(clients)].post(f"/v1/credentials/{cred_id}/token", json={"reason": f"burst {i}"},
+                                              headers={"Authorization": f"Bearer {secret}"})
+
+    try:
+        with ThreadPoolExecutor(n) as pool:
+            return list(pool.map(one, range(n)))
+    finally:
+        for c in clients:
+            c.close()
+
+
+@pytest.mark.parametrize("rotate", [True, False], ids=["rotating", "non-rotating"])
+def test_fifty_requests_over_two_servers_cause_one_refresh(remote, provider, rotate):
+    backend = remote
+    provider.rotate_refresh = rotate
+    install_service(backend.workspace, provider.service_toml("loopcrm"))
+    grant = provider.grant()
+    cred = make_credential(backend.workspace, backend.owner["id"], "loopcrm",
+                           {"accessToken": grant["access_token"], "refreshToken": grant["refresh_token"]},
+                           expires_in=-5)
+    with serve(backend.workspace, base_env(backend.workspace.parent / "second-home")) as second:
+        responses = _burst([backend.base_url, second], backend.owner_token, cred["id"], REQUESTS)
+    bodies = [r.json() for r in responses]
+    assert [r.status_code for r in responses] == [200] * REQUESTS, bodies[:3]
+    assert provider.refreshes == 1
+    tokens = {b["accessToken"] for b in bodies}
+    assert tokens == {provider.issued[-1]["access_token"]}
+    assert grant["access_token"] not in tokens
+    log = backend.api("GET", f"/v1/credentials/{cred['id']}/access-log", query={"limit": "500"}).body["entries"]
+    assert len(log) == REQUESTS and {e["outcome"] for e in log} == {"issued"}
+    assert sorted(e["reason"] for e in log) == sorted(f"burst {i}" for i in range(REQUESTS))
+
+
+def test_fifty_threads_in_one_process_cause_one_refresh(local, provider):
+    """The same rule through the in-process engine (local backend): threads, not processes."""
+    backend = local
+    from workspacectl.engine.dispatch import Engine
+    from workspacectl.engine.workspace import Workspace
+
+    install_service(backend.workspace, provider.service_toml("loopcrm"))
+    grant = provider.grant()
+    cred = make_credential(backend.workspace, backend.owner["id"], "loopcrm",
+                           {"accessToken": grant["access_token"], "refreshToken": grant["refresh_token"]},
+                           expires_in=-5)
+    engine = Engine(Workspace.open(backend.workspace))
+    barrier = threading.Barrier(REQUESTS)
+
+    def one(i: int):
+        barrier.wait()
+        return engine.handle("POST", f"/v1/credentials/{cred['id']}/token", None, {"reason": f"t{i}"},
+                             backend.owner_token)
+
+    with ThreadPoolExecutor(REQUESTS) as pool:
+        responses = list(pool.map(one, range(REQUESTS)))
+    assert [r.status for r in responses] == [200] * REQUESTS, [r.body for r in responses if r.status != 200][:2]
+    assert provider.refreshes == 1
+    assert {r.body["accessToken"] for r in responses} == {provider.issued[-1]["access_token"]}
+    log = backend.api("GET", f"/v1/credentials/{cred['id']}/access-log", query={"limit": "500"}).body["entries"]
+    assert len(log) == REQUESTS
+
+
+def test_failed_refresh_is_not_repeated_by_the_waiters(backend, provider):
+    """While one request refreshes and fails, the others wait, then answer 502 without retrying."""
+    install_service(backend.workspace, provider.service_toml("loopcrm"))
+    grant = provider.grant()
+    cred = make_credential(backend.workspace, backend.owner["id"], "loopcrm",
+                           {"accessToken": grant["access_token"], "refreshToken": grant["refresh_token"]},
+                           expires_in=-5)
+    provider.mode = "error5xx"
+    n = 10
+    if backend.kind == "remote":
+        responses = [(r.status_code, r.json()) for r in _burst([backend.base_url], backend.owner_token, cred["id"], n)]
+    else:
+        barrier = threading.Barrier(n)
+
+        def one(i):
+            barrier.wait()
+            r = backend.api("POST", f"/v1/credentials/{cred['id']}/token", {"reason": "x"})
+            return r.status, r.body
+
+        with ThreadPoolExecutor(n) as pool:
+            responses = list(pool.map(one, range(n)))
+    assert {s for s, _ in responses} == {502}
+    assert provider.refreshes == 1
+    assert backend.api("GET", f"/v1/credentials/{cred['id']}/access-log").body["entries"] == []
+
+
+def test_provider_call_does_not_hold_the_write_lock(backend, provider):
+    """While a slow refresh is in flight, unrelated writes on the workspace go through at once."""
+    import time
+
+    install_service(backend.workspace, provider.service_toml("loopcrm"))
+    grant = provider.grant()
+    cred = make_credential(backend.workspace, backend.owner["id"], "loopcrm",
+                           {"accessToken": grant["access_token"], "refreshToken": grant["refresh_token"]},
+                           expires_in=-5)
+    other = make_credential(backend.workspace, backend.owner["id"], "loopcrm", {"accessToken": "x-CANARY"})
+    provider.refresh_delay = 2.0
+    result = {}
+    t = threading.Thread(target=lambda: result.setdefault("r", backend.api(
+        "POST", f"/v1/credentials/{cred['id']}/token", {"reason": "slow"})))
+    t.start()
+    deadline = time.monotonic() + 5
+    while provider.refreshes == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert provider.refreshes == 1
+    started = time.monotonic()
+    r = backend.api("PUT", f"/v1/credentials/{other['id']}/sharing", {"workspace": True, "role": "viewer"})
+    elapsed = time.monotonic() - started
+    t.join()
+    assert r.status == 200
+    assert elapsed < 1.0, f"an unrelated write waited {elapsed:.2f} s behind the provider call"
+    assert result["r"].status == 200
