@@ -4,7 +4,7 @@ Conventions the files follow (beyond CONTRACT §5):
 - a param is {name, in: path|query|body|header, type, required, description};
 - `response` is the response body's shape: a table of field -> type, where a type is a type name,
   a nested table, or a one-element array meaning "array of that"; a top-level one-element array
-  means the body is an array; `{}` means no body (204/202);
+  means the body is an array, a bare type name a scalar body; `{}` means no body (204/202);
 - `example` holds one value per param the example call sends, keyed by param name (path params
   included, header params left out), and names every required path/query/body param.
 """
@@ -151,7 +151,7 @@ def test_operations(stem):
         assert in_path == {p["name"] for p in params if p["in"] == "path"}, \
             f"{where}: path placeholders and path params differ"
         walk_shape(op["response"], f"{where}.response")
-        assert isinstance(op["response"], (dict, list))
+        assert isinstance(op["response"], (dict, list, str))
         example = op["example"]
         assert isinstance(example, dict), where
         assert set(example) <= set(pnames) - {p["name"] for p in params if p["in"] == "header"}, \
