@@ -1,0 +1,196 @@
+"""Encryption at rest: AES-256-GCM blobs bound to their AAD, key sources, nothing in plaintext on
+disk, and rotate-key (owner only, re-seals credentials and OAuth client secrets, drops old keys).
+"""
+from __future__ import annotations
+
+import base64
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import base_env, make_backend, serve
+from tests.oauth_provider import OAuthProvider
+from tests.vault_helpers import (APIKEY_TOML, install_service, make_credential, member_with_session, oauth_credential,
+                                 open_ws, token)
+
+
+@pytest.fixture
+def ws(workspace):
+    w = open_ws(workspace)
+    yield w
+    w.conn().close()
+
+
+def test_seal_round_trip_binds_the_aad(ws):
+    from workspacectl.engine import crypto
+    from workspacectl.errors import ApiError
+
+    blob = crypto.seal(ws, "cred_a", b"hello CANARY")
+    assert b"hello" not in blob and blob[0] == crypto.VERSION
+    assert crypto.unseal(ws, "cred_a", blob) == b"hello CANARY"
+    assert crypto.blob_fingerprint(blob) == crypto.current_key(ws).fp
+    with pytest.raises(ApiError) as e:
+        crypto.unseal(ws, "cred_b", blob)  # moved onto another row
+    assert "CANARY" not in e.value.message
+    tampered = bytearray(blob)
+    tampered[-1] ^= 1
+    with pytest.raises(ApiError):
+        crypto.unseal(ws, "cred_a", bytes(tampered))
+    assert crypto.seal(ws, "cred_a", b"x") != crypto.seal(ws, "cred_a", b"x"), "fresh nonce each time"
+
+
+def test_key_file_is_made_0600_on_first_need(ws):
+    from workspacectl.engine import crypto
+
+    key_file = Path(ws.path) / "master.key"
+    assert not key_file.exists(), "no key before anything is sealed"
+    crypto.seal(ws, "a", b"x")
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    key = crypto.current_key(ws)
+    assert repr(key) == f"_Key(fp={key.fp.hex()})" and key.encoded() not in repr(key) + str(key)
+
+
+def test_env_key_wins_and_accepts_hex_or_base64(ws, monkeypatch):
+    from workspacectl.engine import crypto
+    from workspacectl.errors import ApiError
+
+    raw = os.urandom(32)
+    monkeypatch.setenv("WSCTL_MASTER_KEY", raw.hex())
+    blob = crypto.seal(ws, "a", b"v")
+    assert not (Path(ws.path) / "master.key").exists()
+    assert crypto.blob_fingerprint(blob) == crypto.fingerprint(raw)
+    crypto.forget_cached_keys()
+    monkeypatch.setenv("WSCTL_MASTER_KEY", base64.b64encode(raw).decode())
+    assert crypto.unseal(ws, "a", blob) == b"v"
+    monkeypatch.setenv("WSCTL_MASTER_KEY", "too-short")
+    with pytest.raises(ApiError) as e:
+        crypto.seal(ws, "a", b"v")
+    assert e.value.code == "invalid_request" and "32 bytes" in e.value.message
+
+
+def test_a_missing_key_is_a_clear_error_not_garbage(ws, monkeypatch):
+    from workspacectl.engine import crypto
+    from workspacectl.errors import ApiError
+
+    blob = crypto.seal(ws, "a", b"v")
+    (Path(ws.path) / "master.key").unlink()
+    crypto.forget_cached_keys()
+    with pytest.raises(ApiError) as e:
+        crypto.unseal(ws, "a", blob)
+    assert "WSCTL_MASTER_KEY" in e.value.message
+    with pytest.raises(ApiError):  # and no new key is silently made for a workspace that had one
+        crypto.seal(ws, "b", b"v")
+    assert not (Path(ws.path) / "master.key").exists()
+
+
+def _workspace_bytes(path: Path) -> bytes:
+    out = b""
+    for f in sorted(path.rglob("*")):
+        if f.is_file():
+            out += f.read_bytes()
+    con = sqlite3.connect(path / "workspace.db")
+    out += "\n".join(con.iterdump()).encode()
+    con.close()
+    return out
+
+
+def test_no_secret_in_any_workspace_file_or_log(backend):
+    with OAuthProvider() as provider:
+        install_service(backend.workspace, provider.service_toml("loopcrm"))
+        install_service(backend.workspace, APIKEY_TOML.format(base=provider.url))
+        cred, grant = oauth_credential(backend, provider, expires_in=5)
+        key = make_credential(backend.workspace, backend.owner["id"], "keysvc", {"apiKey": "sk-CANARY-at-rest"})
+        issued = token(backend, cred["id"]).body["accessToken"]
+        assert token(backend, key["id"]).body["apiKey"] == "sk-CANARY-at-rest"
+        backend.api("POST", f"/v1/vault/credentials/{cred['id']}/sync")
+        secrets = provider.all_secrets() + ["sk-CANARY-at-rest", issued]
+    data = _workspace_bytes(backend.workspace)
+    leaks = [s for s in secrets if s.encode() in data]
+    assert leaks == [], "secrets found in workspace files"
+    log = backend.server.log_text() if backend.server else ""
+    assert not [s for s in secrets if s in log]
+
+
+def _fps(workspace: Path) -> set[bytes]:
+    con = sqlite3.connect(workspace / "workspace.db")
+    rows = con.execute("SELECT secret_blob FROM credentials UNION ALL SELECT oauth_client_secret FROM integrations "
+                       "WHERE oauth_client_secret IS NOT NULL").fetchall()
+    con.close()
+    return {bytes(r[0])[1:9] for r in rows if r[0] is not None}
+
+
+def test_rotate_key_reseals_everything_and_drops_the_old_key(backend):
+    with OAuthProvider() as provider:
+        install_service(backend.workspace, provider.service_toml("loopcrm"))
+        install_service(backend.workspace, APIKEY_TOML.format(base=provider.url))
+        cred, _ = oauth_credential(backend, provider, expires_in=5)
+        key = make_credential(backend.workspace, backend.owner["id"], "keysvc", {"apiKey": "sk-CANARY-rot"})
+        key_file = backend.workspace / "master.key"
+        old_key_text = key_file.read_text()
+        before = _fps(backend.workspace)
+        assert len(before) == 1
+        r = backend.api("POST", "/v1/admin/rotate-key")
+        assert r.status == 200, r.body
+        assert r.body == {"credentials": 2, "oauthClients": 1, "keySource": "file", "retiredKeys": 1}
+        after = _fps(backend.workspace)
+        assert len(after) == 1 and after != before
+        assert key_file.read_text() != old_key_text and len(key_file.read_text().split()) == 1
+        assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+        # Everything still opens: the API key, and an OAuth refresh (needs the client secret too).
+        assert token(backend, key["id"]).body["apiKey"] == "sk-CANARY-rot"
+        t = token(backend, cred["id"])
+        assert t.status == 200 and provider.refreshes == 1
+        # A second rotation works the same way.
+        assert backend.api("POST", "/v1/admin/rotate-key").body["credentials"] == 2
+        assert token(backend, key["id"]).body["apiKey"] == "sk-CANARY-rot"
+
+
+def test_rotate_key_is_for_the_owner_session_only(backend):
+    admin, admin_s = member_with_session(backend, "ada@example.com", role="admin")
+    r = backend.api("POST", "/v1/admin/rotate-key", secret=admin_s)
+    assert r.status == 403 and r.code == "forbidden"
+    platform = backend.key("platform", ["vault:manage", "vault:read"])
+    r = backend.api("POST", "/v1/admin/rotate-key", secret=platform)
+    assert r.status == 403 and r.code == "insufficient_scope"
+
+
+@pytest.mark.parametrize("kind", ["local", "remote"])
+def test_rotate_with_env_key_needs_the_previous_one(kind, workspace, home, monkeypatch):
+    old, new = base64.b64encode(os.urandom(32)).decode(), base64.b64encode(os.urandom(32)).decode()
+    monkeypatch.setenv("WSCTL_MASTER_KEY", old)
+    b = make_backend("local", workspace, home)
+    try:
+        install_service(workspace, APIKEY_TOML.format(base="http://127.0.0.1:9"))
+        key = make_credential(workspace, b.owner["id"], "keysvc", {"apiKey": "sk-CANARY-env"})
+        assert not (workspace / "master.key").exists()
+
+        def call(env: dict, method: str, path: str, body=None):
+            for k, v in env.items():
+                monkeypatch.setenv(k, v)
+            if kind == "local":
+                r = b.api(method, path, body)
+                return r.status, r.body
+            import httpx
+
+            with serve(workspace, {**base_env(workspace.parent / "srv-home"), **env}) as url:
+                r = httpx.request(method, url + path, json=body, timeout=30,
+                                  headers={"Authorization": f"Bearer {b.owner_token}"})
+                return r.status_code, r.json()
+
+        status, body = call({"WSCTL_MASTER_KEY": old}, "POST", "/v1/admin/rotate-key")
+        assert status == 400 and "WSCTL_MASTER_KEY_PREVIOUS" in body["error"]["message"]
+        env = {"WSCTL_MASTER_KEY": new, "WSCTL_MASTER_KEY_PREVIOUS": old}
+        status, body = call(env, "POST", "/v1/admin/rotate-key")
+        assert status == 200 and body["credentials"] == 1 and body["keySource"] == "env"
+        from workspacectl.engine import crypto
+
+        crypto.forget_cached_keys()
+        monkeypatch.delenv("WSCTL_MASTER_KEY_PREVIOUS")
+        status, body = call({"WSCTL_MASTER_KEY": new}, "POST", f"/v1/credentials/{key['id']}/token",
+                            {"reason": "after rotation"})
+        assert status == 200 and body["apiKey"] == "sk-CANARY-env"
+    finally:
+        b.close()
