@@ -27,7 +27,7 @@ TYPES = {"string", "integer", "number", "boolean", "object", "array", "file", "b
 METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE"}
 PARAM_IN = {"path", "query", "body", "header"}
 TOP_KEYS = {"service", "name", "description", "credentialType", "envVars", "fields", "secretFields",
-            "baseUrl", "docsUrl", "probe", "oauth2", "operations", "triggers"}
+            "baseUrl", "docsUrl", "probe", "auth", "oauth2", "operations", "triggers"}
 OAUTH_KEYS = {"authorizeUrl", "tokenUrl", "scopes", "revokeUrl", "pkce", "scopeSeparator",
               "extraAuthorizeParams"}
 OP_KEYS = {"name", "summary", "description", "method", "path", "tags", "params", "response", "example",
@@ -118,6 +118,16 @@ def test_service_header(stem):
         assert ctype in {"oauth2", "apiKey"}, "only a credential can be probed"
     if ctype == "apiKey":
         assert "probe" in s, "apiKey services name a probe so vault sync can check a pasted key"
+    if "probe" in s:
+        probe = next(op for op in s["operations"] if op["name"] == s["probe"])
+        # the vault calls a probe with the credential alone: no path parameter, no body
+        assert "{" not in probe["path"] and not any(p["in"] == "body" for p in probe["params"]), stem
+    auth = s.get("auth", {"type": "bearer"})
+    assert auth["type"] in {"bearer", "header", "query", "basic"}
+    assert set(auth) <= {"type", "name", "field", "prefix", "username", "password", "headers"}
+    if auth["type"] == "basic":
+        assert {auth["username"], auth["password"]} <= set(fields) | set(s.get("secretFields", []))
+    assert all(isinstance(k, str) and isinstance(v, str) for k, v in auth.get("headers", {}).items())
 
 
 @pytest.mark.parametrize("stem", sorted(SERVICES))
