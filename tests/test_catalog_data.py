@@ -234,3 +234,53 @@ def test_secrets_never_shipped():
         for pattern in (r"sk_live_[0-9A-Za-z]{10}", r"sk-[A-Za-z0-9]{20}", r"xox[bp]-\d", r"ghp_[A-Za-z0-9]{20}",
                         r"SG\.[A-Za-z0-9_-]{16}"):
             assert not re.search(pattern, text), f"{p.name} holds something that looks like a secret"
+
+
+# --- the shipped catalog as a workspace serves it (both backends) ----------------------------
+
+def test_builtin_services_served_as_written(backend):
+    body = backend.ok("GET", "/v1/integrations", query={"limit": "500"})
+    listed = {i["service"]: i for i in body["integrations"]}
+    for stem, s in SERVICES.items():
+        got = listed[stem]
+        assert got["credentialType"] == s["credentialType"], stem
+        assert got["envVars"] == s["envVars"], stem
+        assert got["operationCount"] == len(s["operations"]), stem
+    assert backend.wsctl("catalog", "integrations", "--json").json["integrations"] == body["integrations"][:100]
+
+    sf = backend.ok("GET", "/v1/integrations/salesforce")
+    assert sf["fields"] == ["instanceUrl"] and sf["envVars"]["instanceUrl"] == "SALESFORCE_INSTANCE_URL"
+    assert sf["authorizeUrl"] == "https://login.salesforce.com/services/oauth2/authorize"
+    assert sf["tokenUrl"] == "https://login.salesforce.com/services/oauth2/token" and "api" in sf["scopes"]
+    assert "clientSecret" not in sf and sf["oauthClientConfigured"] is False
+    tw = backend.ok("GET", "/v1/integrations/twilio")
+    assert tw["secretFields"] == ["authToken"] and tw["fields"] == ["accountSid"]
+
+    op = backend.ok("GET", "/v1/operations/slack.chat-post-message")
+    assert (op["method"], op["path"]) == ("POST", "/chat.postMessage")
+    assert "SLACK_BOT_TOKEN" in op["markdown"] and "channel" in op["markdown"]
+    assert backend.ok("GET", "/v1/integrations/stripe/operations/stripe.create-refund")["path"] == "/refunds"
+
+
+def test_builtin_triggers_served(backend):
+    got = {t["triggerId"]: t for t in backend.ok("GET", "/v1/triggers", query={"limit": "500"})["triggers"]}
+    for tid, service, t in all_triggers():
+        assert got[tid]["type"] == t["type"] and got[tid]["service"] == service, tid
+        if t["type"] == "poll":
+            assert got[tid]["cadenceSeconds"] == t["cadenceSeconds"], tid
+    hits = backend.ok("GET", "/v1/triggers", query={"q": "github"})["triggers"]
+    assert "github-new-issue" in {t["triggerId"] for t in hits}
+    assert all("github" in (t["service"] or "") + t["name"].lower() + t["description"].lower() for t in hits)
+
+
+@pytest.mark.parametrize("phrase, op_id", [
+    ("send a message to a slack channel", "slack.chat-post-message"),
+    ("refund a payment", "stripe.create-refund"),
+    ("send a text message to a phone", "twilio.send-message"),
+    ("open an issue on github", "github.create-issue"),
+    ("weather forecast for a city", "open-meteo.get-forecast"),
+])
+def test_builtin_operations_found_by_search(backend, phrase, op_id):
+    hits = backend.ok("GET", "/v1/operations", query={"q": phrase, "limit": "5"})
+    ids = [h["opId"] for h in hits["operations"]]
+    assert op_id in ids, (phrase, ids)
