@@ -1,0 +1,340 @@
+"""`wsctl vault`: connected accounts, audited tokens, and commands run with secrets.
+
+Every token is requested with a reason and logged by the server. Secret values are printed only
+by `token`, `env` and inside `run`'s child; every other command shows names, never values.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Annotated, List, Optional
+from urllib.parse import quote
+
+import typer
+from typer.core import TyperCommand
+
+from workspacectl.cli.context import backend
+from workspacectl.cli.output import JsonOpt, emit, fields, info, print_json, table
+from workspacectl.errors import ApiError
+
+app = typer.Typer(help="Connected accounts: list, connect, issue audited tokens, run with secrets.",
+                  no_args_is_help=True)
+
+LIST_COLUMNS = [("id", "ID"), ("service", "SERVICE"), ("name", "NAME"), ("access", "ACCESS"), ("status", "STATUS")]
+LOG_COLUMNS = [("at", "AT"), ("membershipId", "MEMBER"), ("key", "KEY"), ("reason", "REASON"), ("fields", "FIELDS"),
+               ("outcome", "OUTCOME")]
+
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="Credential id (cred_…).")]
+ReasonOpt = Annotated[str, typer.Option("--reason", "-r", help="Why you need the secret (1-500 characters); "
+                                        "recorded in the credential's access log.")]
+
+
+def seg(value: str) -> str:
+    return quote(value, safe="")
+
+
+def cred_path(cred_id: str, suffix: str = "") -> str:
+    return f"/v1/credentials/{seg(cred_id)}{suffix}"
+
+
+def manage_path(cred_id: str, suffix: str = "") -> str:
+    return f"/v1/vault/credentials/{seg(cred_id)}{suffix}"
+
+
+def issue(ctx, cred_id: str, reason: str) -> dict:
+    return backend(ctx).request("POST", cred_path(cred_id, "/token"), body={"reason": reason})
+
+
+def confirm_or_refuse(question: str, yes: bool) -> None:
+    """Ask on a terminal; without one, refuse unless --yes was given."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise ApiError("invalid_request", "Refusing to do this without confirmation: pass --yes.")
+    if not typer.confirm(question, default=False, err=True):
+        raise typer.Abort()
+
+
+# --- reading --------------------------------------------------------------------------------
+
+@app.command("list")
+def list_(
+    ctx: typer.Context,
+    service: Annotated[Optional[str], typer.Option("--service", help="Only credentials of this service.")] = None,
+    json: JsonOpt = False,
+):
+    """List the credentials you own or that are shared with you."""
+    query = {"limit": "500"}
+    if service:
+        query["service"] = service
+    items: list = []
+    while True:
+        body = backend(ctx).request("GET", "/v1/credentials", query=query)
+        items.extend(body.get("credentials") or [])
+        if not body.get("nextCursor"):
+            break
+        query["cursor"] = body["nextCursor"]
+    body = {"credentials": items, "nextCursor": None}
+    emit(ctx, body, lambda b: table(b["credentials"], LIST_COLUMNS,
+                                    "No credentials. Connect one with `wsctl vault connect SERVICE`."), json_flag=json)
+
+
+@app.command("show")
+def show(ctx: typer.Context, cred_id: IdArg, json: JsonOpt = False):
+    """Show one credential: service, access, status, fields, scopes, sharing (never a secret)."""
+    body = backend(ctx).request("GET", cred_path(cred_id))
+    emit(ctx, body, render_detail, json_flag=json)
+
+
+def render_detail(b: dict) -> None:
+    share = [f"{'workspace' if s.get('workspace') or s.get('membershipId') == 'workspace' else s.get('membershipId')}"
+             f"={s.get('role')}" for s in b.get("sharing") or []]
+    pairs = [("id", b.get("id")), ("name", b.get("name")), ("service", b.get("service")),
+             ("credentialType", b.get("credentialType")), ("access", b.get("access")), ("status", b.get("status")),
+             ("owner", b.get("ownerMembershipId")),
+             ("envVars", [f"{k}={v}" for k, v in (b.get("envVars") or {}).items()])]
+    pairs += [(f"fields.{k}", v) for k, v in (b.get("fields") or {}).items()]
+    pairs += [("scopes", b.get("scopes")), ("sharing", share or "not shared"), ("expiresAt", b.get("expiresAt")),
+              ("syncedAt", b.get("syncedAt")), ("createdAt", b.get("createdAt")), ("updatedAt", b.get("updatedAt"))]
+    fields(pairs)
+
+
+@app.command("log")
+def log(
+    ctx: typer.Context,
+    cred_id: IdArg,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=500, help="How many entries, newest first.")] = 100,
+    cursor: Annotated[Optional[str], typer.Option("--cursor", help="Continue from a previous page's nextCursor.")] = None,
+    json: JsonOpt = False,
+):
+    """Show who was issued this credential's secrets, when and why (owner only)."""
+    query = {"limit": str(limit)}
+    if cursor:
+        query["cursor"] = cursor
+    body = backend(ctx).request("GET", cred_path(cred_id, "/access-log"), query=query)
+
+    def render(b):
+        rows = [{**e, "key": e.get("keyId") or "session"} for e in b.get("entries") or []]
+        table(rows, LOG_COLUMNS, "No token has been requested for this credential.")
+        if b.get("nextCursor"):
+            info(f"More: wsctl vault log {cred_id} --cursor {b['nextCursor']}")
+
+    emit(ctx, body, render, json_flag=json)
+
+
+# --- secrets out ----------------------------------------------------------------------------
+
+@app.command("token")
+def token(
+    ctx: typer.Context,
+    cred_id: IdArg,
+    reason: ReasonOpt,
+    format: Annotated[str, typer.Option("--format", "-f", help="json (the token body), value (just the secret), "
+                                        "env (VAR=value lines).")] = "json",
+    json: JsonOpt = False,
+):
+    """Issue a token (refreshed first when near expiry) and print it. Logged with the reason."""
+    from workspacectl.cli import vault_env
+
+    fmt = "json" if json else format
+    if fmt not in ("json", "value", "env"):
+        raise ApiError("invalid_request", "--format must be json, value or env.")
+    detail = backend(ctx).request("GET", cred_path(cred_id)) if fmt == "env" else None
+    body = issue(ctx, cred_id, reason)
+    if fmt == "json":
+        print_json(body)
+    elif fmt == "value":
+        sys.stdout.write(vault_env.primary_value(body) + "\n")
+    else:
+        sys.stdout.write(vault_env.plain_lines(vault_env.env_for(detail, body)))
+
+
+def issue_env(ctx, cred_ids: list[str], reason: str) -> tuple[dict[str, str], list[str]]:
+    """Variables and secret values of several credentials; every detail is read before any token is issued."""
+    from workspacectl.cli import vault_env
+
+    details = [backend(ctx).request("GET", cred_path(c)) for c in cred_ids]
+    parts, secrets = [], []
+    for cred_id, detail in zip(cred_ids, details):
+        body = issue(ctx, cred_id, reason)
+        parts.append((cred_id, vault_env.env_for(detail, body)))
+        secrets += vault_env.secret_values(body)
+    return vault_env.merge_env(parts), secrets
+
+
+@app.command("env")
+def env(
+    ctx: typer.Context,
+    cred_ids: Annotated[List[str], typer.Argument(metavar="ID...", help="One or more credential ids.")],
+    reason: ReasonOpt,
+    format: Annotated[str, typer.Option("--format", "-f", help="export (for eval), dotenv, or json.")] = "export",
+    json: JsonOpt = False,
+):
+    """Print the credentials' environment variables: eval "$(wsctl vault env ID --reason R)"."""
+    from workspacectl.cli import vault_env
+
+    fmt = "json" if json else format
+    if fmt not in vault_env.FORMATTERS:
+        raise ApiError("invalid_request", "--format must be export, dotenv or json.")
+    variables, _ = issue_env(ctx, list(dict.fromkeys(cred_ids)), reason)
+    sys.stdout.write(vault_env.FORMATTERS[fmt](variables))
+
+
+class RunCommand(TyperCommand):
+    """Keeps the raw arguments so `run` can tell the ids before `--` from the command after it."""
+
+    def parse_args(self, ctx, args):
+        ctx.meta["vault_run_args"] = list(args)
+        return super().parse_args(ctx, args)
+
+
+@app.command("run", cls=RunCommand)
+def run(
+    ctx: typer.Context,
+    words: Annotated[List[str], typer.Argument(metavar="ID... -- CMD", help="Credential ids, then -- and the "
+                                               "command to run (no shell unless you run one).")],
+    reason: ReasonOpt,
+    no_masking: Annotated[bool, typer.Option("--no-masking", help="Do not mask secret values in the output.")] = False,
+):
+    """Run CMD with the credentials' env vars set; secrets in its output are masked as ***.
+
+    The command's exit code is passed through, and SIGINT, SIGTERM and SIGHUP are forwarded.
+    """
+    from workspacectl.cli import vault_run
+
+    raw = ctx.meta.get("vault_run_args") or []
+    if "--" not in raw:
+        raise ApiError("invalid_request", "Put the command after --: wsctl vault run ID... --reason R -- CMD...")
+    command = raw[raw.index("--") + 1:]
+    ids = words[:len(words) - len(command)] if len(command) <= len(words) else []
+    if not command:
+        raise ApiError("invalid_request", "No command after --: wsctl vault run ID... --reason R -- CMD...")
+    if not ids:
+        raise ApiError("invalid_request", "Name at least one credential: wsctl vault run ID... --reason R -- CMD...")
+    variables, secrets = issue_env(ctx, list(dict.fromkeys(ids)), reason)
+    code = vault_run.run_command(command, variables, secrets, masking=not no_masking)
+    raise typer.Exit(code)
+
+
+# --- connecting and managing ----------------------------------------------------------------
+
+@app.command("connect")
+def connect(
+    ctx: typer.Context,
+    service: Annotated[str, typer.Argument(help="Service to connect, e.g. slack (see `wsctl catalog integrations`).")],
+    no_open: Annotated[bool, typer.Option("--no-open", help="Print the link instead of opening a browser.")] = False,
+    wait: Annotated[bool, typer.Option("--wait", help="Wait until the connection completes or fails.")] = False,
+    json: JsonOpt = False,
+):
+    """Connect an account: a hosted page for the key form or the OAuth consent."""
+    try:
+        from workspacectl.cli.vault_connect import connect_command
+    except ImportError:
+        raise ApiError("internal", "Connecting is not available in this build of wsctl.") from None
+    return connect_command(ctx, service, no_open, wait, json)
+
+
+@app.command("fields")
+def fields_(ctx: typer.Context, cred_id: IdArg, json: JsonOpt = False):
+    """Show the editable fields and which secret fields are set (never their values)."""
+    body = backend(ctx).request("GET", manage_path(cred_id, "/editable-fields"))
+
+    def render(b):
+        pairs = [(k, v) for k, v in (b.get("fields") or {}).items()]
+        pairs += [(s["name"], "set (secret)" if s.get("set") else "not set (secret)") for s in b.get("secretFields") or []]
+        fields(pairs) if pairs else info("This credential has no editable fields.")
+
+    emit(ctx, body, render, json_flag=json)
+
+
+def read_secret_values(names: list[str]) -> dict[str, str]:
+    """New secret values: a hidden prompt per field on a terminal, else stdin (one line per field)."""
+    import getpass
+
+    if sys.stdin.isatty():
+        values = {n: getpass.getpass(f"New value for {n} (hidden): ") for n in names}
+    else:
+        text = sys.stdin.read()
+        if len(names) == 1:
+            values = {names[0]: text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text}
+        else:
+            lines = text.splitlines()
+            if len(lines) < len(names):
+                raise ApiError("invalid_request", f"Give one line per secret field on stdin, in this order: "
+                               f"{', '.join(names)} (or choose one with --field).")
+            values = dict(zip(names, lines))
+    empty = [n for n, v in values.items() if not v.strip()]
+    if empty:
+        raise ApiError("invalid_request", f"No value given for {', '.join(empty)}; nothing changed.")
+    return values
+
+
+@app.command("set-key")
+def set_key(
+    ctx: typer.Context,
+    cred_id: IdArg,
+    field: Annotated[Optional[List[str]], typer.Option("--field", help="Only this secret field (repeatable); "
+                                                       "default: all of them.")] = None,
+    json: JsonOpt = False,
+):
+    """Replace a hand-entered API key, keeping the credential id. Reads it hidden or from stdin."""
+    editable = backend(ctx).request("GET", manage_path(cred_id, "/editable-fields"))
+    known = [s["name"] for s in editable.get("secretFields") or []]
+    names = list(dict.fromkeys(field)) if field else known
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise ApiError("invalid_request", f"Unknown secret field {', '.join(unknown)}; this credential's secret "
+                       f"fields are: {', '.join(known) or 'none'}.")
+    body = backend(ctx).request("PUT", manage_path(cred_id, "/data"), body=read_secret_values(names))
+    emit(ctx, body, lambda b: info(f"Replaced {', '.join(names)} of {b.get('id')} ({b.get('name')})."),
+         json_flag=json)
+
+
+@app.command("sync")
+def sync(ctx: typer.Context, cred_id: IdArg, json: JsonOpt = False):
+    """Check the credential still works (refresh for OAuth, the service's probe where it has one)."""
+    body = backend(ctx).request("POST", manage_path(cred_id, "/sync"))
+
+    def render(b):
+        fields([("id", b.get("id")), ("name", b.get("name")), ("status", b.get("status")),
+                ("syncedAt", b.get("syncedAt")), ("expiresAt", b.get("expiresAt"))])
+        if b.get("status") == "needs_reconnect":
+            info(f"Reconnect it with `wsctl vault connect {b.get('service')}`.")
+
+    emit(ctx, body, render, json_flag=json)
+
+
+@app.command("delete")
+def delete(
+    ctx: typer.Context,
+    cred_id: IdArg,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Delete here even if revoking at the provider fails.")] = False,
+    json: JsonOpt = False,
+):
+    """Revoke the credential at the provider where possible, then delete it."""
+    if not yes:
+        detail = backend(ctx).request("GET", cred_path(cred_id))
+        confirm_or_refuse(f"Delete {detail.get('name')} ({cred_id})? It is revoked at the provider where possible.",
+                          yes)
+    backend(ctx).request("DELETE", manage_path(cred_id), query={"force": "true"} if force else None)
+    emit(ctx, None, lambda _: info(f"Deleted {cred_id}."), json_flag=json)
+
+
+@app.command("share")
+def share(
+    ctx: typer.Context,
+    cred_id: IdArg,
+    role: Annotated[str, typer.Option("--role", help="user (may request tokens), viewer (sees it), none (removes).")],
+    member: Annotated[Optional[str], typer.Option("--member", help="Member id or email.")] = None,
+    workspace: Annotated[bool, typer.Option("--workspace", help="Share with the whole workspace.")] = False,
+    json: JsonOpt = False,
+):
+    """Share a credential you own with a member or the whole workspace."""
+    if bool(member) == workspace:
+        raise ApiError("invalid_request", "Give exactly one of --member MEMBER or --workspace.")
+    if role not in ("user", "viewer", "none"):
+        raise ApiError("invalid_request", "--role must be user, viewer or none.")
+    body: dict = {"workspace": True} if workspace else {"membershipId": member}
+    body["role"] = None if role == "none" else role
+    answer = backend(ctx).request("PUT", cred_path(cred_id, "/sharing"), body=body)
+    emit(ctx, answer, render_detail, json_flag=json)
