@@ -1,5 +1,34 @@
-"""m005_connections: placeholder, filled by its owner."""
+"""m005_connections: connections started through a hosted link (CONTRACT §4).
+
+The link token and the OAuth `state` are stored only as SHA-256 hashes (lookups). The full link
+URL (shown again to its creator on GET) and the PKCE verifier (sent at the code exchange) are
+sealed with engine/crypto; no column holds a secret in plaintext.
+
+`status` is pending | connected | failed; `expired` is not stored but read from `expires_at`
+through the clock, so a shifted clock sees it at once.
+"""
+from workspacectl.engine.db import execute_script
 
 
 def up(conn):
-    pass
+    execute_script(conn, """
+    CREATE TABLE connections (
+        id TEXT PRIMARY KEY,
+        service TEXT NOT NULL,
+        member_id TEXT NOT NULL REFERENCES members(id) ON DELETE CASCADE,
+        link_hash TEXT NOT NULL UNIQUE,
+        link_sealed BLOB,
+        status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'connected', 'failed')),
+        credential_id TEXT,
+        error TEXT,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        finished_at TEXT,
+        -- OAuth: the latest authorize redirect of this connection (a new one replaces it)
+        state_hash TEXT UNIQUE,
+        pkce_sealed BLOB,
+        redirect_uri TEXT,
+        state_used_at TEXT
+    );
+    CREATE INDEX connections_member ON connections(member_id, id);
+    """)

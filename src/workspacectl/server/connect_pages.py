@@ -1,0 +1,183 @@
+"""The hosted connect pages behind a connection's `connectUrl` (CONTRACT §4).
+
+    GET  /connect/{token}    apiKey: a form named after the secret and plain fields, with a CSRF
+                             token; oauth2: 303 to the provider's authorize URL (state + PKCE)
+    POST /connect/{token}    checks the web session, the CSRF token and the Origin, then stores
+    GET  /connect/callback   the provider's redirect back: checks state, exchanges the code
+
+Every page needs the `wsctl_web` cookie of the member who created the connection (set by a
+web sign-in link). Handlers only parse, call engine/connections.py and render; a refusal is a
+page with the reason and nothing changes. No page or log line carries a secret: the access
+log redacts /connect/... paths and never logs query strings.
+"""
+from __future__ import annotations
+
+import html
+import re
+import urllib.parse
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+from starlette.concurrency import run_in_threadpool
+
+from workspacectl.engine import connections as engine_connections
+from workspacectl.errors import ApiError
+from workspacectl.server.web import COOKIE, error_page, page, web_caller
+
+MAX_FORM_BYTES = 64 * 1024
+CSRF_FIELD = "csrf"
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; "
+       "base-uri 'none'")
+
+
+def _secure(resp):
+    resp.headers["Content-Security-Policy"] = CSP
+    resp.headers.setdefault("Cache-Control", "no-store")
+    resp.headers.setdefault("Referrer-Policy", "no-referrer")
+    resp.headers.setdefault("X-Content-Type-Options", "nosniff")
+    return resp
+
+
+def _error(exc: ApiError) -> HTMLResponse:
+    return _secure(error_page(exc))
+
+
+def _label(name: str) -> str:
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").split()
+    text = " ".join(w if w.isupper() else w.lower() for w in words)
+    text = re.sub(r"\b(api|url|id|sid)\b", lambda m: m.group(1).upper(), text)
+    return text[:1].upper() + text[1:]
+
+
+def form_page(token: str, form: engine_connections.LinkForm, csrf: str, error: str | None = None,
+              values: dict | None = None, status: int = 200) -> HTMLResponse:
+    values = values or {}
+    rows = []
+    for name in form.secret_fields:
+        rows.append(f'<label for="f-{html.escape(name)}">{html.escape(_label(name))}</label>'
+                    f'<input id="f-{html.escape(name)}" name="{html.escape(name)}" type="password" '
+                    f'autocomplete="off" required>')
+    for name in form.fields:
+        value = values.get(name) if isinstance(values.get(name), str) else ""
+        rows.append(f'<label for="f-{html.escape(name)}">{html.escape(_label(name))}</label>'
+                    f'<input id="f-{html.escape(name)}" name="{html.escape(name)}" type="text" '
+                    f'autocomplete="off" value="{html.escape(value)}" required>')
+    err = f'<p class="err" role="alert">{html.escape(error)}</p>' if error else ""
+    action = f"/connect/{urllib.parse.quote(token, safe='')}"
+    body = (f"<p>Enter the credentials for <strong>{html.escape(form.service_name)}</strong>. "
+            "They are stored encrypted in the workspace vault and never shown again.</p>"
+            f'{err}<form method="post" action="{html.escape(action)}" autocomplete="off">'
+            f'<input type="hidden" name="{CSRF_FIELD}" value="{html.escape(csrf)}">'
+            f'{"".join(rows)}<button type="submit">Connect</button></form>')
+    return _secure(page(f"Connect {form.service_name}", body, status))
+
+
+def connected_page(view: dict) -> HTMLResponse:
+    return _secure(page("Connected", "<p>Connected. You can close this tab.</p>"
+                        f"<p>Credential <code>{html.escape(view.get('credentialId') or '')}</code> "
+                        f"for {html.escape(view['service'])} is in your vault.</p>"))
+
+
+def _same_origin(request: Request) -> bool:
+    origin = request.headers.get("origin")
+    if not origin or origin == "null":
+        return origin is None
+    here = f"{request.url.scheme}://{request.headers.get('host', '')}"
+    return origin.rstrip("/").lower() == here.lower()
+
+
+async def _read_form(request: Request) -> dict:
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > MAX_FORM_BYTES:
+        raise ApiError("payload_too_large", "The form is too large.")
+    raw, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_FORM_BYTES:
+            raise ApiError("payload_too_large", "The form is too large.")
+        raw.append(chunk)
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype != "application/x-www-form-urlencoded":
+        raise ApiError("invalid_request", "Submit the form from its page.")
+    try:
+        text = b"".join(raw).decode("utf-8")
+    except UnicodeDecodeError:
+        raise ApiError("invalid_request", "The form is not valid UTF-8.") from None
+    return dict(urllib.parse.parse_qsl(text, keep_blank_values=True, max_num_fields=100))
+
+
+def mount(app: FastAPI, engine) -> None:
+    ws = engine.ws
+
+    def base_url(request: Request) -> str:
+        public = getattr(app.state, "public_url", None)
+        return (public or str(request.base_url)).rstrip("/")
+
+    # Registered before /connect/{token} so "callback" is never taken for a link token.
+    @app.get(engine_connections.CALLBACK_PATH)
+    async def connect_callback(request: Request):
+        q = request.query_params
+        try:
+            caller = await run_in_threadpool(web_caller, engine, request)
+            view = await run_in_threadpool(
+                lambda: engine_connections.finish_oauth(ws, state=q.get("state"), code=q.get("code"),
+                                                        error=q.get("error"), caller=caller))
+        except ApiError as e:
+            return _error(e)
+        except ValueError:
+            return _error(ApiError("invalid_request", "This sign-in response is malformed."))
+        return connected_page(view)
+
+    @app.get("/connect/{token}")
+    async def connect_link(token: str, request: Request):
+        cookie = request.cookies.get(COOKIE)
+
+        def work():
+            caller = web_caller(engine, request)
+            row = engine_connections.open_link(ws.conn(), token, caller)
+            if engine_connections.credential_type(ws.conn(), row) == "oauth2":
+                return "redirect", engine_connections.authorize_url(ws, row["id"], caller.member_id,
+                                                                    base_url(request))
+            form = engine_connections.link_form(ws.conn(), row)
+            return "form", (form, engine_connections.csrf_token(cookie, row["id"]))
+
+        try:
+            kind, data = await run_in_threadpool(work)
+        except ApiError as e:
+            return _error(e)
+        if kind == "redirect":
+            return _secure(RedirectResponse(data, status_code=303))
+        form, csrf = data
+        return form_page(token, form, csrf)
+
+    @app.post("/connect/{token}")
+    async def connect_submit(token: str, request: Request):
+        cookie = request.cookies.get(COOKIE)
+        try:
+            if not _same_origin(request):
+                raise ApiError("forbidden", "This form was sent from another site; nothing was changed.")
+            values = await _read_form(request)
+        except ApiError as e:
+            return _error(e)
+
+        def work():
+            caller = web_caller(engine, request)
+            row = engine_connections.open_link(ws.conn(), token, caller)
+            engine_connections.check_csrf(cookie, row["id"], values.get(CSRF_FIELD))
+            form = engine_connections.link_form(ws.conn(), row)
+            try:
+                return "done", engine_connections.complete_api_key(ws, row["id"], caller.member_id, values)
+            except ApiError as e:
+                if e.code != "invalid_request":
+                    raise
+                return "retry", (form, engine_connections.csrf_token(cookie, row["id"]), e)
+
+        try:
+            kind, data = await run_in_threadpool(work)
+        except ApiError as e:
+            return _error(e)
+        if kind == "done":
+            return connected_page(data)
+        form, csrf, err = data
+        plain = {k: val for k, val in values.items() if k in form.fields}
+        return form_page(token, form, csrf, error=err.message, values=plain, status=400)
