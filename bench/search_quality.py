@@ -34,7 +34,6 @@ sys.path.insert(0, str(ROOT / "src"))
 from tests.search_labels import LABELS, evaluate, make_corpus_workspace  # noqa: E402
 
 from workspacectl.engine import catalog_search  # noqa: E402
-from workspacectl.engine.workspace import Workspace  # noqa: E402
 
 K = 10
 
@@ -65,14 +64,14 @@ def main() -> int:
     args = ap.parse_args()
 
     tmp = None
-    if args.workspace and Workspace.exists_at(Path(args.workspace)):
-        ws = Workspace.open(Path(args.workspace))
+    if args.workspace:
+        ws_path = Path(args.workspace)
     else:
-        if not args.workspace:
-            tmp = tempfile.TemporaryDirectory(prefix="wsctl-search-bench-")
-        t0 = time.perf_counter()
-        ws = make_corpus_workspace(Path(args.workspace or tmp.name) / "ws")
-        print(f"imported the shared corpus in {time.perf_counter() - t0:.1f} s")
+        tmp = tempfile.TemporaryDirectory(prefix="wsctl-search-bench-")
+        ws_path = Path(tmp.name) / "ws"
+    t0 = time.perf_counter()
+    ws = make_corpus_workspace(ws_path)
+    print(f"corpus workspace ready in {time.perf_counter() - t0:.1f} s")
     conn = ws.conn()
     n_ops = conn.execute("SELECT count(*) FROM operations").fetchone()[0]
     n_services = conn.execute("SELECT count(*) FROM integrations").fetchone()[0]

@@ -7,6 +7,10 @@ file stems, imported with `--service <stem>`, so opIds read `<stem>.<kebab opera
 The split was fixed mechanically when the set was written, before any ranking work: every
 third phrase (index % 3 == 2) is `holdout`, the rest `dev`. Tuning looked at `dev` only, so
 the holdout figures say how well the ranking generalises to phrasings it was not tuned on.
+
+One label was widened after a ranking showed it incomplete: "cancel a customer's subscription"
+also accepts stripe's DELETE /v1/customers/{customer}/subscriptions/{id}, whose description is
+"Cancels a customer's subscription".
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ _PHRASES: list[tuple[str, tuple[str, ...]]] = [
     ("upload a document to box", ("box.post-files-content",)),
     ("make a new task in asana", ("asana.create-task",)),
     ("cancel a customer's subscription", ("stripe.delete-subscriptions-subscription-exposed-id",
+                                          "stripe.delete-customers-customer-subscriptions-subscription-exposed-id",
                                           "square.cancel-subscription")),
     ("show all the repositories I own", ("github.repos-list-for-authenticated-user",)),
     ("kick a user out of a discord server", ("discord.delete-guild-member", "discord.ban-user-from-guild")),
@@ -113,16 +118,28 @@ def import_shared_corpus(conn, only_shared: bool = True) -> int:
         record = parse_document(path.read_text(encoding="utf-8"), None, service, path.name)
         catalog_store.replace_service(conn, record, source="import")
     if only_shared:
-        for (service,) in conn.execute("SELECT service FROM integrations").fetchall():
-            if service not in SERVICES:
-                catalog_store.delete_service(conn, service)
+        drop_other_services(conn)
     return conn.execute("SELECT count(*) FROM operations").fetchone()[0]
 
 
+def drop_other_services(conn) -> None:
+    """Remove every service that is not one of the shared documents (the built-in catalog)."""
+    from workspacectl.engine.store import catalog as catalog_store
+
+    for (service,) in conn.execute("SELECT service FROM integrations").fetchall():
+        if service not in SERVICES:
+            catalog_store.delete_service(conn, service)
+
+
 def make_corpus_workspace(path: Path):
-    """A new workspace at `path` holding exactly the shared corpus; answers the Workspace."""
+    """A workspace at `path` holding exactly the shared corpus: made and imported when new;
+    when it exists, opened (which may load newer built-in services) and trimmed again."""
     from workspacectl.engine.workspace import Workspace
 
+    if Workspace.exists_at(path):
+        ws = Workspace.open(path)
+        drop_other_services(ws.conn())
+        return ws
     ws, _ = Workspace.create(path, name="Search corpus", owner_name="Olive Owner", owner_email="olive@example.com")
     import_shared_corpus(ws.conn())
     return ws

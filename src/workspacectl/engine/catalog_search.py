@@ -31,7 +31,7 @@ from workspacectl.engine.db import transaction
 from workspacectl.engine.store import catalog_search as store
 
 # Bump when the analysis changes: the index is rebuilt on the next search.
-ANALYZER_VERSION = "1"
+ANALYZER_VERSION = "2"
 
 # bm25 weight per FTS column, in store.FTS_COLUMNS order: name, summary, path, tags, body, params
 BM25_WEIGHTS = (6.0, 4.0, 2.0, 1.5, 1.0, 0.5)
@@ -39,7 +39,7 @@ BM25_WEIGHTS = (6.0, 4.0, 2.0, 1.5, 1.0, 0.5)
 FIELD_WEIGHTS = {"name": 1.0, "summary": 0.9, "path": 0.6, "tags": 0.5, "body": 0.35, "params": 0.2}
 EQUIVALENT_WEIGHT = 0.95
 SYNONYM_WEIGHT = 0.6
-CANDIDATES = 200
+CANDIDATES = 120
 MAX_QUERY_TERMS = 24
 COMMON_FRACTION = 0.2   # terms in more than this share of documents stay out of the MATCH
 BODY_CHARS = 1500
@@ -97,6 +97,15 @@ def _json_list(raw) -> list:
     return value if isinstance(value, list) else []
 
 
+def _param_text(param: dict) -> str:
+    """A parameter's name; for a required one also its type and the start of its description
+    (the inputs an operation cannot do without say much about what it does)."""
+    text = str(param.get("name", ""))
+    if param.get("required") is True:
+        text += f" {param.get('type', '')} {clean(str(param.get('description', '')))[:200]}"
+    return text
+
+
 def _analyzed(text: str) -> str:
     return " ".join(t for t in terms(text) if t not in NOISE_TERMS)
 
@@ -106,7 +115,7 @@ def index_columns(row) -> dict[str, str]:
     summary = row["summary"] or _first_sentence(row["description"] or "")
     path = " ".join(seg for seg in re.split(r"[/.#?]", row["path"] or "") if seg and not seg.startswith("{"))
     tags = " ".join(str(t) for t in _json_list(row["tags"]) if isinstance(t, (str, int)))
-    params = " ".join(str(p.get("name", "")) for p in _json_list(row["params_json"]) if isinstance(p, dict))
+    params = " ".join(_param_text(p) for p in _json_list(row["params_json"]) if isinstance(p, dict))
     body = clean(row["description"] or "")[:BODY_CHARS]
     return {"name": _analyzed(row["name"] or ""), "summary": _analyzed(summary), "path": _analyzed(path),
             "tags": _analyzed(tags), "body": _analyzed(body), "params": _analyzed(params)}
@@ -120,8 +129,9 @@ def _index_service(conn: sqlite3.Connection, service: str) -> None:
         action = operation_action(row["name"] or "", row["method"] or "", shape)
         columns = index_columns(row)
         store.insert_doc(conn, row["op_id"], row["service"], (row["method"] or "").upper(), shape, action, columns)
-        for t in {t for c in store.FTS_COLUMNS if c != "params" for t in columns[c].split()}:
+        for t in {t for c in store.FTS_COLUMNS for t in columns[c].split()}:
             dfs[t] = dfs.get(t, 0) + 1
+        dfs[store.DOC_COUNT_TERM] = dfs.get(store.DOC_COUNT_TERM, 0) + 1
     store.insert_service_terms(conn, service, dfs)
 
 
@@ -253,19 +263,25 @@ def _variants(t: str) -> set[str]:
             *(e for s in SYNONYMS.get(t, ()) for e in EQUIVALENTS.get(s, ()))}
 
 
-def _coverage(fields: dict[str, set[str]], concepts) -> float:
+def _term_index(concepts) -> dict[str, list[tuple[int, float]]]:
+    """term -> [(concept number, credit)], so an operation's words are looked up once each."""
+    index: dict[str, list[tuple[int, float]]] = {}
+    for i, (_, variants) in enumerate(concepts):
+        for v, credit in variants.items():
+            index.setdefault(v, []).append((i, credit))
+    return index
+
+
+def _coverage(fields: dict[str, list[str]], concepts, index) -> float:
     """Share of the phrase's weight found in the operation, each field counting as it weighs."""
-    total = got = 0.0
-    for weight, variants in concepts:
-        total += weight
-        best = 0.0
-        for f, fw in FIELD_WEIGHTS.items():
-            present = fields[f]
-            for v, credit in variants.items():
-                if fw * credit > best and v in present:
-                    best = fw * credit
-        got += weight * best
-    return got / total if total else 0.0
+    best = [0.0] * len(concepts)
+    for f, fw in FIELD_WEIGHTS.items():
+        for term in set(fields[f]).intersection(index):
+            for i, credit in index[term]:
+                if fw * credit > best[i]:
+                    best[i] = fw * credit
+    total = sum(weight for weight, _ in concepts)
+    return sum(weight * b for (weight, _), b in zip(concepts, best)) / total if total else 0.0
 
 
 def _name_precision(name_terms: list[str], wanted: set[str]) -> float:
@@ -279,14 +295,26 @@ def _name_precision(name_terms: list[str], wanted: set[str]) -> float:
     return sum(1 for t in name_terms if t in wanted) / len(name_terms)
 
 
-def _service_affinity(conn: sqlite3.Connection, concepts) -> dict[str, float]:
-    """How much the phrase's vocabulary belongs to each service (best service = 1.0)."""
-    rows = store.service_term_freqs(conn, {v for _, variants in concepts for v in variants})
-    sizes = store.service_doc_counts(conn)
-    per_term: dict[str, dict[str, float]] = {}
-    for r in rows:
-        if sizes.get(r["service"]):
-            per_term.setdefault(r["term"], {})[r["service"]] = r["df"] / sizes[r["service"]]
+class TermStats:
+    """Document frequencies of some terms, overall and per service, from one indexed query."""
+
+    def __init__(self, conn: sqlite3.Connection, wanted: set[str]):
+        self.sizes: dict[str, int] = {}                 # service -> operations indexed
+        self.by_service: dict[str, dict[str, int]] = {}  # term -> {service: df}
+        for term, service, df in store.service_term_freqs(conn, wanted | {store.DOC_COUNT_TERM}):
+            if term == store.DOC_COUNT_TERM:
+                self.sizes[service] = df
+            else:
+                self.by_service.setdefault(term, {})[service] = df
+        self.n_docs = max(sum(self.sizes.values()), 1)
+        self.df = {t: sum(per.values()) for t, per in self.by_service.items()}
+
+
+def _service_affinity(stats: TermStats, concepts) -> dict[str, float]:
+    """How much the phrase's vocabulary belongs to each service (best service = 1.0): a term's
+    rate among a service's operations, shared out over the services that use it."""
+    per_term = {t: {s: df / stats.sizes[s] for s, df in per.items() if stats.sizes.get(s)}
+                for t, per in stats.by_service.items()}
     affinity: dict[str, float] = {}
     for weight, variants in concepts:
         share: dict[str, float] = {}
@@ -310,8 +338,8 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int):
         query_terms = list(dict.fromkeys(t for s in named for t in terms(s)))
     if not query_terms:
         return []
-    n_docs = max(store.doc_count(conn), 1)
-    dfs = store.doc_freqs(conn, {v for t in query_terms for v in _variants(t)})
+    stats = TermStats(conn, {v for t in query_terms for v in _variants(t)})
+    n_docs, dfs = stats.n_docs, stats.df
     concepts = _concepts(query_terms, dfs, n_docs)
     if not concepts:
         return []
@@ -329,14 +357,15 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int):
         return []
     asked = query_action(query_terms)
     wanted = {v for _, variants in concepts for v in variants}
-    affinity = _service_affinity(conn, concepts) if not (named or service) else {}
+    index = _term_index(concepts)
+    affinity = _service_affinity(stats, concepts) if not (named or service) else {}
     best_bm25 = min(r["bm25"] for r in candidates.values())
     scored = []
     for op_id, r in candidates.items():
         fields = {f: (r[f] or "").split() for f in FIELD_WEIGHTS}
         parts = [
             (0.25, r["bm25"] / best_bm25 if best_bm25 < 0 else 0.0),
-            (0.40, _coverage({f: set(v) for f, v in fields.items()}, concepts)),
+            (0.40, _coverage(fields, concepts, index)),
             (0.15, _name_precision(fields["name"], wanted)),
             (0.12, action_fit(asked, r["action"], r["method"], r["shape"])),
         ]

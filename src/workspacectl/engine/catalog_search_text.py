@@ -239,7 +239,6 @@ track song music audio
 music play playback player
 playlist queue
 issue ticket bug
-transcribe speech
 speech audio voice aloud tts
 subscription subscribe plan recurring
 phone sms call
@@ -277,7 +276,7 @@ ACTIONS = {
     "get": "get fetch retrieve read show view info detail describe download lookup",
     "list": "list all every browse enumerate recent",
     "search": "search find query filter",
-    "delete": "delete remove destroy erase drop purge trash",
+    "delete": "delete remove destroy erase drop purge trash cancel",
     "update": "update edit modify change patch set rename alter adjust replace mark",
 }
 

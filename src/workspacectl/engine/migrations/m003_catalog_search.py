@@ -7,8 +7,8 @@ does far better than its long description or its parameter names.
 
 `operation_search_docs` maps an FTS row to its operation and holds the few facts the re-rank
 needs without reading the catalog: service, method, path shape and the action the name says.
-`operation_search_vocab` exposes document frequencies for the re-rank's term weights, and
-`operation_search_terms` the same per service.
+`operation_search_terms` holds document frequencies per service (the re-rank's term weights,
+and which service a phrase's words belong to).
 """
 from workspacectl.engine.db import execute_script
 
@@ -19,7 +19,6 @@ def up(conn):
         name, summary, path, tags, body, params,
         tokenize = "unicode61 remove_diacritics 2"
     );
-    CREATE VIRTUAL TABLE operation_search_vocab USING fts5vocab(operation_search, 'row');
     CREATE TABLE operation_search_docs (
         rowid INTEGER PRIMARY KEY,
         op_id TEXT NOT NULL UNIQUE,
@@ -29,8 +28,8 @@ def up(conn):
         action TEXT NOT NULL DEFAULT ''
     );
     CREATE INDEX operation_search_docs_service ON operation_search_docs(service);
-    -- in how many of a service's operations each term occurs: which service a phrase's
-    -- vocabulary belongs to ("sms", "phone" -> a telephony API) when it names none
+    -- in how many of a service's operations each term occurs (term '' : how many it has);
+    -- summed, the idf of a term; compared, which service a phrase's words belong to
     CREATE TABLE operation_search_terms (
         term TEXT NOT NULL,
         service TEXT NOT NULL,

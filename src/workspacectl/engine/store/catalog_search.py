@@ -8,6 +8,9 @@ import sqlite3
 from typing import Iterable
 
 FTS_COLUMNS = ("name", "summary", "path", "tags", "body", "params")
+# The row of operation_search_terms whose df is the service's number of indexed operations
+# (no analyzed term is empty).
+DOC_COUNT_TERM = ""
 
 
 def operations_of_service(conn: sqlite3.Connection, service: str) -> list[sqlite3.Row]:
@@ -55,17 +58,13 @@ def insert_service_terms(conn: sqlite3.Connection, service: str, dfs: dict[str, 
                      [(t, service, n) for t, n in dfs.items()])
 
 
-def service_term_freqs(conn: sqlite3.Connection, terms: Iterable[str]) -> list[sqlite3.Row]:
+def service_term_freqs(conn: sqlite3.Connection, terms: Iterable[str]) -> list[tuple[str, str, int]]:
     terms = list(dict.fromkeys(terms))
     if not terms:
         return []
-    return conn.execute(
+    return [tuple(r) for r in conn.execute(
         f"SELECT term, service, df FROM operation_search_terms WHERE term IN ({', '.join('?' * len(terms))})",
-        terms).fetchall()
-
-
-def service_doc_counts(conn: sqlite3.Connection) -> dict[str, int]:
-    return {r[0]: r[1] for r in conn.execute("SELECT service, count(*) FROM operation_search_docs GROUP BY service")}
+        terms)]
 
 
 def operation_count(conn: sqlite3.Connection) -> int:
@@ -78,15 +77,6 @@ def indexed_services(conn: sqlite3.Connection) -> list[str]:
 
 def doc_count(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT count(*) FROM operation_search_docs").fetchone()[0]
-
-
-def doc_freqs(conn: sqlite3.Connection, terms: Iterable[str]) -> dict[str, int]:
-    terms = list(dict.fromkeys(terms))
-    if not terms:
-        return {}
-    rows = conn.execute(
-        f"SELECT term, doc FROM operation_search_vocab WHERE term IN ({', '.join('?' * len(terms))})", terms)
-    return {r[0]: r[1] for r in rows}
 
 
 def match(conn: sqlite3.Connection, expression: str, weights: tuple[float, ...], limit: int,

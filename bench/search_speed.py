@@ -1,0 +1,162 @@
+"""Operation search latency over the shared corpus (12 OpenAPI documents, 3,481 operations).
+
+    python bench/search_speed.py [--rounds 5] [--copies 1] [--no-http] [--workspace DIR]
+
+Prints p50 / p95 / max per query for:
+- engine:  engine.catalog_search.search() in-process (the index lookup and the re-rank)
+- local:   the whole GET /v1/operations route through the engine (auth, scope, serialization),
+           as the local backend runs it
+- http:    the same route over HTTP against a real `wsctl serve` on loopback (httpx client)
+- bm25:    the plain-BM25 baseline of search_quality.py, for scale
+
+Queries: the labelled phrases plus one- and two-word probes, each run --rounds times (after
+one warm-up pass). --copies N imports the corpus N times under other service names
+(github-2 ...) to show how latency grows with the catalog.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "src"))
+
+from bench.search_quality import PlainBM25  # noqa: E402
+from tests.search_labels import LABELS, make_corpus_workspace, openapi_files  # noqa: E402
+
+from workspacectl.engine import catalog_search  # noqa: E402
+
+PROBES = ["refund", "send sms", "list users", "delete file", "upload", "stripe", "github issues", "webhook",
+          "create customer", "search", "get", "a", "playlist tracks", "oauth token", "channel message"]
+
+
+def percentiles(samples: list[float]) -> str:
+    s = sorted(samples)
+    p50 = statistics.median(s)
+    p95 = s[min(len(s) - 1, int(round(0.95 * (len(s) - 1))))]
+    return f"p50 {p50 * 1000:7.2f} ms   p95 {p95 * 1000:7.2f} ms   max {s[-1] * 1000:7.2f} ms   (n={len(s)})"
+
+
+def timed(fn, queries: list[str], rounds: int) -> list[float]:
+    for q in queries:       # warm-up: caches, the first ensure_current
+        fn(q)
+    out = []
+    for _ in range(rounds):
+        for q in queries:
+            t = time.perf_counter()
+            fn(q)
+            out.append(time.perf_counter() - t)
+    return out
+
+
+def add_copies(conn, copies: int) -> None:
+    from workspacectl.engine.catalog_import import parse_document
+    from workspacectl.engine.store import catalog as catalog_store
+
+    for i in range(2, copies + 1):
+        for service, path in openapi_files():
+            record = parse_document(path.read_text(encoding="utf-8"), None, f"{service}-{i}", path.name)
+            catalog_store.replace_service(conn, record, source="import")
+
+
+def http_samples(ws_path: Path, queries: list[str], rounds: int) -> list[float]:
+    import httpx
+
+    from workspacectl.engine.auth import new_session
+    from workspacectl.engine.db import transaction
+    from workspacectl.engine.store import identity
+    from workspacectl.engine.workspace import Workspace
+
+    ws = Workspace.open(ws_path)
+    with transaction(ws.conn()):
+        token, _ = new_session(ws.conn(), identity.first_owner(ws.conn())["id"], "bench")
+    with tempfile.TemporaryDirectory() as home:
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("WSCTL_")}, "WSCTL_HOME": home,
+               "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        proc = subprocess.Popen([sys.executable, "-m", "workspacectl", "serve", "--workspace", str(ws_path),
+                                 "--host", "127.0.0.1", "--port", str(port)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30) as client:
+                deadline = time.time() + 30
+                while True:
+                    try:
+                        if client.get("/healthz").status_code == 200:
+                            break
+                    except httpx.HTTPError:
+                        if time.time() > deadline:
+                            raise
+                        time.sleep(0.05)
+
+                def call(q):
+                    r = client.get("/v1/operations", params={"q": q, "limit": 20})
+                    assert r.status_code == 200, r.text
+                return timed(call, queries, rounds)
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--copies", type=int, default=1, help="import the corpus this many times")
+    ap.add_argument("--no-http", action="store_true", help="skip the HTTP measurement")
+    ap.add_argument("--workspace", help="reuse a workspace made by an earlier run")
+    args = ap.parse_args()
+
+    tmp = None
+    if args.workspace:
+        ws_path = Path(args.workspace)
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="wsctl-search-bench-")
+        ws_path = Path(tmp.name) / "ws"
+    t0 = time.perf_counter()
+    ws = make_corpus_workspace(ws_path)
+    print(f"corpus workspace ready in {time.perf_counter() - t0:.1f} s")
+    conn = ws.conn()
+    if args.copies > 1:
+        add_copies(conn, args.copies)
+    t = time.perf_counter()
+    catalog_search.reindex_all(conn)
+    rebuild = time.perf_counter() - t
+    n_ops = conn.execute("SELECT count(*) FROM operations").fetchone()[0]
+    print(f"corpus: {n_ops} operations; full index rebuild {rebuild:.2f} s")
+
+    queries = [phrase for phrase, _, _ in LABELS] + PROBES
+    print(f"{len(queries)} queries x {args.rounds} rounds, limit 20\n")
+    print(f"engine  {percentiles(timed(lambda q: catalog_search.search(conn, q, limit=20), queries, args.rounds))}")
+
+    from workspacectl.engine.dispatch import Engine
+    from workspacectl.engine.registry import Caller
+    from workspacectl.engine.store import identity
+
+    engine = Engine(ws)
+    owner = identity.first_owner(conn)
+    caller = Caller(owner["id"], owner["role"], "session", "bench")
+    print(f"local   {percentiles(timed(lambda q: engine.call(caller, 'GET', '/v1/operations', {'q': q, 'limit': '20'}), queries, args.rounds))}")
+    if not args.no_http:
+        print(f"http    {percentiles(http_samples(ws.path, queries, args.rounds))}")
+    baseline = PlainBM25(conn)
+    print(f"bm25    {percentiles(timed(lambda q: baseline.search(q, 20), queries, args.rounds))}")
+    if tmp is not None:
+        conn.close()
+        tmp.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
