@@ -17,7 +17,8 @@ Endpoints:
   the S256 challenge) and `refresh_token` (token must be current: a rotated-away or revoked one
   is `invalid_grant`). Client authentication by form fields or HTTP Basic.
 - POST /revoke: records the token (RFC 7009; always 200).
-- GET  /probe: 200 for a live access token (or one of `api_keys`) in `Authorization: Bearer`, else 401.
+- GET  /probe…: 200 for a live access token (or one of `api_keys`) in `Authorization: Bearer`, or
+  an `api_keys` password in HTTP Basic; else 401. `outer.requests` records every path called.
 Every secret it hands out contains "CANARY" so scans can find leaks.
 """
 from __future__ import annotations
@@ -169,9 +170,11 @@ class OAuthProvider:
                 outer.requests.append(("GET", u.path))
                 if u.path == "/authorize":
                     return self._authorize(q)
-                if u.path == "/probe":
+                if u.path.startswith("/probe"):
                     auth = self.headers.get("Authorization") or ""
                     token = auth[7:] if auth.startswith("Bearer ") else ""
+                    if auth.startswith("Basic "):  # user:password, the password one of api_keys
+                        token = base64.b64decode(auth[6:]).decode(errors="replace").partition(":")[2]
                     with outer.lock:
                         exp = outer._access_tokens.get(token)
                     if (exp and exp > time.time() and token not in outer.revoked) or token in outer.api_keys:

@@ -138,3 +138,45 @@ def test_manage_routes_need_vault_manage_on_a_platform_key(backend, keycred):
         assert r.status == 403 and r.code == "insufficient_scope"
     manager = backend.key("platform", ["vault:manage"])
     assert backend.api("GET", f"/v1/vault/credentials/{keycred['id']}/editable-fields", secret=manager).status == 200
+
+
+BASIC_TOML = """
+service = "basicsvc"
+name = "Basic SMS"
+description = "Account id (non-secret) plus auth token, presented with HTTP Basic, like Twilio."
+credentialType = "apiKey"
+envVars = {{ accountSid = "BASIC_ACCOUNT_SID", authToken = "BASIC_AUTH_TOKEN" }}
+fields = ["accountSid"]
+secretFields = ["authToken"]
+baseUrl = "{base}"
+probe = "get-account"
+auth = {{ type = "basic", username = "accountSid", password = "authToken" }}
+[[operations]]
+name = "get-account"
+summary = "The account"
+method = "GET"
+path = "/probe/Accounts/{{AccountSid}}.json"
+"""
+
+
+def test_basic_auth_probe_with_path_placeholder_and_usable_fields(backend, provider):
+    install_service(backend.workspace, BASIC_TOML.format(base=provider.url))
+    provider.api_keys.add("tok-CANARY-basic")
+    cred = make_credential(backend.workspace, backend.owner["id"], "basicsvc", {"authToken": "tok-CANARY-basic"},
+                           {"accountSid": "AC123"})
+    assert token(backend, cred["id"]).body == {"accountSid": "AC123", "authToken": "tok-CANARY-basic"}
+    r = backend.api("POST", f"/v1/vault/credentials/{cred['id']}/sync")
+    assert r.status == 200 and r.body["status"] == "ok"
+    assert ("GET", "/probe/Accounts/AC123.json") in provider.requests
+    provider.api_keys.clear()
+    assert backend.api("POST", f"/v1/vault/credentials/{cred['id']}/sync").body["status"] == "invalid"
+
+
+def test_probe_without_auth_table_cannot_mark_a_key_invalid(backend, provider):
+    toml = APIKEY_TOML.format(base=provider.url).replace('auth = { type = "bearer" }\n', "")
+    assert "auth =" not in toml
+    install_service(backend.workspace, toml)
+    cred = make_credential(backend.workspace, backend.owner["id"], "keysvc", {"apiKey": "sk-CANARY-unknown"})
+    r = backend.api("POST", f"/v1/vault/credentials/{cred['id']}/sync")
+    assert r.status == 200 and r.body["status"] == "ok" and r.body["syncedAt"]
+    assert ("GET", "/probe") in provider.requests, "the probe ran; its 401 proves nothing without [auth]"

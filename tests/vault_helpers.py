@@ -19,6 +19,7 @@ fields = ["instanceUrl"]
 secretFields = ["apiKey"]
 baseUrl = "{base}"
 probe = "whoami"
+auth = {{ type = "bearer" }}
 [[operations]]
 name = "whoami"
 summary = "Who the key belongs to"

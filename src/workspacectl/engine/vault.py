@@ -10,7 +10,7 @@ import json
 from workspacectl import clock
 from workspacectl.engine import pagination, token_refresh
 from workspacectl.engine import validate as v
-from workspacectl.engine.credentials import (NEVER_ISSUED, credential_detail, list_entry, open_secrets,
+from workspacectl.engine.credentials import (NEVER_ISSUED, credential_detail, env_vars, list_entry, open_secrets,
                                              owned_credential, visible_credential)
 from workspacectl.engine.db import transaction
 from workspacectl.engine.registry import Ctx, route
@@ -38,8 +38,9 @@ def get_credential(ctx: Ctx) -> dict:
 
 # --- tokens --------------------------------------------------------------------------------
 
-def token_fields(row, secrets: dict) -> dict:
-    """Only the usable fields: never a refresh token or any secret the integration does not issue."""
+def token_fields(conn, row, secrets: dict) -> dict:
+    """Only the usable fields: the access token or the integration's secret fields, plus the
+    non-secret fields its env vars name (instanceUrl, a Twilio accountSid...). Never a refresh token."""
     out: dict = {}
     if row["credential_type"] == "oauth2":
         if "accessToken" in secrets:
@@ -47,14 +48,16 @@ def token_fields(row, secrets: dict) -> dict:
             out["tokenType"] = row["token_type"] or "Bearer"
     else:
         for name in sorted(secrets):
-            if name not in NEVER_ISSUED and name not in ("accessToken",):
+            if name not in NEVER_ISSUED and name != "accessToken":
                 out[name] = secrets[name].reveal()
     try:
         fields = json.loads(row["fields_json"] or "{}")
     except ValueError:
         fields = {}
-    if isinstance(fields.get("instanceUrl"), str) and fields["instanceUrl"]:
-        out["instanceUrl"] = fields["instanceUrl"]
+    usable = set(env_vars(store.get_integration(conn, row["service"]))) | {"instanceUrl"}
+    for name in sorted(usable):
+        if name not in out and name not in NEVER_ISSUED and isinstance(fields.get(name), str) and fields[name]:
+            out[name] = fields[name]
     if row["expires_at"]:
         out["expiresAt"] = row["expires_at"]
     return out
@@ -93,7 +96,7 @@ def issue_token(ctx: Ctx, cred_id: str, reason: str) -> dict:
                 raise token_refresh.reconnect_error(row["service"])
             if token_refresh.needs_refresh(row, since):
                 continue  # expired again between the refresh and now: go round once more
-            body = token_fields(row, open_secrets(ctx.ws, row))
+            body = token_fields(conn, row, open_secrets(ctx.ws, row))
             _log(conn, ctx, cred_id, reason, sorted(body), "issued")
             return body
     raise ApiError("upstream_failed", "The provider keeps issuing tokens that expire at once; try again shortly.")

@@ -104,8 +104,10 @@ def sync_credential(ctx: Ctx) -> dict:
         sealed = store.get_credential_sealed(conn, row["id"])
         if sealed is None:
             raise ApiError("not_found", f"No credential {row['id']}.")
-        status = (vault_probe.run_probe(conn, integration, open_secrets(ctx.ws, sealed)) if integration else None) \
-            or "ok"
+        found = vault_probe.run_probe(conn, integration, open_secrets(ctx.ws, sealed), _stored_fields(sealed),
+                                      row["credential_type"]) if integration is not None else None
+        # An inconclusive probe keeps what we knew; a refresh that just worked proves the grant.
+        status = found or ("ok" if row["credential_type"] == "oauth2" else sealed["status"])
     with transaction(conn):
         if store.get_credential(conn, row["id"]) is None:
             raise ApiError("not_found", f"No credential {row['id']}.")

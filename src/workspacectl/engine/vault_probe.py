@@ -1,28 +1,52 @@
 """Probe a credential: call its integration's probe operation with it and read the answer.
 
-The probe is the operation named by the integration's `probe` (setup), a call on `baseUrl` +
-the operation's path. How the secret is presented comes from the integration's `[auth]` table:
+The probe is the operation named by the integration's `probe`, a call on `baseUrl` + the
+operation's path; `{field}` placeholders in either are filled from the credential's non-secret
+fields (matched case-insensitively: `{AccountSid}` takes `accountSid`). How the secret is
+presented comes from the integration's `[auth]` table:
 
-    (none)                              Authorization: Bearer <accessToken or the first secret>
-    { type = "header", name = "X-Api-Key", prefix = "" , field = "apiKey" }
-    { type = "query", name = "api_key", field = "apiKey" }
-    { type = "basic", username = "accountSid", password = "authToken" }   (field names)
+    type = "bearer"   (default)  Authorization: Bearer <accessToken | apiKey | the first secret>
+    type = "header",  name = "x-api-key", prefix = "", field = "apiKey"
+    type = "query",   name = "api_key", field = "apiKey"
+    type = "basic",   username = "accountSid", password = "authToken"   (field or secret names)
+    headers = { "anthropic-version" = "2023-06-01" }                     (sent as well)
 
-2xx -> "ok"; 401/403 -> "invalid"; anything else, or no answer -> 502 upstream_failed.
+2xx -> "ok". 401/403 -> "invalid" when the presentation is known (an OAuth token, or an
+`[auth]` table); for an apiKey service without `[auth]` the Bearer form is a guess, so a refusal
+proves nothing and the probe is inconclusive (None), as is any other 4xx. A 5xx or no answer
+-> 502 upstream_failed.
 """
 from __future__ import annotations
 
 import base64
 import json
+import re
 
 from workspacectl.engine.store import vault as store
 from workspacectl.errors import ApiError
 from workspacectl.secret import Secret
 
 TIMEOUT_SECONDS = 10.0
+_PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_]+)\}")
 
 
-def probe_target(conn, integration) -> tuple[str, str] | None:
+def _fill(template: str, fields: dict) -> str | None:
+    lower = {k.lower(): v for k, v in fields.items() if isinstance(v, str) and v}
+    missing = False
+
+    def sub(m):
+        nonlocal missing
+        value = lower.get(m.group(1).lower())
+        if value is None:
+            missing = True
+            return ""
+        return value
+
+    out = _PLACEHOLDER.sub(sub, template)
+    return None if missing else out
+
+
+def probe_target(conn, integration, fields: dict) -> tuple[str, str] | None:
     """(method, url) of the integration's probe, or None when it has none we can call."""
     try:
         setup = json.loads(integration["setup_json"] or "{}")
@@ -32,41 +56,43 @@ def probe_target(conn, integration) -> tuple[str, str] | None:
     if not isinstance(name, str) or not isinstance(base, str) or not base:
         return None
     op = store.get_operation(conn, integration["service"], name)
-    if op is None or "{" in (op["path"] or ""):
+    if op is None:
         return None
-    return (op["method"] or "GET").upper(), base.rstrip("/") + "/" + (op["path"] or "").lstrip("/")
+    url = _fill(base.rstrip("/") + "/" + (op["path"] or "").lstrip("/"), fields)
+    if url is None or not url.startswith(("http://", "https://")):
+        return None
+    return (op["method"] or "GET").upper(), url
 
 
-def _presentation(setup: dict, secrets: dict[str, Secret]) -> tuple[dict, dict]:
-    auth = setup.get("auth") if isinstance(setup.get("auth"), dict) else {}
+def _presentation(auth: dict, secrets: dict[str, Secret], fields: dict) -> tuple[dict, dict]:
     kind = str(auth.get("type") or "bearer").lower()
 
-    def pick(field: str | None) -> str:
-        if field and field in secrets:
-            return secrets[field].reveal()
-        for name in ("accessToken", "apiKey"):
-            if name in secrets:
-                return secrets[name].reveal()
-        for name in sorted(secrets):
-            if name != "refreshToken":
-                return secrets[name].reveal()
-        return ""
+    def value(name) -> str:
+        if isinstance(name, str) and name in secrets:
+            return secrets[name].reveal()
+        if isinstance(name, str) and isinstance(fields.get(name), str):
+            return fields[name]
+        for n in ("accessToken", "apiKey"):
+            if n in secrets:
+                return secrets[n].reveal()
+        return next((secrets[n].reveal() for n in sorted(secrets) if n != "refreshToken"), "")
 
+    extra = {str(k): str(v) for k, v in (auth.get("headers") or {}).items()} \
+        if isinstance(auth.get("headers"), dict) else {}
     if kind == "header":
         prefix = auth.get("prefix") if isinstance(auth.get("prefix"), str) else ""
-        return {str(auth.get("name") or "Authorization"): prefix + pick(auth.get("field"))}, {}
+        return {**extra, str(auth.get("name") or "Authorization"): prefix + value(auth.get("field"))}, {}
     if kind == "query":
-        return {}, {str(auth.get("name") or "api_key"): pick(auth.get("field"))}
+        return extra, {str(auth.get("name") or "api_key"): value(auth.get("field"))}
     if kind == "basic":
-        user = pick(auth.get("username")) if auth.get("username") in secrets else str(auth.get("username") or "")
-        pw = pick(auth.get("password"))
-        return {"Authorization": "Basic " + base64.b64encode(f"{user}:{pw}".encode()).decode()}, {}
-    return {"Authorization": "Bearer " + pick(None)}, {}
+        pair = f"{value(auth.get('username'))}:{value(auth.get('password'))}"
+        return {**extra, "Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}, {}
+    return {**extra, "Authorization": "Bearer " + value(None)}, {}
 
 
-def run_probe(conn, integration, secrets: dict[str, Secret]) -> str | None:
-    """'ok' or 'invalid' from the provider's answer; None when the integration has no probe."""
-    target = probe_target(conn, integration)
+def run_probe(conn, integration, secrets: dict[str, Secret], fields: dict, credential_type: str) -> str | None:
+    """'ok' or 'invalid' from the provider's answer; None when there is no probe or it proves nothing."""
+    target = probe_target(conn, integration, fields)
     if target is None:
         return None
     method, url = target
@@ -74,7 +100,9 @@ def run_probe(conn, integration, secrets: dict[str, Secret]) -> str | None:
         setup = json.loads(integration["setup_json"] or "{}")
     except ValueError:
         setup = {}
-    headers, params = _presentation(setup, secrets)
+    auth = setup.get("auth") if isinstance(setup.get("auth"), dict) else {}
+    known = credential_type == "oauth2" or bool(auth)
+    headers, params = _presentation(auth, secrets, fields)
     import httpx
 
     try:
@@ -86,6 +114,8 @@ def run_probe(conn, integration, secrets: dict[str, Secret]) -> str | None:
     if 200 <= resp.status_code < 300:
         return "ok"
     if resp.status_code in (401, 403):
-        return "invalid"
-    raise ApiError("upstream_failed", f"{integration['service']} answered the probe with HTTP {resp.status_code}; "
-                   "try again shortly.")
+        return "invalid" if known else None
+    if resp.status_code >= 500:
+        raise ApiError("upstream_failed", f"{integration['service']} answered the probe with HTTP "
+                       f"{resp.status_code}; try again shortly.")
+    return None
