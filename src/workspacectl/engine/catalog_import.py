@@ -38,7 +38,7 @@ def bad(where: str, message: str) -> ApiError:
 
 def kebab(text: str) -> str:
     """'chat_postMessage' -> 'chat-post-message'; 'repos/get-HTTPStatus' -> 'repos-get-http-status'."""
-    s = re.sub(r"([a-z0-9])([A-Z])", r"\1-\2", str(text))
+    s = re.sub(r"([a-z0-9])([A-Z])", r"\1-\2", str(text)[:MAX_NAME * 4])
     s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1-\2", s)
     s = re.sub(r"[^A-Za-z0-9]+", "-", s).strip("-").lower()
     return s[:MAX_NAME].strip("-")
@@ -60,17 +60,20 @@ def default_env_vars(service: str, credential_type: str, fields: list[str]) -> d
     return env
 
 
-def jsonable(value, depth: int = 0):
-    """TOML/YAML values as JSON: dates become ISO strings; depth capped (YAML may be cyclic)."""
-    if depth > 12:
+def jsonable(value, depth: int = 0, budget: list | None = None):
+    """TOML/YAML values as JSON: dates become ISO strings. Depth and size are capped, since YAML
+    aliases can make a value cyclic or exponentially large."""
+    budget = [5000] if budget is None else budget
+    budget[0] -= 1
+    if depth > 12 or budget[0] < 0:
         return "…"
     if isinstance(value, dict):
-        return {str(k): jsonable(v, depth + 1) for k, v in value.items()}
+        return {str(k)[:200]: jsonable(v, depth + 1, budget) for k, v in list(value.items())[:200]}
     if isinstance(value, (list, tuple)):
-        return [jsonable(v, depth + 1) for v in value]
+        return [jsonable(v, depth + 1, budget) for v in value[:200]]
     if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
         return value.isoformat()
-    if isinstance(value, float) and value != value:  # NaN is not JSON
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):  # not JSON
         return None
     if value is None or isinstance(value, (str, int, float, bool)):
         return value

@@ -14,6 +14,7 @@ from workspacectl.engine.catalog_import import MAX_SERVICE, SERVICE_RE, bad, jso
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 SHAPE_DEPTH = 3
 MAX_PROPERTIES = 40
+SHAPE_NODES = 400
 MAX_REF_HOPS = 32
 NOISE_WORDS = {"api", "apis", "rest", "http", "web", "platform", "openapi", "swagger", "the", "v1", "v2",
                "v3", "v4", "beta", "preview", "public", "service", "services", "spec", "specification"}
@@ -104,22 +105,25 @@ def type_name(r: Resolver, schema, depth: int = 0) -> str:
     return name or "any"
 
 
-def shape(r: Resolver, schema, depth: int = 0, stack: frozenset = frozenset()):
-    """A response shape: {field: shape}, [shape] or a type name; cycles and depth end in names."""
+def shape(r: Resolver, schema, depth: int = 0, stack: frozenset = frozenset(), budget: list | None = None):
+    """A response shape: {field: shape}, [shape] or a type name; cycles, depth and a node budget
+    end in names."""
+    budget = [SHAPE_NODES] if budget is None else budget
+    budget[0] -= 1
     node, name = r.resolve(schema)
     if not isinstance(node, dict):
         return name or "any"
-    if name and name in stack or depth >= SHAPE_DEPTH:
+    if (name and name in stack) or depth >= SHAPE_DEPTH or budget[0] < 0:
         return type_name(r, schema)
     stack = stack | {name} if name else stack
     t = _type_of(node)
     if t == "array" or (t is None and "items" in node):
-        return [shape(r, node.get("items"), depth + 1, stack)]
+        return [shape(r, node.get("items"), depth + 1, stack, budget)]
     props = _merged_properties(r, node, stack)
     if props:
         out = {}
         for k, v in list(props.items())[:MAX_PROPERTIES]:
-            out[str(k)] = shape(r, v, depth + 1, stack)
+            out[str(k)] = shape(r, v, depth + 1, stack, budget)
         if len(props) > MAX_PROPERTIES:
             out["…"] = f"{len(props) - MAX_PROPERTIES} more fields"
         return out
@@ -312,7 +316,7 @@ def _param_list(r: Resolver, raw) -> list[dict]:
 def _first_line(text, limit: int = 200) -> str:
     if not isinstance(text, str):
         return ""
-    text = " ".join(re.sub(r"<[^>]{0,200}>", " ", text).split())
+    text = " ".join(re.sub(r"<[^>]{0,200}>", " ", text[:4000]).split())
     m = re.match(r"(.+?[.!?])(\s|$)", text)
     first = m.group(1) if m else text
     return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
