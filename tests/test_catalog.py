@@ -329,3 +329,14 @@ def test_ensure_builtin_catalog_never_clobbers_an_import(workspace, tmp_path):
     assert (row["name"], row["source"]) == ("Admin's One", "import")
     assert store.get_integration(conn, "three")["source"] == "builtin"
     conn.close()
+
+
+def test_cli_search(acme):
+    body = acme.wsctl("catalog", "search", "add a new contact", "--service", "acme", "--limit", "2", "--json").json
+    assert body == acme.ok("GET", "/v1/operations", query={"q": "add a new contact", "service": "acme", "limit": "2"})
+    assert 1 <= len(body["operations"]) <= 2 and all(o["service"] == "acme" for o in body["operations"])
+    lines = acme.wsctl("catalog", "search", "add a new contact", "--service", "acme").out.splitlines()
+    assert [line.split("\t")[0] for line in lines] == [o["opId"] for o in acme.ok(
+        "GET", "/v1/operations", query={"q": "add a new contact", "service": "acme", "limit": "10"})["operations"]]
+    assert float(lines[0].split("\t")[1]) > 0
+    acme.wsctl("catalog", "search", "  ", expect=7)
