@@ -15,6 +15,8 @@ def _debug_requested(argv: list[str]) -> bool:
 
 def main(argv: list[str] | None = None) -> None:
     import click
+    import typer
+    from typer import _click as typer_click  # typer vendors click: its usage errors and Abort are its own
 
     from workspacectl.cli.app import build_app
     from workspacectl.errors import EXIT_CODES, ApiError
@@ -33,12 +35,12 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         print(f"error: {e.message}", file=sys.stderr)
         code = EXIT_CODES.get(e.code, 1)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, typer.Abort):
         print("Aborted.", file=sys.stderr)
         code = 1
     except click.exceptions.Exit as e:
         code = e.exit_code
-    except click.ClickException as e:
+    except (click.ClickException, typer_click.ClickException) as e:
         e.show()
         code = e.exit_code  # UsageError -> 2
     except KeyboardInterrupt:
