@@ -202,15 +202,20 @@ def open_link(conn, token: str, caller: Caller | None):
     return row
 
 
-def link_form(conn, row) -> LinkForm:
+def service_form(conn, service: str) -> LinkForm:
+    """The secret and plain fields a connection of `service` asks for."""
     from workspacectl.engine.credentials import secret_field_names
 
-    integration = _integration(conn, row["service"])
+    integration = _integration(conn, service)
     if integration is None:
-        raise ApiError("not_found", f"The integration '{row['service']}' was removed from the catalog.")
+        raise ApiError("not_found", f"No integration '{service}'. Run `wsctl catalog integrations` to see them.")
     secret_fields = secret_field_names(integration)
     fields = [f for f in _json_list(integration["fields_json"]) if f not in secret_fields]
-    return LinkForm(row["service"], integration["name"] or row["service"], secret_fields, fields)
+    return LinkForm(service, integration["name"] or service, secret_fields, fields)
+
+
+def link_form(conn, row) -> LinkForm:
+    return service_form(conn, row["service"])
 
 
 def credential_type(conn, row) -> str:
@@ -383,3 +388,26 @@ def finish_oauth(ws, *, state, code, error, caller: Caller | None) -> dict:
         _fail(conn, row["id"], e.message)
         raise
     return connection_view(ws, row)
+
+
+def connect_in_place(ws, caller: Caller, service: str, values: dict) -> dict:
+    """`wsctl vault connect` of an apiKey service on the local backend, with the key read from a
+    hidden prompt or stdin: the same connection record, made and completed in one transaction,
+    with no link (nothing to open, no server needed). Answers the connection view."""
+    from workspacectl.engine.dispatch import check_scope
+
+    check_scope(caller, "vault:connect")
+    conn = ws.conn()
+    integration = _integration(conn, service)
+    if integration is None:
+        raise ApiError("not_found", f"No integration '{service}'. Run `wsctl catalog integrations` to see them.")
+    if integration["credential_type"] != "apiKey":
+        raise v.bad(f"{service} is a {integration['credential_type']} service; only API-key services take a "
+                    "key at a prompt.")
+    conn_id = new_id("conn")
+    now = clock.now()
+    with transaction(conn):
+        store.insert_connection(conn, conn_id=conn_id, service=service, member_id=caller.member_id,
+                                link_hash=sha256_hex(_secrets.token_urlsafe(32)), link_sealed=None,
+                                created_at=clock.iso(now), expires_at=_expiry_from(now))
+        return complete_api_key(ws, conn_id, caller.member_id, values)
