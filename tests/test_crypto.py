@@ -134,7 +134,8 @@ def test_rotate_key_reseals_everything_and_drops_the_old_key(backend):
         assert len(before) == 1
         r = backend.api("POST", "/v1/admin/rotate-key")
         assert r.status == 200, r.body
-        assert r.body == {"credentials": 2, "oauthClients": 1, "keySource": "file", "retiredKeys": 1}
+        assert r.body == {"credentials": 2, "oauthClients": 1, "connections": 0, "keySource": "file",
+                          "retiredKeys": 1}
         after = _fps(backend.workspace)
         assert len(after) == 1 and after != before
         assert key_file.read_text() != old_key_text and len(key_file.read_text().split()) == 1

@@ -1,7 +1,8 @@
 """POST /v1/admin/rotate-key (owner session): re-seal every secret under a new workspace key.
 
 Order (engine/crypto.py explains why no failure loses data): the new key is stored next to the
-old ones; one transaction re-seals every credential blob and every OAuth client secret and
+old ones; one transaction re-seals every sealed column of the workspace (credential secrets,
+OAuth client secrets, connection links and PKCE verifiers: store.vault.SEALED_COLUMNS) and
 records the new key as current; only then, if a scan finds nothing sealed under an old key, the
 old keys are dropped. Answers counts, never key material.
 """
@@ -15,49 +16,53 @@ from workspacectl.errors import ApiError
 
 SWEEPS = 3
 
+# The AAD each sealed column was sealed with, from its row key (must match the sealing code).
+AAD = {
+    ("credentials", "secret_blob"): lambda key: key,
+    ("integrations", "oauth_client_secret"): lambda key: f"oauth-client:{key}",
+    ("connections", "link_sealed"): lambda key: f"connection-link:{key}",
+    ("connections", "pkce_sealed"): lambda key: f"connection-pkce:{key}",
+}
+COUNT_NAME = {"credentials": "credentials", "integrations": "oauthClients", "connections": "connections"}
+
 
 def _fingerprints(conn) -> set[bytes]:
     fps = set()
-    for r in store.sealed_credentials(conn):
-        fps.add(crypto.blob_fingerprint(r["secret_blob"]))
-    for r in store.sealed_oauth_clients(conn):
-        fps.add(crypto.blob_fingerprint(r["oauth_client_secret"]))
+    for table, key_col, blob_col in store.SEALED_COLUMNS:
+        for _key, blob in store.sealed_values(conn, table, key_col, blob_col):
+            fps.add(crypto.blob_fingerprint(blob))
     fps.discard(None)
     return fps
 
 
-def _reseal_all(conn, rotation: crypto.Rotation) -> tuple[int, int]:
-    creds = clients = 0
+def _reseal_all(conn, rotation: crypto.Rotation) -> dict[str, int]:
+    counts = {name: 0 for name in COUNT_NAME.values()}
     with transaction(conn):
-        for r in store.sealed_credentials(conn):
-            new = rotation.reseal(r["id"], r["secret_blob"])
-            if new is not None:
-                store.replace_credential_blob(conn, r["id"], new)
-                creds += 1
-        for r in store.sealed_oauth_clients(conn):
-            new = rotation.reseal(f"oauth-client:{r['service']}", r["oauth_client_secret"])
-            if new is not None:
-                store.replace_oauth_client_blob(conn, r["service"], new)
-                clients += 1
+        for table, key_col, blob_col in store.SEALED_COLUMNS:
+            aad = AAD[(table, blob_col)]
+            for key, blob in store.sealed_values(conn, table, key_col, blob_col):
+                new = rotation.reseal(aad(key), blob)
+                if new is not None:
+                    store.replace_sealed(conn, table, key_col, blob_col, key, new)
+                    counts[COUNT_NAME[table]] += 1
         rotation.make_current()
-    return creds, clients
+    return counts
 
 
 def rotate_workspace_key(ws) -> dict:
     conn = ws.conn()
     rotation = crypto.begin_rotation(ws, _fingerprints(conn))
-    creds, clients = _reseal_all(conn, rotation)
+    counts = _reseal_all(conn, rotation)
     # A blob sealed by another process just before our commit would still carry an old key:
     # sweep again until none does; old keys are dropped only then.
     for _ in range(SWEEPS):
-        leftover = _fingerprints(conn) - {rotation.target.fp}
-        if not leftover:
+        if not _fingerprints(conn) - {rotation.target.fp}:
             break
-        c, k = _reseal_all(conn, rotation)
-        creds, clients = creds + c, clients + k
+        for name, n in _reseal_all(conn, rotation).items():
+            counts[name] += n
     leftover = _fingerprints(conn) - {rotation.target.fp}
     retired = rotation.retire_old_keys(leftover)
-    return {"credentials": creds, "oauthClients": clients, "keySource": rotation.source, "retiredKeys": retired}
+    return {**counts, "keySource": rotation.source, "retiredKeys": retired}
 
 
 @route("POST", "/v1/admin/rotate-key")

@@ -196,18 +196,29 @@ def get_oauth_client_sealed(conn, service: str) -> sqlite3.Row | None:
 
 # --- every sealed value (key rotation) -----------------------------------------------------
 
-def sealed_credentials(conn) -> list[sqlite3.Row]:
-    return conn.execute("SELECT id, secret_blob FROM credentials WHERE secret_blob IS NOT NULL ORDER BY id").fetchall()
+# (table, key column, blob column): every column in the workspace that holds a crypto.seal blob.
+SEALED_COLUMNS = (
+    ("credentials", "id", "secret_blob"),
+    ("integrations", "service", "oauth_client_secret"),
+    ("connections", "id", "link_sealed"),
+    ("connections", "id", "pkce_sealed"),
+)
 
 
-def sealed_oauth_clients(conn) -> list[sqlite3.Row]:
-    return conn.execute("SELECT service, oauth_client_secret FROM integrations "
-                        "WHERE oauth_client_secret IS NOT NULL ORDER BY service").fetchall()
+def _table_exists(conn, table: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone() is not None
 
 
-def replace_credential_blob(conn, cred_id: str, blob: bytes) -> None:
-    conn.execute("UPDATE credentials SET secret_blob = ? WHERE id = ?", (blob, cred_id))
+def sealed_values(conn, table: str, key_col: str, blob_col: str) -> list[tuple[str, bytes]]:
+    """(key, blob) of every non-null sealed value of one column listed in SEALED_COLUMNS."""
+    if (table, key_col, blob_col) not in SEALED_COLUMNS or not _table_exists(conn, table):
+        return []
+    rows = conn.execute(f"SELECT {key_col}, {blob_col} FROM {table} WHERE {blob_col} IS NOT NULL "
+                        f"ORDER BY {key_col}").fetchall()
+    return [(r[0], bytes(r[1])) for r in rows]
 
 
-def replace_oauth_client_blob(conn, service: str, blob: bytes) -> None:
-    conn.execute("UPDATE integrations SET oauth_client_secret = ? WHERE service = ?", (blob, service))
+def replace_sealed(conn, table: str, key_col: str, blob_col: str, key: str, blob: bytes) -> None:
+    if (table, key_col, blob_col) not in SEALED_COLUMNS:
+        raise ValueError(f"{table}.{blob_col} is not a sealed column")
+    conn.execute(f"UPDATE {table} SET {blob_col} = ? WHERE {key_col} = ?", (blob, key))
