@@ -195,3 +195,90 @@ def test_rotate_with_env_key_needs_the_previous_one(kind, workspace, home, monke
         assert status == 200 and body["apiKey"] == "sk-CANARY-env"
     finally:
         b.close()
+
+
+class _MemoryKeyring:
+    """A working OS keyring stand-in (keyring's backend API), kept in memory."""
+
+    def __init__(self, delay: float = 0.0):
+        from keyring.backend import KeyringBackend
+
+        store, wait = {}, delay
+
+        class Backend(KeyringBackend):
+            priority = 1
+
+            def get_password(self, service, username):
+                import time
+
+                time.sleep(wait)
+                return store.get((service, username))
+
+            def set_password(self, service, username, password):
+                store[(service, username)] = password
+
+            def delete_password(self, service, username):
+                store.pop((service, username), None)
+
+        self.store = store
+        self.backend = Backend()
+
+
+@pytest.fixture
+def memory_keyring():
+    import keyring
+
+    previous = keyring.get_keyring()
+    ring = _MemoryKeyring()
+    keyring.set_keyring(ring.backend)
+    yield ring
+    keyring.set_keyring(previous)
+
+
+def test_keyring_is_used_before_the_file_and_rotation_keeps_it_there(ws, memory_keyring):
+    from workspacectl.engine import crypto
+    from workspacectl.engine.admin_rotate import rotate_workspace_key
+
+    blob = crypto.seal(ws, "cred_k", b"in the keyring")
+    assert not (Path(ws.path) / "master.key").exists()
+    (entry,) = [(s, u) for s, u in memory_keyring.store]
+    assert entry == ("wsctl", f"master-key:{crypto.workspace_id(ws)}")
+    crypto.forget_cached_keys()
+    assert crypto.unseal(ws, "cred_k", blob) == b"in the keyring"
+    from workspacectl.engine.db import transaction
+
+    with transaction(ws.conn()):
+        ws.conn().execute("INSERT INTO members (id, name, email, role, created_at) VALUES "
+                          "('um_k', 'K', 'k@example.com', 'member', '2026-01-01T00:00:00Z')")
+    install_service(Path(ws.path), APIKEY_TOML.format(base="http://127.0.0.1:9"))
+    cred = make_credential(Path(ws.path), "um_k", "keysvc", {"apiKey": "sk-CANARY-ring"})
+    result = rotate_workspace_key(ws)
+    assert result["keySource"] == "keyring" and result["credentials"] == 1 and result["retiredKeys"] == 1
+    assert len(memory_keyring.store[entry].split()) == 1
+    assert not (Path(ws.path) / "master.key").exists()
+    crypto.forget_cached_keys()
+    from workspacectl.engine.credentials import open_secrets
+    from workspacectl.engine.store import vault as store
+
+    secrets = open_secrets(ws, store.get_credential_sealed(ws.conn(), cred["id"]))
+    assert secrets["apiKey"].reveal() == "sk-CANARY-ring"
+
+
+def test_a_hung_keyring_falls_back_to_the_file_within_the_timeout(ws, monkeypatch):
+    import time
+
+    import keyring
+
+    from workspacectl.engine import crypto
+
+    previous = keyring.get_keyring()
+    keyring.set_keyring(_MemoryKeyring(delay=5).backend)
+    monkeypatch.setattr(crypto, "KEYRING_TIMEOUT_SECONDS", 0.2)
+    try:
+        t0 = time.monotonic()
+        blob = crypto.seal(ws, "a", b"v")
+        assert time.monotonic() - t0 < 2.5
+        assert (Path(ws.path) / "master.key").exists()
+        assert crypto.unseal(ws, "a", blob) == b"v"
+    finally:
+        keyring.set_keyring(previous)

@@ -157,3 +157,28 @@ def test_provider_call_does_not_hold_the_write_lock(backend, provider):
     assert r.status == 200
     assert elapsed < 1.0, f"an unrelated write waited {elapsed:.2f} s behind the provider call"
     assert result["r"].status == 200
+
+
+def test_a_lease_left_by_a_crashed_process_expires(backend, provider):
+    """A refresh lease whose holder died is taken over once it runs out; an expired one at once."""
+    import sqlite3
+    import time
+
+    from workspacectl import clock
+
+    install_service(backend.workspace, provider.service_toml("loopcrm"))
+    grant = provider.grant()
+    cred = make_credential(backend.workspace, backend.owner["id"], "loopcrm",
+                           {"accessToken": grant["access_token"], "refreshToken": grant["refresh_token"]},
+                           expires_in=-5)
+    con = sqlite3.connect(backend.workspace / "workspace.db", timeout=15)
+    with con:
+        con.execute("UPDATE credentials SET refresh_lease_owner = 'dead', refresh_lease_until = ? WHERE id = ?",
+                    (clock.later(2), cred["id"]))
+    con.close()
+    t0 = time.monotonic()
+    r = backend.api("POST", f"/v1/credentials/{cred['id']}/token", {"reason": "after crash"})
+    waited = time.monotonic() - t0
+    assert r.status == 200, r.body
+    assert provider.refreshes == 1 and r.body["accessToken"] == provider.issued[-1]["access_token"]
+    assert 0.5 < waited < 10, f"waited {waited:.2f} s for a 1-2 s lease"
