@@ -171,6 +171,10 @@ def test_verbs_synonyms_and_method_shape_decide_among_similar_operations(toys):
 def test_a_service_named_in_the_phrase_wins(toys):
     assert op_ids(search(toys, "create a widget in quuxpay"))[0] == "quuxpay.create-widget"
     assert op_ids(search(toys, "zorbly: create a widget"))[0] == "zorbly.create-widget"
+    # a phrase that is only a service's name lists that service's operations
+    hits = search(toys, "Zorbly")
+    assert [h["opId"] for h in hits] == ["zorbly.list-widgets", "zorbly.get-widget", "zorbly.create-widget",
+                                         "zorbly.delete-widget", "zorbly.update-widget"]
     # the service filter keeps to one service
     hits = search(toys, "create a widget", service="quuxpay")
     assert hits and {h["service"] for h in hits} == {"quuxpay"}

@@ -40,6 +40,7 @@ FIELD_WEIGHTS = {"name": 1.0, "summary": 0.9, "path": 0.6, "tags": 0.5, "body": 
 EQUIVALENT_WEIGHT = 0.95
 SYNONYM_WEIGHT = 0.6
 CANDIDATES = 120
+ONLY_SERVICE_SCORE = 0.5
 MAX_QUERY_TERMS = 24
 COMMON_FRACTION = 0.2   # terms in more than this share of documents stay out of the MATCH
 BODY_CHARS = 1500
@@ -171,17 +172,21 @@ def ensure_current(conn: sqlite3.Connection) -> None:
 
 
 def _service_keys(conn: sqlite3.Connection) -> list[tuple[tuple[str, ...], str]]:
-    """(word sequence, service) for each way a phrase may name a service: its id and its name."""
+    """(word sequence, service) for each way a phrase may name a service: its id and its name.
+    A one-word key that is also a verb ("search", "send") would take over every phrase using
+    that verb, so it does not count."""
     keys: dict[tuple[str, ...], str] = {}
-    generic = {"api", "apis", "rest", "web", "beta", "v1", "v2", "v3", "openapi", "spec"}
     for row in store.catalog_services(conn):
         service = row["service"]
-        keys.setdefault(tuple(words(service)), service)
-        name_words = tuple(w for w in words(row["name"] or "") if w not in STOP_WORDS and w not in generic)
-        if name_words:
-            keys.setdefault(name_words, service)
+        for key in (tuple(words(service)),
+                    tuple(w for w in words(row["name"] or "") if w not in STOP_WORDS and w not in _NAME_NOISE)):
+            if key and not (len(key) == 1 and stem(key[0]) in ACTION_OF_TERM):
+                keys.setdefault(key, service)
     # Longest first, so "google sheets" wins over a service called "google".
     return sorted(keys.items(), key=lambda kv: -len(kv[0]))
+
+
+_NAME_NOISE = {"api", "apis", "rest", "beta", "v1", "v2", "v3", "openapi"}
 
 
 def parse_query(conn: sqlite3.Connection, q: str) -> tuple[list[str], list[str]]:
@@ -334,10 +339,8 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int):
     query_terms, named = parse_query(conn, q)
     if service:
         named = []
-    if not query_terms:     # only a service's name: look for its name in the text
-        query_terms = list(dict.fromkeys(t for s in named for t in terms(s)))
-    if not query_terms:
-        return []
+    if not query_terms:     # only a service's name ("github"): its operations in catalog order
+        return [(op_id, ONLY_SERVICE_SCORE, []) for op_id in store.first_operations(conn, named, limit)]
     stats = TermStats(conn, {v for t in query_terms for v in _variants(t)})
     n_docs, dfs = stats.n_docs, stats.df
     concepts = _concepts(query_terms, dfs, n_docs)

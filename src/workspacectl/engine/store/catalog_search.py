@@ -96,6 +96,15 @@ def match(conn: sqlite3.Connection, expression: str, weights: tuple[float, ...],
         (*args, limit)).fetchall()
 
 
+def first_operations(conn: sqlite3.Connection, services: list[str], limit: int) -> list[str]:
+    """The first `limit` opIds of some services, in catalog order."""
+    if not services:
+        return []
+    return [r[0] for r in conn.execute(
+        f"SELECT op_id FROM operations WHERE service IN ({', '.join('?' * len(services))}) "
+        f"ORDER BY service = ? DESC, service, position LIMIT ?", (*services, services[0], limit))]
+
+
 def operations_by_ids(conn: sqlite3.Connection, op_ids: list[str]) -> dict[str, sqlite3.Row]:
     if not op_ids:
         return {}
