@@ -340,3 +340,23 @@ def test_cli_search(acme):
         "GET", "/v1/operations", query={"q": "add a new contact", "service": "acme", "limit": "10"})["operations"]]
     assert float(lines[0].split("\t")[1]) > 0
     acme.wsctl("catalog", "search", "  ", expect=7)
+
+
+def test_an_admins_oauth_client_survives_a_builtin_reload(workspace, tmp_path):
+    from workspacectl.engine.store import catalog as store
+
+    ws = _open(workspace)
+    conn = ws.conn()
+    data = tmp_path / "data"
+    data.mkdir()
+    oauth = SVC.replace('credentialType = "apiKey"', 'credentialType = "oauth2"\n[oauth2]\n'
+                        'authorizeUrl = "https://o.example/a"\ntokenUrl = "https://o.example/t"\nclientId = "shipped"')
+    (data / "one.toml").write_text(oauth.format(service="one", name="One"))
+    store.ensure_builtin_catalog(conn, data)
+    store.set_oauth_client(ws, "one", "admin-client", "admin-SECRET")
+    (data / "one.toml").write_text(oauth.format(service="one", name="One v2"))
+    assert store.ensure_builtin_catalog(conn, data) is True
+    client_id, secret = store.get_oauth_client(ws, "one")
+    assert (client_id, secret.reveal()) == ("admin-client", "admin-SECRET")
+    assert store.get_integration(conn, "one")["name"] == "One v2"
+    conn.close()

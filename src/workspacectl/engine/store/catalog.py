@@ -355,12 +355,16 @@ def ensure_builtin_catalog(conn, data_dir: Path | None = None) -> bool:
         if row is not None and row[0] == digest:  # another process loaded it meanwhile
             return False
         imported = {r[0] for r in conn.execute("SELECT service FROM integrations WHERE source = 'import'")}
+        with_client = {r[0] for r in conn.execute("SELECT service FROM integrations WHERE oauth_client_id IS NOT NULL")}
         shipped = set()
         for record in records:
             shipped.add(record["service"])
             if record["service"] in imported:
                 continue
-            record = {**record, "oauthClientSecret": None}  # the package never ships client secrets
+            # The package never ships client secrets, and an admin's OAuth client outlives reloads.
+            record = {**record, "oauthClientSecret": None}
+            if record["service"] in with_client:
+                record["oauthClientId"] = None
             conn.execute("SAVEPOINT builtin_service")
             try:
                 replace_service(conn, record, source="builtin")
