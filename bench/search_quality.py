@@ -57,10 +57,28 @@ class PlainBM25:
             "SELECT op_id FROM docs WHERE docs MATCH ? ORDER BY bm25(docs) LIMIT ?", (expression, limit))]
 
 
+def _without(feature):
+    return {"FEATURE_WEIGHTS": lambda w: {**w, feature: 0.0}}
+
+
+ABLATIONS = {
+    "no synonyms or equivalents": {"SYNONYMS": {}, "EQUIVALENTS": {}},
+    "no idioms": {"apply_idioms": lambda _: (lambda text: text.lower())},
+    "no re-rank (weighted bm25 only)": {"FEATURE_WEIGHTS": lambda w: {k: (1.0 if k == "bm25" else 0.0) for k in w}},
+    "no bm25 feature": _without("bm25"),
+    "no coverage feature": _without("coverage"),
+    "no name-precision feature": _without("name_precision"),
+    "no action/method fit": _without("action"),
+    "no named-service signal": _without("named_service"),
+    "no service affinity": _without("affinity"),
+}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workspace", help="reuse a workspace made by an earlier run (with the corpus imported)")
     ap.add_argument("--misses", action="store_true", help="list the phrases each system misses at 5")
+    ap.add_argument("--ablation", action="store_true", help="also rank with one part of ours switched off at a time")
     args = ap.parse_args()
 
     tmp = None
@@ -92,6 +110,18 @@ def main() -> int:
             r = evaluate(fn, labels)
             results[(name, split)] = r
             print(f"{name:<12} {split:<8} {r['n']:>3} {r['recall@1']:>9.3f} {r['recall@5']:>9.3f} {r['mrr@10']:>8.3f}")
+    if args.ablation:
+        print("\nablation (all phrases): ours with one part switched off")
+        for label, patch in ABLATIONS.items():
+            saved = {k: getattr(catalog_search, k) for k in patch}
+            for k, v in patch.items():
+                setattr(catalog_search, k, v(saved[k]) if callable(v) else v)
+            try:
+                r = evaluate(systems["ours"], LABELS)
+            finally:
+                for k, v in saved.items():
+                    setattr(catalog_search, k, v)
+            print(f"  {label:<34} {r['recall@1']:>9.3f} {r['recall@5']:>9.3f} {r['mrr@10']:>8.3f}")
     if args.misses:
         for name in systems:
             print(f"\nmissed at 5 by {name}:")

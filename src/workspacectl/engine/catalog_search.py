@@ -31,7 +31,7 @@ from workspacectl.engine.db import transaction
 from workspacectl.engine.store import catalog_search as store
 
 # Bump when the analysis changes: the index is rebuilt on the next search.
-ANALYZER_VERSION = "2"
+ANALYZER_VERSION = "4"
 
 # bm25 weight per FTS column, in store.FTS_COLUMNS order: name, summary, path, tags, body, params
 BM25_WEIGHTS = (6.0, 4.0, 2.0, 1.5, 1.0, 0.5)
@@ -39,6 +39,15 @@ BM25_WEIGHTS = (6.0, 4.0, 2.0, 1.5, 1.0, 0.5)
 FIELD_WEIGHTS = {"name": 1.0, "summary": 0.9, "path": 0.6, "tags": 0.5, "body": 0.35, "params": 0.2}
 EQUIVALENT_WEIGHT = 0.95
 SYNONYM_WEIGHT = 0.6
+# The re-rank: a weighted mean of features in [0, 1], so the score is in [0, 1] too.
+#   bm25            the candidate's weighted bm25 relative to the best candidate's
+#   coverage        share of the phrase's weight (idf) found, field by field
+#   name_precision  share of the operation name's words the phrase asked for
+#   action          how well the operation's action fits the verb asked for
+#   named_service   the phrase names this operation's service (only when it names one)
+#   affinity        the phrase's words belong to this operation's service (when it names none)
+FEATURE_WEIGHTS = {"bm25": 0.25, "coverage": 0.40, "name_precision": 0.15, "action": 0.12,
+                   "named_service": 0.35, "affinity": 0.08}
 CANDIDATES = 120
 ONLY_SERVICE_SCORE = 0.5
 MAX_QUERY_TERMS = 24
@@ -363,19 +372,20 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int):
     index = _term_index(concepts)
     affinity = _service_affinity(stats, concepts) if not (named or service) else {}
     best_bm25 = min(r["bm25"] for r in candidates.values())
+    W = FEATURE_WEIGHTS
     scored = []
     for op_id, r in candidates.items():
         fields = {f: (r[f] or "").split() for f in FIELD_WEIGHTS}
         parts = [
-            (0.25, r["bm25"] / best_bm25 if best_bm25 < 0 else 0.0),
-            (0.40, _coverage(fields, concepts, index)),
-            (0.15, _name_precision(fields["name"], wanted)),
-            (0.12, action_fit(asked, r["action"], r["method"], r["shape"])),
+            (W["bm25"], r["bm25"] / best_bm25 if best_bm25 < 0 else 0.0),
+            (W["coverage"], _coverage(fields, concepts, index)),
+            (W["name_precision"], _name_precision(fields["name"], wanted)),
+            (W["action"], action_fit(asked, r["action"], r["method"], r["shape"])),
         ]
         if named:
-            parts.append((0.35, 1.0 if r["service"] in named else 0.0))
+            parts.append((W["named_service"], 1.0 if r["service"] in named else 0.0))
         elif affinity:
-            parts.append((0.08, affinity.get(r["service"], 0.0)))
+            parts.append((W["affinity"], affinity.get(r["service"], 0.0)))
         score = sum(w * x for w, x in parts) / sum(w for w, _ in parts)
         scored.append((op_id, score, parts))
     scored.sort(key=lambda s: (-s[1], s[0]))
