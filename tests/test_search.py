@@ -74,6 +74,11 @@ QUUXPAY = textwrap.dedent("""
     summary = "Deliver a short note"
     method = "POST"
     path = "/smsMessages"
+    [[operations]]
+    name = "emitir-factura"
+    summary = "Émettre une facture électronique"
+    method = "POST"
+    path = "/facturas"
 """)
 
 QUUXPAY_V2 = QUUXPAY.replace('name = "refund-charge"\nsummary = "Refund a charge"',
@@ -113,6 +118,7 @@ def test_words_split_code_names_and_paths():
     assert words("repos/list-for-org") == ["repos", "list", "for", "org"]
     assert words("/v1/smsMessages/{Sid}.json") == ["v1", "sms", "messages", "sid", "json"]
     assert words("getHTTPStatus") == ["get", "http", "status"]
+    assert words("Überweisung_senden") == ["überweisung", "senden"]
     assert words("") == []
 
 
@@ -207,6 +213,7 @@ def test_odd_phrases_never_fail(toys):
         assert r.status == 200, (q, r.body)
         assert isinstance(r.body["operations"], list)
     assert search(toys, "the of to") == []
+    assert op_ids(search(toys, "facture électronique"))[0] == "quuxpay.emitir-factura"   # not only ASCII
     assert op_ids(search(toys, "list widgets"))[0] == "zorbly.list-widgets"   # the table survived
 
 

@@ -31,7 +31,7 @@ from workspacectl.engine.db import transaction
 from workspacectl.engine.store import catalog_search as store
 
 # Bump when the analysis changes: the index is rebuilt on the next search.
-ANALYZER_VERSION = "4"
+ANALYZER_VERSION = "5"
 
 # bm25 weight per FTS column, in store.FTS_COLUMNS order: name, summary, path, tags, body, params
 BM25_WEIGHTS = (6.0, 4.0, 2.0, 1.5, 1.0, 0.5)

@@ -22,7 +22,7 @@ _ENTITY = re.compile(r"&[a-z]{2,8};|&#\d{1,6};")
 _CAMEL_1 = re.compile(r"([a-z0-9])([A-Z])")
 _CAMEL_2 = re.compile(r"([A-Z]+)([A-Z][a-z])")
 _DIGIT_WORD = re.compile(r"(\d)([A-Z][a-z])")
-_WORD = re.compile(r"[A-Za-z0-9]+")
+_WORD = re.compile(r"[^\W_]+")
 
 
 def clean(text: str) -> str:
