@@ -5,17 +5,21 @@
     search(conn, q, service=None, limit=20) -> [(op_id, score)], best first, score in (0, 1]
 
 How a query is answered:
-1. The phrase is analyzed like the documents (catalog_search_text). Words naming a service in
-   the catalog ("stripe", "github") are taken out of the text and become a service signal.
-2. Each remaining term is a *concept*: the term itself, or one of its synonyms at a discount.
+1. The phrase is analyzed like the documents (catalog_search_text), after its idioms are
+   rewritten. Words naming a service in the catalog ("stripe", "github") are taken out of the
+   text and become a service signal.
+2. Each remaining term is a *concept*: the term, its equivalents (nearly full credit) and its
+   synonyms (at a discount), weighted by idf; a verb counts half (step 4 judges it).
 3. FTS5 finds candidates with bm25() weighted per column (name and summary far above the
-   description). Terms found in most documents ("get", "list") are left out of the MATCH,
-   they would only make it slow, but still count in step 4. When the phrase names a service,
-   that service's best candidates are fetched too, so a strong hit is never cut off.
-4. Only those candidates (a few hundred at most) are re-scored in Python: how much of the
-   phrase's weight the name, summary and path cover, whether the operation's action and HTTP
-   shape fit the verb asked for (list -> GET on a collection, delete -> DELETE...), and the
-   service signal. The catalog is never scanned in Python.
+   description). Terms in more than COMMON_FRACTION of the operations ("get", "user") are
+   left out of the MATCH, which they would only slow down, but still count in step 4. When
+   the phrase names a service, that service's best candidates are fetched too.
+4. Only those candidates (CANDIDATES, or twice the limit) are re-scored in Python, as a
+   weighted mean of the FEATURE_WEIGHTS features: relative bm25, how much of the phrase's
+   weight each field covers, how much of the operation's name was asked for, whether its
+   action and HTTP shape fit the verb asked for (list -> GET on a collection, delete ->
+   DELETE...), and the service signal (named, or the phrase's words belonging to a service).
+   The catalog is never scanned in Python.
 """
 from __future__ import annotations
 

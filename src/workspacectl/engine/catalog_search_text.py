@@ -1,12 +1,17 @@
 """Text analysis for operation search: the same steps at index time and at query time.
 
     words("POST /v1/chat.postMessage")  -> ["post", "v1", "chat", "post", "message"]
-    terms("Sending messages")           -> ["send", "messag"]        (stop words out, stemmed)
+    terms("Sending the messages")       -> ["send", "message"]       (stop words out, stemmed)
 
 Splitting handles camelCase, snake_case, kebab-case, dotted and slashed paths, HTML tags and
-markdown links. `stem` is the Porter (1980) suffix stripper, written out here (no dependency).
-`SYNONYMS` is a small hand-made table of the words people use for the same capability; it is
-applied at query time only, so the index holds what the documents say.
+markdown links. `stem` is step 1 of Porter's (1980) suffix stripper, written out here (no
+dependency). The small hand-made tables below are the language knowledge, applied at query
+time only, so the index holds what the documents say:
+
+    EQUIVALENTS  words that mean the same in an API (repo/repository, react/reaction)
+    SYNONYMS     words people use for related capabilities (send/post/deliver, refund/reimburse)
+    ACTIONS      verbs grouped by the action they ask for (create, get, list, search, delete, update)
+    IDIOMS       phrases rewritten to the words APIs use ("who am I" -> authenticated user)
 """
 from __future__ import annotations
 
@@ -90,25 +95,6 @@ def _cvc(w: str) -> bool:
             and _is_consonant(w, len(w) - 1) and w[-1] not in "wxy")
 
 
-def _replace(w: str, rules, min_m: int) -> str:
-    for suffix, repl in rules:
-        if w.endswith(suffix):
-            stem = w[: -len(suffix)]
-            return stem + repl if _measure(stem) > min_m else w
-    return w
-
-
-_STEP2 = (("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"), ("izer", "ize"),
-          ("bli", "ble"), ("alli", "al"), ("entli", "ent"), ("eli", "e"), ("ousli", "ous"),
-          ("ization", "ize"), ("ation", "ate"), ("ator", "ate"), ("alism", "al"), ("iveness", "ive"),
-          ("fulness", "ful"), ("ousness", "ous"), ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"),
-          ("logi", "log"))
-_STEP3 = (("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"), ("ful", ""),
-          ("ness", ""))
-_STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "ion", "ou",
-          "ism", "ate", "iti", "ous", "ive", "ize")
-
-
 def _step1(w: str) -> str:
     # 1a
     if w.endswith("sses") or w.endswith("ies"):
@@ -136,40 +122,15 @@ def _step1(w: str) -> str:
     return w
 
 
-def _steps2to5(w: str) -> str:
-    w = _replace(w, _STEP2, 0)
-    w = _replace(w, _STEP3, 0)
-    # 4
-    for suffix in _STEP4:
-        if w.endswith(suffix):
-            stem_ = w[: -len(suffix)]
-            if _measure(stem_) > 1 and (suffix != "ion" or stem_.endswith(("s", "t"))):
-                w = stem_
-            break
-    # 5
-    if w.endswith("e"):
-        m = _measure(w[:-1])
-        if m > 1 or (m == 1 and not _cvc(w[:-1])):
-            w = w[:-1]
-    if _measure(w) > 1 and _double_consonant(w) and w.endswith("l"):
-        w = w[:-1]
-    return w
-
-
-FULL_PORTER = False
-
-
 @lru_cache(maxsize=50000)
 def stem(w: str) -> str:
-    """Porter's algorithm; words of three letters or fewer and words with digits are left alone.
-
-    Only step 1 (plurals, -ed, -ing, -y) runs unless FULL_PORTER: the later steps fold words
-    an API keeps apart ("customer" and "custom", "organization" and "organ").
-    """
+    """Step 1 of Porter's algorithm (plurals, -ed, -ing, -y); words of three letters or fewer
+    and words with digits are left alone. Porter's later steps fold words an API keeps apart
+    ("customer" and "custom", "organization" and "organ") and ranked no better on the labelled
+    set; EQUIVALENTS pairs the verbs and nouns that matter instead ("react", "reaction")."""
     if len(w) <= 3 or not w.isalpha():
         return w
-    w = _step1(w)
-    return _steps2to5(w) if FULL_PORTER else w
+    return _step1(w)
 
 
 def terms(text: str, *, keep_stop_words: bool = False) -> list[str]:
