@@ -8,6 +8,7 @@ documents; bench/search_quality.py prints the full figures against plain BM25.
 from __future__ import annotations
 
 import shutil
+import sqlite3
 import textwrap
 
 import pytest
@@ -196,6 +197,25 @@ def test_reimport_and_delete_keep_the_index_in_step(toys):
     assert toys.api("DELETE", "/v1/admin/catalog/quuxpay").status == 204
     assert not [h for h in search(toys, "issue store credit", limit=100) if h["service"] == "quuxpay"]
     assert op_ids(search(toys, "delete a widget"))[0] == "zorbly.delete-widget"
+
+
+def test_an_index_out_of_step_is_rebuilt_on_the_next_search(toys):
+    """An index an older analyzer built, or one a catalog change bypassed, is rebuilt."""
+    db = sqlite3.connect(toys.workspace / "workspace.db", timeout=15)
+    with db:
+        db.execute("UPDATE operation_search_meta SET value = 'old' WHERE key = 'analyzer_version'")
+        db.execute("DELETE FROM operation_search")
+        db.execute("DELETE FROM operation_search_docs")
+        db.execute("DELETE FROM operation_search_terms")
+    assert op_ids(search(toys, "refund a charge"))[0] == "quuxpay.refund-charge"
+    with db:
+        db.execute("DELETE FROM operation_search WHERE rowid IN "
+                   "(SELECT rowid FROM operation_search_docs WHERE service = 'zorbly')")
+        db.execute("DELETE FROM operation_search_docs WHERE service = 'zorbly'")
+    assert op_ids(search(toys, "remove a widget", service="zorbly"))[0] == "zorbly.delete-widget"
+    version = db.execute("SELECT value FROM operation_search_meta WHERE key = 'analyzer_version'").fetchone()[0]
+    assert version == catalog_search.ANALYZER_VERSION
+    db.close()
 
 
 def test_empty_missing_or_bad_query_is_400(toys):

@@ -150,10 +150,13 @@ def _index_service(conn: sqlite3.Connection, service: str) -> None:
 
 
 def reindex_service(conn: sqlite3.Connection, service: str) -> None:
-    """Index (again) every operation of one service. Joins the caller's transaction if any."""
+    """Index (again) every operation of one service. Joins the caller's transaction if any.
+    An index an older analyzer built is rebuilt whole instead, so no service is left behind."""
     with transaction(conn):
-        _index_service(conn, service)
-        store.set_meta(conn, "analyzer_version", ANALYZER_VERSION)
+        if store.get_meta(conn, "analyzer_version") != ANALYZER_VERSION:
+            reindex_all(conn)
+        else:
+            _index_service(conn, service)
 
 
 def remove_service(conn: sqlite3.Connection, service: str) -> None:
