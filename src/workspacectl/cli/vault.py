@@ -113,12 +113,17 @@ def log(
     body = backend(ctx).request("GET", cred_path(cred_id, "/access-log"), query=query)
 
     def render(b):
-        rows = [{**e, "key": e.get("keyId") or "session"} for e in b.get("entries") or []]
+        rows = [{**e, "key": key_label(e.get("keyId"))} for e in b.get("entries") or []]
         table(rows, LOG_COLUMNS, "No token has been requested for this credential.")
         if b.get("nextCursor"):
             info(f"More: wsctl vault log {cred_id} --cursor {b['nextCursor']}")
 
     emit(ctx, body, render, json_flag=json)
+
+
+def key_label(key_id) -> str:
+    """An API key's id, or "session" for a command-line session (its id says nothing more)."""
+    return key_id if isinstance(key_id, str) and key_id.startswith("key_") else "session"
 
 
 # --- secrets out ----------------------------------------------------------------------------
@@ -190,7 +195,7 @@ class RunCommand(TyperCommand):
 @app.command("run", cls=RunCommand)
 def run(
     ctx: typer.Context,
-    words: Annotated[List[str], typer.Argument(metavar="ID... -- CMD", help="Credential ids, then -- and the "
+    words: Annotated[List[str], typer.Argument(metavar="ID -- CMD", help="Credential ids, then -- and the "
                                                "command to run (no shell unless you run one).")],
     reason: ReasonOpt,
     no_masking: Annotated[bool, typer.Option("--no-masking", help="Do not mask secret values in the output.")] = False,
