@@ -14,9 +14,19 @@ also accepts stripe's DELETE /v1/customers/{customer}/subscriptions/{id}, whose 
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-OPENAPI_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "openapi"
+
+def _openapi_dir() -> Path:
+    """WSCTL_OPENAPI_DIR, else ../shared/data/openapi next to the checkout, else /work/shared/..."""
+    candidates = [Path(os.environ["WSCTL_OPENAPI_DIR"])] if os.environ.get("WSCTL_OPENAPI_DIR") else []
+    candidates += [Path(__file__).resolve().parents[2] / "shared" / "data" / "openapi",
+                   Path("/work/shared/data/openapi")]
+    return next((p for p in candidates if p.is_dir()), candidates[0])
+
+
+OPENAPI_DIR = _openapi_dir()
 SERVICES = ("asana", "box", "discord", "github", "intercom", "openai", "sendgrid", "slack",
             "spotify", "square", "stripe", "twilio")
 

@@ -14,7 +14,8 @@ import textwrap
 import pytest
 
 from tests.conftest import make_backend
-from tests.search_labels import LABELS, all_label_op_ids, evaluate, make_corpus_workspace
+from tests.search_labels import (LABELS, OPENAPI_DIR, all_label_op_ids, evaluate, make_corpus_workspace,
+                                 openapi_files)
 from workspacectl.engine import catalog_search
 from workspacectl.engine.catalog_search_text import clean, stem, terms, words
 
@@ -281,6 +282,7 @@ def test_cli_search(toys):
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """A workspace holding exactly the 12 shared OpenAPI documents, made once for the module."""
+    assert len(openapi_files()) == 12, f"the shared OpenAPI documents are not in {OPENAPI_DIR} (set WSCTL_OPENAPI_DIR)"
     path = tmp_path_factory.mktemp("search-corpus") / "ws"
     ws = make_corpus_workspace(path)
     conn = ws.conn()
