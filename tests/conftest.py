@@ -184,7 +184,7 @@ class Backend:
     def env_for(self, secret: str) -> dict:
         """Environment for a wsctl subprocess presenting `secret` (a session token or an API key)."""
         var = "WSCTL_TOKEN" if secret.startswith("ws_session_") else "WSCTL_API_KEY"
-        env = {k: v for k, v in self.env.items() if k not in ("WSCTL_TOKEN", "WSCTL_API_KEY")}
+        env = {**self.env, "WSCTL_TOKEN": "", "WSCTL_API_KEY": ""}  # "" = unset, and survives wsctl()'s merge
         env[var] = secret
         return env
 
