@@ -13,7 +13,7 @@ from workspacectl.errors import ApiError
 
 app = typer.Typer(no_args_is_help=True)
 
-ProfileOpt = Annotated[Optional[str], typer.Option("--profile", "-p", help="Profile to sign in (default: the active one).")]
+ProfileOpt = Annotated[Optional[str], typer.Option("--profile", "-p", help="Profile to use (default: the active one).")]
 
 
 def _profile(ctx, flag: str | None) -> str:
@@ -55,8 +55,9 @@ def login(
     config.set_profile(name, {"server": server})
     member_rec = answer["member"]
     body = {"profile": name, "server": server, "member": member_rec, "tokenStorage": where}
+    kept = "the OS keyring" if where == "keyring" else where
     emit(ctx, body, lambda b: info(f"Signed in to {server} as {member_rec['name']} <{member_rec['email']}> "
-                                   f"({member_rec['role']}); profile '{name}', token in the {where}."), json_flag=json)
+                                   f"({member_rec['role']}); profile '{name}', token kept in {kept}."), json_flag=json)
 
 
 def _ask_code() -> str:
@@ -76,7 +77,7 @@ def _login_local(ctx, name: str, member: str, json: bool):
     from workspacectl.engine.store.identity import member_json
     from workspacectl.engine.workspace import Workspace
 
-    target = resolve(name)
+    target = resolve(name, new_profile_ok=True)
     if target.kind == "remote":
         raise ApiError("invalid_request", f"Profile '{name}' points at a server; --member is for local workspaces.")
     path = Path(target.location)
@@ -132,7 +133,9 @@ def whoami(ctx: typer.Context, json: JsonOpt = False):
 
 @app.command("token")
 def token(ctx: typer.Context, profile: ProfileOpt = None):
-    """Print the session token of a remote profile (for scripts: WSCTL_TOKEN=$(wsctl auth token))."""
+    """Print the session token of a remote profile on stdout, for scripts:
+    WSCTL_TOKEN=$(wsctl auth token). Like `gh auth token` it prints on a terminal too, since
+    you asked for it; it is a live credential, so treat the output as a password."""
     name = _profile(ctx, profile)
     target = resolve(name)
     if target.kind != "remote":
@@ -158,6 +161,8 @@ def logout(ctx: typer.Context, profile: ProfileOpt = None, json: JsonOpt = False
                 raise
         secrets_store.delete(token_key(name))
         msg = f"Signed out of {target.location} (profile '{name}')."
+    elif target.kind == "remote" and target.secret_source == "none":
+        msg = f"Profile '{name}' is not signed in to {target.location}; nothing to sign out of."
     elif target.kind == "remote":
         msg = f"The token comes from {target.secret_source}; unset it to sign out."
     else:

@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 import typer
 
-from workspacectl.cli.context import backend
+from workspacectl.cli.context import all_pages, backend
 from workspacectl.cli.output import JsonOpt, emit, fields, info, is_tty, table
 from workspacectl.errors import ApiError
 
@@ -20,20 +20,20 @@ SEARCH_COLUMNS = [("opId", "OPERATION"), ("score", "SCORE"), ("method", "METHOD"
                   ("summary", "SUMMARY")]
 
 
-def seg(value: str) -> str:
-    return quote(value, safe="")
+def utf8(value: Optional[str], what: str) -> Optional[str]:
+    """An argument that is not UTF-8 reaches Python with lone surrogates, which no URL or
+    request can carry: refuse it as the engine would, on both backends alike."""
+    if value is not None:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ApiError("invalid_request", f"{what} is not valid UTF-8 text; check it for stray bytes.") from None
+    return value
 
 
-def all_pages(ctx, path: str, key: str, query: dict | None = None) -> dict:
-    """Every page of a list route, as one body {key: [...], "nextCursor": null}."""
-    query = {**(query or {}), "limit": "500"}
-    items: list = []
-    while True:
-        body = backend(ctx).request("GET", path, query=query)
-        items.extend(body.get(key) or [])
-        if not body.get("nextCursor"):
-            return {key: items, "nextCursor": None}
-        query["cursor"] = body["nextCursor"]
+def seg(value: str, what: str) -> str:
+    """A path segment from an argument, percent-encoded."""
+    return quote(utf8(value, what), safe="")
 
 
 @app.command("integrations")
@@ -47,7 +47,7 @@ def integrations(ctx: typer.Context, json: JsonOpt = False):
 def integration(ctx: typer.Context, service: Annotated[str, typer.Argument(help="Service name, e.g. slack.")],
                 json: JsonOpt = False):
     """Show one integration's setup: credential type, env vars, OAuth URLs and scopes."""
-    body = backend(ctx).request("GET", f"/v1/integrations/{seg(service)}")
+    body = backend(ctx).request("GET", f"/v1/integrations/{seg(service, 'SERVICE')}")
 
     def render(b):
         pairs = [("service", b["service"]), ("name", b["name"]), ("credentialType", b["credentialType"]),
@@ -70,7 +70,7 @@ def integration(ctx: typer.Context, service: Annotated[str, typer.Argument(help=
 def operations(ctx: typer.Context, service: Annotated[str, typer.Argument(help="Service name, e.g. slack.")],
                json: JsonOpt = False):
     """List one service's operations."""
-    body = all_pages(ctx, f"/v1/integrations/{seg(service)}/operations", "operations")
+    body = all_pages(ctx, f"/v1/integrations/{seg(service, 'SERVICE')}/operations", "operations")
     emit(ctx, body, lambda b: table(b["operations"], OPERATION_COLUMNS, f"{service} has no operations."),
          json_flag=json)
 
@@ -89,7 +89,7 @@ def print_markdown(text: str) -> None:
 def operation(ctx: typer.Context, op_id: Annotated[str, typer.Argument(metavar="OPID", help="Operation id, e.g. slack.chat-post-message.")],
               json: JsonOpt = False):
     """Show an operation's reference: method, path, params, response, example, env vars."""
-    body = backend(ctx).request("GET", f"/v1/operations/{seg(op_id)}")
+    body = backend(ctx).request("GET", f"/v1/operations/{seg(op_id, 'OPID')}")
     emit(ctx, body, lambda b: print_markdown(b.get("markdown") or ""), json_flag=json)
 
 
@@ -98,13 +98,13 @@ def search(
     ctx: typer.Context,
     phrase: Annotated[str, typer.Argument(help="What you want to do, e.g. 'send a text message'.")],
     service: Annotated[Optional[str], typer.Option("--service", help="Only this service's operations.")] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="How many results (1-100).")] = 10,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many results (1-500).")] = 10,
     json: JsonOpt = False,
 ):
     """Find operations by what they do, best match first."""
-    query = {"q": phrase, "limit": str(limit)}
+    query = {"q": utf8(phrase, "PHRASE"), "limit": str(limit)}
     if service:
-        query["service"] = service
+        query["service"] = utf8(service, "--service")
     body = backend(ctx).request("GET", "/v1/operations", query=query)
 
     def render(b):
@@ -149,7 +149,7 @@ def import_(
     if fmt:
         body["format"] = fmt
     if service:
-        body["service"] = service
+        body["service"] = utf8(service, "--service")
     answer = backend(ctx).request("POST", "/v1/admin/catalog", body=body)
 
     def render(b):

@@ -46,11 +46,17 @@ def token_key(profile: str) -> str:
     return f"profile:{profile}"
 
 
-def resolve(profile_flag: str | None = None) -> Target:
+def resolve(profile_flag: str | None = None, new_profile_ok: bool = False) -> Target:
     data = config.load()
     name = config.profile_name(profile_flag, data)
     prof = config.get_profile(data, name)
     env = os.environ
+    named = profile_flag or env.get("WSCTL_PROFILE")
+    if named and named != "default" and not prof and not new_profile_ok and not (env.get("WSCTL_SERVER") or env.get("WSCTL_WORKSPACE")):
+        # A mistyped profile must not quietly fall back to (or create) the embedded workspace.
+        known = ", ".join(sorted(data.get("profiles", {}))) or "none yet"
+        raise ApiError("not_found", f"No profile '{name}' (profiles: {known}). Make it with "
+                       f"`wsctl auth login --profile {name} --server URL` or `wsctl init --workspace DIR`.")
     env_secret = None
     for var in ("WSCTL_TOKEN", "WSCTL_API_KEY"):
         if env.get(var):
@@ -67,6 +73,9 @@ def resolve(profile_flag: str | None = None) -> Target:
     if server:
         if env_secret:
             return Target(name, "remote", server.rstrip("/"), env_secret[0], env_secret[1])
+        if (prof.get("server") or "").rstrip("/") != server.rstrip("/"):
+            # WSCTL_SERVER names another server than the profile's: never send it the profile's token.
+            return Target(name, "remote", server.rstrip("/"), None, "none")
         from workspacectl.cli import secrets_store
 
         token, source = secrets_store.lookup(token_key(name))
@@ -138,3 +147,18 @@ def backend(ctx):
     if st._backend is None:
         st._backend = open_backend(resolve(st.profile_flag))
     return st._backend
+
+
+def all_pages(ctx, path: str, key: str, query: dict | None = None) -> dict:
+    """Every page of a list route, as one body {key: [...], "nextCursor": null}.
+
+    A list command shows the whole list: it follows nextCursor rather than stopping at one page.
+    """
+    query = {**(query or {}), "limit": "500"}
+    items: list = []
+    while True:
+        body = backend(ctx).request("GET", path, query=query)
+        items.extend(body.get(key) or [])
+        if not body.get("nextCursor"):
+            return {key: items, "nextCursor": None}
+        query["cursor"] = body["nextCursor"]

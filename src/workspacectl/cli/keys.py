@@ -5,7 +5,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from workspacectl.cli.context import backend
+from workspacectl.cli.context import all_pages, backend
 from workspacectl.cli.output import JsonOpt, emit, info, table
 
 app = typer.Typer(no_args_is_help=True)
@@ -17,7 +17,7 @@ COLUMNS = [("id", "ID"), ("kind", "KIND"), ("name", "NAME"), ("scopes", "SCOPES"
 @app.command("list")
 def list_(ctx: typer.Context, json: JsonOpt = False):
     """List your keys (an owner or admin sees everyone's)."""
-    body = backend(ctx).request("GET", "/v1/keys", query={"limit": "500"})
+    body = all_pages(ctx, "/v1/keys", "keys")
     emit(ctx, body, lambda b: table(b["keys"], COLUMNS, "No keys."), json_flag=json)
 
 

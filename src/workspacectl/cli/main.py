@@ -9,14 +9,21 @@ import os
 import sys
 
 
+# Messages the contract fixes word for word over HTTP; on the terminal they also say what to do.
+HINTS = {
+    ("insufficient_scope", "Insufficient scope"):
+        ": this key's kind or scopes do not cover this command. Use a key that holds the scope it needs"
+        " (`wsctl keys create`), or a session (`wsctl auth login`).",
+}
+
+
 def _debug_requested(argv: list[str]) -> bool:
     return "--debug" in argv or os.environ.get("WSCTL_DEBUG") == "1"
 
 
 def main(argv: list[str] | None = None) -> None:
-    import click
     import typer
-    from typer import _click as typer_click  # typer vendors click: its usage errors and Abort are its own
+    from typer import _click as click  # typer vendors click; plain click is never on this path
 
     from workspacectl.cli.app import build_app
     from workspacectl.errors import EXIT_CODES, ApiError
@@ -33,16 +40,18 @@ def main(argv: list[str] | None = None) -> None:
             import traceback
 
             traceback.print_exc()
-        print(f"error: {e.message}", file=sys.stderr)
+        print(f"error: {e.message}{HINTS.get((e.code, e.message), '')}", file=sys.stderr)
         code = EXIT_CODES.get(e.code, 1)
-    except (click.exceptions.Abort, typer.Abort):
+    except typer.Abort:
         print("Aborted.", file=sys.stderr)
         code = 1
-    except click.exceptions.Exit as e:
+    except typer.Exit as e:
         code = e.exit_code
-    except (click.ClickException, typer_click.ClickException) as e:
-        e.show()
-        code = e.exit_code  # UsageError -> 2
+    except click.ClickException as e:  # usage errors (exit 2): one line too, naming the help to read
+        code = e.exit_code
+        ctx = getattr(e, "ctx", None)
+        hint = f" See `{ctx.command_path} -h`." if ctx is not None else ""
+        print(f"error: {e.format_message().rstrip('.')}.{hint}", file=sys.stderr)
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         code = 130

@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from workspacectl.cli.context import backend
+from workspacectl.cli.context import all_pages, backend
 from workspacectl.cli.output import JsonOpt, emit, fields, info, table
 
 app = typer.Typer(no_args_is_help=True)
@@ -22,7 +22,7 @@ def member_path(ref: str) -> str:
 @app.command("list")
 def list_(ctx: typer.Context, json: JsonOpt = False):
     """List the workspace's members."""
-    body = backend(ctx).request("GET", "/v1/members", query={"limit": "500"})
+    body = all_pages(ctx, "/v1/members", "members")
     emit(ctx, body, lambda b: table(b["members"], COLUMNS, "No members."), json_flag=json)
 
 

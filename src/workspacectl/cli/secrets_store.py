@@ -1,4 +1,5 @@
-"""Client-side secret storage: the OS keyring (service "wsctl"), every call bounded by a timeout.
+"""Client-side secret storage: the OS keyring (service "wsctl"), every call bounded by a timeout;
+after one call times out the process stops asking the keyring, so a command waits at most once.
 
 Where no keyring backend works (headless CI), secrets go to credentials.toml next to the
 config, mode 0600, and one warning is printed on stderr per process.
@@ -15,6 +16,7 @@ from workspacectl.cli.paths import secrets_file
 SERVICE = "wsctl"
 TIMEOUT_SECONDS = 3.0
 _warned = False
+_hung = False  # a keyring call timed out: do not wait on it again in this process
 _UNSET = object()
 
 
@@ -24,6 +26,9 @@ class KeyringUnavailable(Exception):
 
 def _bounded(fn, *args):
     """Run a keyring call in a thread; give up after TIMEOUT_SECONDS (a hung D-Bus, a locked vault)."""
+    global _hung
+    if _hung:
+        raise KeyringUnavailable("timed out earlier")
     box: dict = {}
 
     def run():
@@ -40,7 +45,10 @@ def _bounded(fn, *args):
     t = threading.Thread(target=run, daemon=True)
     t.start()
     t.join(TIMEOUT_SECONDS)
-    if t.is_alive() or "error" in box:
+    if t.is_alive():
+        _hung = True
+        raise KeyringUnavailable("timed out")
+    if "error" in box:
         raise KeyringUnavailable(str(box.get("error", "timed out")))
     return box.get("value")
 

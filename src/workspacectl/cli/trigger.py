@@ -6,7 +6,8 @@ from urllib.parse import quote
 
 import typer
 
-from workspacectl.cli.context import backend
+from workspacectl.cli.catalog import utf8
+from workspacectl.cli.context import all_pages, backend
 from workspacectl.cli.output import JsonOpt, emit, fields, table
 
 app = typer.Typer(help="Trigger providers that start workflows.", no_args_is_help=True)
@@ -22,17 +23,7 @@ def list_(
     json: JsonOpt = False,
 ):
     """List trigger providers."""
-    query = {"limit": "500"}
-    if q:
-        query["q"] = q
-    items: list = []
-    while True:
-        body = backend(ctx).request("GET", "/v1/triggers", query=query)
-        items.extend(body.get("triggers") or [])
-        if not body.get("nextCursor"):
-            break
-        query["cursor"] = body["nextCursor"]
-    body = {"triggers": items, "nextCursor": None}
+    body = all_pages(ctx, "/v1/triggers", "triggers", {"q": utf8(q, "-q")} if q else None)
     emit(ctx, body, lambda b: table(b["triggers"], COLUMNS, "No trigger providers match."), json_flag=json)
 
 
@@ -41,7 +32,7 @@ def show(ctx: typer.Context,
          trigger_id: Annotated[str, typer.Argument(metavar="TRIGGER_ID", help="e.g. webhook, cron, github-new-issue.")],
          json: JsonOpt = False):
     """Show one trigger provider."""
-    body = backend(ctx).request("GET", f"/v1/triggers/{quote(trigger_id, safe='')}")
+    body = backend(ctx).request("GET", f"/v1/triggers/{quote(utf8(trigger_id, 'TRIGGER_ID'), safe='')}")
 
     def render(b):
         pairs = [("triggerId", b["triggerId"]), ("type", b["type"]), ("name", b["name"]),

@@ -12,7 +12,7 @@ from urllib.parse import quote
 import typer
 from typer.core import TyperCommand
 
-from workspacectl.cli.context import backend
+from workspacectl.cli.context import all_pages, backend
 from workspacectl.cli.output import JsonOpt, emit, fields, info, print_json, table
 from workspacectl.errors import ApiError
 
@@ -63,17 +63,7 @@ def list_(
     json: JsonOpt = False,
 ):
     """List the credentials you own or that are shared with you."""
-    query = {"limit": "500"}
-    if service:
-        query["service"] = service
-    items: list = []
-    while True:
-        body = backend(ctx).request("GET", "/v1/credentials", query=query)
-        items.extend(body.get("credentials") or [])
-        if not body.get("nextCursor"):
-            break
-        query["cursor"] = body["nextCursor"]
-    body = {"credentials": items, "nextCursor": None}
+    body = all_pages(ctx, "/v1/credentials", "credentials", {"service": service} if service else None)
     emit(ctx, body, lambda b: table(b["credentials"], LIST_COLUMNS,
                                     "No credentials. Connect one with `wsctl vault connect SERVICE`."), json_flag=json)
 
@@ -228,6 +218,9 @@ def connect(
     service: Annotated[str, typer.Argument(help="Service to connect, e.g. slack (see `wsctl catalog integrations`).")],
     no_open: Annotated[bool, typer.Option("--no-open", help="Print the link instead of opening a browser.")] = False,
     wait: Annotated[bool, typer.Option("--wait", help="Wait until the connection completes or fails.")] = False,
+    reconnect: Annotated[Optional[str], typer.Option("--reconnect", metavar="ID", help="Put the new secrets into "
+                                                     "this credential of yours (same id and shares), e.g. one "
+                                                     "that needs_reconnect.")] = None,
     json: JsonOpt = False,
 ):
     """Connect an account: a hosted page for the key form or the OAuth consent."""
@@ -235,7 +228,7 @@ def connect(
         from workspacectl.cli.vault_connect import connect_command
     except ImportError:
         raise ApiError("internal", "Connecting is not available in this build of wsctl.") from None
-    return connect_command(ctx, service, no_open, wait, json)
+    return connect_command(ctx, service, no_open, wait, json, reconnect)
 
 
 @app.command("fields")
@@ -273,7 +266,7 @@ def read_secret_values(names: list[str]) -> dict[str, str]:
     return values
 
 
-@app.command("set-key")
+@app.command("set-key", context_settings={"allow_extra_args": True})
 def set_key(
     ctx: typer.Context,
     cred_id: IdArg,
@@ -282,6 +275,12 @@ def set_key(
     json: JsonOpt = False,
 ):
     """Replace a hand-entered API key, keeping the credential id. Reads it hidden or from stdin."""
+    if ctx.args:  # a key typed as an argument: refuse without echoing it (click's own error would)
+        from typer._click.exceptions import UsageError
+
+        raise UsageError("set-key never takes the new value as an argument (it would stay in your shell "
+                               "history and the process list); type it at the hidden prompt or pipe it on stdin",
+                               ctx=ctx)
     editable = backend(ctx).request("GET", manage_path(cred_id, "/editable-fields"))
     known = [s["name"] for s in editable.get("secretFields") or []]
     names = list(dict.fromkeys(field)) if field else known

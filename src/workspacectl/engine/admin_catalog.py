@@ -22,7 +22,6 @@ from workspacectl.engine.store import catalog as store
 from workspacectl.errors import ApiError
 
 log = logging.getLogger("wsctl.catalog")
-MAX_CONTENT_CHARS = 48 * 1024 * 1024
 
 
 def require_catalog_admin(ctx: Ctx) -> None:
@@ -35,11 +34,24 @@ def _import_args(ctx: Ctx) -> tuple:
     if isinstance(body, (bytes, bytearray)):
         return bytes(body), None, ctx.query.get("service") or None, ctx.query.get("filename") or None
     body = v.body_dict(ctx, allow_empty=False)
-    content = v.string(body, "content", max_len=MAX_CONTENT_CHARS)
+    content = body.get("content")
+    if not isinstance(content, str):
+        raise v.bad("'content' is required: the text of a service definition or OpenAPI document.")
     fmt = v.choice(body, "format", ("toml", "openapi"), required=False)
     service = v.string(body, "service", required=False, max_len=64)
     filename = v.string(body, "filename", required=False, max_len=500)
+    for name, value in (("content", content), ("service", service), ("filename", filename)):
+        if value is not None and not _is_text(value):
+            raise v.bad(f"'{name}' is not valid Unicode text (it holds a lone surrogate escape such as \\ud800).")
     return content, fmt, service, filename
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def parse_import(content, fmt, service, filename) -> dict:

@@ -27,7 +27,8 @@ def _usable(row) -> bool:
 
 def authenticate_secret(conn, secret: str) -> Caller:
     """A Bearer secret -> Caller, or 401. Web-session cookies are not accepted here."""
-    kind = next((k for p, k in SECRET_PREFIXES.items() if secret.startswith(p)), None)
+    # Real secrets are ASCII; anything else (an env var of stray bytes) is simply unknown.
+    kind = next((k for p, k in SECRET_PREFIXES.items() if secret.startswith(p)), None) if secret.isascii() else None
     row = store.find_secret_by_hash(conn, sha256_hex(secret)) if kind else None
     if row is None or row["kind"] != kind or not _usable(row):
         raise ApiError("unauthenticated", "The key or session is unknown, revoked or expired. Sign in again or use another key.")

@@ -427,7 +427,7 @@ def parse_document(text, fmt: str | None = None, service: str | None = None,
         raise bad(where, f"--service '{service[:80]}' must be lower kebab case (a-z, 0-9, '-').")
     fmt = fmt or detect_format(text, filename)
     if fmt == "toml":
-        return parse_toml(text, where, service)
+        return _text_only(parse_toml(text, where, service), where)
     if fmt != "openapi":
         raise bad(where, "'format' must be toml or openapi.")
     from workspacectl.engine.catalog_openapi import openapi_definition
@@ -437,4 +437,17 @@ def parse_document(text, fmt: str | None = None, service: str | None = None,
         definition = openapi_definition(doc, where, service)
     except RecursionError:
         raise bad(where, "the document is nested too deeply.") from None
-    return build_record(definition, where, lenient_names=True)
+    return _text_only(build_record(definition, where, lenient_names=True), where)
+
+
+def _text_only(record: dict, where: str) -> dict:
+    """A JSON escape such as \\ud800 parses to a lone surrogate, which is not text: SQLite and
+    UTF-8 output cannot hold it. Such a document is refused rather than stored half-readable."""
+    import json
+
+    try:
+        json.dumps(record, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise bad(where, "the document holds a lone surrogate escape (\\ud800 to \\udfff), "
+                         "which is not valid Unicode text; fix or remove it.") from None
+    return record

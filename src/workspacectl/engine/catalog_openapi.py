@@ -137,7 +137,7 @@ def _merged_properties(r: Resolver, node: dict, stack: frozenset, depth: int = 0
     own = node.get("properties")
     if isinstance(own, dict):
         props.update(own)
-    for part in node.get("allOf") or []:
+    for part in node.get("allOf") if isinstance(node.get("allOf"), list) else []:
         sub, name = r.resolve(part)
         if isinstance(sub, dict) and not (name and name in stack):
             for k, v in _merged_properties(r, sub, stack, depth + 1).items():
@@ -148,7 +148,7 @@ def _merged_properties(r: Resolver, node: dict, stack: frozenset, depth: int = 0
 def _required_of(r: Resolver, node: dict, depth: int = 0) -> set[str]:
     req = set(x for x in node.get("required") or [] if isinstance(x, str)) if isinstance(node.get("required"), list) else set()
     if depth < 6:
-        for part in node.get("allOf") or []:
+        for part in node.get("allOf") if isinstance(node.get("allOf"), list) else []:
             sub, _ = r.resolve(part)
             if isinstance(sub, dict):
                 req |= _required_of(r, sub, depth + 1)
@@ -236,7 +236,8 @@ def derive_service(doc: dict, base: str | None) -> str:
 
 
 def _schemes(doc: dict, r: Resolver) -> dict:
-    raw = doc.get("securityDefinitions") if doc.get("swagger") else (doc.get("components") or {}).get("securitySchemes")
+    components = doc.get("components") if isinstance(doc.get("components"), dict) else {}
+    raw = doc.get("securityDefinitions") if doc.get("swagger") else components.get("securitySchemes")
     out = {}
     if isinstance(raw, dict):
         for k, v in raw.items():
@@ -248,7 +249,7 @@ def _schemes(doc: dict, r: Resolver) -> dict:
 
 def _preferred_order(doc: dict, schemes: dict) -> list[str]:
     order = []
-    for req in doc.get("security") or []:
+    for req in doc.get("security") if isinstance(doc.get("security"), list) else []:
         if isinstance(req, dict):
             order.extend(k for k in req if k in schemes and k not in order)
     order.extend(k for k in schemes if k not in order)
@@ -324,9 +325,10 @@ def _first_line(text, limit: int = 200) -> str:
 
 def _body_schema(r: Resolver, op: dict):
     """The request body schema: OpenAPI 3 requestBody, or a Swagger 2 'in: body' parameter."""
-    body, _ = r.resolve(op.get("requestBody"))
+    body, name = r.resolve(op.get("requestBody"))
     if not isinstance(body, dict):
-        return None, False
+        # a body behind a remote $ref is never fetched: it stays a param typed by the ref's name
+        return (op.get("requestBody"), False) if name else (None, False)
     content = body.get("content") if isinstance(body.get("content"), dict) else {}
     media = next((content[m] for m in BODY_TYPES if isinstance(content.get(m), dict)), None)
     if media is None:
@@ -360,8 +362,10 @@ def _response_shape(r: Resolver, op: dict, swagger: bool):
     success = sorted(((str(c), v) for c, v in responses.items() if str(c).startswith("2")),
                      key=lambda cv: cv[0].upper().replace("X", "9"))
     for _code, raw in success:
-        resp, _ = r.resolve(raw)
+        resp, name = r.resolve(raw)
         if not isinstance(resp, dict):
+            if name:        # a response behind a remote $ref: its name is the shape
+                return name
             continue
         if swagger:
             if resp.get("schema") is not None:

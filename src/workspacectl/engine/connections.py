@@ -1,8 +1,13 @@
 """Connections: a hosted link that turns into a credential (CONTRACT §4).
 
-    POST /v1/connections {service}  -> 201 {id, service, status: "pending", connectUrl, expiresAt, createdAt}
+    POST /v1/connections {service, credentialId?}
+                                    -> 201 {id, service, status: "pending", connectUrl, expiresAt, createdAt}
     GET  /v1/connections/{id}       -> the same, status pending | connected (+credentialId) |
                                        expired (one hour after creation) | failed (+error)
+
+With `credentialId` (a credential of that service the caller owns, typically one marked
+`needs_reconnect`) the connection is a *reconnect*: completing it puts the new secrets into that
+credential (same id, shares and access log; status back to ok) instead of making a new one.
 
 Only the member who created a connection reads it or completes it; for anyone else it does not
 exist (404 on the API, a refusal page on the link). The link token and the OAuth `state` are
@@ -122,6 +127,7 @@ def create_connection(ctx: Ctx) -> Response:
     """Start connecting a service; answers the hosted connectUrl."""
     body = v.body_dict(ctx)
     service = v.string(body, "service", max_len=100)
+    reconnect_id = v.string(body, "credentialId", required=False, max_len=100)
     conn = ctx.db
     integration = _integration(conn, service)
     if integration is None:
@@ -129,6 +135,12 @@ def create_connection(ctx: Ctx) -> Response:
     ctype = integration["credential_type"]
     if ctype not in _CONNECTABLE:
         raise v.bad(f"{service} is a {ctype} service: there is nothing to connect; use it directly.")
+    if ctype == "oauth2":
+        from workspacectl.engine import oauth
+
+        oauth.check_client(conn, service)  # no client: the provider's page would only refuse the user
+    if reconnect_id:
+        reconnect_target(conn, reconnect_id, ctx.caller.member_id, service)
     if not ctx.base_url:
         raise v.bad("A hosted link needs a server: run `wsctl vault connect SERVICE` (it starts one on "
                     "loopback) or use a workspace served by `wsctl serve`.")
@@ -140,9 +152,33 @@ def create_connection(ctx: Ctx) -> Response:
     with transaction(conn):
         store.insert_connection(conn, conn_id=conn_id, service=service, member_id=ctx.caller.member_id,
                                 link_hash=sha256_hex(token), link_sealed=sealed_link,
-                                created_at=clock.iso(now), expires_at=_expiry_from(now))
+                                created_at=clock.iso(now), expires_at=_expiry_from(now),
+                                reconnect_id=reconnect_id or None)
         row = store.get_connection(conn, conn_id)
     return Response(201, connection_view(ctx.ws, row))
+
+
+def reconnect_target(conn, cred_id: str, member_id: str, service: str):
+    """The credential a reconnect will refill: the member's own (404 unseen, 403 not owned), same service."""
+    from workspacectl.engine.credentials import owned_credential
+
+    row = owned_credential(conn, cred_id, member_id)
+    if row["service"] != service:
+        raise v.bad(f"Credential {cred_id} is a {row['service']} credential; reconnect it with "
+                    f"`wsctl vault connect {row['service']} --reconnect {cred_id}`.")
+    return row
+
+
+def _store_result(ws, conn, row, **values) -> dict:
+    """Inside the completing transaction: a new credential, or fresh secrets in the reconnected one."""
+    from workspacectl.engine.credentials import create_credential, reconnect_credential
+
+    if row["credential_id"]:  # a pending connection's credential_id is its reconnect target
+        reconnect_target(conn, row["credential_id"], row["member_id"], row["service"])
+        return reconnect_credential(ws, conn, row["credential_id"], secrets=values["secrets"],
+                                    fields=values.get("fields"), scopes=values.get("scopes"),
+                                    expires_at=values.get("expires_at"), token_type=values.get("token_type"))
+    return create_credential(ws, conn, owner_member_id=row["member_id"], service=row["service"], **values)
 
 
 def _own_connection(conn, conn_id, member_id: str):
@@ -243,8 +279,6 @@ def check_csrf(web_cookie: str | None, conn_id: str, presented) -> None:
 def complete_api_key(ws, conn_id: str, member_id: str, values: dict) -> dict:
     """Store the entered secrets and fields as a credential; the connection becomes connected and
     its link used, in the same transaction. Invalid values change nothing (400)."""
-    from workspacectl.engine.credentials import create_credential
-
     conn = ws.conn()
     row = _own_connection(conn, conn_id, member_id)
     _check_usable(row)
@@ -265,8 +299,7 @@ def complete_api_key(ws, conn_id: str, member_id: str, values: dict) -> dict:
     with transaction(conn):
         row = _own_connection(conn, conn_id, member_id)
         _check_usable(row)
-        cred = create_credential(ws, conn, owner_member_id=member_id, service=row["service"],
-                                 secrets=secrets, fields=fields)
+        cred = _store_result(ws, conn, row, secrets=secrets, fields=fields)
         if not store.mark_connected(conn, conn_id, cred["id"], clock.now_iso()):
             raise ApiError("conflict", "This connection was completed by another request.")
         row = store.get_connection(conn, conn_id)
@@ -292,8 +325,7 @@ def authorize_url(ws, conn_id: str, member_id: str, base_url: str) -> str:
     if not cfg.authorize_url:
         raise v.bad(f"{integration['name']} has no authorize URL in the catalog; an admin must add it.")
     if not cfg.client_id:
-        raise v.bad(f"{integration['name']} has no OAuth client configured; an admin sets it with "
-                    "`wsctl catalog import` (clientId, clientSecret) before anyone can connect.")
+        raise oauth.missing_client(row["service"])
     setup = _setup(integration)
     use_pkce = setup.get("pkce", True) is not False
     state = _secrets.token_urlsafe(32)
@@ -336,7 +368,6 @@ def finish_oauth(ws, *, state, code, error, caller: Caller | None) -> dict:
     A bad or reused state, another member or an expired connection change nothing. A provider
     `error=` or a refused exchange mark the connection failed (with the reason)."""
     from workspacectl.engine import oauth
-    from workspacectl.engine.credentials import create_credential
 
     conn = ws.conn()
     if not isinstance(state, str) or not state or len(state) > 512:
@@ -379,9 +410,8 @@ def finish_oauth(ws, *, state, code, error, caller: Caller | None) -> dict:
             if current is None or current["status"] != "pending":
                 raise ApiError("expired", "This connection is no longer waiting; start again with "
                                "`wsctl vault connect`.")
-            cred = create_credential(ws, conn, owner_member_id=row["member_id"], service=row["service"],
-                                     secrets=tokens.secrets(), fields=tokens.fields, scopes=tokens.scopes,
-                                     expires_at=tokens.expires_at, token_type=tokens.token_type)
+            cred = _store_result(ws, conn, current, secrets=tokens.secrets(), fields=tokens.fields,
+                                 scopes=tokens.scopes, expires_at=tokens.expires_at, token_type=tokens.token_type)
             store.mark_connected(conn, row["id"], cred["id"], clock.now_iso())
             row = store.get_connection(conn, row["id"])
     except ApiError as e:
@@ -390,7 +420,7 @@ def finish_oauth(ws, *, state, code, error, caller: Caller | None) -> dict:
     return connection_view(ws, row)
 
 
-def connect_in_place(ws, caller: Caller, service: str, values: dict) -> dict:
+def connect_in_place(ws, caller: Caller, service: str, values: dict, reconnect_id: str | None = None) -> dict:
     """`wsctl vault connect` of an apiKey service on the local backend, with the key read from a
     hidden prompt or stdin: the same connection record, made and completed in one transaction,
     with no link (nothing to open, no server needed). Answers the connection view."""
@@ -404,10 +434,13 @@ def connect_in_place(ws, caller: Caller, service: str, values: dict) -> dict:
     if integration["credential_type"] != "apiKey":
         raise v.bad(f"{service} is a {integration['credential_type']} service; only API-key services take a "
                     "key at a prompt.")
+    if reconnect_id:
+        reconnect_target(conn, reconnect_id, caller.member_id, service)
     conn_id = new_id("conn")
     now = clock.now()
     with transaction(conn):
         store.insert_connection(conn, conn_id=conn_id, service=service, member_id=caller.member_id,
                                 link_hash=sha256_hex(_secrets.token_urlsafe(32)), link_sealed=None,
-                                created_at=clock.iso(now), expires_at=_expiry_from(now))
+                                created_at=clock.iso(now), expires_at=_expiry_from(now),
+                                reconnect_id=reconnect_id or None)
         return complete_api_key(ws, conn_id, caller.member_id, values)

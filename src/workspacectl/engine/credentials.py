@@ -94,6 +94,17 @@ def _check_strings(label: str, values, max_chars: int) -> dict[str, str]:
     return out
 
 
+def _expiry(expires_at) -> str | None:
+    """The access token's expiry, normalised to the stored form; 400 (never a 500) for a value that
+    is not an ISO time, or one that leaves years 1-9999 once moved to UTC."""
+    if expires_at is None:
+        return None
+    try:
+        return clock.iso(clock.parse_iso(expires_at))
+    except (TypeError, ValueError, AttributeError, OverflowError):
+        raise ApiError("invalid_request", "expiresAt must be an ISO 8601 time between the years 1 and 9999.") from None
+
+
 def create_credential(ws, conn, *, owner_member_id: str, service: str, name: str | None = None,
                       secrets: dict[str, str], fields: dict[str, str], scopes: list[str] | None = None,
                       expires_at: str | None = None, token_type: str | None = None) -> dict:
@@ -125,11 +136,7 @@ def create_credential(ws, conn, *, owner_member_id: str, service: str, name: str
         raise ApiError("invalid_request", f"{', '.join(clash)} is a secret field; send it as a secret.")
     if scopes is not None and (not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes)):
         raise ApiError("invalid_request", "Scopes must be a list of strings.")
-    if expires_at is not None:
-        try:
-            expires_at = clock.iso(clock.parse_iso(expires_at))
-        except (TypeError, ValueError):
-            raise ApiError("invalid_request", "expiresAt must be an ISO 8601 time.") from None
+    expires_at = _expiry(expires_at)
     if name is not None and (not isinstance(name, str) or not name.strip() or len(name) > 200):
         raise ApiError("invalid_request", "A credential name is 1 to 200 characters.")
     label = fields.get("accountLabel")
@@ -154,6 +161,7 @@ def reconnect_credential(ws, conn, cred_id: str, *, secrets: dict[str, str], fie
                          token_type: str | None = None) -> dict:
     """Put fresh secrets into an existing credential (a reconnect): status back to ok, same id."""
     secrets = _check_strings("Secrets", secrets, MAX_SECRET_CHARS)
+    expires_at = _expiry(expires_at)
     with transaction(conn):
         row = store.get_credential(conn, cred_id)
         if row is None:

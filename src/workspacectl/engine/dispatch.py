@@ -46,6 +46,48 @@ def check_scope(caller: Caller | None, required: str) -> None:
         raise ApiError("insufficient_scope", "Insufficient scope")
 
 
+def check_text(*values: dict) -> None:
+    """Path and query values are Unicode text. Over HTTP they always are; in-process a command
+    line argument that is not UTF-8 arrives with lone surrogates, which SQLite cannot bind."""
+    for d in values:
+        for v in d.values():
+            try:
+                str(v).encode("utf-8")
+            except UnicodeEncodeError:
+                raise ApiError("invalid_request", "A path or query value is not valid UTF-8 text; "
+                                                  "check the arguments for stray bytes.") from None
+
+
+def _holds_surrogates(value) -> bool:
+    """True when any string in a JSON value (keys too) cannot be encoded as UTF-8. Iterative:
+    a body may nest as deep as the JSON parser allows."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
+
+
+def check_body(body) -> None:
+    """A body the server could not parse is reported here, after authentication and the scope
+    check (a personal key on a vault route is 403 whatever it sends). JSON may spell lone
+    surrogates ("\\ud800"), which SQLite cannot bind: 400, not a server error."""
+    if isinstance(body, ApiError):
+        raise body
+    if _holds_surrogates(body):
+        raise ApiError("invalid_request", "The request body holds text that is not valid Unicode "
+                                          "(a lone surrogate escape); send UTF-8 text.")
+
+
 def split_path(path: str) -> tuple[str, dict]:
     """'/v1/x?a=1' -> ('/v1/x', {'a': '1'}) (the last value of a repeated key wins)."""
     parsed = urllib.parse.urlsplit(path)
@@ -79,6 +121,8 @@ class Engine:
         if handler is None:
             raise ApiError("not_found", f"{method} {route.path} is not available in this version yet.")
         params = {k: urllib.parse.unquote(v) for k, v in params.items()}
+        check_text(params, query)
+        check_body(body)
         ctx = Ctx(ws=self.ws, caller=caller, params=params, query=query, body=body, base_url=base_url)
         result = handler(ctx)
         return result if isinstance(result, Response) else Response(200, result)
@@ -93,9 +137,11 @@ class Engine:
 
 
 def parse_json_body(raw: bytes):
+    """JSON bytes -> value; raises ApiError('invalid_request') for bytes that are not JSON
+    (including nesting too deep to parse)."""
     if not raw or not raw.strip():
         return None
     try:
         return json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise ApiError("invalid_request", "The request body is not valid JSON.") from None

@@ -35,11 +35,11 @@ def create_key(ctx: Ctx) -> Response:
     if expires_at is not None:
         try:
             when = clock.parse_iso(expires_at)
-        except ValueError:
+            expires_at = clock.iso(when)  # may overflow: 9999-12-31T23:59:59-01:00 is past year 9999 in UTC
+        except (ValueError, OverflowError):
             raise v.bad("'expiresAt' must be an ISO 8601 timestamp such as 2027-01-31T00:00:00Z.") from None
         if when <= clock.now():
             raise v.bad("'expiresAt' must be in the future.")
-        expires_at = clock.iso(when)
     secret = new_secret(f"ws_{kind}_")
     with transaction(ctx.db):
         row = store.insert_secret(ctx.db, kind, ctx.caller.member_id, sha256_hex(secret), name, scopes, expires_at)

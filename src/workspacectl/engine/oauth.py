@@ -19,6 +19,9 @@ from workspacectl.errors import ApiError
 from workspacectl.secret import Secret
 
 TIMEOUT_SECONDS = 10.0
+# A provider's expires_in beyond this is taken as this: a token that claims to outlive ten years
+# is refreshed then, and no number can overflow the clock.
+MAX_EXPIRES_IN = 10 * 365 * 24 * 3600
 _ERROR_WORD = re.compile(r"^[a-z_]{1,40}$")
 
 
@@ -28,6 +31,30 @@ class InvalidGrant(ApiError):
     def __init__(self, service: str):
         super().__init__("upstream_failed", f"{service} refused the stored grant; reconnect with "
                          f"`wsctl vault connect {service}`.")
+
+
+class OAuthNotConfigured(ApiError):
+    """The catalog lacks what an OAuth call needs (the integration, its client, its token URL).
+
+    An admin's configuration problem, not a provider failure: answered 409 before any provider
+    call, and a token refresh records no back-off for it."""
+
+    def __init__(self, message: str):
+        super().__init__("conflict", message)
+
+
+def missing_client(service: str) -> OAuthNotConfigured:
+    return OAuthNotConfigured(
+        f"The {service} integration has no OAuth client; an owner or admin sets it with `wsctl api PUT "
+        f"/v1/admin/catalog/{service}/oauth-client --data @-` (reading {{\"clientId\": \"…\", \"clientSecret\": \"…\"}} "
+        "from stdin), then try again.")
+
+
+def check_client(conn, service: str) -> None:
+    """Refuse up front (409) when an oauth2 integration has no client id: nothing can be exchanged."""
+    client = store.get_oauth_client_sealed(conn, service)
+    if client is None or not client["oauth_client_id"]:
+        raise missing_client(service)
 
 
 @dataclass(repr=False)
@@ -69,7 +96,8 @@ class ProviderConfig:
 def provider_config(ws, conn, service: str) -> ProviderConfig:
     integration = store.get_integration(conn, service)
     if integration is None or integration["credential_type"] != "oauth2":
-        raise ApiError("not_found", f"No OAuth integration '{service}'. Run `wsctl catalog integrations`.")
+        raise OAuthNotConfigured(f"The catalog has no OAuth integration '{service}' any more; an owner or admin "
+                                 "imports it again with `wsctl catalog import FILE`.")
     try:
         setup = json.loads(integration["setup_json"] or "{}")
     except ValueError:
@@ -92,8 +120,7 @@ def provider_config(ws, conn, service: str) -> ProviderConfig:
 
 def _client_form(cfg: ProviderConfig) -> dict:
     if not cfg.client_id:
-        raise ApiError("invalid_request", f"{cfg.service} has no OAuth client id; an admin sets it with "
-                       "`wsctl catalog import` or the oauth-client route.")
+        raise missing_client(cfg.service)
     form = {"client_id": cfg.client_id}
     if cfg.client_secret is not None:
         form["client_secret"] = cfg.client_secret.reveal()
@@ -102,7 +129,8 @@ def _client_form(cfg: ProviderConfig) -> dict:
 
 def _post_form(cfg: ProviderConfig, url: str | None, form: dict, what: str):
     if not url:
-        raise ApiError("invalid_request", f"{cfg.service} has no {what} URL in the catalog; an admin must add it.")
+        raise OAuthNotConfigured(f"The {cfg.service} integration has no {what} URL in the catalog; an owner or "
+                                 "admin adds it with `wsctl catalog import FILE`.")
     import httpx
 
     try:
@@ -140,13 +168,7 @@ def _parse_tokens(cfg: ProviderConfig, resp) -> TokenSet:
     if not isinstance(access, str) or not access:
         raise ApiError("upstream_failed", f"{cfg.service}'s token endpoint answered without an access token.")
     refresh = body.get("refresh_token")
-    expires_at = None
-    try:
-        expires_in = float(body.get("expires_in")) if body.get("expires_in") not in (None, "") else None
-    except (TypeError, ValueError):
-        expires_in = None
-    if expires_in is not None and expires_in > 0:
-        expires_at = clock.later(expires_in)
+    expires_at = expiry_from(body.get("expires_in"))
     scope = body.get("scope")
     scopes = None
     if isinstance(scope, str):
@@ -161,6 +183,29 @@ def _parse_tokens(cfg: ProviderConfig, resp) -> TokenSet:
         token_type = "Bearer"
     return TokenSet(Secret(access), Secret(refresh) if isinstance(refresh, str) and refresh else None,
                     expires_at, token_type, scopes, fields)
+
+
+def expiry_from(expires_in) -> str | None:
+    """expiresAt for a provider's expires_in (a number, or a numeric string in form-encoded answers).
+
+    Longer than MAX_EXPIRES_IN (1e20, Infinity) -> MAX_EXPIRES_IN. Zero, negative, NaN or not a
+    number (true, "abc", a list) -> no expiry, as if the provider had sent none: calling such a token
+    expired would refresh it on every request and, with a provider that keeps answering 0, make the
+    credential unusable. A token that stops working is renewed with `wsctl vault sync`."""
+    if isinstance(expires_in, str):
+        try:
+            expires_in = float(expires_in.strip())
+        except ValueError:
+            return None
+    if isinstance(expires_in, bool) or not isinstance(expires_in, (int, float)):
+        return None
+    if expires_in != expires_in or expires_in <= 0:  # NaN, or nothing left
+        return None
+    seconds = float(min(expires_in, MAX_EXPIRES_IN))  # min first: a huge int does not fit a float
+    try:
+        return clock.later(seconds)
+    except OverflowError:  # a clock shifted (WSCTL_NOW_OFFSET_SECONDS) near year 9999
+        return None
 
 
 def _answer(cfg: ProviderConfig, resp) -> TokenSet:

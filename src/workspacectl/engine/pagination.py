@@ -32,8 +32,21 @@ def page_args(ctx, key_type: type | tuple = str) -> tuple[int, object]:
 def _valid(value, key_type) -> bool:
     if key_type is list:
         return isinstance(value, list) and all(isinstance(x, (str, int, float)) and not isinstance(x, bool)
-                                               for x in value)
-    return isinstance(value, key_type) and not isinstance(value, bool)
+                                               and _bindable(x) for x in value)
+    return isinstance(value, key_type) and not isinstance(value, bool) and _bindable(value)
+
+
+def _bindable(value) -> bool:
+    """SQLite can bind it: an int within 64 bits, a str without lone surrogates (a forged
+    cursor may hold either; binding would fail with a server error)."""
+    if isinstance(value, int):
+        return -2**63 <= value < 2**63
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+    return True
 
 
 def encode_cursor(key) -> str:

@@ -9,6 +9,8 @@ else waits by polling the row with plain reads, then re-reads and finds the toke
 After a refused grant (`invalid_grant`) the credential is `needs_reconnect` and nothing calls
 the provider again until it is reconnected. After any other provider failure the credential
 backs off for BACKOFF_SECONDS: requests in that window answer 502 without calling the provider.
+A catalog that cannot refresh (no OAuth client, no token URL) answers 409 and records no back-off,
+so the first request after an admin fixes it refreshes.
 A lease outlives a crashed holder by at most LEASE_SECONDS.
 """
 from __future__ import annotations
@@ -31,9 +33,9 @@ WAIT_SECONDS = LEASE_SECONDS + 5
 BACKOFF_SECONDS = 30
 
 
-def reconnect_error(service: str) -> ApiError:
+def reconnect_error(service: str, cred_id: str) -> ApiError:
     return ApiError("upstream_failed", f"This {service} credential needs to be reconnected: the provider refused "
-                    f"its grant. Run `wsctl vault connect {service}`.")
+                    f"its grant. Run `wsctl vault connect {service} --reconnect {cred_id}` (same id, same shares).")
 
 
 def _later_than(iso: str | None, seconds: float = 0) -> bool:
@@ -71,7 +73,7 @@ def _decide(row, since: str | None, force: bool) -> str:
     if row is None:
         raise ApiError("not_found", "That credential no longer exists. Run `wsctl vault list`.")
     if row["status"] == "needs_reconnect":
-        raise reconnect_error(row["service"])
+        raise reconnect_error(row["service"], row["id"])
     if not needs_refresh(row, since, force):
         return "fresh"
     if _later_than(row["refresh_lease_until"]):
@@ -136,7 +138,11 @@ def _refresh_with_lease(ws, conn, row, owner: str) -> bool:
         with transaction(conn):
             store.set_status(conn, cred_id, "needs_reconnect", clock.now_iso(), "invalid_grant")
             store.release_refresh_lease(conn, cred_id, owner)
-        raise reconnect_error(service) from None
+        raise reconnect_error(service, cred_id) from None
+    except oauth.OAuthNotConfigured:
+        with transaction(conn):  # the catalog's fault, not the provider's: no back-off
+            store.release_refresh_lease(conn, cred_id, owner)
+        raise
     except ApiError as e:
         with transaction(conn):
             store.record_refresh_failure(conn, cred_id, clock.later(BACKOFF_SECONDS), e.code, clock.now_iso())

@@ -80,7 +80,7 @@ def issue_token(ctx: Ctx, cred_id: str, reason: str) -> dict:
         raise ApiError("forbidden", "This credential is shared with you as viewer only; ask its owner for "
                        "user access to request tokens.")
     if row["status"] == "needs_reconnect":
-        raise token_refresh.reconnect_error(row["service"])
+        raise token_refresh.reconnect_error(row["service"], cred_id)
     since = None
     for _ in range(TOKEN_ATTEMPTS):
         since = token_refresh.ensure_fresh(ctx.ws, cred_id, since=since)
@@ -93,7 +93,7 @@ def issue_token(ctx: Ctx, cred_id: str, reason: str) -> dict:
                 raise ApiError("forbidden", "This credential is shared with you as viewer only; ask its owner "
                                "for user access to request tokens.")
             if row["status"] == "needs_reconnect":
-                raise token_refresh.reconnect_error(row["service"])
+                raise token_refresh.reconnect_error(row["service"], cred_id)
             if token_refresh.needs_refresh(row, since):
                 continue  # expired again between the refresh and now: go round once more
             body = token_fields(conn, row, open_secrets(ctx.ws, row))

@@ -42,7 +42,7 @@ class Workspace:
 
         path = Path(path).expanduser()
         if cls.exists_at(path):
-            raise ApiError("conflict", f"A workspace already exists at {path}.")
+            raise ApiError("conflict", f"A workspace already exists at {path}. Use it (WSCTL_WORKSPACE={path}) or pick another folder.")
         path.mkdir(parents=True, exist_ok=True)
         os.chmod(path, 0o700)
         ws = cls(path)
@@ -51,7 +51,7 @@ class Workspace:
         conn = ws.conn()
         with transaction(conn):
             if store.count_members(conn):
-                raise ApiError("conflict", f"A workspace already exists at {path}.")
+                raise ApiError("conflict", f"A workspace already exists at {path}. Use it (WSCTL_WORKSPACE={path}) or pick another folder.")
             store.set_setting(conn, "name", name)
             store.set_setting(conn, "created_at", clock.now_iso())
             owner = store.insert_member(conn, owner_name, owner_email, "owner")

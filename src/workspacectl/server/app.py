@@ -9,6 +9,7 @@ import logging
 import re
 import sys
 import time
+import urllib.parse
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response as RawResponse, StreamingResponse
@@ -62,6 +63,14 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def engine_path(request: Request) -> str:
+    """The path as sent, still percent-encoded. The engine decodes path parameters itself, as it
+    does for the local backend; handing it the decoded path would decode twice ('%2541' -> 'A')
+    and split an id holding an encoded '/'."""
+    raw = request.scope.get("raw_path")
+    return raw.decode("latin-1") if raw else urllib.parse.quote(request.url.path)
+
+
 def bearer(request: Request) -> str | None:
     header = request.headers.get("authorization", "")
     scheme, _, value = header.partition(" ")
@@ -83,9 +92,9 @@ def create_app(engine: Engine, public_url: str | None = None) -> FastAPI:
         try:
             response = await call_next(request)
         except Exception:  # a bug: answer the contract's body, never a traceback to the client
-            log.exception("unhandled error on %s %s", request.method, redact_path(request.url.path))
+            log.exception("unhandled error on %s %s", request.method, redact_path(engine_path(request)))
             response = json_response(500, ApiError("internal", "Internal error; see the server log.").body())
-        log.info("%s %s %d %.1fms", request.method, redact_path(request.url.path), response.status_code,
+        log.info("%s %s %d %.1fms", request.method, redact_path(engine_path(request)), response.status_code,
                  (time.perf_counter() - started) * 1000)
         return response
 
@@ -106,8 +115,11 @@ def create_app(engine: Engine, public_url: str | None = None) -> FastAPI:
     async def api(request: Request, rest: str):
         raw = await read_body(request, MAX_JSON_BODY)
         ctype = request.headers.get("content-type", "")
-        body = raw if raw and "json" not in ctype and not raw.lstrip().startswith((b"{", b"[")) else parse_json_body(raw)
-        resp = await run_in_threadpool(engine.handle, request.method, "/v1/" + rest, dict(request.query_params),
+        try:
+            body = raw if raw and "json" not in ctype and not raw.lstrip().startswith((b"{", b"[")) else parse_json_body(raw)
+        except ApiError as e:
+            body = e  # answered by the engine after authentication and the scope check
+        resp = await run_in_threadpool(engine.handle, request.method, engine_path(request), dict(request.query_params),
                                        body, bearer(request), base_url_of(request, app.state.public_url))
         return to_http(resp)
 

@@ -69,7 +69,11 @@ def form_page(token: str, form: engine_connections.LinkForm, csrf: str, error: s
             f'{err}<form method="post" action="{html.escape(action)}" autocomplete="off">'
             f'<input type="hidden" name="{CSRF_FIELD}" value="{html.escape(csrf)}">'
             f'{"".join(rows)}<button type="submit">Connect</button></form>')
-    return _secure(page(f"Connect {form.service_name}", body, status))
+    resp = _secure(page(f"Connect {form.service_name}", body, status))
+    # Not no-referrer here: under no-referrer a browser posts this very form with `Origin: null`,
+    # which _same_origin must refuse. same-origin still sends no Referer (the link) off-site.
+    resp.headers["Referrer-Policy"] = "same-origin"
+    return resp
 
 
 def connected_page(view: dict) -> HTMLResponse:

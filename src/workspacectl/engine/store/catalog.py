@@ -147,21 +147,23 @@ def get_operations(conn, op_ids: list[str]) -> dict:
     return out
 
 
-def _like(word: str) -> str:
-    return "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+def _casefold(text) -> str:
+    return text.casefold() if isinstance(text, str) else ""
 
 
 def list_triggers(conn, words: list[str], after, limit: int) -> list:
-    """Providers whose name, service or description hold every word (case-insensitive).
+    """Providers whose name, service or description hold every word, case-insensitively for any
+    script (SQLite's LIKE and lower() fold ASCII only, so Python's casefold() does it).
 
     Order: generic providers first, then by service and position; `after` is the last sort key.
     """
-    sql = ("SELECT *, coalesce(service, '') AS sort_service FROM trigger_providers WHERE 1 = 1")
+    conn.create_function("wsctl_casefold", 1, _casefold, deterministic=True)
+    sql = "SELECT *, coalesce(service, '') AS sort_service FROM trigger_providers WHERE 1 = 1"
     args: list = []
     for w in words:
-        sql += (" AND (name LIKE ? ESCAPE '\\' OR coalesce(service, '') LIKE ? ESCAPE '\\'"
-                " OR description LIKE ? ESCAPE '\\')")
-        args += [_like(w)] * 3
+        sql += (" AND (instr(wsctl_casefold(name), ?) > 0 OR instr(wsctl_casefold(service), ?) > 0"
+                " OR instr(wsctl_casefold(description), ?) > 0)")
+        args += [w.casefold()] * 3
     if isinstance(after, list) and len(after) == 3:
         sql += " AND (coalesce(service, ''), position, id) > (?, ?, ?)"
         args += [str(after[0]), int(after[1]) if isinstance(after[1], int) else 0, str(after[2])]
@@ -223,8 +225,16 @@ def replace_service(conn, record: dict, source: str = "import", sealed_client_se
         if clash:
             raise ApiError("invalid_request", f"Trigger id '{clash}' is already used by another service; "
                                               "give the trigger another event name.")
-        existing = conn.execute("SELECT oauth_client_id, oauth_client_secret FROM integrations WHERE service = ?",
-                                (service,)).fetchone()
+        existing = conn.execute("SELECT credential_type, oauth_client_id, oauth_client_secret FROM integrations "
+                                "WHERE service = ?", (service,)).fetchone()
+        if existing and existing["credential_type"] != record["credentialType"]:
+            credentials, _ = service_usage(conn, service)
+            if credentials:
+                raise ApiError("conflict", f"'{service}' is a {existing['credential_type']} service used by "
+                               f"{_count(credentials, 'credential')}, which a {record['credentialType']} definition "
+                               f"would strand; keep credentialType = \"{existing['credential_type']}\", or have their "
+                               "owners delete them with `wsctl vault delete ID` first.",
+                               {"credentials": credentials})
         client_id = record.get("oauthClientId") or (existing["oauth_client_id"] if existing else None)
         secret = sealed_client_secret if sealed_client_secret is not None else (
             existing["oauth_client_secret"] if existing else None)
@@ -282,19 +292,42 @@ def replace_generic_triggers(conn, triggers: list[dict]) -> None:
         _insert_triggers(conn, triggers, None)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def service_usage(conn, service: str) -> tuple[int, int]:
+    """(credentials, pending unexpired connections) of a service: what removing it would strand.
+
+    Checked explicitly: the vault tables (m004, m005) name the service without a foreign key."""
+    credentials = conn.execute("SELECT count(*) FROM credentials WHERE service = ?", (service,)).fetchone()[0]
+    pending = conn.execute("SELECT count(*) FROM connections WHERE service = ? AND status = 'pending' "
+                           "AND expires_at > ?", (service, clock.now_iso())).fetchone()[0]
+    return credentials, pending
+
+
 def delete_service(conn, service: str) -> bool:
-    """Remove a service with its operations and triggers. False when there was none."""
+    """Remove a service with its operations and triggers. False when there was none; 409 while
+    credentials or pending connections use it (checked in the same transaction as the delete)."""
     with transaction(conn):
         if conn.execute("SELECT 1 FROM integrations WHERE service = ?", (service,)).fetchone() is None:
             return False
+        credentials, pending = service_usage(conn, service)
+        if credentials or pending:
+            users = " and ".join(_count(n, noun) for n, noun in ((credentials, "credential"),
+                                                                 (pending, "pending connection")) if n)
+            steps = []
+            if credentials:
+                steps.append("their owners delete the credentials with `wsctl vault delete ID` "
+                             f"(`wsctl vault list --service {service}` lists yours)")
+            if pending:
+                steps.append("pending connections lapse within an hour")
+            raise ApiError("conflict", f"'{service}' is still used by {users}; {' and '.join(steps)}, "
+                           "then delete the service again.", {"credentials": credentials, "pendingConnections": pending})
         search = _search()
         if search is not None:
             search.remove_service(conn, service)
-        try:
-            conn.execute("DELETE FROM integrations WHERE service = ?", (service,))
-        except sqlite3.IntegrityError:
-            raise ApiError("conflict", f"Credentials or connections still use '{service}'; "
-                                       "delete them with `wsctl vault delete` first.") from None
+        conn.execute("DELETE FROM integrations WHERE service = ?", (service,))
     return True
 
 
@@ -378,8 +411,9 @@ def ensure_builtin_catalog(conn, data_dir: Path | None = None) -> bool:
             conn.execute("SAVEPOINT builtin_stale")
             try:
                 delete_service(conn, service)
-            except (ApiError, sqlite3.IntegrityError):
-                conn.execute("ROLLBACK TO builtin_stale")  # still in use: keep it
+            except ApiError:
+                conn.execute("ROLLBACK TO builtin_stale")  # credentials still use it: keep it
+                log.info("retired built-in service %s kept: credentials or connections still use it", service)
             conn.execute("RELEASE builtin_stale")
         if generic or files:
             try:

@@ -12,11 +12,14 @@ _COLS = ("id, service, member_id, link_hash, link_sealed, status, credential_id,
 
 
 def insert_connection(conn, *, conn_id: str, service: str, member_id: str, link_hash: str,
-                      link_sealed: bytes | None, created_at: str, expires_at: str) -> None:
+                      link_sealed: bytes | None, created_at: str, expires_at: str,
+                      reconnect_id: str | None = None) -> None:
+    """A pending connection; `reconnect_id` (kept in credential_id while pending) names the
+    credential it will put fresh secrets into instead of making a new one."""
     conn.execute(
-        "INSERT INTO connections (id, service, member_id, link_hash, link_sealed, created_at, expires_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (conn_id, service, member_id, link_hash, link_sealed, created_at, expires_at))
+        "INSERT INTO connections (id, service, member_id, link_hash, link_sealed, created_at, expires_at, "
+        "credential_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (conn_id, service, member_id, link_hash, link_sealed, created_at, expires_at, reconnect_id))
 
 
 def get_connection(conn, conn_id: str) -> sqlite3.Row | None:
