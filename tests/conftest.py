@@ -261,13 +261,13 @@ def _owner_and_token(ws_path: Path) -> tuple[dict, str]:
     return owner, token
 
 
-def make_backend(kind: str, workspace: Path, home: Path) -> Backend:
+def make_backend(kind: str, workspace: Path, home: Path, server: Server | None = None) -> Backend:
     owner, token = _owner_and_token(workspace)
     env = base_env(home)
     b = Backend(kind, workspace, home, owner, token)
     if kind == "remote":
-        b.server = start_server(workspace, base_env(workspace.parent / "server-home"),
-                                log=workspace.parent / "server.log")
+        b.server = server or start_server(workspace, base_env(workspace.parent / "server-home"),
+                                          log=workspace.parent / "server.log")
         b.base_url = b.server.url
         b._http = httpx.Client(base_url=b.base_url, timeout=60)
         env.update({"WSCTL_SERVER": b.base_url, "WSCTL_TOKEN": token})
@@ -281,8 +281,79 @@ def make_backend(kind: str, workspace: Path, home: Path) -> Backend:
     return b
 
 
+class ServerPool:
+    """Servers started ahead of need, each on its own fresh copy of the template workspace.
+
+    Starting `wsctl serve` costs about half a second; the pool overlaps it with the tests
+    that run meanwhile. Each server is used by exactly one test and stopped after it.
+    """
+
+    def __init__(self, root: Path, template: Path, ahead: int = 2):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.root, self.template, self.ahead = root, template, ahead
+        self.executor = ThreadPoolExecutor(ahead)
+        self.pending: list = []
+        self.count = 0
+
+    def _make(self, n: int) -> tuple[Path, Server]:
+        d = self.root / f"srv{n}"
+        d.mkdir()
+        ws = copy_workspace(self.template, d / "ws")
+        return ws, start_server(ws, base_env(d / "server-home"), log=d / "server.log")
+
+    def _fill(self) -> None:
+        while len(self.pending) < self.ahead:
+            self.count += 1
+            self.pending.append(self.executor.submit(self._make, self.count))
+
+    def take(self) -> tuple[Path, Server]:
+        self._fill()
+        fut = self.pending.pop(0)
+        self._fill()
+        return fut.result()
+
+    def close(self) -> None:
+        for fut in self.pending:
+            try:
+                fut.result()[1].stop()
+            except Exception:
+                pass
+        self.executor.shutdown(wait=True)
+
+
+@pytest.fixture(scope="session")
+def server_pool(tmp_path_factory, template_workspace):
+    pool = ServerPool(tmp_path_factory.mktemp("pool"), template_workspace)
+    yield pool
+    pool.close()
+
+
 @pytest.fixture(params=["local", "remote"])
-def backend(request, workspace, home):
-    b = make_backend(request.param, workspace, home)
+def backend(request, home):
+    if request.param == "remote":
+        ws, server = request.getfixturevalue("server_pool").take()
+        b = make_backend("remote", ws, home, server=server)
+    else:
+        b = make_backend("local", request.getfixturevalue("workspace"), home)
     yield b
     b.close()
+
+
+# ---------------------------------------------------------------- the shared OpenAPI corpus
+
+@pytest.fixture(scope="session")
+def shared_corpus(tmp_path_factory) -> tuple[Path, dict]:
+    """A workspace holding exactly the 12 shared OpenAPI documents (../shared/data/openapi),
+    each imported once through POST /v1/admin/catalog with `service` = its file stem.
+    Answers (workspace path, {file name: (status, answer body)}). Tests copy it or only read it:
+    importing the 3,481 operations takes ~10 s, paid once per session."""
+    from tests.search_labels import make_corpus_workspace
+
+    path = tmp_path_factory.mktemp("shared-corpus") / "ws"
+    answers: dict = {}
+    ws = make_corpus_workspace(path, answers)
+    conn = ws.conn()
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")     # copies leave the -wal file behind
+    conn.close()
+    return path, answers

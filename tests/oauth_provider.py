@@ -8,6 +8,8 @@
         p.mode = "invalid_grant"    # or "ok", "error5xx", "slow"
         p.refresh_delay = 0.3       # seconds the refresh grant sleeps (widens races)
         p.rotate_refresh = True     # a refresh answers a new refresh token (False: omits it)
+        p.expires_in_answer = 1e20  # the expires_in its answers carry, any JSON value (None: null);
+                                    # unset: the real lifetime, expires_in
 
 Endpoints:
 - GET  /authorize: checks client_id, redirect_uri and response_type=code, records the PKCE
@@ -32,6 +34,8 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+UNSET = object()
+
 
 class OAuthProvider:
     def __init__(self, client_id: str = "loop-client", client_secret: str | None = None, expires_in: int = 3600,
@@ -44,6 +48,7 @@ class OAuthProvider:
         self.refresh_delay = 0.0
         self.rotate_refresh = True
         self.require_pkce = True
+        self.expires_in_answer = UNSET
         self.refreshes = 0
         self.exchanges = 0
         self.revoked: list[str] = []
@@ -122,7 +127,8 @@ class OAuthProvider:
         with self.lock:
             at = "oat-CANARY-" + secrets.token_urlsafe(18)
             self._access_tokens[at] = time.time() + self.expires_in
-            body = {"access_token": at, "token_type": "Bearer", "expires_in": self.expires_in, "scope": self.scope}
+            expires_in = self.expires_in if self.expires_in_answer is UNSET else self.expires_in_answer
+            body = {"access_token": at, "token_type": "Bearer", "expires_in": expires_in, "scope": self.scope}
             if refresh is None or self.rotate_refresh:
                 rt = "ort-CANARY-" + secrets.token_urlsafe(18)
                 self._refresh_tokens.add(rt)

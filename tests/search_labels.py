@@ -117,21 +117,6 @@ def openapi_files() -> list[tuple[str, Path]]:
     return out
 
 
-def import_shared_corpus(conn, only_shared: bool = True) -> int:
-    """Import every shared document as `wsctl catalog import FILE --service <stem>` does, and
-    (only_shared) drop the other built-in services so the labels describe the whole corpus.
-    Answers the number of operations in the catalog."""
-    from workspacectl.engine.catalog_import import parse_document
-    from workspacectl.engine.store import catalog as catalog_store
-
-    for service, path in openapi_files():
-        record = parse_document(path.read_text(encoding="utf-8"), None, service, path.name)
-        catalog_store.replace_service(conn, record, source="import")
-    if only_shared:
-        drop_other_services(conn)
-    return conn.execute("SELECT count(*) FROM operations").fetchone()[0]
-
-
 def drop_other_services(conn) -> None:
     """Remove every service that is not one of the shared documents (the built-in catalog)."""
     from workspacectl.engine.store import catalog as catalog_store
@@ -141,9 +126,30 @@ def drop_other_services(conn) -> None:
             catalog_store.delete_service(conn, service)
 
 
-def make_corpus_workspace(path: Path):
-    """A workspace at `path` holding exactly the shared corpus: made and imported when new;
-    when it exists, opened (which may load newer built-in services) and trimmed again."""
+def import_shared_corpus_through_the_route(ws) -> dict[str, tuple[int, dict]]:
+    """Import every shared document through POST /v1/admin/catalog as the owner, as
+    `wsctl catalog import FILE --service <stem>` does locally, then drop the other services.
+    Answers {file name: (status, answer body)}."""
+    from workspacectl.engine.dispatch import Engine
+    from workspacectl.engine.registry import Caller
+    from workspacectl.engine.store import identity
+
+    engine = Engine(ws)
+    owner = identity.first_owner(ws.conn())
+    caller = Caller(owner["id"], "owner", "session", "local")
+    answers = {}
+    for service, path in openapi_files():
+        resp = engine.call(caller, "POST", "/v1/admin/catalog", body={
+            "content": path.read_text(encoding="utf-8"), "service": service, "filename": path.name})
+        answers[path.name] = (resp.status, resp.body)
+    drop_other_services(ws.conn())
+    return answers
+
+
+def make_corpus_workspace(path: Path, answers: dict | None = None):
+    """A workspace at `path` holding exactly the shared corpus: made and imported (through the
+    admin route; each document's answer put in `answers`) when new; when it exists, opened
+    (which may load newer built-in services) and trimmed again."""
     from workspacectl.engine.workspace import Workspace
 
     if Workspace.exists_at(path):
@@ -151,7 +157,9 @@ def make_corpus_workspace(path: Path):
         drop_other_services(ws.conn())
         return ws
     ws, _ = Workspace.create(path, name="Search corpus", owner_name="Olive Owner", owner_email="olive@example.com")
-    import_shared_corpus(ws.conn())
+    got = import_shared_corpus_through_the_route(ws)
+    if answers is not None:
+        answers.update(got)
     return ws
 
 

@@ -1,11 +1,18 @@
 """The integration catalog routes, their scope rules, `wsctl catalog`, and the built-in catalog."""
 from __future__ import annotations
 
+import base64
+import json
+import os
+import pty
+import re
 import sqlite3
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import WSCTL, base_env
 
 PLATFORM = ["vault:read", "vault:token", "vault:connect", "vault:manage", "docs:read"]
 PERSONAL = ["projects:manage", "memory:manage", "skills:manage", "triggers:manage"]
@@ -102,6 +109,29 @@ def test_integrations_paginate(acme):
     assert acme.api("GET", "/v1/integrations", query={"limit": "501"}).status == 400
 
 
+def _cursor(value) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+
+def test_odd_queries_and_names_are_4xx_never_500(acme):
+    """Forged cursors (a 2**70 position, a lone surrogate), odd limits and odd names."""
+    ops = "/v1/integrations/acme/operations"
+    for path, query in ((ops, {"cursor": _cursor(2 ** 70)}), (ops, {"cursor": _cursor(-2 ** 70)}),
+                        (ops, {"cursor": _cursor("\ud800")}), (ops, {"cursor": _cursor(1.5)}),
+                        ("/v1/integrations", {"cursor": _cursor("\ud800")}),
+                        ("/v1/integrations", {"cursor": _cursor(["acme"])}),
+                        *(("/v1/integrations", {"limit": v}) for v in ("0", "-1", "1e3", "9" * 30, "9" * 5000)),
+                        ("/v1/operations", {"q": "contact", "limit": "9" * 30})):
+        r = acme.api("GET", path, query=query)
+        assert (r.status, r.code) == (400, "invalid_request"), (path, query, r.body)
+    for name in ("%C3%BCber", "%ED%A0%80", "%00", "%F0%9F%92%A5", "x" * 3000):
+        for path in (f"/v1/integrations/{name}", f"/v1/integrations/{name}/operations",
+                     f"/v1/operations/{name}", f"/v1/integrations/acme/operations/{name}"):
+            r = acme.api("GET", path)
+            assert (r.status, r.code) == (404, "not_found"), (path, r.body)
+    assert acme.api("GET", ops, query={"limit": "500"}).body["nextCursor"] is None
+
+
 def test_operations_and_reference(acme):
     ops = acme.ok("GET", "/v1/integrations/acme/operations")
     assert [o["opId"] for o in ops["operations"]] == ["acme.list-contacts", "acme.create-contact", "acme.get-contact"]
@@ -155,9 +185,25 @@ def test_scope_rules_on_every_catalog_route(acme):
         assert (r.status, r.code, r.body["error"]["message"]) == (403, "insufficient_scope", "Insufficient scope"), path
         assert acme.api("GET", path, secret="").status == 401, path
         assert acme.api("GET", path, secret="ws_platform_" + "x" * 40).status == 401, path
-    # read-only: no writes on the catalog routers
-    for method in ("POST", "PUT", "DELETE"):
-        assert acme.api(method, "/v1/integrations/acme", body={}).status in (404, 405)
+    # read-only: no writes on the catalog routers (nor on the trigger providers)
+    for path in [*CATALOG_GETS, "/v1/operations", "/v1/triggers", "/v1/triggers/webhook"]:
+        for method in ("POST", "PUT", "PATCH", "DELETE"):
+            r = acme.api(method, path, body={})
+            assert r.status in (404, 405) and r.code == "not_found", (method, path, r.body)
+    # /v1/openapi.json (public) describes the routers, scopes and query parameters ...
+    spec = acme.ok("GET", "/v1/openapi.json", secret="")
+    for path in ["/v1/integrations", "/v1/integrations/{service}", "/v1/integrations/{service}/operations",
+                 "/v1/integrations/{service}/operations/{opId}", "/v1/operations", "/v1/operations/{opId}"]:
+        assert set(spec["paths"][path]) == {"get"} and spec["paths"][path]["get"]["x-wsctl-scope"] == "docs:read"
+    assert spec["paths"]["/v1/triggers"]["get"]["x-wsctl-scope"] == "triggers:manage"
+    search = {p["name"]: p for p in spec["paths"]["/v1/operations"]["get"]["parameters"]}
+    assert search["q"]["required"] is True and search["q"]["in"] == "query" and {"service", "limit"} <= set(search)
+    # ... and our own importer reads it (an OpenAPI 3.1 document like any other)
+    r = acme.api("POST", "/v1/admin/catalog", {"content": json.dumps(spec), "filename": "openapi.json",
+                                               "service": "wsctl-api"})
+    assert r.status == 201 and r.body["operationCount"] == sum(len(v) for v in spec["paths"].values())
+    md = acme.ok("GET", "/v1/operations/wsctl-api.get-v1-operations")["markdown"]
+    assert "`GET /v1/operations`" in md and "| q | query | string | yes |" in md
 
 
 def test_admin_routes_need_an_owner_or_admin_session(acme):
@@ -166,15 +212,58 @@ def test_admin_routes_need_an_owner_or_admin_session(acme):
     body = {"format": "toml", "content": ACME.replace('"Acme CRM"', '"Acme 2"')}
     r = acme.api("POST", "/v1/admin/catalog", body, secret=acme.session(member["id"]))
     assert (r.status, r.code) == (403, "forbidden")
-    r = acme.api("POST", "/v1/admin/catalog", body, secret=acme.key("platform", PLATFORM))
-    assert (r.status, r.code) == (403, "insufficient_scope")
-    assert acme.api("DELETE", "/v1/admin/catalog/acme", secret=acme.session(member["id"])).status == 403
+    guest = acme.session(acme.add_member("gus@example.com", "Gus", "guest")["id"])
+    keys = (acme.key("platform", PLATFORM), acme.key("personal", PERSONAL))
+    for secret in (guest, *keys):
+        r = acme.api("POST", "/v1/admin/catalog", body, secret=secret)
+        assert (r.status, r.code) == ((403, "forbidden") if secret == guest else (403, "insufficient_scope"))
+    for secret in (acme.session(member["id"]), *keys):
+        assert acme.api("DELETE", "/v1/admin/catalog/acme", secret=secret).status == 403
+        r = acme.api("PUT", "/v1/admin/catalog/acme/oauth-client", {"clientId": "a", "clientSecret": "b"},
+                     secret=secret)
+        assert r.status == 403
     assert acme.ok("GET", "/v1/integrations/acme")["name"] == "Acme CRM"
     r = acme.api("POST", "/v1/admin/catalog", body, secret=acme.session(admin["id"]))
     assert r.status == 200 and r.body["created"] is False and r.body["integration"]["name"] == "Acme 2"
 
 
 def test_delete_service(acme):
+    """A service in use by credentials or pending connections is refused (409, nothing removed); a
+    re-import that replaces it keeps them working; once unused it goes with its operations and triggers."""
+    from tests.connect_helpers import Door
+    from tests.vault_helpers import make_credential
+
+    cred = make_credential(acme.workspace, acme.owner["id"], "acme", {"apiKey": "sk-acme-1"},
+                           {"instanceUrl": "https://acme.example"})
+    r = acme.api("DELETE", "/v1/admin/catalog/acme")
+    assert (r.status, r.code) == (409, "conflict"), r.body
+    assert r.body["error"]["detail"] == {"credentials": 1, "pendingConnections": 0}
+    assert "1 credential;" in r.body["error"]["message"] and "wsctl vault delete" in r.body["error"]["message"]
+    assert acme.ok("GET", "/v1/integrations/acme")["operationCount"] == 3
+    assert "acme-new-contact" in {t["triggerId"] for t in acme.ok("GET", "/v1/triggers", query={"q": "new contact"})[
+        "triggers"]}
+    assert acme.ok("GET", "/v1/operations", query={"q": "list contacts", "service": "acme"})["operations"]
+    # a re-import replaces the service in place: the credential keeps its env vars and its token
+    renamed = {"format": "toml", "content": ACME.replace('"Acme CRM"', '"Acme 2"')}
+    assert acme.ok("POST", "/v1/admin/catalog", renamed)["created"] is False
+    listed = acme.ok("GET", "/v1/credentials")["credentials"]
+    assert [c["envVars"] for c in listed] == [{"apiKey": "ACME_API_KEY", "instanceUrl": "ACME_URL"}]
+    assert acme.ok("POST", f"/v1/credentials/{cred['id']}/token", {"reason": "t"})["apiKey"] == "sk-acme-1"
+    # ... but not one that changes its credential type under the credential
+    retyped = ACME.replace('credentialType = "apiKey"', 'credentialType = "noAuth"')
+    r = acme.api("POST", "/v1/admin/catalog", {"format": "toml", "content": retyped})
+    assert (r.status, r.code) == (409, "conflict") and "wsctl vault delete" in r.body["error"]["message"], r.body
+    assert acme.ok("GET", "/v1/integrations/acme")["credentialType"] == "apiKey"
+    assert acme.api("DELETE", f"/v1/vault/credentials/{cred['id']}").status == 204
+    # a pending connection holds it too, until it lapses
+    pending = Door(acme, acme.base_url or "http://127.0.0.1:9").connect("acme")
+    r = acme.api("DELETE", "/v1/admin/catalog/acme")
+    assert (r.status, r.body["error"]["detail"]) == (409, {"credentials": 0, "pendingConnections": 1}), r.body
+    assert "1 pending connection;" in r.body["error"]["message"]
+    con = sqlite3.connect(acme.workspace / "workspace.db", timeout=15)
+    with con:  # an hour passes
+        con.execute("UPDATE connections SET expires_at = '2000-01-01T00:00:00Z' WHERE id = ?", (pending["id"],))
+    con.close()
     assert acme.api("DELETE", "/v1/admin/catalog/acme").status == 204
     assert acme.api("GET", "/v1/integrations/acme").status == 404
     assert acme.api("GET", "/v1/operations/acme.list-contacts").status == 404
@@ -202,6 +291,18 @@ def test_oauth_client_secret_is_sealed(backend):
     client_id, client_secret = get_oauth_client(ws, service)
     ws.conn().close()
     assert client_id == "cid-1" and client_secret.reveal() == secret and "SECRET" not in repr(client_secret)
+    # no catalog answer carries the client secret, on a docs:read key or a session
+    docs = backend.key("platform", ["docs:read"])
+    first_op = backend.ok("GET", f"/v1/integrations/{service}/operations")["operations"][0]["opId"]
+    answers = [backend.ok("GET", path, secret=key, query=query) for key in (None, docs) for path, query in (
+        ("/v1/integrations", {"limit": "500"}), (f"/v1/integrations/{service}", None),
+        (f"/v1/integrations/{service}/operations", {"limit": "500"}), (f"/v1/operations/{first_op}", None),
+        (f"/v1/integrations/{service}/operations/{first_op}", None),
+        ("/v1/operations", {"q": f"{service} list", "limit": "500"}))]
+    answers.append(backend.wsctl("catalog", "integration", service, "--json").json)
+    for body in answers:
+        text = json.dumps(body)
+        assert secret not in text and "client-SECRET" not in text and "clientSecret" not in text
     r = backend.api("PUT", "/v1/admin/catalog/nope/oauth-client", {"clientId": "a", "clientSecret": "b"})
     assert r.status == 404
     r = backend.api("PUT", f"/v1/admin/catalog/{service}/oauth-client", {"clientId": "a"})
@@ -219,9 +320,39 @@ def test_cli_catalog_commands(acme):
     assert ops[0].split("\t") == ["acme.list-contacts", "GET", "/v2/contacts", "List contacts"]
     md = acme.wsctl("catalog", "operation", "acme.create-contact").out
     assert md == acme.ok("GET", "/v1/operations/acme.create-contact")["markdown"]
-    assert acme.wsctl("catalog", "operation", "acme.create-contact", "--json").json["opId"] == "acme.create-contact"
+    assert acme.wsctl("catalog", "operation", "acme.create-contact", "--json").json == \
+        acme.ok("GET", "/v1/operations/acme.create-contact")
     r = acme.wsctl("catalog", "integration", "nope", expect=5)
     assert "wsctl catalog integrations" in r.err
+    r = acme.wsctl("catalog", "operations", "nope", expect=5)
+    assert r.err.count("\n") == 1 and "wsctl catalog integrations" in r.err
+    # an argument that is not UTF-8 (a stray byte) is bad input, not a crash
+    r = acme.wsctl("catalog", "integration", os.fsdecode(b"acme\xff"), expect=7)
+    assert r.err == "error: SERVICE is not valid UTF-8 text; check it for stray bytes.\n"
+
+
+def test_operation_reference_renders_with_rich_on_a_terminal(workspace, home):
+    """On a TTY `wsctl catalog operation` renders the markdown (headings, a table, no fences)."""
+    env = {**base_env(home), "WSCTL_WORKSPACE": str(workspace), "COLUMNS": "120"}
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvpe(WSCTL[0], [*WSCTL, "catalog", "operation", "twilio.send-message"], env)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:     # the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0, out
+    text = out.decode(errors="replace")
+    assert "POST /Accounts/{AccountSid}/Messages.json" in text and "TWILIO_AUTH_TOKEN" in text
+    assert "Parameters" in text and "## Parameters" not in text and "```" not in text and "|---|" not in text
+    assert re.search(r"AccountSid\s+path\s+string\s+yes", text), text
 
 
 def test_builtin_catalog_is_loaded_in_new_workspaces(backend):
@@ -294,7 +425,8 @@ def test_ensure_builtin_catalog_loads_once_per_content(workspace, tmp_path):
     data.mkdir()
     (data / "one.toml").write_text(SVC.format(service="one", name="One"))
     (data / "_generic.toml").write_text(GENERIC)
-    conn = _open(workspace).conn()
+    ws = _open(workspace)
+    conn = ws.conn()
     assert store.ensure_builtin_catalog(conn, data) is True
     assert store.get_integration(conn, "one")["name"] == "One"
     assert store.get_trigger(conn, "one-new-thing")["cadence_seconds"] == 300
@@ -307,9 +439,20 @@ def test_ensure_builtin_catalog_loads_once_per_content(workspace, tmp_path):
     assert store.ensure_builtin_catalog(conn, data) is True
     assert store.get_integration(conn, "one")["name"] == "One v2"
     assert store.get_integration(conn, "two")["operation_count"] == 1
+    # a retired built-in stays while a credential uses it; once unused an admin can delete it
+    from workspacectl.engine.credentials import create_credential
+    from workspacectl.engine.store.identity import first_owner
+
+    cred = create_credential(ws, conn, owner_member_id=first_owner(conn)["id"], service="two",
+                             secrets={"apiKey": "k-two"}, fields={})
     (data / "two.toml").unlink()
     assert store.ensure_builtin_catalog(conn, data) is True
-    assert store.get_integration(conn, "two") is None
+    assert store.get_integration(conn, "two")["source"] == "builtin"
+    conn.execute("DELETE FROM credentials WHERE id = ?", (cred["id"],))
+    assert store.delete_service(conn, "two") is True and store.get_integration(conn, "two") is None
+    (data / "one.toml").unlink()
+    assert store.ensure_builtin_catalog(conn, data) is True
+    assert store.get_integration(conn, "one") is None
     conn.close()
 
 

@@ -17,6 +17,9 @@ from tests.connect_helpers import Door, credential_ids, open_door, parse_form, p
 from tests.oauth_provider import OAuthProvider
 from workspacectl.secret import sha256_hex
 from tests.vault_helpers import APIKEY_TOML, TWO_SECRET_TOML, install_service, member_with_session, token
+from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+
+pytestmark = pytest.mark.usefixtures("canary_scan")
 
 HOUR = 3600
 
@@ -305,10 +308,16 @@ def test_oauth_end_to_end_with_state_and_pkce(door, loopcrm, provider):
 
 
 def test_oauth_with_the_acceptance_style_browser_following_every_redirect(door, loopcrm, provider):
+    provider.expires_in_answer = 1e20  # an absurd lifetime is clamped to ten years, not a 500
     c = door.connect("loopcrm")
     b, page = door.browser(path_of(c["connectUrl"]))
     assert page.status_code == 200, page.text[:300]
-    assert door.status(c["id"])["status"] == "connected"
+    got = door.status(c["id"])
+    assert got["status"] == "connected"
+    expires = door.ok("GET", f"/v1/credentials/{got['credentialId']}")["expiresAt"]
+    from workspacectl import clock
+
+    assert 3649 <= (clock.parse_iso(expires) - clock.now()).days <= 3650
 
 
 def test_a_bad_state_changes_nothing(door, loopcrm, provider):
@@ -375,13 +384,27 @@ def test_a_refused_code_exchange_marks_the_connection_failed(door, loopcrm, prov
     assert credential_ids(door) == []
 
 
-def test_oauth_without_a_client_id_says_so(backend, door, provider):
-    install_service(backend.workspace, provider.service_toml("noclient").replace(
-        f'clientId = "{provider.client_id}"\n', ""))
-    c = door.connect("noclient")
-    b, page = door.browser(path_of(c["connectUrl"]))
-    assert page.status_code == 400 and "OAuth client" in page.text
-    assert door.status(c["id"])["status"] == "pending"
+def test_oauth_without_a_client_is_refused_up_front_saying_how_to_set_it(backend, door, loopcrm, provider):
+    """No client id: POST /v1/connections is 409 naming the oauth-client route (no link to a provider
+    that would refuse the user); a link made before the client went away says the same."""
+    import sqlite3
+
+    made = door.connect("loopcrm")
+    con = sqlite3.connect(backend.workspace / "workspace.db", timeout=15)
+    with con:
+        con.execute("UPDATE integrations SET oauth_client_id = NULL WHERE service = 'loopcrm'")
+        before = con.execute("SELECT count(*) FROM connections").fetchone()[0]
+    r = door.api("POST", "/v1/connections", {"service": "loopcrm"})
+    assert (r.status, r.code) == (409, "conflict"), r.body
+    assert "/v1/admin/catalog/loopcrm/oauth-client" in r.body["error"]["message"]
+    assert "wsctl api PUT" in r.body["error"]["message"]
+    with con:
+        assert con.execute("SELECT count(*) FROM connections").fetchone()[0] == before
+    con.close()
+    b, page = door.browser(path_of(made["connectUrl"]))
+    assert page.status_code == 409 and "no OAuth client" in page.text and "oauth-client" in page.text
+    assert door.status(made["id"])["status"] == "pending"
+    assert ("GET", "/authorize") not in provider.requests
 
 
 def test_no_secret_reaches_a_page_the_log_or_the_api(backend, door, loopcrm, keysvc, provider):
@@ -412,3 +435,45 @@ def test_no_secret_reaches_a_page_the_log_or_the_api(backend, door, loopcrm, key
         tok = path_of(link).rsplit("/", 1)[1]
         assert tok not in dump and sha256_hex(tok) in dump
 
+
+
+# --- reconnecting a credential ------------------------------------------------------------------
+
+def test_reconnect_refills_the_same_credential(backend, door, loopcrm, keysvc, provider):
+    """invalid_grant leaves a credential needs_reconnect; a connection naming it (credentialId)
+    puts fresh secrets into it: same id, shares kept, status ok, tokens flow again."""
+    from tests.vault_helpers import make_credential, oauth_credential
+
+    cred, _ = oauth_credential(backend, provider, expires_in=5)
+    bob, bob_s = member_with_session(backend, "bob@example.com")
+    door.ok("PUT", f"/v1/credentials/{cred['id']}/sharing", {"membershipId": bob["id"], "role": "user"})
+    provider.mode = "invalid_grant"
+    r = token(backend, cred["id"])
+    assert r.status == 502 and f"wsctl vault connect loopcrm --reconnect {cred['id']}" in r.body["error"]["message"]
+    provider.mode = "ok"
+    for body, status in [({"service": "keysvc", "credentialId": cred["id"]}, 400),
+                         ({"service": "loopcrm", "credentialId": "cred_nope"}, 404),
+                         ({"service": "loopcrm", "credentialId": 7}, 400)]:
+        assert door.api("POST", "/v1/connections", body).status == status, body
+    assert door.api("POST", "/v1/connections", {"service": "loopcrm", "credentialId": cred["id"]},
+                    secret=bob_s).status == 403, "a user of a credential cannot reconnect it"
+    o = door.ok("POST", "/v1/connections", {"service": "loopcrm", "credentialId": cred["id"]})
+    assert o["status"] == "pending" and "credentialId" not in o
+    _, page = door.browser(path_of(o["connectUrl"]))
+    assert page.status_code == 200 and "Connected" in page.text, page.text[:300]
+    assert door.status(o["id"])["credentialId"] == cred["id"]
+    assert credential_ids(door) == [cred["id"]], "no second credential"
+    detail = door.ok("GET", f"/v1/credentials/{cred['id']}")
+    assert detail["status"] == "ok" and detail["sharing"] == [{"membershipId": bob["id"], "role": "user"}]
+    t = token(backend, cred["id"], secret=bob_s)
+    assert t.status == 200 and t.body["accessToken"] == provider.issued[-1]["access_token"]
+    assert provider.refreshes == 1, "the reconnect brought a fresh token: no refresh needed"
+    # An apiKey credential is reconnected through the form the same way.
+    key = make_credential(backend.workspace, backend.owner["id"], "keysvc", {"apiKey": "sk-CANARY-old"},
+                          {"instanceUrl": "https://old.example"})
+    k = door.ok("POST", "/v1/connections", {"service": "keysvc", "credentialId": key["id"]})
+    b, form_page = door.browser(path_of(k["connectUrl"]))
+    assert submit(b, form_page, {"apiKey": "sk-CANARY-new", "instanceUrl": "https://new.example"}).status_code == 200
+    assert door.status(k["id"])["credentialId"] == key["id"]
+    assert token(backend, key["id"]).body == {"apiKey": "sk-CANARY-new", "instanceUrl": "https://new.example"}
+    assert sorted(credential_ids(door)) == sorted([cred["id"], key["id"]])

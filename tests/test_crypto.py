@@ -15,6 +15,9 @@ from tests.conftest import base_env, make_backend, serve
 from tests.oauth_provider import OAuthProvider
 from tests.vault_helpers import (APIKEY_TOML, install_service, make_credential, member_with_session, oauth_credential,
                                  open_ws, token)
+from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+
+pytestmark = pytest.mark.usefixtures("canary_scan")
 
 
 @pytest.fixture
@@ -282,3 +285,37 @@ def test_a_hung_keyring_falls_back_to_the_file_within_the_timeout(ws, monkeypatc
         assert crypto.unseal(ws, "a", blob) == b"v"
     finally:
         keyring.set_keyring(previous)
+
+
+def test_rotate_key_is_one_transaction(workspace, home):
+    """One blob that cannot be opened stops the rotation: nothing was re-sealed, all still opens."""
+    b = make_backend("local", workspace, home)
+    try:
+        install_service(workspace, APIKEY_TOML.format(base="http://127.0.0.1:9"))
+        good = make_credential(workspace, b.owner["id"], "keysvc", {"apiKey": "sk-CANARY-kept"})
+        bad = make_credential(workspace, b.owner["id"], "keysvc", {"apiKey": "sk-CANARY-damaged"})
+        con = sqlite3.connect(workspace / "workspace.db", timeout=15)
+        with con:
+            row = con.execute("SELECT secret_blob FROM credentials WHERE id = ?", (bad["id"],)).fetchone()
+            blob = bytearray(row[0])
+            blob[-1] ^= 1
+            con.execute("UPDATE credentials SET secret_blob = ? WHERE id = ?", (bytes(blob), bad["id"]))
+        before = con.execute("SELECT id, secret_blob FROM credentials ORDER BY id").fetchall()
+        r = b.api("POST", "/v1/admin/rotate-key")
+        assert r.status == 500 and r.code == "internal" and "integrity" in r.body["error"]["message"]
+        assert con.execute("SELECT id, secret_blob FROM credentials ORDER BY id").fetchall() == before, \
+            "the credential re-sealed before the damaged one was rolled back"
+        con.close()
+        assert token(b, good["id"]).body["apiKey"] == "sk-CANARY-kept"
+    finally:
+        b.close()
+
+
+def test_env_key_is_used_before_the_keyring(ws, memory_keyring, monkeypatch):
+    from workspacectl.engine import crypto
+
+    raw = os.urandom(32)
+    monkeypatch.setenv("WSCTL_MASTER_KEY", base64.b64encode(raw).decode())
+    blob = crypto.seal(ws, "cred_e", b"under the env key")
+    assert crypto.blob_fingerprint(blob) == crypto.fingerprint(raw)
+    assert memory_keyring.store == {} and not (Path(ws.path) / "master.key").exists()

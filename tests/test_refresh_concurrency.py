@@ -13,6 +13,9 @@ import pytest
 from tests.conftest import base_env, make_backend, serve
 from tests.oauth_provider import OAuthProvider
 from tests.vault_helpers import install_service, make_credential
+from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+
+pytestmark = pytest.mark.usefixtures("canary_scan")
 
 REQUESTS = 50
 

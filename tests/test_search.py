@@ -14,8 +14,7 @@ import textwrap
 import pytest
 
 from tests.conftest import make_backend
-from tests.search_labels import (LABELS, OPENAPI_DIR, all_label_op_ids, evaluate, make_corpus_workspace,
-                                 openapi_files)
+from tests.search_labels import LABELS, OPENAPI_DIR, all_label_op_ids, evaluate, openapi_files
 from workspacectl.engine import catalog_search
 from workspacectl.engine.catalog_search_text import clean, stem, terms, words
 
@@ -280,17 +279,14 @@ def test_cli_search(toys):
 # --- quality on the labelled set -------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    """A workspace holding exactly the 12 shared OpenAPI documents, made once for the module."""
+def corpus(shared_corpus):
+    """The session's workspace holding exactly the 12 shared OpenAPI documents (conftest)."""
     assert len(openapi_files()) == 12, f"the shared OpenAPI documents are not in {OPENAPI_DIR} (set WSCTL_OPENAPI_DIR)"
-    path = tmp_path_factory.mktemp("search-corpus") / "ws"
-    ws = make_corpus_workspace(path)
-    conn = ws.conn()
-    present = {r[0] for r in conn.execute("SELECT op_id FROM operations")}
-    n_ops = len(present)
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")     # copies leave the -wal file behind
-    conn.close()
-    return path, present, n_ops
+    path, _ = shared_corpus
+    con = sqlite3.connect(path / "workspace.db")
+    present = {r[0] for r in con.execute("SELECT op_id FROM operations")}
+    con.close()
+    return path, present, len(present)
 
 
 def test_labelled_set_is_sound(corpus):

@@ -1,6 +1,9 @@
 """Trigger providers: GET /v1/triggers?q= (seed table, CONTRACT §9) and `wsctl trigger`."""
 from __future__ import annotations
 
+import base64
+import json
+import os
 import textwrap
 
 import pytest
@@ -28,6 +31,12 @@ ORBIT = textwrap.dedent("""
     event = "orbit-decay"
     name = "Decay alert"
     description = "Orbit decay warnings pushed by the tracker"
+    [[triggers]]
+    type = "poll"
+    event = "uberflug"
+    name = "Überflug über der Straße"
+    description = "Ein Objekt quert den Horizont"
+    cadenceSeconds = 600
 """)
 
 
@@ -63,13 +72,34 @@ def test_list_has_the_seed_fields(orbit):
 def test_q_matches_name_service_and_description_case_insensitively(orbit):
     ids = lambda q: {t["triggerId"] for t in all_triggers(orbit, q=q)}
     assert ids("new satellite") == {"orbit-new-satellite"}           # name
-    assert ids("ORBIT") == {"orbit-new-satellite", "orbit-orbit-decay"}  # service (and description)
+    assert ids("ORBIT") == {"orbit-new-satellite", "orbit-orbit-decay", "orbit-uberflug"}  # service
     assert ids("launched") == {"orbit-new-satellite"}                # description
     assert ids("satellite launched") == {"orbit-new-satellite"}      # every word must match
     assert ids("zzz-no-such-thing") == set()
     assert ids("100%_") == set()                                     # LIKE wildcards are literal
     assert "webhook" in ids("webhook")
     assert ids("") == {t["triggerId"] for t in all_triggers(orbit)}
+    # not only ASCII: Unicode case folding (SQLite's LIKE would fold A-Z only)
+    assert ids("ÜBERFLUG") == ids("überflug") == ids("STRASSE") == ids("horizont") == {"orbit-uberflug"}
+    assert ids("\u65e5\u672c") == ids("%") == ids("\x00") == ids("'; DROP TABLE x; --") == set()
+    assert ids("  satellite  ") == {"orbit-new-satellite"}
+
+
+def _cursor(value) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+
+def test_odd_queries_are_400_never_500(orbit):
+    for query in ({"q": "x" * 201}, {"limit": "0"}, {"limit": "501"}, {"limit": "ten"}, {"cursor": "!!"},
+                  {"cursor": _cursor(["orbit", 2 ** 70, "x"])}, {"cursor": _cursor(["\ud800", 1, "x"])},
+                  {"cursor": _cursor({"a": 1})}, {"cursor": _cursor([["nested"], 1, "x"])}):
+        r = orbit.api("GET", "/v1/triggers", query=query)
+        assert (r.status, r.code) == (400, "invalid_request"), (query, r.body)
+    # a well-formed cursor of another shape pages from the start instead of failing
+    assert orbit.api("GET", "/v1/triggers", query={"cursor": _cursor(["orbit", 1.5])}).status == 200
+    for name in ("%C3%9Cberflug", "%ED%A0%80", "%00", "x" * 3000):
+        r = orbit.api("GET", f"/v1/triggers/{name}")
+        assert (r.status, r.code) == (404, "not_found"), (name, r.body)
 
 
 def test_pagination(orbit):
@@ -115,7 +145,9 @@ def test_cli(orbit):
     assert shown == orbit.ok("GET", "/v1/triggers/orbit-new-satellite")
     assert "cadenceSeconds" in orbit.wsctl("trigger", "show", "orbit-new-satellite").out
     r = orbit.wsctl("trigger", "show", "nope", expect=5)
-    assert r.err.startswith("error: ")
+    assert r.err.startswith("error: ") and "wsctl trigger list" in r.err
+    r = orbit.wsctl("trigger", "list", "-q", os.fsdecode(b"sat\xe9llite"), expect=7)   # Latin-1, not UTF-8
+    assert r.err == "error: -q is not valid UTF-8 text; check it for stray bytes.\n"
     # wsctl(env=) merges onto the backend's env, so blank the session token explicitly
     env = {**orbit.env_for(orbit.key("platform", ["docs:read"])), "WSCTL_TOKEN": ""}
     r = orbit.wsctl("trigger", "list", env=env, expect=4)

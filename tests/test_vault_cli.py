@@ -18,6 +18,9 @@ import pytest
 from tests.conftest import WSCTL
 from tests.oauth_provider import OAuthProvider
 from tests.vault_helpers import install_service, make_credential, member_with_session
+from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+
+pytestmark = pytest.mark.usefixtures("canary_scan")
 
 HOST_TOML = """
 service = "hostile"
@@ -50,7 +53,7 @@ path = "/ping"
 """
 
 # Quotes, spaces, $, backticks, backslashes, a newline, a tab and non-ASCII.
-HOSTILE = "sk-Q7 it's \"quoted\" $HOME ${PATH} `id` $(whoami) \\ back\\n\nline two\tend é"
+HOSTILE = "sk-Q7-CANARY it's \"quoted\" $HOME ${PATH} `id` $(whoami) \\ back\\n\nline two\tend é"
 URL = "https://acme.example/a b?x='1'"
 PY = sys.executable
 
@@ -245,35 +248,37 @@ def test_run_needs_the_separator_and_a_command(backend, cred):
     assert backend.ok("GET", f"/v1/credentials/{cred['id']}/access-log")["entries"] == []
 
 
-CHILD_ON_TERM = """
+CHILD_ON_SIGNAL = """
 import os, signal, sys, time
-def on_term(signum, frame):
-    open(sys.argv[1], "w").write("TERM " + os.environ["HOSTILE_URL"])
+def on_signal(signum, frame):
+    open(sys.argv[1], "w").write(signal.Signals(signum).name + " " + os.environ["HOSTILE_URL"])
     sys.exit(7)
-signal.signal(signal.SIGTERM, on_term)
+signal.signal(getattr(signal, sys.argv[3]), on_signal)
 open(sys.argv[2], "w").write("ready")
 time.sleep(60)
 sys.exit(1)
 """
 
 
-@pytest.mark.parametrize("masking", [True, False])
-def test_run_forwards_sigterm_to_the_child(backend, cred, tmp_path, masking):
+@pytest.mark.parametrize("masking, sig", [(True, "SIGTERM"), (False, "SIGINT")])
+def test_run_forwards_signals_to_the_child(backend, cred, tmp_path, masking, sig):
+    """SIGTERM, and SIGINT when wsctl is not a terminal's foreground (Ctrl-C there reaches the child itself)."""
     got, ready = tmp_path / "got", tmp_path / "ready"
     args = [*WSCTL, "vault", "run", cred["id"], "--reason", "signals", *([] if masking else ["--no-masking"]),
-            "--", PY, "-c", CHILD_ON_TERM, str(got), str(ready)]
-    p = subprocess.Popen(args, env=backend.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            "--", PY, "-c", CHILD_ON_SIGNAL, str(got), str(ready), sig]
+    p = subprocess.Popen(args, env=backend.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, start_new_session=True)
     try:
         deadline = time.time() + 30
         while not ready.exists() and time.time() < deadline and p.poll() is None:
             time.sleep(0.05)
         assert ready.exists(), p.communicate(timeout=5)
-        p.send_signal(signal.SIGTERM)
+        p.send_signal(getattr(signal, sig))  # to wsctl only, never to the child directly
         p.wait(timeout=20)
     finally:
         if p.poll() is None:
             p.kill()
-    assert got.read_text() == f"TERM {URL}"
+    assert got.read_text() == f"{sig} {URL}"
     assert p.returncode == 7  # the child's own exit code
 
 
@@ -285,15 +290,16 @@ def test_run_child_killed_by_a_signal_exits_128_plus_n(backend, cred):
 # --- set-key, sync, delete --------------------------------------------------------------------
 
 def test_set_key_reads_stdin_and_keeps_the_id(backend, cred):
-    r = backend.wsctl("vault", "set-key", cred["id"], "--json", input="sk-NEW key 'two'\n")
+    r = backend.wsctl("vault", "set-key", cred["id"], "--json", input="sk-NEW-CANARY key 'two'\n")
     assert r.json["id"] == cred["id"] and "sk-NEW" not in r.out + r.err
-    assert backend.wsctl("vault", "token", cred["id"], "--reason", "r", "--format", "value").out == "sk-NEW key 'two'\n"
-    plain = backend.wsctl("vault", "set-key", cred["id"], input="third\n")
+    value = backend.wsctl("vault", "token", cred["id"], "--reason", "r", "--format", "value").out
+    assert value == "sk-NEW-CANARY key 'two'\n"
+    plain = backend.wsctl("vault", "set-key", cred["id"], input="third-CANARY\n")
     assert "Replaced apiKey" in plain.err and "third" not in plain.out + plain.err
     r = backend.wsctl("vault", "set-key", cred["id"], input="\n", expect=7)
     assert "nothing changed" in r.err
     backend.wsctl("vault", "set-key", cred["id"], "--field", "password", input="x\n", expect=7)
-    assert backend.wsctl("vault", "token", cred["id"], "--reason", "r", "--format", "value").out == "third\n"
+    assert backend.wsctl("vault", "token", cred["id"], "--reason", "r", "--format", "value").out == "third-CANARY\n"
 
 
 def test_set_key_of_two_secret_fields_reads_one_line_each(backend):
@@ -312,8 +318,8 @@ def test_set_key_of_two_secret_fields_reads_one_line_each(backend):
 
 def test_sync_probes_the_credential(backend, provider, cred):
     # A key an HTTP header can carry (the hostile one is not: see the report on vault_probe).
-    provider.api_keys.add("sk-plain-123")
-    backend.wsctl("vault", "set-key", cred["id"], input="sk-plain-123\n")
+    provider.api_keys.add("sk-plain-CANARY-123")
+    backend.wsctl("vault", "set-key", cred["id"], input="sk-plain-CANARY-123\n")
     r = backend.wsctl("vault", "sync", cred["id"], "--json")
     assert r.json["status"] == "ok" and r.json["syncedAt"]
     provider.api_keys.clear()
@@ -382,7 +388,7 @@ def test_platform_key_is_logged_with_its_key_id(backend, cred):
     assert entry["keyId"] in backend.wsctl("vault", "log", cred["id"]).out
     personal = backend.key("personal", ["projects:manage"])
     r = backend.wsctl("vault", "list", env=as_key(backend, personal), expect=4)
-    assert r.err.strip() == "error: Insufficient scope"
+    assert r.err.startswith("error: Insufficient scope") and len(r.err.strip().splitlines()) == 1
 
 
 # --- admin rotate-key -------------------------------------------------------------------------

@@ -7,11 +7,16 @@ starts for itself. The local apiKey shortcut (stdin, hidden prompt on a pty) is 
 from __future__ import annotations
 
 import json
+import fcntl
 import os
 import pty
 import queue
+import re
 import select
+import struct
 import subprocess
+import sys
+import termios
 import threading
 import time
 import urllib.parse
@@ -23,6 +28,9 @@ from tests.conftest import WSCTL, make_backend
 from tests.connect_helpers import parse_form
 from tests.oauth_provider import OAuthProvider
 from tests.vault_helpers import APIKEY_TOML, install_service, token
+from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+
+pytestmark = pytest.mark.usefixtures("canary_scan")
 
 
 @pytest.fixture
@@ -38,20 +46,54 @@ def services(backend, provider):
     return backend
 
 
-class Running:
-    """A `wsctl vault connect` subprocess; `link()` waits for the URL it prints on stderr."""
+LINK = re.compile(r"http://127\.0\.0\.1:\d+/\S+")
 
-    def __init__(self, backend, *args, env=None):
-        self.proc = subprocess.Popen([*WSCTL, "vault", "connect", *args], env={**backend.env, **(env or {})},
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
+
+class Running:
+    """A `wsctl vault connect` subprocess; `link()` waits for the URL it prints on stderr.
+
+    tty_stderr=True gives it a terminal on stderr (stdout stays a pipe), as a person has: that is
+    where the spinner shows while --wait polls. `self.err` then holds the raw terminal output."""
+
+    def __init__(self, backend, *args, env=None, tty_stderr: bool = False):
+        env = {**backend.env, **(env or {})}
+        stderr = subprocess.PIPE
+        if tty_stderr:
+            master, slave = pty.openpty()
+            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 250, 0, 0))  # the link fits a line
+            env["TERM"] = "xterm-256color"  # base_env's TERM=dumb would turn the spinner off
+            stderr = slave
+        self.proc = subprocess.Popen([*WSCTL, "vault", "connect", *args], env=env, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=stderr, text=True)
         self.err_lines: queue.Queue = queue.Queue()
         self.err: list[str] = []
-        threading.Thread(target=self._pump, daemon=True).start()
+        if tty_stderr:
+            os.close(slave)
+            threading.Thread(target=self._pump_tty, args=(master,), daemon=True).start()
+        else:
+            threading.Thread(target=self._pump, daemon=True).start()
 
     def _pump(self):
         for line in self.proc.stderr:
             self.err_lines.put(line)
+        self.err_lines.put(None)
+
+    def _pump_tty(self, fd: int):
+        buf = ""
+        while True:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            buf += chunk.decode(errors="replace")
+            *lines, buf = buf.split("\n")
+            for line in lines:
+                self.err_lines.put(line + "\n")
+        os.close(fd)
+        if buf:
+            self.err_lines.put(buf)
         self.err_lines.put(None)
 
     def link(self, timeout: float = 30) -> str:
@@ -64,8 +106,9 @@ class Running:
             if line is None:
                 break
             self.err.append(line)
-            if line.startswith("http://"):
-                return line.strip()
+            found = LINK.search(line)
+            if found:
+                return found.group(0)
         self.proc.kill()
         raise AssertionError(f"no link printed; stderr so far: {''.join(self.err)}")
 
@@ -110,35 +153,49 @@ def fill_api_key_form(link: str, key: str) -> int:
         return r.status_code
 
 
-def follow_oauth(link: str) -> int:
-    with httpx.Client(follow_redirects=True, timeout=30) as b:
-        return b.get(link).status_code
-
-
 def test_connect_an_api_key_service_through_the_printed_link(services):
+    """--no-open prints the link; --wait shows a spinner on stderr (a terminal here) and stdout
+    carries only the result."""
     backend = services
-    run = Running(backend, "keysvc", "--no-open", "--wait", "--json")
+    run = Running(backend, "keysvc", "--no-open", "--wait", "--json", tty_stderr=True)
     link = run.link()
     assert link.startswith("http://127.0.0.1:") and "/signin/" in link
     if backend.kind == "remote":
         assert link.startswith(backend.base_url)
+    time.sleep(0.3)  # let the spinner draw a few frames while nobody has opened the link yet
     t, box = in_thread(lambda: fill_api_key_form(link, "sk-CANARY-cli-1"))
     assert join(t, box) == 200
     code, out, err = run.finish()
     assert code == 0, err
-    final = json.loads(out)
+    assert "Waiting for the connection to be completed in the browser" in err
+    assert any(frame in err for frame in "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"), "the spinner's frames are drawn on stderr"
+    final = json.loads(out)  # nothing but the JSON body on stdout
     assert final["status"] == "connected" and final["service"] == "keysvc"
     assert token(backend, final["credentialId"]).body["apiKey"] == "sk-CANARY-cli-1"
     assert "sk-CANARY-cli-1" not in out + err
 
 
-def test_connect_an_oauth_service_through_the_printed_link(services, provider):
+FAKE_BROWSER = """#!{python}
+import pathlib, sys
+import httpx
+with httpx.Client(follow_redirects=True, timeout=30) as b:
+    status = b.get(sys.argv[1]).status_code
+pathlib.Path({record!r}).write_text(str(status))
+"""
+
+
+def test_connect_an_oauth_service_opens_the_browser(services, provider, tmp_path):
+    """Without --no-open the link goes to the browser ($BROWSER here: a script that follows every
+    redirect, as a browser with the consent already given would)."""
     backend = services
-    run = Running(backend, "loopcrm", "--no-open", "--wait")
-    t, box = in_thread(lambda: follow_oauth(run.link()))
-    assert join(t, box) == 200
+    browser, record = tmp_path / "fake-browser", tmp_path / "browser-status"
+    browser.write_text(FAKE_BROWSER.format(python=sys.executable, record=str(record)))
+    browser.chmod(0o755)
+    run = Running(backend, "loopcrm", "--wait", env={"BROWSER": str(browser)})
     code, out, err = run.finish()
     assert code == 0, err
+    assert record.read_text() == "200"
+    assert "Opened your browser to connect loopcrm" in err
     cred = out.strip()
     assert cred.startswith("cred_")
     assert provider.exchanges == 1
@@ -214,37 +271,70 @@ def test_local_api_key_from_stdin(local):
     assert token(local, cred).body == {"apiKey": "sk-CANARY-stdin", "instanceUrl": "https://acme.example"}
     r = local.wsctl("vault", "connect", "keysvc", input="", expect=7)
     assert "stdin" in r.err and "--no-open" in r.err
+    # --reconnect puts the new key into the same credential.
+    r = local.wsctl("vault", "connect", "keysvc", "--reconnect", cred, input="sk-CANARY-again\nhttps://b.example\n")
+    assert r.out.strip() == cred
+    assert token(local, cred).body == {"apiKey": "sk-CANARY-again", "instanceUrl": "https://b.example"}
+    r = local.wsctl("vault", "connect", "keysvc", "--reconnect", "cred_nope", input="x\ny\n", expect=5)
+    assert [c["id"] for c in local.ok("GET", "/v1/credentials")["credentials"]] == [cred]
 
 
-def test_local_api_key_at_a_hidden_prompt(local):
+def on_terminal(env: dict, args: list[str], dialogue: list[tuple[bytes, bytes | None]]) -> tuple[int, bytes]:
+    """Run wsctl with a terminal on stdin, stdout and stderr; wait for each marker, then type the reply.
+    Answers the exit code and everything the terminal showed."""
     pid, fd = pty.fork()
-    if pid == 0:  # the child: wsctl with a terminal on stdin, stdout and stderr
-        os.execvpe(WSCTL[0], [*WSCTL, "vault", "connect", "keysvc"], local.env)
+    if pid == 0:  # the child
+        os.execvpe(WSCTL[0], [*WSCTL, *args], env)
     seen = b""
 
-    def read_until(marker: bytes, timeout: float = 30) -> None:
+    def read(marker: bytes | None, timeout: float = 30) -> None:
         nonlocal seen
         deadline = time.monotonic() + timeout
-        while marker not in seen and time.monotonic() < deadline:
+        while (marker is None or marker not in seen) and time.monotonic() < deadline:
             ready, _, _ = select.select([fd], [], [], 0.5)
             if ready:
                 try:
-                    seen += os.read(fd, 4096)
-                except OSError:
+                    chunk = os.read(fd, 4096)
+                except OSError:  # EIO: the child is gone
                     break
-        assert marker in seen, seen.decode(errors="replace")
+                if not chunk:
+                    break
+                seen += chunk
+        assert marker is None or marker in seen, seen.decode(errors="replace")
 
     try:
-        read_until(b"(hidden): ")
-        os.write(fd, b"sk-CANARY-pty\n")
-        read_until(b"instanceUrl: ")
-        os.write(fd, b"https://pty.example\n")
-        read_until(b"cred_")
-        read_until(b"Connected keysvc")
+        for marker, reply in dialogue:
+            read(marker)
+            if reply is not None:
+                os.write(fd, reply)
+        read(None)  # to the end
+    except BaseException:
+        os.kill(pid, 9)
+        raise
     finally:
         _, status = os.waitpid(pid, 0)
         os.close(fd)
-    assert os.waitstatus_to_exitcode(status) == 0
+    return os.waitstatus_to_exitcode(status), seen
+
+
+def test_local_api_key_at_a_hidden_prompt(local):
+    """Secrets typed at a terminal are never echoed; set-key refuses a key given as an argument
+    (without repeating it); delete asks first on a terminal."""
+    code, seen = on_terminal(local.env, ["vault", "connect", "keysvc"], [
+        (b"(hidden): ", b"sk-CANARY-pty\n"), (b"instanceUrl: ", b"https://pty.example\n"),
+        (b"Connected keysvc", None)])
+    assert code == 0, seen
     assert b"sk-CANARY-pty" not in seen  # the prompt did not echo the key
     cred = next(w for w in seen.decode().split() if w.startswith("cred_"))
     assert token(local, cred).body == {"apiKey": "sk-CANARY-pty", "instanceUrl": "https://pty.example"}
+
+    code, seen = on_terminal(local.env, ["vault", "set-key", cred], [(b"(hidden): ", b"sk-CANARY-pty-2\n")])
+    assert code == 0 and b"Replaced apiKey" in seen and b"sk-CANARY-pty-2" not in seen, seen
+    assert token(local, cred).body["apiKey"] == "sk-CANARY-pty-2"
+    r = local.wsctl("vault", "set-key", cred, "sk-CANARY-argv", expect=2)
+    assert "never takes the new value as an argument" in r.err  # and the canary scan: not echoed
+    assert token(local, cred).body["apiKey"] == "sk-CANARY-pty-2"
+
+    code, seen = on_terminal(local.env, ["vault", "delete", cred], [(b"[y/N]", b"n\n")])
+    assert code == 1 and b"Aborted" in seen, seen
+    assert local.api("GET", f"/v1/credentials/{cred}").status == 200

@@ -12,6 +12,9 @@ import pytest
 from tests.conftest import make_backend
 from tests.oauth_provider import OAuthProvider
 from tests.vault_helpers import install_service, token
+from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+
+pytestmark = pytest.mark.usefixtures("canary_scan")
 
 
 @pytest.fixture

@@ -8,6 +8,9 @@ import pytest
 from tests.oauth_provider import OAuthProvider
 from tests.vault_helpers import (APIKEY_TOML, install_service, make_credential, member_with_session,
                                  oauth_credential, token)
+from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+
+pytestmark = pytest.mark.usefixtures("canary_scan")
 
 
 @pytest.fixture

@@ -4,8 +4,13 @@ from __future__ import annotations
 import pytest
 
 from tests.vault_helpers import TWO_SECRET_TOML, install_service, make_credential, member_with_session, token
+from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+
+pytestmark = pytest.mark.usefixtures("canary_scan")
 
 PLATFORM_ALL = ["vault:read", "vault:token", "vault:connect", "vault:manage"]
+LIST_KEYS = {"id", "service", "name", "credentialType", "envVars", "ownerMembershipId", "access", "status",
+             "createdAt", "updatedAt"}
 
 
 @pytest.fixture
@@ -49,6 +54,7 @@ def test_user_share_lets_the_member_take_tokens(backend, cred):
     assert ids(backend, bob_s) == {cred["id"]: "user"}
     detail = backend.api("GET", f"/v1/credentials/{cred['id']}", secret=bob_s).body
     assert detail["access"] == "user" and detail["ownerMembershipId"] == backend.owner["id"]
+    assert set(detail) == LIST_KEYS | {"fields", "scopes", "sharing", "expiresAt", "syncedAt"}
     t = token(backend, cred["id"], secret=bob_s, reason="bob's job")
     assert t.status == 200 and t.body["authToken"] == "tok-CANARY-share"
     entry = backend.api("GET", f"/v1/credentials/{cred['id']}/access-log").body["entries"][0]
@@ -142,8 +148,7 @@ def test_list_pagination_and_entry_fields(backend, cred):
         if not cursor:
             break
     assert [c["id"] for c in seen] == [cred["id"]] + [m["id"] for m in more]
-    assert set(seen[0]) == {"id", "service", "name", "credentialType", "envVars", "ownerMembershipId", "access",
-                            "status", "createdAt", "updatedAt"}
+    assert set(seen[0]) == LIST_KEYS
     assert seen[0]["envVars"] == {"accountSid": "TWO_ACCOUNT_SID", "authToken": "TWO_AUTH_TOKEN"}
     assert backend.api("GET", "/v1/credentials", query={"cursor": "!!bad"}).status == 400
     assert backend.api("GET", "/v1/credentials", query={"limit": "0"}).status == 400

@@ -11,7 +11,10 @@ import pytest
 from tests.conftest import base_env, serve
 from tests.oauth_provider import OAuthProvider
 from tests.vault_helpers import (APIKEY_TOML, TWO_SECRET_TOML, install_service, make_credential, oauth_credential,
-                                 token)
+                                 open_ws, token)
+from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+
+pytestmark = pytest.mark.usefixtures("canary_scan")
 
 
 @pytest.fixture
@@ -87,6 +90,10 @@ def test_unknown_credential_is_404_and_personal_key_is_insufficient_scope(backen
     assert r.status == 200 and r.body["apiKey"] == "sk-CANARY-apikey-1"
     entry = backend.api("GET", f"/v1/credentials/{keysvc['id']}/access-log").body["entries"][0]
     assert entry["membershipId"] == backend.owner["id"] and entry["reason"] == "ci"
+    # The access log needs vault:read (the owner's key), not vault:token.
+    log = f"/v1/credentials/{keysvc['id']}/access-log"
+    assert backend.api("GET", log, secret=platform_read).body["entries"][0]["keyId"] == entry["keyId"]
+    assert backend.api("GET", log, secret=platform).code == "insufficient_scope"
 
 
 def test_fresh_oauth_token_is_not_refreshed_and_never_shows_the_refresh_token(backend, provider, loopcrm):
@@ -152,6 +159,32 @@ def _expire_now(backend, cred_id: str) -> None:
     con.close()
 
 
+TEN_YEARS = 10 * 365 * 24 * 3600
+
+
+def test_odd_expires_in_from_the_provider_is_clamped_never_a_500(backend, provider, loopcrm):
+    """expires_in beyond ten years counts as ten years; zero, negative or not a number means no
+    expiry (as if none were sent); a numeric string is read as the number."""
+    from workspacectl import clock
+
+    cases = [(1e20, TEN_YEARS), (10 ** 30, TEN_YEARS), (float("inf"), TEN_YEARS), ("1e999", TEN_YEARS),
+             (-5, None), (0, None), (-1e308, None), (float("nan"), None), ("abc", None), (True, None),
+             (None, None), ([3600], None), ("3600", 3600)]
+    for answer, lifetime in cases:
+        cred, _ = oauth_credential(backend, provider, expires_in=5)
+        provider.expires_in_answer = answer
+        r = token(backend, cred["id"])
+        assert r.status == 200, (answer, r.body)
+        assert r.body["accessToken"] == provider.issued[-1]["access_token"], answer
+        stored = backend.ok("GET", f"/v1/credentials/{cred['id']}")["expiresAt"]
+        if lifetime is None:
+            assert "expiresAt" not in r.body and stored is None, (answer, r.body, stored)
+        else:
+            left = (clock.parse_iso(r.body["expiresAt"]) - clock.now()).total_seconds()
+            assert lifetime - 120 < left <= lifetime + 1 and stored == r.body["expiresAt"], (answer, left)
+    assert provider.refreshes == len(cases)
+
+
 def test_invalid_grant_marks_needs_reconnect_and_stops_refreshing(backend, provider, loopcrm):
     cred, _ = oauth_credential(backend, provider, expires_in=5)
     provider.mode = "invalid_grant"
@@ -188,6 +221,54 @@ def test_provider_failure_backs_off_30_s(backend, provider, loopcrm):
                           headers={"Authorization": f"Bearer {backend.owner_token}"}, timeout=30)
     assert late.status_code == 200, late.text
     assert provider.refreshes == 2
+
+
+def test_a_missing_oauth_client_is_a_409_that_says_how_to_fix_it_and_never_backs_off(backend, provider):
+    """An admin's configuration problem, not a provider failure: no provider call, no 30 s pause;
+    the first request after the client is set refreshes."""
+    install_service(backend.workspace, provider.service_toml("noclient").replace(
+        f'clientId = "{provider.client_id}"\n', "").replace(f'clientSecret = "{provider.client_secret}"\n', ""))
+    cred, _ = oauth_credential(backend, provider, service="noclient", expires_in=5)
+    for _ in range(2):
+        r = token(backend, cred["id"])
+        assert (r.status, r.code) == (409, "conflict"), r.body
+        message = r.body["error"]["message"]
+        assert "no OAuth client" in message and "PUT /v1/admin/catalog/noclient/oauth-client" in message
+        assert "paused" not in message
+    sync = backend.api("POST", f"/v1/vault/credentials/{cred['id']}/sync")
+    assert (sync.status, sync.code) == (409, "conflict"), sync.body
+    assert provider.refreshes == 0 and ("POST", "/token") not in provider.requests
+    assert backend.ok("GET", f"/v1/credentials/{cred['id']}")["status"] == "ok"
+    backend.ok("PUT", "/v1/admin/catalog/noclient/oauth-client",
+               {"clientId": provider.client_id, "clientSecret": provider.client_secret})
+    r = token(backend, cred["id"])
+    assert r.status == 200 and r.body["accessToken"] == provider.issued[-1]["access_token"], r.body
+    assert provider.refreshes == 1
+
+
+def test_an_expiry_outside_years_1_to_9999_in_utc_is_refused_not_a_crash(workspace):
+    """create/reconnect_credential normalise expiresAt to UTC; a time that overflows there (or a
+    value that is no time at all) is a 400, never an internal error."""
+    from workspacectl.engine.credentials import create_credential, reconnect_credential
+    from workspacectl.engine.store.identity import first_owner
+    from workspacectl.errors import ApiError
+
+    install_service(workspace, APIKEY_TOML.format(base="http://127.0.0.1:9"))
+    ws = open_ws(workspace)
+    conn = ws.conn()
+    owner = first_owner(conn)["id"]
+    cred = create_credential(ws, conn, owner_member_id=owner, service="keysvc", secrets={"apiKey": "k"}, fields={},
+                             expires_at="2030-01-01T02:00:00+02:00")
+    assert cred["expiresAt"] == "2030-01-01T00:00:00Z"
+    for bad in ("9999-12-31T23:59:59-01:00", "0001-01-01T00:00:00+01:00", 12345, "soon", ["2030"]):
+        for make in (lambda: create_credential(ws, conn, owner_member_id=owner, service="keysvc",
+                                               secrets={"apiKey": "k"}, fields={}, expires_at=bad),
+                     lambda: reconnect_credential(ws, conn, cred["id"], secrets={"apiKey": "k2"}, expires_at=bad)):
+            with pytest.raises(ApiError) as e:
+                make()
+            assert e.value.code == "invalid_request" and "ISO 8601" in e.value.message, bad
+    assert conn.execute("SELECT count(*) FROM credentials").fetchone()[0] == 1
+    conn.close()
 
 
 def test_token_through_the_cli_api_command(backend, keysvc):

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from workspacectl import clock
 
 APIKEY_TOML = """
@@ -99,3 +101,61 @@ def member_with_session(backend, email: str, role: str = "member") -> tuple[dict
 
 def token(backend, cred_id: str, secret: str | None = None, reason: str = "tests"):
     return backend.api("POST", f"/v1/credentials/{cred_id}/token", {"reason": reason}, secret=secret)
+
+
+# --- the canary scan ------------------------------------------------------------------------
+
+CANARY = "CANARY"  # every secret the vault tests hand out contains it (tests/oauth_provider.py too)
+# Commands whose output exists to show a secret: `vault token|env|run`, and a raw token request.
+SECRET_COMMANDS = (("vault", "token"), ("vault", "env"), ("vault", "run"))
+BROWSER_PROFILE = "chromium-profile"
+
+
+def _prints_a_secret(args: list[str]) -> bool:
+    words = [a for a in args if not a.startswith("-")]
+    if tuple(words[:2]) in SECRET_COMMANDS:
+        return True
+    return words[:2] == ["api", "POST"] and len(words) > 2 and words[2].rstrip("/").endswith("/token")
+
+
+def _scanned_files(root: Path) -> list[Path]:
+    """Every file of each workspace folder under root, every server log, every WSCTL_HOME."""
+    dirs = {p.parent for p in root.rglob("workspace.db")}
+    dirs |= {p for p in root.rglob("*home*") if p.is_dir()}
+    files = {p for d in dirs for p in d.rglob("*") if p.is_file()}
+    files |= {p for p in root.rglob("*.log") if p.is_file()}
+    return sorted(f for f in files if BROWSER_PROFILE not in f.parts)  # the browser's own history is not ours
+
+
+@pytest.fixture
+def canary_scan(request, tmp_path, monkeypatch):
+    """After the test: no canary secret in any file of its workspaces (database, WAL, key file,
+    blobs), any server log or any WSCTL_HOME, nor in the stdout/stderr of any `wsctl` command it
+    ran through `backend.wsctl`/`run_wsctl` other than those that print a token."""
+    import tests.conftest as cf
+
+    roots = {tmp_path}
+    if "backend" in request.fixturenames:  # set up first, so it is torn down (server stopped) before the scan
+        roots.add(request.getfixturevalue("backend").workspace.parent)
+    outputs: list[tuple[list[str], object]] = []
+    real = cf.run_wsctl
+
+    def recording(args, env, *a, **kw):
+        result = real(args, env, *a, **kw)
+        outputs.append(([str(x) for x in args], result))
+        return result
+
+    monkeypatch.setattr(cf, "run_wsctl", recording)
+    yield
+    leaks = []
+    for root in roots:
+        for f in _scanned_files(root):
+            try:
+                if CANARY.encode() in f.read_bytes():
+                    leaks.append(str(f))
+            except OSError:
+                continue
+    for args, r in outputs:
+        if not _prints_a_secret(args) and (CANARY in r.out or CANARY in r.err):
+            leaks.append("output of wsctl " + " ".join(args))
+    assert not leaks, f"a canary secret leaked into: {leaks}"
