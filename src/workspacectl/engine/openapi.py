@@ -9,12 +9,11 @@ from __future__ import annotations
 import re
 
 from workspacectl import __version__
-from workspacectl.engine.openapi_schemas import COMPONENTS, ROUTE_DOCS, ref
 from workspacectl.engine.registry import HANDLERS, Ctx, route
 from workspacectl.engine.scopes import AUTHENTICATED, PUBLIC, ROUTE_SCOPES, SESSION
 
 _REASONS = {200: "OK", 201: "Created", 202: "Accepted", 204: "No content"}
-_ERROR = {"description": "Error", "content": {"application/json": {"schema": ref("Error")}}}
+_ERROR = {"description": "Error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 
 
 def _responses(doc: dict | None) -> dict:
@@ -29,6 +28,8 @@ def _responses(doc: dict | None) -> dict:
 
 
 def _operation(method: str, path: str, scope: str) -> dict:
+    from workspacectl.engine.openapi_schemas import ROUTE_DOCS  # only this route needs the schemas
+
     doc = ROUTE_DOCS.get((method, path)) if (method, path) in HANDLERS else None
     params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
               for n in re.findall(r"\{(\w+)\}", path)] + list((doc or {}).get("query", []))
@@ -59,6 +60,8 @@ def _operation(method: str, path: str, scope: str) -> dict:
 
 
 def build_openapi() -> dict:
+    from workspacectl.engine.openapi_schemas import COMPONENTS
+
     paths: dict = {}
     for (method, path), scope in sorted(ROUTE_SCOPES.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         paths.setdefault(path, {})[method.lower()] = _operation(method, path, scope)
