@@ -27,7 +27,7 @@ TYPES = {"string", "integer", "number", "boolean", "object", "array", "file", "b
 METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE"}
 PARAM_IN = {"path", "query", "body", "header"}
 TOP_KEYS = {"service", "name", "description", "credentialType", "envVars", "fields", "secretFields",
-            "baseUrl", "docsUrl", "probe", "auth", "oauth2", "operations", "triggers"}
+            "baseUrl", "docsUrl", "probe", "auth", "bodyEncoding", "oauth2", "operations", "triggers"}
 OAUTH_KEYS = {"authorizeUrl", "tokenUrl", "scopes", "revokeUrl", "pkce", "scopeSeparator",
               "extraAuthorizeParams"}
 OP_KEYS = {"name", "summary", "description", "method", "path", "tags", "params", "response", "example",
@@ -128,6 +128,7 @@ def test_service_header(stem):
     if auth["type"] == "basic":
         assert {auth["username"], auth["password"]} <= set(fields) | set(s.get("secretFields", []))
     assert all(isinstance(k, str) and isinstance(v, str) for k, v in auth.get("headers", {}).items())
+    assert s.get("bodyEncoding", "json") in {"json", "form"}
 
 
 @pytest.mark.parametrize("stem", sorted(SERVICES))

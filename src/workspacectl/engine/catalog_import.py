@@ -185,6 +185,10 @@ def build_record(d: dict, where: str, service_override: str | None = None, *, le
     auth = _table(d, "auth", where)
     if auth:
         setup["auth"] = jsonable(auth)
+    if _str(d, "bodyEncoding", where, default="json") not in ("json", "form"):
+        raise bad(where, "'bodyEncoding' must be json or form (application/x-www-form-urlencoded).")
+    if d.get("bodyEncoding") == "form":     # only the example curl reads it
+        setup["bodyEncoding"] = "form"
     client_id = client_secret = None
     oauth = _table(d, "oauth2", where)
     if credential_type == "oauth2":

@@ -22,7 +22,7 @@ log = logging.getLogger("wsctl.catalog")
 
 BUILTIN_HASH_SETTING = "catalog.builtin_hash"
 # Bump when the loader's output changes for the same data files (markdown layout, defaults).
-LOADER_VERSION = "1"
+LOADER_VERSION = "2"
 SEARCH_MODULE = "workspacectl.engine.catalog_search"
 
 
