@@ -101,7 +101,7 @@ def test_environment_overrides_in_the_contract_order(tmp_path, home, template_wo
     client = tmp_path / "client"
     client.mkdir()
     (client / "config.toml").write_text(tomli_w.dumps({"profile": "default", "profiles": {
-        "default": {"workspace": str(a), "member": alfa["id"]}, "other": {"workspace": str(b)}}}))
+        "default": {"workspace": str(a), "member": alfa["id"]}, "other": {"workspace": str(b)}, "srv": {"server": remote.base_url}}}))
     env = base_env(client)
 
     def status(*flags, **overrides):
@@ -121,6 +121,22 @@ def test_environment_overrides_in_the_contract_order(tmp_path, home, template_wo
         st = status(WSCTL_TOKEN=a_owner_token, WSCTL_API_KEY=alfa_key)
         assert (st["backend"], st["tokenSource"], st["kind"], st["member"]["role"]) == \
             ("local", "WSCTL_TOKEN", "session", "owner")
+        # A profile named by the flag or WSCTL_PROFILE is stronger than every variable after it:
+        # it is used as configured, whatever WSCTL_SERVER, WSCTL_WORKSPACE or a secret say.
+        others = dict(WSCTL_SERVER=remote.base_url, WSCTL_WORKSPACE=str(a), WSCTL_TOKEN=remote.owner_token,
+                      WSCTL_API_KEY=s_key)
+        for st in (status("--profile", "other", **others), status(WSCTL_PROFILE="other", **others)):
+            assert (st["backend"], st["location"], st["tokenSource"], st["kind"]) == \
+                ("local", str(b), "workspace owner", "session")
+        st = status("--profile", "default", WSCTL_SERVER=remote.base_url, WSCTL_TOKEN=remote.owner_token)
+        assert (st["location"], st["tokenSource"], st["member"]["id"]) == (str(a), "profile member", alfa["id"])
+        # A named remote profile with no stored token: its server, the token variable fills in.
+        st = status("--profile", "srv", WSCTL_SERVER="http://127.0.0.1:9", WSCTL_TOKEN=remote.owner_token)
+        assert (st["backend"], st["location"], st["tokenSource"], st["signedIn"]) == \
+            ("remote", remote.base_url, "WSCTL_TOKEN", True)
+        # A profile that does not exist yet names nothing to use: the variables apply.
+        st = status("--profile", "ci", WSCTL_SERVER=remote.base_url, WSCTL_TOKEN=remote.owner_token)
+        assert (st["backend"], st["location"], st["tokenSource"]) == ("remote", remote.base_url, "WSCTL_TOKEN")
     finally:
         remote.close()
 

@@ -65,3 +65,24 @@ def test_each_error_class_has_its_exit_code_and_changes_nothing(backend):
     r = backend.wsctl("--debug", "members", "add", OWNER["email"], "--name", "Twin", expect=6)
     assert "Traceback (most recent call last)" in r.err and "ApiError" in r.err
     assert r.err.strip().splitlines()[-1].startswith("error: A member with email")
+
+
+def test_an_expired_login_code_exits_5_and_stores_nothing(server_pool, tmp_path):
+    """A code made 15 minutes and 5 seconds ago (the clock offset) is 410 expired: exit 5."""
+    ws, server = server_pool.take()
+    try:
+        maker = {**base_env(tmp_path / "admin"), "WSCTL_WORKSPACE": str(ws), "WSCTL_NOW_OFFSET_SECONDS": str(-(15 * 60 + 5))}
+        code = run_wsctl(["members", "login-code", OWNER["email"]], maker).out.strip()
+        client = tmp_path / "client"
+        r = run_wsctl(["auth", "login", "--server", server.url, "--code", code], base_env(client), expect=5)
+        assert "expired" in one_error_line(r)
+        assert not (client / "credentials.toml").exists() and not (client / "config.toml").exists()
+        # the same code on a clock 10 s behind the expiry still works, once
+        client_env = base_env(client)
+        fresh = run_wsctl(["members", "login-code", OWNER["email"]],
+                          {**maker, "WSCTL_NOW_OFFSET_SECONDS": str(-(15 * 60 - 10))}).out.strip()
+        run_wsctl(["auth", "login", "--server", server.url, "--code", fresh], client_env)
+        assert "already used" in one_error_line(
+            run_wsctl(["auth", "login", "--server", server.url, "--code", fresh], client_env, expect=3))
+    finally:
+        server.stop()

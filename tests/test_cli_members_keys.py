@@ -60,6 +60,10 @@ def test_keys_create_list_revoke_and_api_calls(backend):
     assert made["email"] == "api@example.com"
     r = backend.wsctl("api", "POST", "/v1/members", "--data", '{"email": "x@example.com", "name":', expect=7)
     assert "--data is not valid JSON" in one_error_line(r) and r.out == ""
+    not_text = backend.workspace.parent / "not-text.json"
+    not_text.write_bytes(b"\xff\xfe{")
+    r = backend.wsctl("api", "POST", "/v1/members", "--data", f"@{not_text}", expect=7)
+    assert "not UTF-8" in one_error_line(r) and r.out == ""
     r = backend.wsctl("api", "POST", "/v1/members", "--data", '{"email": "api@example.com", "name": "Again"}',
                       expect=6)
     assert r.json["error"]["code"] == "conflict" and r.json["error"]["status"] == 409

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from urllib.parse import urlsplit
 
 import httpx
@@ -211,6 +212,28 @@ def test_http_edges_answer_the_error_body(remote):
         assert_error(r, 413, "payload_too_large")
     assert http.get("/v1/auth/whoami", headers=auth).status_code == 200  # and it still serves
     assert "Traceback" not in remote.server.log_text()
+
+
+def test_requests_too_malformed_for_the_app_still_get_the_error_body(remote):
+    """Framing the HTTP layer itself refuses (garbled request line, oversized headers, bad chunks)
+    and a body cut off early: 400 with the contract's body, no 500, no traceback in the log."""
+    url = remote.base_url
+    auth = b"Authorization: Bearer " + remote.owner_token.encode() + b"\r\n"
+    for request in (b"GARBAGE\r\n\r\n",
+                    b"GET /v1/members HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 200_000 + b"\r\n\r\n",
+                    b"GET /v1/members HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+                    b"POST /v1/keys HTTP/1.1\r\nHost: x\r\n" + auth + b"Transfer-Encoding: chunked\r\n"
+                    b"Content-Type: application/json\r\n\r\nzz\r\n{}\r\n0\r\n\r\n"):
+        _json_error(*_raw(url, request), 400, "invalid_request")
+    # A body that stops short of its Content-Length: the client hangs up; the server logs a 400.
+    with socket.create_connection((urlsplit(url).hostname, urlsplit(url).port), timeout=10) as s:
+        s.sendall(b"POST /v1/keys HTTP/1.1\r\nHost: x\r\n" + auth + b"Content-Length: 100\r\n\r\n{")
+    assert remote._http.get("/v1/auth/whoami", headers={"Authorization": f"Bearer {remote.owner_token}"}).status_code == 200
+    deadline = time.time() + 10  # the chunked POST and the cut-off one, once the server has noticed
+    while remote.server.log_text().count("POST /v1/keys 400") < 2 and time.time() < deadline:
+        time.sleep(0.1)
+    log = remote.server.log_text()
+    assert log.count("POST /v1/keys 400") == 2 and "Traceback" not in log and " 500 " not in log, log[-2000:]
 
 
 def test_served_workspace_and_in_process_calls_side_by_side(remote, home):

@@ -55,3 +55,5 @@ def _read(name: str) -> str:
             return f.read()
     except OSError as e:
         raise ApiError("invalid_request", f"Cannot read {name}: {e.strerror}.") from None
+    except UnicodeDecodeError:
+        raise ApiError("invalid_request", f"{name} is not UTF-8 text; --data takes JSON.") from None

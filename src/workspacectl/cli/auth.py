@@ -77,7 +77,7 @@ def _login_local(ctx, name: str, member: str, json: bool):
     from workspacectl.engine.store.identity import member_json
     from workspacectl.engine.workspace import Workspace
 
-    target = resolve(name, new_profile_ok=True)
+    target = resolve(state(ctx).profile_flag, new_profile_ok=True)
     if target.kind == "remote":
         raise ApiError("invalid_request", f"Profile '{name}' points at a server; --member is for local workspaces.")
     path = Path(target.location)
@@ -94,7 +94,7 @@ def _login_local(ctx, name: str, member: str, json: bool):
 def status(ctx: typer.Context, profile: ProfileOpt = None, json: JsonOpt = False):
     """Show the profile in use, where its data lives, who it acts as, and where the token came from."""
     name = _profile(ctx, profile)
-    target = resolve(name)
+    target = resolve(state(ctx).profile_flag)
     body = {"profile": name, "backend": target.kind, "location": target.location,
             "tokenSource": target.secret_source, "signedIn": False, "member": None}
     try:
@@ -137,7 +137,7 @@ def token(ctx: typer.Context, profile: ProfileOpt = None):
     WSCTL_TOKEN=$(wsctl auth token). Like `gh auth token` it prints on a terminal too, since
     you asked for it; it is a live credential, so treat the output as a password."""
     name = _profile(ctx, profile)
-    target = resolve(name)
+    target = resolve(state(ctx).profile_flag)
     if target.kind != "remote":
         raise ApiError("invalid_request", "A local profile acts in-process and has no token. "
                        "Sign in to a server with `wsctl auth login --server URL`.")
@@ -150,7 +150,7 @@ def token(ctx: typer.Context, profile: ProfileOpt = None):
 def logout(ctx: typer.Context, profile: ProfileOpt = None, json: JsonOpt = False):
     """Revoke this profile's session on the server and forget its token."""
     name = _profile(ctx, profile)
-    target = resolve(name)
+    target = resolve(state(ctx).profile_flag)
     body = {"profile": name, "revoked": False}
     if target.kind == "remote" and target.secret_source in ("keyring", "credentials file"):
         try:

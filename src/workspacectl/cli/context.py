@@ -1,12 +1,17 @@
 """Builds the backend a command talks to, from flags, environment and config (strongest first):
 
     flag  >  WSCTL_PROFILE  >  WSCTL_SERVER  >  WSCTL_WORKSPACE  >  WSCTL_TOKEN  >  WSCTL_API_KEY  >  config
+
+A profile named by --profile or WSCTL_PROFILE that exists is used as configured (its server or
+workspace, its stored token): the variables after WSCTL_PROFILE are weaker, so they do not apply.
 """
 from __future__ import annotations
 
 import getpass
 import os
 import sys
+import urllib.parse
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,12 +67,18 @@ def resolve(profile_flag: str | None = None, new_profile_ok: bool = False) -> Ta
         if env.get(var):
             env_secret = (env[var].strip(), var)
             break
+    if named and (prof.get("server") or prof.get("workspace")):
+        # The named profile wins over every variable after WSCTL_PROFILE; a token variable only
+        # fills in when the profile has no stored token of its own.
+        fallback, env, env_secret = env_secret, {}, None
+    else:
+        fallback = None
     if env.get("WSCTL_SERVER"):
-        server, local_path = env["WSCTL_SERVER"], None
+        server, local_path = server_url(env["WSCTL_SERVER"], "WSCTL_SERVER"), None
     elif env.get("WSCTL_WORKSPACE"):
         server, local_path = None, env["WSCTL_WORKSPACE"]
     elif prof.get("server"):
-        server, local_path = prof["server"], None
+        server, local_path = server_url(prof["server"], f"The server of profile '{name}'"), None
     else:
         server, local_path = None, prof.get("workspace")
     if server:
@@ -79,12 +90,27 @@ def resolve(profile_flag: str | None = None, new_profile_ok: bool = False) -> Ta
         from workspacectl.cli import secrets_store
 
         token, source = secrets_store.lookup(token_key(name))
+        if token is None and fallback:
+            token, source = fallback
         return Target(name, "remote", server.rstrip("/"), token, source)
     path = str(Path(local_path).expanduser()) if local_path else str(default_workspace())
     if env_secret:
         return Target(name, "local", path, env_secret[0], env_secret[1])
     member = prof.get("member") if prof.get("workspace") and _same(prof["workspace"], path) else None
     return Target(name, "local", path, None, "profile member" if member else "workspace owner", member)
+
+
+def server_url(url: str, where: str) -> str:
+    """An http(s) base URL, or 400 naming where it came from (never an unreachable-server 8)."""
+    url = url.strip()
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # raises on a port that is not a number
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ApiError("invalid_request", f"{where} '{url}' is not a server URL; use http(s)://HOST[:PORT].")
+    return url.rstrip("/")
 
 
 def _same(a: str, b: str) -> bool:
@@ -101,14 +127,31 @@ def ensure_embedded_workspace(path: Path, profile: str) -> None:
     print(f"Created a new workspace at {ws.path} (owner: {user}).", file=sys.stderr)
 
 
+@contextmanager
+def _first_use_lock(path: Path):
+    """Several commands may start at once on a fresh machine: one makes the embedded workspace,
+    the others wait for it to be whole instead of finding it half made."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.parent / ".workspace.lock", "a") as f:
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: no lock
+            yield
+            return
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 def ensure_workspace_path(path: Path, profile: str | None) -> None:
     """The embedded default is made on first use; any other missing folder is an error."""
     from workspacectl.engine.workspace import Workspace
 
-    if Workspace.exists_at(path):
-        return
     if _same(str(path), str(default_workspace())):
-        ensure_embedded_workspace(path, profile or config.profile_name(None, config.load()))
+        with _first_use_lock(default_workspace()):
+            if not Workspace.exists_at(path):
+                ensure_embedded_workspace(path, profile or config.profile_name(None, config.load()))
+        return
+    if Workspace.exists_at(path):
         return
     raise ApiError("not_found", f"No workspace at {path}. Run `wsctl init --workspace {path}` to make one.")
 

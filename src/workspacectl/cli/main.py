@@ -47,6 +47,9 @@ def main(argv: list[str] | None = None) -> None:
         code = 1
     except typer.Exit as e:
         code = e.exit_code
+    except click.exceptions.NoArgsIsHelpError as e:  # a bare `wsctl` or group: its help, as click shows it
+        print(e.format_message(), file=sys.stderr)
+        code = e.exit_code
     except click.ClickException as e:  # usage errors (exit 2): one line too, naming the help to read
         code = e.exit_code
         ctx = getattr(e, "ctx", None)

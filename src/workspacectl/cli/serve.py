@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from workspacectl.cli.context import resolve, state
+from workspacectl.errors import ApiError
 
 
 def serve(
@@ -18,7 +19,7 @@ def serve(
 ):
     """Serve a workspace over HTTP at /v1, with the hosted sign-in and connect pages."""
     from workspacectl.cli.context import ensure_workspace_path
-    from workspacectl.server.app import serve as run
+    from workspacectl.server.app import listen_socket, serve as run
 
     path = workspace.expanduser() if workspace else None
     if path is None:
@@ -27,4 +28,9 @@ def serve(
             raise typer.BadParameter("the active profile points at a server; pass --workspace DIR", param_hint="--workspace")
         path = Path(target.location)
     ensure_workspace_path(path, state(ctx).profile_flag)
-    run(path, host, port, public_url)
+    try:
+        sock = listen_socket(host, port)
+    except OSError as e:
+        raise ApiError("invalid_request", f"Cannot listen on {host}:{port} ({e.strerror or e}). "
+                       "Stop whatever uses that port or pick another --port / --host.") from None
+    run(path, sock, public_url)

@@ -1,8 +1,6 @@
 """Members of the workspace and the login codes that sign them in."""
 from __future__ import annotations
 
-import sqlite3
-
 from workspacectl.engine.auth import make_login_code
 from workspacectl.engine.db import transaction
 from workspacectl.engine.pagination import page, page_args
@@ -42,11 +40,10 @@ def add_member(ctx: Ctx) -> Response:
     role = v.choice(body, "role", ROLES, required=False, default="member")
     if role == "owner" and ctx.caller.role != "owner":
         raise ApiError("forbidden", "Only an owner may add another owner.")
-    try:
-        with transaction(ctx.db):
-            member = store.insert_member(ctx.db, name, email, role)
-    except sqlite3.IntegrityError:
-        raise ApiError("conflict", f"A member with email {email} already exists.") from None
+    with transaction(ctx.db):
+        member = store.insert_member(ctx.db, name, email, role)
+    if member is None:
+        raise ApiError("conflict", f"A member with email {email} already exists.")
     return Response(201, member)
 
 

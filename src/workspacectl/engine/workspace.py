@@ -82,5 +82,7 @@ class Workspace:
         return c
 
     def setting(self, key: str, default: str | None = None) -> str | None:
-        row = self.conn().execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else default
+        from workspacectl.engine.store.identity import get_setting
+
+        value = get_setting(self.conn(), key)
+        return default if value is None else value

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import socket
 import sys
 import time
 import urllib.parse
@@ -15,6 +16,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response as RawResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from workspacectl.engine.dispatch import Engine, parse_json_body
 from workspacectl.engine.registry import Response
@@ -55,11 +57,14 @@ async def read_body(request: Request, limit: int) -> bytes:
     if declared and declared.isdigit() and int(declared) > limit:
         raise ApiError("payload_too_large", f"The request body is over {limit // (1024 * 1024)} MiB.")
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ApiError("payload_too_large", f"The request body is over {limit // (1024 * 1024)} MiB.")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise ApiError("payload_too_large", f"The request body is over {limit // (1024 * 1024)} MiB.")
+            chunks.append(chunk)
+    except ClientDisconnect:  # the body was cut off (or badly framed): not a server error
+        raise ApiError("invalid_request", "The request body ended early.") from None
     return b"".join(chunks)
 
 
@@ -129,7 +134,22 @@ def create_app(engine: Engine, public_url: str | None = None) -> FastAPI:
     return app
 
 
-def serve(workspace_path, host: str, port: int, public_url: str | None = None) -> None:
+def listen_socket(host: str, port: int) -> socket.socket:
+    """Bind before uvicorn starts: a busy port or an unknown host is then an OSError the CLI
+    reports in one line (uvicorn would log it and exit 3, the CLI's code for unauthenticated)."""
+    family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                       flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def serve(workspace_path, sock: socket.socket, public_url: str | None = None) -> None:
     import uvicorn
 
     from workspacectl.engine.workspace import Workspace
@@ -138,5 +158,11 @@ def serve(workspace_path, host: str, port: int, public_url: str | None = None) -
     ws = Workspace.open(workspace_path)
     engine = Engine(ws)
     app = create_app(engine, public_url)
-    print(f"wsctl serving {ws.path} on http://{host}:{port}", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host, port=port, access_log=False, log_level="warning", server_header=False)
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"wsctl serving {ws.path} on http://{shown}:{port}", file=sys.stderr, flush=True)
+    from workspacectl.server.http_protocol import ContractH11Protocol
+
+    config = uvicorn.Config(app, http=ContractH11Protocol, access_log=False, log_level="warning",
+                            server_header=False)
+    uvicorn.Server(config).run(sockets=[sock])

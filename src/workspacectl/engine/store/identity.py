@@ -29,10 +29,14 @@ def count_members(conn) -> int:
     return conn.execute("SELECT count(*) FROM members").fetchone()[0]
 
 
-def insert_member(conn, name: str, email: str, role: str) -> dict:
+def insert_member(conn, name: str, email: str, role: str) -> dict | None:
+    """The new member, or None when the email (any case) is taken."""
     mid = new_id("um")
-    conn.execute("INSERT INTO members (id, name, email, role, created_at) VALUES (?, ?, ?, ?, ?)",
-                 (mid, name, email, role, clock.now_iso()))
+    try:
+        conn.execute("INSERT INTO members (id, name, email, role, created_at) VALUES (?, ?, ?, ?, ?)",
+                     (mid, name, email, role, clock.now_iso()))
+    except sqlite3.IntegrityError:
+        return None
     return member_json(get_member(conn, mid))
 
 
