@@ -391,6 +391,19 @@ def test_platform_key_is_logged_with_its_key_id(backend, cred):
     assert r.err.startswith("error: Insufficient scope") and len(r.err.strip().splitlines()) == 1
 
 
+
+def test_env_output_with_a_token_only_key_names_the_missing_scope_and_issues_nothing(backend, cred):
+    """Variable names come from the detail (vault:read): a vault:token-only key gets the token as
+    JSON, and for env output a refusal naming the scope, before any token is issued."""
+    key = as_key(backend, backend.key("platform", ["vault:token"]))
+    assert backend.wsctl("vault", "token", cred["id"], "--reason", "json", env=key).json["apiKey"] == HOSTILE
+    for args in (["token", cred["id"], "--format", "env"], ["env", cred["id"]],
+                 ["run", cred["id"], "--reason", "r", "--", *py("pass")]):
+        r = backend.wsctl("vault", *args, *([] if "run" in args else ["--reason", "r"]), env=key, expect=4)
+        assert "vault:read" in r.err and r.out == "", (args, r.err)
+    entries = backend.ok("GET", f"/v1/credentials/{cred['id']}/access-log")["entries"]
+    assert [e["reason"] for e in entries] == ["json"], "nothing issued for the refused env outputs"
+
 # --- admin rotate-key -------------------------------------------------------------------------
 
 def test_rotate_key_confirms_and_keeps_every_secret_readable(backend, cred):

@@ -198,8 +198,46 @@ def test_invalid_grant_marks_needs_reconnect_and_stops_refreshing(backend, provi
     r = token(backend, cred["id"])
     assert r.status == 502 and "wsctl vault connect" in r.body["error"]["message"]
     assert provider.refreshes == 1, "no refresh attempt after invalid_grant until reconnected"
+    synced = backend.api("POST", f"/v1/vault/credentials/{cred['id']}/sync")
+    assert synced.status == 200 and synced.body["status"] == "needs_reconnect", synced.body
+    assert provider.refreshes == 1, "sync does not call the provider either until reconnected"
     entries = backend.api("GET", f"/v1/credentials/{cred['id']}/access-log").body["entries"]
     assert entries == []
+
+
+def _audit_log_writable(workspace, writable: bool) -> None:
+    """Make inserts into the access log fail (a real SQLite trigger in the workspace), or work again."""
+    import sqlite3
+
+    con = sqlite3.connect(workspace / "workspace.db", timeout=15)
+    with con:
+        if writable:
+            con.execute("DROP TRIGGER audit_down")
+        else:
+            con.execute("CREATE TRIGGER audit_down BEFORE INSERT ON credential_access_log "
+                        "BEGIN SELECT RAISE(ABORT, 'the access log cannot be written'); END")
+    con.close()
+
+
+def test_no_audit_row_no_token(backend, provider, loopcrm, keysvc):
+    """The access-log row is written in the transaction that releases the token: when the row
+    cannot be written, no token leaves the vault. A refresh made first is kept, not lost."""
+    cred, _ = oauth_credential(backend, provider, expires_in=5)
+    _audit_log_writable(backend.workspace, False)
+    for cred_id in (keysvc["id"], cred["id"]):
+        r = backend.wsctl("vault", "token", cred_id, "--reason", "audit down", expect=1)
+        assert r.out == "" and "CANARY" not in r.err, r.err
+        if backend.kind == "remote":
+            answer = token(backend, cred_id)
+            assert answer.status == 500 and "CANARY" not in json.dumps(answer.body), answer.body
+    assert provider.refreshes == 1, "the refresh ran once and was saved"
+    _audit_log_writable(backend.workspace, True)
+    assert backend.ok("GET", f"/v1/credentials/{cred['id']}/access-log")["entries"] == []
+    r = token(backend, cred["id"], reason="audit back")
+    assert r.status == 200 and r.body["accessToken"] == provider.issued[-1]["access_token"], r.body
+    assert provider.refreshes == 1, "the token refreshed while the log was down is the one issued now"
+    entries = backend.ok("GET", f"/v1/credentials/{cred['id']}/access-log")["entries"]
+    assert [(e["reason"], e["outcome"]) for e in entries] == [("audit back", "issued")]
 
 
 def test_provider_failure_backs_off_30_s(backend, provider, loopcrm):
@@ -218,7 +256,7 @@ def test_provider_failure_backs_off_30_s(backend, provider, loopcrm):
         import httpx
 
         late = httpx.post(f"{url}/v1/credentials/{cred['id']}/token", json={"reason": "later"},
-                          headers={"Authorization": f"Bearer {backend.owner_token}"}, timeout=30)
+                          headers={"Authorization": f"Bearer {backend.owner_token}"}, timeout=30, trust_env=False)
     assert late.status_code == 200, late.text
     assert provider.refreshes == 2
 

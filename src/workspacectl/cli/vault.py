@@ -44,6 +44,18 @@ def issue(ctx, cred_id: str, reason: str) -> dict:
     return backend(ctx).request("POST", cred_path(cred_id, "/token"), body={"reason": reason})
 
 
+def env_detail(ctx, cred_id: str) -> dict:
+    """The detail whose envVars name the variables; read before any token is issued."""
+    try:
+        return backend(ctx).request("GET", cred_path(cred_id))
+    except ApiError as e:
+        if e.code != "insufficient_scope":
+            raise
+        raise ApiError("insufficient_scope", "Insufficient scope: variable names come from the credential's "
+                       "details, so this key needs vault:read as well as vault:token (or use "
+                       "`wsctl vault token ID --format json`).") from None
+
+
 def confirm_or_refuse(question: str, yes: bool) -> None:
     """Ask on a terminal; without one, refuse unless --yes was given."""
     if yes:
@@ -133,7 +145,7 @@ def token(
     fmt = "json" if json else format
     if fmt not in ("json", "value", "env"):
         raise ApiError("invalid_request", "--format must be json, value or env.")
-    detail = backend(ctx).request("GET", cred_path(cred_id)) if fmt == "env" else None
+    detail = env_detail(ctx, cred_id) if fmt == "env" else None
     body = issue(ctx, cred_id, reason)
     if fmt == "json":
         print_json(body)
@@ -147,7 +159,7 @@ def issue_env(ctx, cred_ids: list[str], reason: str) -> tuple[dict[str, str], li
     """Variables and secret values of several credentials; every detail is read before any token is issued."""
     from workspacectl.cli import vault_env
 
-    details = [backend(ctx).request("GET", cred_path(c)) for c in cred_ids]
+    details = [env_detail(ctx, c) for c in cred_ids]
     parts, secrets = [], []
     for cred_id, detail in zip(cred_ids, details):
         body = issue(ctx, cred_id, reason)
