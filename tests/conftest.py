@@ -96,7 +96,7 @@ def start_server(workspace: Path, env: dict | None = None, offset: int = 0, log:
         if proc.poll() is not None:
             raise AssertionError(f"wsctl serve exited {proc.returncode}: {log.read_text()[-3000:]}")
         try:
-            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+            if httpx.get(url + "/healthz", timeout=1, trust_env=False).status_code == 200:
                 return Server(url, proc, log)
         except httpx.HTTPError:
             time.sleep(0.05)
@@ -269,7 +269,7 @@ def make_backend(kind: str, workspace: Path, home: Path, server: Server | None =
         b.server = server or start_server(workspace, base_env(workspace.parent / "server-home"),
                                           log=workspace.parent / "server.log")
         b.base_url = b.server.url
-        b._http = httpx.Client(base_url=b.base_url, timeout=60)
+        b._http = httpx.Client(trust_env=False, base_url=b.base_url, timeout=60)
         env.update({"WSCTL_SERVER": b.base_url, "WSCTL_TOKEN": token})
     else:
         from workspacectl.engine.dispatch import Engine

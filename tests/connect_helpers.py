@@ -78,7 +78,7 @@ class Door:
     def browser(self, next_path: str = "/", session: str | None = None, follow: bool = True
                 ) -> tuple[httpx.Client, httpx.Response]:
         """A cookie-keeping client signed in as `session`'s member (default: the owner), on next_path."""
-        b = httpx.Client(follow_redirects=follow, timeout=30)
+        b = httpx.Client(trust_env=False, follow_redirects=follow, timeout=30)
         page = b.get(self.signin_link(next_path, session))
         return b, page
 

@@ -98,7 +98,7 @@ def test_login_status_whoami_token_profiles_and_logout(remote, tmp_path):
 
     # logout revokes the session on the server and forgets it here; the other profile stays
     run_wsctl(["auth", "logout"], env)
-    assert httpx.get(url + "/v1/auth/whoami", headers={"Authorization": f"Bearer {token}"}).status_code == 401
+    assert httpx.get(url + "/v1/auth/whoami", headers={"Authorization": f"Bearer {token}"}, trust_env=False).status_code == 401
     assert "profile:default" not in read_toml(creds) and "profile:boss" in read_toml(creds)
     r = run_wsctl(["auth", "status"], env, expect=3)
     assert re.search(r"^signed in\s+no: ", r.out, re.M) and "wsctl auth login" in r.out
@@ -189,7 +189,7 @@ def test_the_token_lives_in_a_working_keyring_and_a_hung_one_is_waited_for_once(
     assert re.search(r"^token from\s+keyring$", run_wsctl(["auth", "status"], env).out, re.M)
     run_wsctl(["auth", "logout"], env)
     assert json.loads((tmp_path / "ring.json").read_text()) == {}
-    assert httpx.get(remote.base_url + "/v1/auth/whoami", headers={"Authorization": f"Bearer {token}"}).status_code == 401
+    assert httpx.get(remote.base_url + "/v1/auth/whoami", headers={"Authorization": f"Bearer {token}"}, trust_env=False).status_code == 401
 
     # a hung keyring: the command still finishes, after one 3 s wait, and uses the 0600 file
     client = tmp_path / "client-hung"

@@ -119,14 +119,14 @@ def test_expiry_at_59_59_versus_60_01(backend, door, keysvc, monkeypatch):
         with serve(backend.workspace, offset=HOUR - 1) as early, serve(backend.workspace, offset=HOUR + 1) as late:
             c = door.connect("keysvc")
             auth = {"Authorization": f"Bearer {backend.owner_token}"}
-            assert httpx.get(f"{early}/v1/connections/{c['id']}", headers=auth).json()["status"] == "pending"
-            assert httpx.get(f"{late}/v1/connections/{c['id']}", headers=auth).json()["status"] == "expired"
+            assert httpx.get(f"{early}/v1/connections/{c['id']}", headers=auth, trust_env=False).json()["status"] == "pending"
+            assert httpx.get(f"{late}/v1/connections/{c['id']}", headers=auth, trust_env=False).json()["status"] == "expired"
             assert door.status(c["id"])["status"] == "pending"
             # The link on each server: a form before the hour, "expired" after it.
             for url, status in ((early, 200), (late, 410)):
                 link = httpx.post(f"{url}/v1/auth/web-link", json={"next": path_of(c["connectUrl"])},
-                                  headers=auth).json()["url"]
-                with httpx.Client(follow_redirects=True) as b:
+                                  headers=auth, trust_env=False).json()["url"]
+                with httpx.Client(trust_env=False, follow_redirects=True) as b:
                     page = b.get(link)
                 assert page.status_code == status, page.text[:300]
                 if status == 410:
@@ -251,9 +251,9 @@ def test_another_members_cookie_is_refused_and_nothing_changes(backend, door, ke
 
 def test_no_cookie_or_an_unknown_link(door, keysvc):
     c = door.connect("keysvc")
-    r = httpx.get(c["connectUrl"])
+    r = httpx.get(c["connectUrl"], trust_env=False)
     assert r.status_code == 401 and "Sign in" in r.text
-    r = httpx.post(c["connectUrl"], data={"apiKey": "sk-anon", "instanceUrl": "https://x.example"})
+    r = httpx.post(c["connectUrl"], data={"apiKey": "sk-anon", "instanceUrl": "https://x.example"}, trust_env=False)
     assert r.status_code == 401
     b, _ = door.browser("/")
     assert b.get(door.base_url + "/connect/not-a-real-link-token").status_code == 404
@@ -354,7 +354,7 @@ def test_the_callback_needs_the_creators_cookie(backend, door, loopcrm, provider
     bb, _ = door.browser("/", session=bob)
     r = bb.get(callback)
     assert r.status_code == 403 and "another member" in r.text
-    assert httpx.get(callback).status_code == 401
+    assert httpx.get(callback, trust_env=False).status_code == 401
     assert provider.exchanges == 0 and door.status(c["id"])["status"] == "pending"
     assert b.get(callback).status_code == 200
 

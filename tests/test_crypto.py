@@ -181,7 +181,7 @@ def test_rotate_with_env_key_needs_the_previous_one(kind, workspace, home, monke
 
             with serve(workspace, {**base_env(workspace.parent / "srv-home"), **env}) as url:
                 r = httpx.request(method, url + path, json=body, timeout=30,
-                                  headers={"Authorization": f"Bearer {b.owner_token}"})
+                                  headers={"Authorization": f"Bearer {b.owner_token}"}, trust_env=False)
                 return r.status_code, r.json()
 
         status, body = call({"WSCTL_MASTER_KEY": old}, "POST", "/v1/admin/rotate-key")

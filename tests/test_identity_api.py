@@ -264,7 +264,7 @@ def test_web_sign_in_link(backend):
     assert 295 <= _seconds_from_now(r.body["expiresAt"]) <= 301
     nxt = "/connect/whatever?x=1&y=%2F"
     link = backend.ok("POST", "/v1/auth/web-link", {"next": nxt})["url"]
-    with httpx.Client(follow_redirects=False, timeout=30) as browser:
+    with httpx.Client(trust_env=False, follow_redirects=False, timeout=30) as browser:
         first = browser.get(link)
         assert first.status_code in (302, 303, 307) and first.headers["location"] == nxt
         cookie = first.headers["set-cookie"]
@@ -275,7 +275,7 @@ def test_web_sign_in_link(backend):
         assert "You are signed in" in browser.get(backend.base_url + "/").text
         # The cookie is a web session, not an API secret.
         assert_error(backend.api("GET", "/v1/auth/whoami", secret=value), 401, "unauthenticated")
-    with httpx.Client(follow_redirects=False, timeout=30) as other:
+    with httpx.Client(trust_env=False, follow_redirects=False, timeout=30) as other:
         again = other.get(link)  # single use
         assert again.status_code == 401 and "set-cookie" not in again.headers and "location" not in again.headers
         assert "not signed in" in other.get(backend.base_url + "/").text
@@ -315,7 +315,7 @@ def test_expiry_of_codes_links_and_keys(backend, monkeypatch, home):
     try:
         def on_late(method, path, body=None, secret=None):
             return httpx.request(method, late.url + path, json=body, timeout=30,
-                                 headers={"Authorization": f"Bearer {secret}"} if secret else {})
+                                 headers={"Authorization": f"Bearer {secret}"} if secret else {}, trust_env=False)
 
         monkeypatch.setenv(OFFSET, "2")
         code_young = _code(local, mia["id"])
@@ -323,12 +323,12 @@ def test_expiry_of_codes_links_and_keys(backend, monkeypatch, home):
         monkeypatch.setenv(OFFSET, str(15 * 60 + 1 - (4 * 60 + 59)))  # a link 4:59 old on `late`
         link_young = local._engine.handle("POST", "/v1/auth/web-link", None, {"next": "/ok"}, local.owner_token,
                                           late.url).body["url"]
-        young = httpx.get(link_young, follow_redirects=False, timeout=30)
+        young = httpx.get(link_young, follow_redirects=False, timeout=30, trust_env=False)
         assert young.status_code == 303 and young.headers["location"] == "/ok"
         monkeypatch.delenv(OFFSET)
 
         link_old = backend.ok("POST", "/v1/auth/web-link", {"next": "/ok"})["url"].replace(backend.base_url, late.url)
-        old = httpx.get(link_old, follow_redirects=False, timeout=30)
+        old = httpx.get(link_old, follow_redirects=False, timeout=30, trust_env=False)
         assert old.status_code == 410 and "expired" in old.text and "set-cookie" not in old.headers
         assert_error(on_late("POST", "/v1/auth/session", {"code": code_old}), 410, "expired")
         assert_error(on_late("GET", "/v1/auth/whoami", secret=short["secret"]), 401, "unauthenticated")

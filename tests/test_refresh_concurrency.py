@@ -43,7 +43,7 @@ def local(workspace, home):
 
 def _burst(urls: list[str], secret: str, cred_id: str, n: int) -> list[httpx.Response]:
     barrier = threading.Barrier(n)
-    clients = [httpx.Client(base_url=u, timeout=60, limits=httpx.Limits(max_connections=n)) for u in urls]
+    clients = [httpx.Client(trust_env=False, base_url=u, timeout=60, limits=httpx.Limits(max_connections=n)) for u in urls]
 
     def one(i: int) -> httpx.Response:
         barrier.wait()

@@ -53,7 +53,7 @@ def test_no_secret_in_plaintext_at_rest(backend, home):
         made["unused web link"] = urlsplit(unused).path.rsplit("/", 1)[1]
         link = backend.ok("POST", "/v1/auth/web-link", {"next": "/"}, secret=made[f"session {mia['id']}"])["url"]
         made["used web link"] = urlsplit(link).path.rsplit("/", 1)[1]
-        first = httpx.get(link, follow_redirects=False, timeout=30)
+        first = httpx.get(link, follow_redirects=False, timeout=30, trust_env=False)
         assert first.status_code == 303
         made["web session cookie"] = first.cookies["wsctl_web"]
     # The live ones work (so each is a real secret, not a typo); the dead ones do not.

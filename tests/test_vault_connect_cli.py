@@ -145,7 +145,7 @@ def join(t, box):
 
 
 def fill_api_key_form(link: str, key: str) -> int:
-    with httpx.Client(follow_redirects=True, timeout=30) as b:
+    with httpx.Client(trust_env=False, follow_redirects=True, timeout=30) as b:
         page = b.get(link)
         assert page.status_code == 200, page.text[:300]
         form = parse_form(page)
@@ -178,7 +178,7 @@ def test_connect_an_api_key_service_through_the_printed_link(services):
 FAKE_BROWSER = """#!{python}
 import pathlib, sys
 import httpx
-with httpx.Client(follow_redirects=True, timeout=30) as b:
+with httpx.Client(trust_env=False, follow_redirects=True, timeout=30) as b:
     status = b.get(sys.argv[1]).status_code
 pathlib.Path({record!r}).write_text(str(status))
 """
@@ -231,7 +231,7 @@ def test_a_provider_refusal_ends_the_wait_with_an_error(services):
     link = run.link()
 
     def refuse():
-        with httpx.Client(follow_redirects=False, timeout=30) as b:
+        with httpx.Client(trust_env=False, follow_redirects=False, timeout=30) as b:
             landing = b.get(link)
             base = f"{urllib.parse.urlsplit(link).scheme}://{urllib.parse.urlsplit(link).netloc}"
             authorize = b.get(base + landing.headers["location"]).headers["location"]

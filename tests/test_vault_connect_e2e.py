@@ -33,7 +33,7 @@ def provider():
 def _browser(backend, next_path: str) -> httpx.Client:
     """A browser signed in as the owner (web sign-in link), not yet on `next_path`."""
     link = backend.ok("POST", "/v1/auth/web-link", {"next": next_path})
-    b = httpx.Client(follow_redirects=False, timeout=30)
+    b = httpx.Client(trust_env=False, follow_redirects=False, timeout=30)
     r = b.get(link["url"])
     assert r.status_code in (302, 303, 307), r.text[:300]
     return b
