@@ -19,7 +19,9 @@ ROUTE_MODULES = [
     "auth", "members", "keys", "openapi",
     "catalog", "catalog_search_api", "triggers", "admin_catalog",
     "vault", "connections", "vault_manage", "admin_rotate",
-    "projects",
+    "projects", "project_grants", "project_files", "workflows",
+    "memory", "memory_agent",
+    "skills", "skill_bundles", "skill_versions",
 ]
 _loaded = False
 
