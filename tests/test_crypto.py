@@ -53,7 +53,7 @@ def test_key_file_is_made_0600_on_first_need(ws):
     crypto.seal(ws, "a", b"x")
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
     key = crypto.current_key(ws)
-    assert repr(key) == f"_Key(fp={key.fp.hex()})" and key.encoded() not in repr(key) + str(key)
+    assert repr(key) == f"Key(fp={key.fp.hex()})" and key.encoded() not in repr(key) + str(key)
 
 
 def test_env_key_wins_and_accepts_hex_or_base64(ws, monkeypatch):
@@ -272,11 +272,11 @@ def test_a_hung_keyring_falls_back_to_the_file_within_the_timeout(ws, monkeypatc
 
     import keyring
 
-    from workspacectl.engine import crypto
+    from workspacectl.engine import crypto, crypto_keys
 
     previous = keyring.get_keyring()
     keyring.set_keyring(_MemoryKeyring(delay=5).backend)
-    monkeypatch.setattr(crypto, "KEYRING_TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr(crypto_keys, "KEYRING_TIMEOUT_SECONDS", 0.2)
     try:
         t0 = time.monotonic()
         blob = crypto.seal(ws, "a", b"v")
