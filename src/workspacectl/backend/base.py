@@ -14,6 +14,6 @@ class Backend(Protocol):
     def download(self, path: str, out: BinaryIO, progress: Callable[[int], None] | None = None) -> int:
         """Stream a binary route's body into out; answer the number of bytes."""
 
-    def upload(self, method: str, path: str, data: BinaryIO, size: int, content_type: str,
+    def upload(self, method: str, path: str, data: BinaryIO, size: int | None, content_type: str,
                progress: Callable[[int], None] | None = None) -> Any:
-        """Send a binary body to a route; answer its JSON body."""
+        """Send a binary body to a route (size None: length unknown, sent chunked); answer its JSON body."""

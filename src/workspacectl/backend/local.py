@@ -39,7 +39,23 @@ class LocalBackend:
         return total
 
     def upload(self, method, path, data, size, content_type, progress=None) -> Any:
+        if content_type in ("application/gzip", "application/x-gzip"):
+            # As the server does: the engine reads a bundle as a stream, never whole in memory.
+            return self.request(method, path, None, _ProgressReader(data, progress))
         raw = data.read()
         if progress:
             progress(len(raw))
         return self.request(method, path, None, raw)
+
+
+class _ProgressReader:
+    """A binary file whose reads are reported to progress(n)."""
+
+    def __init__(self, data, progress=None):
+        self.data, self.progress = data, progress
+
+    def read(self, n: int = -1) -> bytes:
+        chunk = self.data.read(n)
+        if self.progress and chunk:
+            self.progress(len(chunk))
+        return chunk

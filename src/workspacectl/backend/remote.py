@@ -76,5 +76,7 @@ class RemoteBackend:
                     progress(len(chunk))
                 yield chunk
 
-        headers = {"Content-Type": content_type, "Content-Length": str(size)}
+        headers = {"Content-Type": content_type}
+        if size is not None:  # None: a stream made on the fly (a packed folder), sent chunked
+            headers["Content-Length"] = str(size)
         return self._answer(self._send(method, path, content=chunks(), headers=headers))

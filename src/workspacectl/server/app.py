@@ -9,11 +9,12 @@ import logging
 import re
 import socket
 import sys
+import tempfile
 import time
 import urllib.parse
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response as RawResponse, StreamingResponse
+from fastapi.responses import Response as RawResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
@@ -23,10 +24,14 @@ from workspacectl.engine.registry import Response
 from workspacectl.errors import ApiError
 
 MAX_JSON_BODY = 64 * 1024 * 1024
+# Binary uploads (tar.gz bundles) are spooled to a temp file and handed to the engine as a
+# stream, which applies its own tighter limits (engine/project_files.py LIMITS).
+STREAM_TYPES = {"application/gzip", "application/x-gzip"}
+MAX_STREAM_BODY = 2 * 1024 * 1024 * 1024
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 log = logging.getLogger("wsctl.server")
 # Path segments that carry one-time secrets: never written to the log.
-_SECRET_PATH = re.compile(r"^/(signin|connect|uploads|blobs)/[^/?]+")
+_SECRET_PATH = re.compile(r"^/(signin|connect|uploads|blobs)/[^?]+")
 
 
 def redact_path(path: str) -> str:
@@ -66,6 +71,35 @@ async def read_body(request: Request, limit: int) -> bytes:
     except ClientDisconnect:  # the body was cut off (or badly framed): not a server error
         raise ApiError("invalid_request", "The request body ended early.") from None
     return b"".join(chunks)
+
+
+def is_stream_type(content_type: str) -> bool:
+    return content_type.split(";")[0].strip().lower() in STREAM_TYPES
+
+
+async def spool_body(request: Request, limit: int):
+    """A binary upload (a tar.gz bundle) into a temp file, spilling to disk past 1 MiB: the
+    engine reads it as a stream and applies its own limits. Over `limit` bytes: 413."""
+    declared = request.headers.get("content-length")
+    too_large = ApiError("payload_too_large", f"The upload is over {limit // (1 << 20)} MiB; split it.")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise too_large
+    f = tempfile.SpooledTemporaryFile(max_size=1 << 20)
+    size = 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise too_large
+            f.write(chunk)
+    except ClientDisconnect:
+        f.close()
+        raise ApiError("invalid_request", "The request body ended early.") from None
+    except BaseException:
+        f.close()
+        raise
+    f.seek(0)
+    return f
 
 
 def engine_path(request: Request) -> str:
@@ -118,19 +152,30 @@ def create_app(engine: Engine, public_url: str | None = None) -> FastAPI:
 
     @app.api_route("/v1/{rest:path}", methods=METHODS)
     async def api(request: Request, rest: str):
-        raw = await read_body(request, MAX_JSON_BODY)
         ctype = request.headers.get("content-type", "")
+        if is_stream_type(ctype):
+            body = await spool_body(request, MAX_STREAM_BODY)  # a temp file the engine reads
+        else:
+            raw = await read_body(request, MAX_JSON_BODY)
+            try:
+                body = raw if raw and "json" not in ctype and not raw.lstrip().startswith((b"{", b"[")) else parse_json_body(raw)
+            except ApiError as e:
+                body = e  # answered by the engine after authentication and the scope check
         try:
-            body = raw if raw and "json" not in ctype and not raw.lstrip().startswith((b"{", b"[")) else parse_json_body(raw)
-        except ApiError as e:
-            body = e  # answered by the engine after authentication and the scope check
-        resp = await run_in_threadpool(engine.handle, request.method, engine_path(request), dict(request.query_params),
-                                       body, bearer(request), base_url_of(request, app.state.public_url))
+            resp = await run_in_threadpool(engine.handle, request.method, engine_path(request),
+                                           dict(request.query_params), body, bearer(request),
+                                           base_url_of(request, app.state.public_url))
+        finally:
+            if isinstance(body, tempfile.SpooledTemporaryFile):
+                body.close()
         return to_http(resp)
 
     from workspacectl.server import web
 
     web.mount(app, engine)
+    from workspacectl.server import skill_transfer_pages
+
+    skill_transfer_pages.mount(app, engine)
     return app
 
 
@@ -149,7 +194,8 @@ def listen_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(workspace_path, sock: socket.socket, public_url: str | None = None) -> None:
+def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
+          memory_interval: float | None = None) -> None:
     import uvicorn
 
     from workspacectl.engine.workspace import Workspace
@@ -158,6 +204,9 @@ def serve(workspace_path, sock: socket.socket, public_url: str | None = None) ->
     ws = Workspace.open(workspace_path)
     engine = Engine(ws)
     app = create_app(engine, public_url)
+    from workspacectl.server.memory_timer import resolve_interval, start_memory_timer
+
+    start_memory_timer(ws, resolve_interval(memory_interval))
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     print(f"wsctl serving {ws.path} on http://{shown}:{port}", file=sys.stderr, flush=True)

@@ -1,0 +1,19 @@
+"""m008_project_files: a project's shared files. Contents live in blobs/ by SHA-256 (engine/blobs.py)."""
+from workspacectl.engine.db import execute_script
+
+SQL = """
+CREATE TABLE project_files (
+    project_id TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (project_id, path)
+);
+-- Blob garbage collection asks "does anything still hold this sha256?"
+CREATE INDEX project_files_sha256 ON project_files(sha256);
+"""
+
+
+def up(conn):
+    execute_script(conn, SQL)
