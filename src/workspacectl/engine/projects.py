@@ -1,6 +1,8 @@
-"""Projects (specialists): list, create, read and edit, with the role of the nearest grant.
+"""Projects (specialists): list, create, read, edit, replace memory, delete.
 
-Grants, memory writes, pinning, files and delete follow in the projects issue.
+The caller's role comes from the nearest grant (store.ROLE_SQL): owner, else a member grant,
+else the workspace grant, else no access (404). Grants are in project_grants.py, pinning and
+connections in project_contents.py, files in project_files.py.
 """
 from __future__ import annotations
 
@@ -24,18 +26,33 @@ def project_json(row) -> dict:
         "workerColor": row["worker_color"], "workerAccessories": json.loads(row["worker_accessories"]),
         "role": role, "isOwner": role == "owner", "canEdit": role in ("owner", "editor"),
         "ownerMembershipId": row["owner_member_id"], "orgGrant": org, "isShared": row["grant_count"] > 0,
-        "counts": {"workflows": 0, "apps": 0, "skills": 0, "files": 0},
+        "counts": {"workflows": row["n_workflows"], "apps": row["n_apps"], "skills": row["n_skills"],
+                   "files": row["n_files"]},
         "createdAt": row["created_at"], "updatedAt": row["updated_at"],
     }
 
 
+def grants_json(conn, pid: str) -> list[dict]:
+    return [{"workspace": True, "role": g["role"]} if g["member_id"] is None
+            else {"membershipId": g["member_id"], "displayName": g["name"], "role": g["role"]}
+            for g in store.list_grants(conn, pid)]
+
+
+def memory_json(conn, row) -> dict:
+    return {"text": row["memory_text"], "version": row["memory_version"], "updatedAt": row["memory_updated_at"],
+            "updatedBy": store.member_brief(conn, row["memory_updated_by"])}
+
+
+def resource_json(r) -> dict:
+    return {"id": r["id"], "name": r["name"], "description": r["description"], "type": r["type"],
+            "lastUsedAt": r["last_used_at"]}
+
+
 def full_json(conn, row) -> dict:
-    return {
-        "project": project_json(row),
-        "memory": {"text": row["memory_text"], "version": row["memory_version"],
-                   "updatedAt": row["memory_updated_at"], "updatedBy": store.member_brief(conn, row["memory_updated_by"])},
-        "resources": [],
-    }
+    project = project_json(row)
+    project["grants"] = grants_json(conn, row["id"])
+    return {"project": project, "memory": memory_json(conn, row),
+            "resources": [resource_json(r) for r in store.list_resources(conn, row["id"])]}
 
 
 def _fields(body: dict, creating: bool) -> dict:
@@ -56,11 +73,24 @@ def _fields(body: dict, creating: bool) -> dict:
     return out
 
 
-def load(ctx: Ctx):
-    row = store.get_project(ctx.db, ctx.params["id"], ctx.caller.member_id)
+def load(ctx: Ctx, pid: str | None = None):
+    """The project with the caller's role; 404 when the caller has no access at all."""
+    pid = ctx.params["id"] if pid is None else pid
+    row = store.get_project(ctx.db, pid, ctx.caller.member_id)
     if row is None:
-        raise ApiError("not_found", f"No specialist '{ctx.params['id']}'. Run `wsctl specialist list`.")
+        raise ApiError("not_found", f"No specialist '{pid[:120]}' that you can see. Run `wsctl specialist list`.")
     return row
+
+
+def require_edit(row) -> None:
+    if row["role"] not in ("owner", "editor"):
+        raise ApiError("forbidden", f"You can view specialist {row['id']} but not change it; "
+                                    "ask its owner for edit access.")
+
+
+def require_owner(row, what: str) -> None:
+    if row["role"] != "owner":
+        raise ApiError("forbidden", f"Only the owner of specialist {row['id']} may {what}; ask them to do it.")
 
 
 @route("GET", "/v1/projects")
@@ -92,8 +122,40 @@ def patch_project(ctx: Ctx) -> dict:
     values = _fields(v.body_dict(ctx, allow_empty=False), creating=False)
     with transaction(ctx.db):
         row = load(ctx)
-        if row["role"] not in ("owner", "editor"):
-            raise ApiError("forbidden", "You can view this specialist but not change it; ask its owner for edit access.")
+        require_edit(row)
         if values:
             store.update_project(ctx.db, row["id"], values)
         return full_json(ctx.db, load(ctx))
+
+
+MEMORY_MAX = 1_000_000
+
+
+@route("PUT", "/v1/projects/{id}/memory")
+def put_memory(ctx: Ctx) -> dict:
+    body = v.body_dict(ctx, allow_empty=False)
+    text = v.string(body, "text", min_len=0, max_len=MEMORY_MAX)
+    version = v.integer(body, "version", minimum=0, maximum=2**62)
+    with transaction(ctx.db):
+        row = load(ctx)
+        require_edit(row)
+        if not store.replace_memory(ctx.db, row["id"], text, version, ctx.caller.member_id):
+            current = row["memory_version"]
+            raise ApiError("conflict", f"The memory is at version {current}, not {version}; "
+                                       "read it again and write with that version.",
+                           {"version": current, "currentVersion": current})
+        return memory_json(ctx.db, load(ctx))
+
+
+@route("POST", "/v1/projects/{id}/delete")
+def delete_project(ctx: Ctx) -> dict:
+    from workspacectl.engine import blobs
+    from workspacectl.engine.store.project_files import file_shas
+
+    with transaction(ctx.db):
+        row = load(ctx)
+        require_owner(row, "delete it")
+        shas = file_shas(ctx.db, row["id"])
+        counts = store.delete_project(ctx.db, row["id"])
+    blobs.remove_unreferenced(ctx.ws, shas)  # after the commit, as engine/blobs.py requires
+    return {"id": row["id"], "deleted": True, **counts}

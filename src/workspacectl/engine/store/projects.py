@@ -1,4 +1,8 @@
-"""Projects SQL: rows, grants, and the caller's role resolved from the nearest grant."""
+"""Projects SQL: rows, grants, memory, contents, and the caller's role from the nearest grant.
+
+Skills (`skills`, m010) and shared files (`project_files`, m008) belong to other areas; the
+queries here use those tables only when the workspace has them.
+"""
 from __future__ import annotations
 
 import json
@@ -6,16 +10,31 @@ import json
 from workspacectl import clock
 from workspacectl.engine.ids import new_id
 
-_ROLE_SQL = """
+# The caller's role on project `p`: owner, else its own grant, else the workspace grant (nearest wins).
+ROLE_SQL = """
 CASE
   WHEN p.owner_member_id = :me THEN 'owner'
   ELSE COALESCE((SELECT role FROM project_grants g WHERE g.project_id = p.id AND g.member_id = :me),
                 (SELECT role FROM project_grants g WHERE g.project_id = p.id AND g.member_id IS NULL))
 END
 """
-_COLUMNS = f"""p.*, ({_ROLE_SQL}) AS role,
+
+
+def table_exists(conn, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+
+
+def _columns(conn) -> str:
+    skills = ("(SELECT COUNT(*) FROM skills s WHERE s.project_id = p.id AND s.status IS NOT 'archived')"
+              if table_exists(conn, "skills") else "0")
+    files = ("(SELECT COUNT(*) FROM project_files f WHERE f.project_id = p.id)"
+             if table_exists(conn, "project_files") else "0")
+    return f"""p.*, ({ROLE_SQL}) AS role,
   (SELECT role FROM project_grants g WHERE g.project_id = p.id AND g.member_id IS NULL) AS org_role,
-  (SELECT COUNT(*) FROM project_grants g WHERE g.project_id = p.id) AS grant_count"""
+  (SELECT COUNT(*) FROM project_grants g WHERE g.project_id = p.id) AS grant_count,
+  (SELECT COUNT(*) FROM workflows w WHERE w.project_id = p.id AND w.kind = 'workflow') AS n_workflows,
+  (SELECT COUNT(*) FROM workflows w WHERE w.project_id = p.id AND w.kind = 'app') AS n_apps,
+  {skills} AS n_skills, {files} AS n_files"""
 
 
 def insert_project(conn, owner_id: str, values: dict) -> str:
@@ -47,13 +66,13 @@ def update_project(conn, pid: str, values: dict) -> None:
 
 def get_project(conn, pid: str, me: str):
     """The row with the caller's role, or None when the caller has no access (404, no leak)."""
-    row = conn.execute(f"SELECT {_COLUMNS} FROM projects p WHERE p.id = :id", {"id": pid, "me": me}).fetchone()
+    row = conn.execute(f"SELECT {_columns(conn)} FROM projects p WHERE p.id = :id", {"id": pid, "me": me}).fetchone()
     return row if row is not None and row["role"] else None
 
 
 def list_projects(conn, me: str, after, limit: int) -> list:
     return conn.execute(
-        f"""SELECT {_COLUMNS} FROM projects p
+        f"""SELECT {_columns(conn)} FROM projects p
             WHERE (p.owner_member_id = :me
                    OR EXISTS (SELECT 1 FROM project_grants g WHERE g.project_id = p.id
                               AND (g.member_id = :me OR g.member_id IS NULL)))
@@ -67,3 +86,72 @@ def member_brief(conn, member_id: str | None) -> dict | None:
         return None
     row = conn.execute("SELECT id, name FROM members WHERE id = ?", (member_id,)).fetchone()
     return {"membershipId": row["id"], "displayName": row["name"]} if row else {"membershipId": member_id}
+
+
+# --- grants ----------------------------------------------------------------------------------
+
+def list_grants(conn, pid: str) -> list:
+    return conn.execute(
+        "SELECT g.member_id, g.role, m.name FROM project_grants g LEFT JOIN members m ON m.id = g.member_id"
+        " WHERE g.project_id = ? ORDER BY g.member_id IS NOT NULL, g.created_at, g.member_id", (pid,)).fetchall()
+
+
+def set_grant(conn, pid: str, member_id: str | None, role: str | None) -> None:
+    """Replace the grant of a member (or of the workspace, member_id None); role None removes it."""
+    conn.execute("DELETE FROM project_grants WHERE project_id = ? AND IFNULL(member_id, '') = ?",
+                 (pid, member_id or ""))
+    if role is not None:
+        conn.execute("INSERT INTO project_grants (project_id, member_id, role, created_at) VALUES (?, ?, ?, ?)",
+                     (pid, member_id, role, clock.now_iso()))
+
+
+# --- memory ----------------------------------------------------------------------------------
+
+def replace_memory(conn, pid: str, text: str, version: int, me: str) -> bool:
+    """Write the memory if its version is still `version`; False when another write won."""
+    cur = conn.execute(
+        "UPDATE projects SET memory_text = ?, memory_version = memory_version + 1, memory_updated_at = ?,"
+        " memory_updated_by = ? WHERE id = ? AND memory_version = ?", (text, clock.now_iso(), me, pid, version))
+    return cur.rowcount == 1
+
+
+# --- contents --------------------------------------------------------------------------------
+
+def list_resources(conn, pid: str) -> list:
+    """Workflows, apps and (when the skills table exists) non-archived skills in the project."""
+    sql = ("SELECT id, name, description, kind AS type, last_used_at FROM workflows WHERE project_id = :pid")
+    if table_exists(conn, "skills"):
+        last_used = "last_used_at" if _has_column(conn, "skills", "last_used_at") else "NULL"
+        sql += (f" UNION ALL SELECT id, name, description, 'skill' AS type, {last_used} AS last_used_at"
+                " FROM skills WHERE project_id = :pid AND status IS NOT 'archived'")
+    return conn.execute(sql + " ORDER BY id", {"pid": pid}).fetchall()
+
+
+def _has_column(conn, table: str, column: str) -> bool:
+    return any(r["name"] == column for r in conn.execute(f"PRAGMA table_info({table})"))
+
+
+def delete_project(conn, pid: str) -> dict:
+    """Return every workflow, app and skill to its creator, drop the files and the project.
+    The caller holds the transaction. Answers how many resources went back and files went."""
+    returned = conn.execute("UPDATE workflows SET project_id = NULL WHERE project_id = ?", (pid,)).rowcount
+    if table_exists(conn, "skills"):
+        returned += conn.execute("UPDATE skills SET project_id = NULL WHERE project_id = ?", (pid,)).rowcount
+    files = 0
+    if table_exists(conn, "project_files"):
+        files = conn.execute("DELETE FROM project_files WHERE project_id = ?", (pid,)).rowcount
+    conn.execute("DELETE FROM projects WHERE id = ?", (pid,))
+    return {"returnedResources": returned, "deletedFiles": files}
+
+
+def get_skill_home(conn, skill_id: str):
+    """(id, name, description, project_id, created_by, status, last_used_at) of a skill, or None."""
+    if not table_exists(conn, "skills"):
+        return None
+    last_used = "last_used_at" if _has_column(conn, "skills", "last_used_at") else "NULL AS last_used_at"
+    return conn.execute(f"SELECT id, name, description, project_id, created_by, status, {last_used} FROM skills"
+                        " WHERE id = ?", (skill_id,)).fetchone()
+
+
+def move_skill(conn, skill_id: str, pid: str | None) -> None:
+    conn.execute("UPDATE skills SET project_id = ? WHERE id = ?", (pid, skill_id))

@@ -1,0 +1,182 @@
+"""`wsctl specialist`: projects (called specialists here) that hold workflows, apps, skills and files.
+
+A specialist is named by its id (proj_…) or by its exact name when that is unique among those
+you can see. `memory` lives in specialist_memory.py, `files` in specialist_files.py.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+from urllib.parse import quote
+
+import typer
+
+from workspacectl.cli.context import all_pages, backend
+from workspacectl.cli.output import JsonOpt, emit, fields, info, table
+from workspacectl.errors import ApiError
+
+app = typer.Typer(help="Specialists (projects): workflows, apps, skills and files.", no_args_is_help=True)
+
+SpecArg = Annotated[str, typer.Argument(metavar="ID", help="Specialist id (proj_…) or its exact name.")]
+LIST_COLUMNS = [("id", "ID"), ("name", "NAME"), ("role", "ROLE"), ("shared", "SHARED"), ("workflows", "WORKFLOWS"),
+                ("apps", "APPS"), ("skills", "SKILLS"), ("files", "FILES")]
+RESOURCE_COLUMNS = [("id", "ID"), ("type", "TYPE"), ("name", "NAME"), ("lastUsedAt", "LAST USED")]
+CONNECTION_COLUMNS = [("id", "ID"), ("service", "SERVICE"), ("name", "NAME"), ("status", "STATUS"), ("usedBy", "USED BY")]
+
+
+def project_id(ctx: typer.Context, ref: str) -> str:
+    """An id as given, or the id of the one specialist you can see with this exact name."""
+    if ref.startswith("proj_"):
+        return ref
+    hits = [p["id"] for p in all_pages(ctx, "/v1/projects", "projects")["projects"] if p["name"] == ref]
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        raise ApiError("not_found", f"No specialist named '{ref}' that you can see. Run `wsctl specialist list`.")
+    raise ApiError("invalid_request", f"{len(hits)} specialists are named '{ref}'; name one by its id.")
+
+
+def project_path(ctx: typer.Context, ref: str, suffix: str = "") -> str:
+    return f"/v1/projects/{quote(project_id(ctx, ref), safe='')}{suffix}"
+
+
+def _row(p: dict) -> dict:
+    return {**p, "shared": "yes" if p["isShared"] else "", **p["counts"]}
+
+
+def show_project(body: dict) -> None:
+    p, m = body["project"], body["memory"]
+    who = ", ".join(f"{g.get('displayName') or g.get('membershipId')} ({g['role']})" if not g.get("workspace")
+                    else f"workspace ({g['role']})" for g in p.get("grants", []))
+    fields([("id", p["id"]), ("name", p["name"]), ("description", p.get("description")), ("icon", p.get("icon")),
+            ("role", p["role"]), ("owner", p["ownerMembershipId"]), ("shared with", who or "nobody"),
+            ("counts", ", ".join(f"{k} {n}" for k, n in p["counts"].items())),
+            ("memory", f"version {m['version']}, {len(m['text'])} characters, updated {m['updatedAt']}")])
+    if body["resources"]:
+        print()
+        table(body["resources"], RESOURCE_COLUMNS)
+
+
+def _values(name, description, icon, color, head, shirt, hand) -> dict:
+    out = {k: v for k, v in (("name", name), ("description", description), ("icon", icon),
+                             ("workerColor", color)) if v is not None}
+    acc = {k: v for k, v in (("head", head), ("shirt", shirt), ("hand", hand)) if v is not None}
+    if acc:
+        out["workerAccessories"] = {k: (acc.get(k) or None) for k in ("head", "shirt", "hand")}
+    return out
+
+
+DescOpt = Annotated[Optional[str], typer.Option("--description", "-d", help="What the specialist is for.")]
+IconOpt = Annotated[Optional[str], typer.Option("--icon", help="An emoji.")]
+ColorOpt = Annotated[Optional[str], typer.Option("--color", help="The worker's colour name.")]
+HeadOpt = Annotated[Optional[str], typer.Option("--head", help="Worker accessory on the head ('' for none).")]
+ShirtOpt = Annotated[Optional[str], typer.Option("--shirt", help="Worker shirt ('' for none).")]
+HandOpt = Annotated[Optional[str], typer.Option("--hand", help="Worker accessory in the hand ('' for none).")]
+
+
+@app.command("list")
+def list_(ctx: typer.Context, json: JsonOpt = False):
+    """List the specialists you own or were granted."""
+    body = all_pages(ctx, "/v1/projects", "projects")
+    emit(ctx, body, lambda b: table([_row(p) for p in b["projects"]], LIST_COLUMNS, "No specialists."),
+         json_flag=json)
+
+
+@app.command("create")
+def create(ctx: typer.Context, name: Annotated[str, typer.Argument(help="The specialist's name.")],
+           description: DescOpt = None, icon: IconOpt = None, color: ColorOpt = None, head: HeadOpt = None,
+           shirt: ShirtOpt = None, hand: HandOpt = None, json: JsonOpt = False):
+    """Create a specialist; you become its owner."""
+    body = backend(ctx).request("POST", "/v1/projects",
+                                body=_values(name, description, icon, color, head, shirt, hand))
+    emit(ctx, body, show_project, json_flag=json)
+
+
+@app.command("show")
+def show(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False):
+    """Show a specialist: role, sharing, counts, memory version and what it holds."""
+    emit(ctx, backend(ctx).request("GET", project_path(ctx, ref)), show_project, json_flag=json)
+
+
+@app.command("edit")
+def edit(ctx: typer.Context, ref: SpecArg,
+         name: Annotated[Optional[str], typer.Option("--name", "-n", help="New name.")] = None,
+         description: DescOpt = None, icon: IconOpt = None, color: ColorOpt = None, head: HeadOpt = None,
+         shirt: ShirtOpt = None, hand: HandOpt = None, json: JsonOpt = False):
+    """Rename, describe, or change the icon or figure of a specialist (needs edit access)."""
+    values = _values(name, description, icon, color, head, shirt, hand)
+    if not values:
+        raise ApiError("invalid_request", "Nothing to change: pass --name, --description, --icon, --color, "
+                                          "--head, --shirt or --hand.")
+    body = backend(ctx).request("PATCH", project_path(ctx, ref), body=values)
+    emit(ctx, body, show_project, json_flag=json)
+
+
+@app.command("delete")
+def delete(ctx: typer.Context, ref: SpecArg,
+           yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+           json: JsonOpt = False):
+    """Delete a specialist (owner only): its files go; workflows, apps and skills return to their creators."""
+    from workspacectl.cli.output import confirm_or_refuse
+
+    path = project_path(ctx, ref)
+    confirm_or_refuse(f"Delete specialist {ref} and its files? Workflows, apps and skills go back to their "
+                      "creators.", yes)
+    body = backend(ctx).request("POST", path + "/delete")
+    emit(ctx, body, lambda b: info(f"Deleted {b['id']}: {b['returnedResources']} resources returned to their "
+                                   f"creators, {b['deletedFiles']} files removed."), json_flag=json)
+
+
+@app.command("connections")
+def connections(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False):
+    """List the credentials the specialist's workflows and apps are wired to (no secrets)."""
+    body = backend(ctx).request("GET", project_path(ctx, ref, "/connections"))
+
+    def render(b):
+        rows = [{**c, "usedBy": [u["id"] for u in c["usedBy"]]} for c in b["connections"]]
+        table(rows, CONNECTION_COLUMNS, "No connections: no workflow here names a credential.")
+
+    emit(ctx, body, render, json_flag=json)
+
+
+@app.command("pin")
+def pin(ctx: typer.Context,
+        resource: Annotated[str, typer.Argument(metavar="RESOURCE", help="Workflow or app id (wf_…) or skill id (skl_…).")],
+        into: Annotated[Optional[str], typer.Option("--into", help="The specialist to move it into (id or name).")] = None,
+        unpin: Annotated[bool, typer.Option("--unpin", help="Return it to its creator instead.")] = False,
+        json: JsonOpt = False):
+    """Move a workflow, app or skill into a specialist (it leaves any other one)."""
+    if bool(into) == unpin:
+        raise ApiError("invalid_request", "Give exactly one of --into ID or --unpin.")
+    target = None if unpin else project_id(ctx, into)
+    body = backend(ctx).request("POST", "/v1/projects/pin", body={"resourceId": resource, "projectId": target})
+    emit(ctx, body, lambda b: info(f"{b['resource']['type'].capitalize()} {b['resource']['id']} is now in "
+                                   f"{b['projectId'] or 'no specialist (back with its creator)'}."), json_flag=json)
+
+
+@app.command("grant")
+def grant(ctx: typer.Context, ref: SpecArg,
+          role: Annotated[str, typer.Option("--role", help="editor, viewer, or none to remove the grant.")],
+          member: Annotated[Optional[str], typer.Option("--member", "-m", help="Member id or email.")] = None,
+          workspace: Annotated[bool, typer.Option("--workspace", help="Grant the whole workspace.")] = False,
+          json: JsonOpt = False):
+    """Give a member or the whole workspace editor or viewer access (owner only)."""
+    if bool(member) == workspace:
+        raise ApiError("invalid_request", "Give exactly one of --member M or --workspace.")
+    if role not in ("editor", "viewer", "none"):
+        raise ApiError("invalid_request", "--role must be editor, viewer or none.")
+    who = {"workspace": True} if workspace else {"membershipId": member}
+    body = backend(ctx).request("PUT", project_path(ctx, ref, "/grants"),
+                                body={**who, "role": None if role == "none" else role})
+    emit(ctx, body, show_project, json_flag=json)
+
+
+from workspacectl.cli.specialist_memory import app as memory_app  # noqa: E402
+
+app.add_typer(memory_app, name="memory", help="The specialist's own memory document, written by version.")
+
+try:
+    from workspacectl.cli.specialist_files import app as files_app  # noqa: E402
+
+    app.add_typer(files_app, name="files", help="Shared files of a specialist.")
+except ImportError:
+    pass

@@ -1,0 +1,104 @@
+"""`wsctl workflow`: import a workflow.json, list and show workflows and apps, configure a trigger."""
+from __future__ import annotations
+
+import json as jsonlib
+from pathlib import Path
+from typing import Annotated, List, Optional
+from urllib.parse import quote
+
+import typer
+
+from workspacectl.cli.context import all_pages, backend
+from workspacectl.cli.output import JsonOpt, emit, fields, info, table
+from workspacectl.errors import ApiError
+
+app = typer.Typer(help="Workflows and apps.", no_args_is_help=True)
+
+WfArg = Annotated[str, typer.Argument(metavar="ID", help="Workflow or app id (wf_…).")]
+LIST_COLUMNS = [("id", "ID"), ("kind", "KIND"), ("name", "NAME"), ("projectId", "SPECIALIST"), ("lastUsedAt", "LAST USED")]
+TRIGGER_COLUMNS = [("nodeId", "NODE"), ("triggerId", "TRIGGER"), ("ready", "READY"), ("credentialId", "CREDENTIAL"),
+                   ("missing", "MISSING")]
+
+
+def wf_path(wid: str, suffix: str = "") -> str:
+    return f"/v1/workflows/{quote(wid, safe='')}{suffix}"
+
+
+def show_workflow(w: dict) -> None:
+    fields([("id", w["id"]), ("kind", w["kind"]), ("name", w["name"]), ("description", w.get("description")),
+            ("specialist", w.get("projectId") or "none (with its creator)"), ("created by", w["createdBy"]),
+            ("can edit", "yes" if w["canEdit"] else "no"), ("nodes", len(w["nodes"]))])
+    if w["triggers"]:
+        print()
+        table([{**t, "ready": "yes" if t["ready"] else "no"} for t in w["triggers"]], TRIGGER_COLUMNS)
+
+
+@app.command("import")
+def import_(ctx: typer.Context,
+            file: Annotated[Path, typer.Argument(metavar="FILE", help="A workflow.json: {name, kind, description, nodes}.")],
+            into: Annotated[Optional[str], typer.Option("--into", help="Put it straight into this specialist (id or name).")] = None,
+            json: JsonOpt = False):
+    """Import a workflow or app from its workflow.json."""
+    try:
+        doc = jsonlib.loads(file.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ApiError("invalid_request", f"Cannot read {file}: {e.strerror}.") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ApiError("invalid_request", f"{file} is not valid JSON: {e}.") from None
+    if not isinstance(doc, dict):
+        raise ApiError("invalid_request", f"{file} must hold a JSON object {{name, kind, description, nodes}}.")
+    if into:
+        from workspacectl.cli.specialist import project_id
+
+        doc = {**doc, "projectId": project_id(ctx, into)}
+    body = backend(ctx).request("POST", "/v1/workflows", body=doc)
+
+    def render(w):
+        print(w["id"])
+        waiting = [t["nodeId"] for t in w["triggers"] if not t["ready"]]
+        if waiting:
+            info(f"Trigger nodes not ready yet: {', '.join(waiting)}. Set them with "
+                 f"`wsctl workflow configure {w['id']} NODE --credential CRED --input NAME=VALUE`.")
+
+    emit(ctx, body, render, json_flag=json)
+
+
+@app.command("list")
+def list_(ctx: typer.Context,
+          kind: Annotated[Optional[str], typer.Option("--kind", help="workflow or app.")] = None,
+          specialist: Annotated[Optional[str], typer.Option("--specialist", help="Only those in this specialist.")] = None,
+          json: JsonOpt = False):
+    """List the workflows and apps you made or can reach through a specialist."""
+    query = {}
+    if kind:
+        query["kind"] = kind
+    if specialist:
+        from workspacectl.cli.specialist import project_id
+
+        query["projectId"] = project_id(ctx, specialist)
+    body = all_pages(ctx, "/v1/workflows", "workflows", query)
+    emit(ctx, body, lambda b: table(b["workflows"], LIST_COLUMNS, "No workflows or apps."), json_flag=json)
+
+
+@app.command("show")
+def show(ctx: typer.Context, wid: WfArg, json: JsonOpt = False):
+    """Show a workflow or app and whether each trigger node is ready."""
+    emit(ctx, backend(ctx).request("GET", wf_path(wid)), show_workflow, json_flag=json)
+
+
+@app.command("configure")
+def configure(ctx: typer.Context, wid: WfArg,
+              node: Annotated[str, typer.Argument(metavar="NODE", help="The trigger node's id.")],
+              credential: Annotated[Optional[str], typer.Option("--credential", help="Credential id (cred_…) it polls with.")] = None,
+              inputs: Annotated[Optional[List[str]], typer.Option("--input", help="NAME=VALUE, repeatable.")] = None,
+              json: JsonOpt = False):
+    """Set a trigger node's credential and inputs (replaces both)."""
+    values = {}
+    for item in inputs or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ApiError("invalid_request", f"--input must read NAME=VALUE, not '{item}'.")
+        values[name] = value
+    body = backend(ctx).request("PUT", wf_path(wid, f"/triggers/{quote(node, safe='')}/config"),
+                                body={"credentialId": credential, "inputs": values if inputs else None})
+    emit(ctx, body, show_workflow, json_flag=json)

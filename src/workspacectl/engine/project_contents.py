@@ -1,0 +1,95 @@
+"""What a project holds: pinning a workflow, app or skill into it, and the credentials its
+workflows are wired to.
+
+`POST /v1/projects/pin {resourceId, projectId}` moves one resource; a resource lives in at most
+one project (`projectId: null` returns it to its creator). It needs edit on the target and on
+the project it leaves; a resource in no project may be moved by its creator or a workspace
+owner or admin.
+"""
+from __future__ import annotations
+
+import json
+
+from workspacectl.engine import validate as v
+from workspacectl.engine.db import transaction
+from workspacectl.engine.projects import load, require_edit, resource_json
+from workspacectl.engine.registry import Ctx, route
+from workspacectl.engine.store import projects as store
+from workspacectl.engine.store import workflows as wf_store
+from workspacectl.errors import ApiError
+
+
+def _resource(conn, rid: str):
+    """(row, type) of a workflow, app or skill by id, or (None, None)."""
+    if rid.startswith("wf_"):
+        row = wf_store.get_workflow_home(conn, rid)
+        return row, (row["kind"] if row else None)
+    if rid.startswith("skl_"):
+        row = store.get_skill_home(conn, rid)
+        if row is not None and row["status"] == "archived":
+            return None, None
+        return row, ("skill" if row else None)
+    raise v.bad("'resourceId' must be a workflow or app id (wf_…) or a skill id (skl_…).")
+
+
+def _check_leaving(ctx: Ctx, row) -> None:
+    """The caller may take the resource out of where it is now (404 when it cannot see it)."""
+    me = ctx.caller.member_id
+    unseen = ApiError("not_found", f"No workflow, app or skill '{row['id']}' that you can see.")
+    if row["project_id"] is None:
+        if row["created_by"] != me and not ctx.caller.is_admin:
+            raise unseen
+        return
+    source = store.get_project(ctx.db, row["project_id"], me)
+    if source is None:
+        if row["created_by"] != me:
+            raise unseen
+        raise ApiError("forbidden", f"{row['id']} is in specialist {row['project_id']}, where you have no edit "
+                                    "access; ask its owner to move it.")
+    require_edit(source)
+
+
+@route("POST", "/v1/projects/pin")
+def pin_resource(ctx: Ctx) -> dict:
+    body = v.body_dict(ctx, allow_empty=False)
+    rid = v.string(body, "resourceId", max_len=200)
+    if "projectId" not in body:
+        raise v.bad("'projectId' is required: the specialist to move it into, or null to return it to its creator.")
+    target = v.string(body, "projectId", required=False, max_len=200)
+    with transaction(ctx.db):
+        row, rtype = _resource(ctx.db, rid)
+        if row is None:
+            raise ApiError("not_found", f"No workflow, app or skill '{rid[:120]}' that you can see.")
+        _check_leaving(ctx, row)
+        if target is not None:
+            require_edit(load(ctx, target))
+        previous = row["project_id"]
+        if target != previous:
+            if rtype == "skill":
+                store.move_skill(ctx.db, rid, target)
+            else:
+                wf_store.move_workflow(ctx.db, rid, target)
+    entry = resource_json({**dict(row), "type": rtype})
+    return {"resource": entry, "projectId": target, "previousProjectId": previous}
+
+
+@route("GET", "/v1/projects/{id}/connections")
+def project_connections(ctx: Ctx) -> dict:
+    row = load(ctx)
+    used: dict[str, dict[str, dict]] = {}
+    for wf in wf_store.project_workflow_nodes(ctx.db, row["id"]):
+        for node in json.loads(wf["nodes"]):
+            cred_id = node.get("credentialId") if isinstance(node, dict) else None
+            if not isinstance(cred_id, str):
+                continue
+            users = used.setdefault(cred_id, {})
+            entry = users.setdefault(wf["id"], {"id": wf["id"], "name": wf["name"], "type": wf["kind"], "nodeIds": []})
+            entry["nodeIds"].append(node.get("id"))
+    creds = wf_store.credential_briefs(ctx.db, sorted(used))
+    out = []
+    for cred_id in sorted(used):
+        c = creds.get(cred_id)
+        out.append({"id": cred_id, "service": c["service"] if c else None, "name": c["name"] if c else None,
+                    "credentialType": c["credential_type"] if c else None, "status": c["status"] if c else "missing",
+                    "usedBy": list(used[cred_id].values())})
+    return {"connections": out, "nextCursor": None}

@@ -1,0 +1,71 @@
+"""Workflows and apps SQL, with the caller's access: the creator, else the role on the holding project."""
+from __future__ import annotations
+
+import json
+
+from workspacectl import clock
+from workspacectl.engine.ids import new_id
+from workspacectl.engine.store.projects import ROLE_SQL
+
+# 'creator' for the member who made it; else the role on the project holding it (grants flow down).
+_ACCESS = f"""CASE WHEN w.created_by = :me THEN 'creator'
+  ELSE (SELECT {ROLE_SQL} FROM projects p WHERE p.id = w.project_id) END"""
+_COLUMNS = f"w.*, ({_ACCESS}) AS access"
+
+
+def insert_workflow(conn, me: str, values: dict, project_id: str | None) -> str:
+    wid = new_id("wf")
+    now = clock.now_iso()
+    conn.execute(
+        "INSERT INTO workflows (id, kind, name, description, nodes, created_by, project_id, created_at, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (wid, values["kind"], values["name"], values.get("description"), json.dumps(values["nodes"]), me,
+         project_id, now, now))
+    return wid
+
+
+def get_workflow(conn, wid: str, me: str):
+    """The row with the caller's `access`, or None when the caller cannot see it."""
+    row = conn.execute(f"SELECT {_COLUMNS} FROM workflows w WHERE w.id = :id", {"id": wid, "me": me}).fetchone()
+    return row if row is not None and row["access"] else None
+
+
+def get_workflow_home(conn, wid: str):
+    """id, name, description, kind, project_id, created_by of any workflow (for pin), or None."""
+    return conn.execute("SELECT id, name, description, kind, project_id, created_by, last_used_at FROM workflows"
+                        " WHERE id = ?", (wid,)).fetchone()
+
+
+def list_workflows(conn, me: str, after, limit: int, kind: str | None, project_id: str | None) -> list:
+    """Workflows the caller made or can reach through a project, in id order."""
+    sql = (f"SELECT * FROM (SELECT {_COLUMNS} FROM workflows w WHERE w.id > :after"
+           + (" AND w.kind = :kind" if kind else "")
+           + (" AND w.project_id = :pid" if project_id else "")
+           + " AND (w.created_by = :me OR w.project_id IS NOT NULL)) WHERE access IS NOT NULL ORDER BY id LIMIT :limit")
+    return conn.execute(sql, {"me": me, "after": after or "", "limit": limit, "kind": kind,
+                              "pid": project_id}).fetchall()
+
+
+def set_nodes(conn, wid: str, nodes: list) -> None:
+    conn.execute("UPDATE workflows SET nodes = ?, updated_at = ? WHERE id = ?", (json.dumps(nodes), clock.now_iso(), wid))
+
+
+def move_workflow(conn, wid: str, pid: str | None) -> None:
+    conn.execute("UPDATE workflows SET project_id = ?, updated_at = ? WHERE id = ?", (pid, clock.now_iso(), wid))
+
+
+def project_workflow_nodes(conn, pid: str) -> list:
+    """(id, name, kind, nodes) of every workflow and app in the project."""
+    return conn.execute("SELECT id, name, kind, nodes FROM workflows WHERE project_id = ? ORDER BY id",
+                        (pid,)).fetchall()
+
+
+def credential_briefs(conn, cred_ids: list[str]) -> dict:
+    """{id: row(id, service, name, credential_type, status)} of the credentials that exist."""
+    out = {}
+    for i in range(0, len(cred_ids), 500):
+        chunk = cred_ids[i:i + 500]
+        marks = ",".join("?" * len(chunk))
+        out.update({r["id"]: r for r in conn.execute(
+            f"SELECT id, service, name, credential_type, status FROM credentials WHERE id IN ({marks})", chunk)})
+    return out
