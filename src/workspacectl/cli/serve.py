@@ -16,10 +16,12 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on.")] = 8750,
     public_url: Annotated[Optional[str], typer.Option("--public-url", help="Base URL clients reach this server at (for hosted links), when behind a proxy.")] = None,
+    memory_interval: Annotated[Optional[float], typer.Option("--memory-interval", metavar="SECONDS", help="Seconds between memory agent runs (default: WSCTL_MEMORY_INTERVAL or 300; 0 turns the timer off).")] = None,
 ):
     """Serve a workspace over HTTP at /v1, with the hosted sign-in and connect pages."""
     from workspacectl.cli.context import ensure_workspace_path
     from workspacectl.server.app import listen_socket, serve as run
+    from workspacectl.server.memory_timer import resolve_interval
 
     path = workspace.expanduser() if workspace else None
     if path is None:
@@ -28,9 +30,10 @@ def serve(
             raise typer.BadParameter("the active profile points at a server; pass --workspace DIR", param_hint="--workspace")
         path = Path(target.location)
     ensure_workspace_path(path, state(ctx).profile_flag)
+    interval = resolve_interval(memory_interval)
     try:
         sock = listen_socket(host, port)
     except OSError as e:
         raise ApiError("invalid_request", f"Cannot listen on {host}:{port} ({e.strerror or e}). "
                        "Stop whatever uses that port or pick another --port / --host.") from None
-    run(path, sock, public_url)
+    run(path, sock, public_url, memory_interval=interval)
