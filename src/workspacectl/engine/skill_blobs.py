@@ -1,0 +1,33 @@
+"""Skill file contents in the workspace's content-addressed store (engine/blobs.py).
+
+Following that module's rule, bytes are staged before the write transaction and published
+(renamed into place) inside the transaction that records the version or upload naming them,
+so engine/blobs.remove_unreferenced never sees a blob whose reference is not yet committed.
+engine/store/blobs.py lists skill_versions (manifest) and skill_uploads as references.
+"""
+from __future__ import annotations
+
+from workspacectl.engine import blobs
+from workspacectl.errors import ApiError
+
+staging = blobs.staging
+stage_bytes = blobs.stage_bytes
+
+
+def stage_stream(folder, chunks, limit: int):
+    try:
+        return blobs.stage(folder, chunks, limit)
+    except ApiError as e:
+        if e.code == "payload_too_large":
+            raise ApiError("payload_too_large", f"The bundle is over {limit // (1024 * 1024)} MiB packed; "
+                                                "trim assets and pack again.") from None
+        raise
+
+
+def get_bytes(ws, sha: str) -> bytes:
+    try:
+        with blobs.open_blob(ws, sha) as fh:
+            return fh.read()
+    except (OSError, ValueError):
+        raise ApiError("not_found", "A stored skill file is missing from the workspace's blobs/ folder; "
+                                    "revert to another version or publish again.") from None

@@ -1,0 +1,126 @@
+"""A skill's files: read the live bundle, save one file inline, and the staged bundle flow
+(presigned upload -> validate -> publish), plus presigned downloads of the live bundle."""
+from __future__ import annotations
+
+from workspacectl.engine import skill_format as fmt
+from workspacectl.engine import skill_transfers as transfers
+from workspacectl.engine import validate as v
+from workspacectl.engine.db import transaction
+from workspacectl.engine.registry import Ctx, Response, route
+from workspacectl.engine.skill_versions import (base_version_of, invalid_bundle, live_files, live_version,
+                                                manifest_of, publish_files, published_answer)
+from workspacectl.engine.skills import load_skill
+from workspacectl.engine.store import skills as store
+from workspacectl.errors import ApiError
+
+MAX_INLINE_CONTENT = 8 * 1024 * 1024
+MAX_SHOWN_CONTENT = 1024 * 1024
+
+
+def _text(data: bytes) -> str | None:
+    if len(data) > MAX_SHOWN_CONTENT or b"\x00" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _mark_used(ctx: Ctx, row) -> None:
+    with transaction(ctx.db):
+        store.touch_used(ctx.db, row["id"])
+
+
+def _live_or_404(ctx: Ctx, row):
+    vrow = live_version(ctx, row)
+    if vrow is None:
+        raise ApiError("not_found", f"Skill '{row['name']}' has no published version yet; "
+                                    f"publish one with `wsctl skill publish DIR` or `wsctl skill put`.")
+    return vrow
+
+
+@route("GET", "/v1/skills/{id}/files")
+def list_files(ctx: Ctx) -> dict:
+    """The live version's files; `content` is the text of text files up to 1 MiB, else null."""
+    row = load_skill(ctx)
+    files = live_files(ctx, row)
+    vrow = live_version(ctx, row)
+    shas = {f["path"]: f["sha256"] for f in manifest_of(vrow)} if vrow is not None else {}
+    if files:
+        _mark_used(ctx, row)
+    return {"skillId": row["id"], "version": row["version"],
+            "files": [{"path": p, "size": len(f.data), "sha256": shas[p], "executable": f.executable,
+                       "content": _text(f.data)} for p, f in sorted(files.items())]}
+
+
+@route("PUT", "/v1/skills/{id}/files")
+def put_file(ctx: Ctx) -> Response:
+    body = v.body_dict(ctx, allow_empty=False)
+    path = v.string(body, "path", max_len=1024)
+    if (why := fmt.path_problem(path)) is not None:
+        raise v.bad(f"'path' {path[:100]!r}: {why}")
+    content = v.string(body, "content", min_len=0, max_len=MAX_INLINE_CONTENT)
+    base = base_version_of(body)
+    with transaction(ctx.db):    # read the live files and publish under one write lock
+        row = load_skill(ctx, edit=True)
+        files = live_files(ctx, row)
+        old = files.get(path)
+        files[path] = fmt.BundleFile(content.encode("utf-8"), old.executable if old else False)
+        return published_answer(ctx, publish_files(ctx, row, files, "inline", base))
+
+
+@route("GET", "/v1/skills/{id}/bundle-url")
+def bundle_url(ctx: Ctx) -> dict:
+    row = load_skill(ctx)
+    vrow = _live_or_404(ctx, row)
+    out = transfers.download_url(ctx, vrow, "", f"{row['name']}-v{vrow['number']}.tar.gz")
+    _mark_used(ctx, row)
+    return out
+
+
+@route("GET", "/v1/skills/{id}/file-url")
+def file_url(ctx: Ctx) -> dict:
+    row = load_skill(ctx)
+    path = ctx.query.get("path") or ""
+    if not path:
+        raise v.bad("Query parameter 'path' is required, e.g. ?path=SKILL.md.")
+    vrow = _live_or_404(ctx, row)
+    if path not in {f["path"] for f in manifest_of(vrow)}:
+        raise ApiError("not_found", f"Version {vrow['number']} of skill '{row['name']}' has no file "
+                                    f"'{path[:200]}'. Run `wsctl skill files {row['name']}`.")
+    out = transfers.download_url(ctx, vrow, path, path.rsplit("/", 1)[-1])
+    _mark_used(ctx, row)
+    return out
+
+
+@route("POST", "/v1/skills/{id}/bundle-upload-url")
+def bundle_upload_url(ctx: Ctx) -> Response:
+    row = load_skill(ctx, edit=True)
+    return Response(201, transfers.new_upload(ctx, row))
+
+
+def _read_staged(ctx: Ctx, row) -> tuple[dict, list, list, dict]:
+    body = v.body_dict(ctx, allow_empty=False)
+    data, _upload = transfers.staged_bytes(ctx, row, body.get("uploadId"))
+    files, errors, top = fmt.read_archive(data)
+    warnings: list = []
+    if not errors:
+        errors, warnings, _meta = fmt.validate_bundle(files, skill_name=row["name"], folder=top)
+    return files, errors, warnings, body
+
+
+@route("POST", "/v1/skills/{id}/validate")
+def validate_upload(ctx: Ctx) -> dict:
+    row = load_skill(ctx, edit=True)
+    _files, errors, warnings, _body = _read_staged(ctx, row)
+    return {"valid": not errors, "errors": errors, "warnings": warnings}
+
+
+@route("POST", "/v1/skills/{id}/publish")
+def publish_upload(ctx: Ctx) -> Response:
+    row = load_skill(ctx, edit=True)
+    files, errors, warnings, body = _read_staged(ctx, row)
+    base = base_version_of(body)
+    if errors:
+        raise invalid_bundle(errors, warnings)
+    return published_answer(ctx, publish_files(ctx, row, files, "bundle", base, upload_id=body["uploadId"]), 201)

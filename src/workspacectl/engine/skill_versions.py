@@ -1,0 +1,123 @@
+"""Skill versions: publishing a set of files as the next version, the history, revert.
+
+Every publish runs inside one BEGIN IMMEDIATE transaction: the live version is re-read under
+the write lock, a `baseVersion` that is not it is 409, and the new number is one more than the
+highest ever published, so numbers strictly increase and no published version is lost.
+"""
+from __future__ import annotations
+
+import json
+
+from workspacectl.engine import skill_blobs as blobs
+from workspacectl.engine import skill_format as fmt
+from workspacectl.engine import validate as v
+from workspacectl.engine.db import transaction
+from workspacectl.engine.pagination import page, page_args
+from workspacectl.engine.registry import Ctx, Response, route
+from workspacectl.engine.skills import load_skill, reload, skill_json
+from workspacectl.engine.store import skills as store
+from workspacectl.errors import ApiError
+
+
+def version_json(row) -> dict:
+    return {"id": row["id"], "skillId": row["skill_id"], "number": row["number"], "publishedAt": row["published_at"],
+            "publishedBy": row["published_by"], "source": row["source"], "sha256": row["sha256"]}
+
+
+def manifest_of(vrow) -> list[dict]:
+    return json.loads(vrow["manifest"])
+
+
+def version_files(ws, vrow) -> dict[str, fmt.BundleFile]:
+    return {f["path"]: fmt.BundleFile(blobs.get_bytes(ws, f["sha256"]), f.get("executable", False))
+            for f in manifest_of(vrow)}
+
+
+def live_version(ctx: Ctx, row):
+    if row["version"] == 0:
+        return None
+    return store.get_version_by_number(ctx.db, row["id"], row["version"])
+
+
+def live_files(ctx: Ctx, row) -> dict[str, fmt.BundleFile]:
+    vrow = live_version(ctx, row)
+    return version_files(ctx.ws, vrow) if vrow is not None else {}
+
+
+def invalid_bundle(errors: list, warnings: list) -> ApiError:
+    first = errors[0]
+    where = f"{first['path']}: " if first["path"] else ""
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return ApiError("unprocessable", f"The bundle is not valid: {where}{first['message']}{more}",
+                    detail={"errors": errors, "warnings": warnings})
+
+
+def check_base(row, base_version: int | None) -> None:
+    if base_version is not None and base_version != row["version"]:
+        raise ApiError("conflict", f"Skill '{row['name']}' is at version {row['version']}, not {base_version}; "
+                                   "fetch it again and retry.", detail={"currentVersion": row["version"]})
+
+
+def publish_files(ctx: Ctx, row, files: dict[str, fmt.BundleFile], source: str, base_version: int | None,
+                  upload_id: str | None = None):
+    """Validate and publish `files` as the skill's next version; answers the version row.
+    upload_id: the staged upload they came from, marked used in the same transaction."""
+    errors, warnings, meta = fmt.validate_bundle(files, skill_name=row["name"])
+    if errors:
+        raise invalid_bundle(errors, warnings)
+    with blobs.staging(ctx.ws) as folder:
+        staged = {p: blobs.stage_bytes(folder, f.data) for p, f in sorted(files.items())}
+        manifest = [{"path": p, "size": st.size, "sha256": st.sha256, "executable": files[p].executable}
+                    for p, st in staged.items()]
+        with transaction(ctx.db):
+            row = reload(ctx, row["id"])   # the live version as of the write lock
+            if row["status"] == "archived":
+                raise ApiError("conflict", f"Skill '{row['name']}' is archived; create a new skill instead.")
+            check_base(row, base_version)
+            if upload_id is not None and not store.mark_used(ctx.db, upload_id):
+                raise ApiError("conflict", "This upload was already published; upload the bundle again.")
+            for st in staged.values():
+                st.publish(ctx.ws)
+            number = store.next_number(ctx.db, row["id"])
+            vid = store.insert_version(ctx.db, row["id"], number, ctx.caller.member_id, source, fmt.digest(files),
+                                       manifest)
+            store.update_skill(ctx.db, row["id"], {"version": number, "status": "published",
+                                                   "description": meta["description"]})
+            return store.get_version(ctx.db, vid)
+
+
+def published_answer(ctx: Ctx, vrow, status: int = 200) -> Response:
+    body = {**version_json(vrow), "skill": skill_json(reload(ctx, vrow["skill_id"]), ctx.caller)}
+    return Response(status, body)
+
+
+def base_version_of(body: dict) -> int | None:
+    return v.integer(body, "baseVersion", required=False, minimum=0, maximum=2**53)
+
+
+@route("GET", "/v1/skills/{id}/versions")
+def list_versions(ctx: Ctx) -> dict:
+    row = load_skill(ctx)
+    limit, before = page_args(ctx, int)
+    rows = store.list_versions(ctx.db, row["id"], before, limit + 1)
+    return page("versions", rows, limit, lambda r: r["number"], version_json)
+
+
+@route("POST", "/v1/skills/{id}/versions/{versionId}/revert")
+def revert(ctx: Ctx) -> Response:
+    body = v.body_dict(ctx)
+    base = base_version_of(body)
+    row = load_skill(ctx, edit=True)
+    vrow = store.get_version(ctx.db, ctx.params["versionId"])
+    if vrow is None or vrow["skill_id"] != row["id"]:
+        raise ApiError("not_found", f"Skill '{row['name']}' has no version '{ctx.params['versionId'][:60]}'. "
+                                    f"Run `wsctl skill versions {row['name']}`.")
+    files = version_files(ctx.ws, vrow)
+    md = files.get(fmt.SKILL_MD)
+    if md is not None:   # the skill may have been renamed since: the old content takes today's name
+        text = md.data.decode("utf-8", errors="replace")
+        meta, _ = fmt.parse_frontmatter(text)
+        if meta and meta.get("name") != row["name"]:
+            files[fmt.SKILL_MD] = fmt.BundleFile(fmt.set_frontmatter(text, {"name": row["name"]}).encode(),
+                                                 md.executable)
+    return published_answer(ctx, publish_files(ctx, row, files, "revert", base), 201)

@@ -1,0 +1,118 @@
+"""Skills SQL: skills, their versions and staged uploads, with the caller's project role."""
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from workspacectl import clock
+from workspacectl.engine.ids import new_id
+
+# The caller's role on the project holding the skill, from the nearest grant (CONTRACT §6).
+_PROJECT_ROLE = """
+CASE
+  WHEN s.project_id IS NULL THEN NULL
+  WHEN p.owner_member_id = :me THEN 'owner'
+  ELSE COALESCE((SELECT role FROM project_grants g WHERE g.project_id = p.id AND g.member_id = :me),
+                (SELECT role FROM project_grants g WHERE g.project_id = p.id AND g.member_id IS NULL))
+END"""
+_SELECT = f"SELECT s.*, ({_PROJECT_ROLE}) AS project_role FROM skills s LEFT JOIN projects p ON p.id = s.project_id"
+# Rows a member who is not an owner or admin may see at all.
+_VISIBLE = f"""(s.project_id IS NULL OR s.created_by = :me OR ({_PROJECT_ROLE}) IS NOT NULL)"""
+
+
+def insert_skill(conn, name: str, description: str, me: str) -> str | None:
+    """The new id, or None when a skill that is not archived already has the name."""
+    sid = new_id("skl")
+    now = clock.now_iso()
+    try:
+        conn.execute("INSERT INTO skills (id, name, description, created_by, created_at, updated_at)"
+                     " VALUES (?, ?, ?, ?, ?, ?)", (sid, name, description, me, now, now))
+    except sqlite3.IntegrityError:
+        return None
+    return sid
+
+
+def get_skill(conn, sid: str, me: str):
+    return conn.execute(f"{_SELECT} WHERE s.id = :id", {"id": sid, "me": me}).fetchone()
+
+
+def get_skill_by_name(conn, name: str, me: str):
+    return conn.execute(f"{_SELECT} WHERE s.name = :name AND s.status != 'archived'",
+                        {"name": name, "me": me}).fetchone()
+
+
+def list_skills(conn, me: str, see_all: bool, statuses: tuple[str, ...], after, limit: int) -> list:
+    args = {"me": me, "after": after or "", "limit": limit}
+    args.update({f"s{i}": st for i, st in enumerate(statuses)})
+    marks = ",".join(f":s{i}" for i in range(len(statuses)))
+    where = "1" if see_all else _VISIBLE
+    return conn.execute(f"{_SELECT} WHERE s.status IN ({marks}) AND {where} AND s.id > :after "
+                        "ORDER BY s.id LIMIT :limit", args).fetchall()
+
+
+def update_skill(conn, sid: str, values: dict) -> bool:
+    """values: column -> value. False when a live skill already holds the new name."""
+    values = {**values, "updated_at": clock.now_iso()}
+    sets = ", ".join(f"{col} = ?" for col in values)
+    try:
+        conn.execute(f"UPDATE skills SET {sets} WHERE id = ?", (*values.values(), sid))
+    except sqlite3.IntegrityError:
+        return False
+    return True
+
+
+def touch_used(conn, sid: str) -> None:
+    conn.execute("UPDATE skills SET last_used_at = ? WHERE id = ?", (clock.now_iso(), sid))
+
+
+# ------------------------------------------------------------------ versions
+
+def next_number(conn, sid: str) -> int:
+    row = conn.execute("SELECT MAX(number) FROM skill_versions WHERE skill_id = ?", (sid,)).fetchone()
+    return (row[0] or 0) + 1
+
+
+def insert_version(conn, sid: str, number: int, me: str, source: str, sha: str, manifest: list) -> str:
+    vid = new_id("skv")
+    conn.execute("INSERT INTO skill_versions (id, skill_id, number, published_at, published_by, source, sha256,"
+                 " manifest) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                 (vid, sid, number, clock.now_iso(), me, source, sha, json.dumps(manifest)))
+    return vid
+
+
+def get_version(conn, vid: str):
+    return conn.execute("SELECT * FROM skill_versions WHERE id = ?", (vid,)).fetchone()
+
+
+def get_version_by_number(conn, sid: str, number: int):
+    return conn.execute("SELECT * FROM skill_versions WHERE skill_id = ? AND number = ?", (sid, number)).fetchone()
+
+
+def list_versions(conn, sid: str, before: int | None, limit: int) -> list:
+    """Newest first; `before`: the number of the last version of the previous page."""
+    return conn.execute("SELECT * FROM skill_versions WHERE skill_id = ? AND number < ? ORDER BY number DESC LIMIT ?",
+                        (sid, before if before is not None else 2**62, limit)).fetchall()
+
+
+# ------------------------------------------------------------------ staged uploads
+
+def insert_upload(conn, sid: str, me: str, url_expires_at: str, expires_at: str) -> str:
+    uid = new_id("upl")
+    conn.execute("INSERT INTO skill_uploads (id, skill_id, created_by, created_at, url_expires_at, expires_at)"
+                 " VALUES (?, ?, ?, ?, ?, ?)", (uid, sid, me, clock.now_iso(), url_expires_at, expires_at))
+    return uid
+
+
+def get_upload(conn, uid: str):
+    return conn.execute("SELECT * FROM skill_uploads WHERE id = ?", (uid,)).fetchone()
+
+
+def mark_uploaded(conn, uid: str, sha: str, size: int) -> bool:
+    cur = conn.execute("UPDATE skill_uploads SET state = 'uploaded', blob_sha256 = ?, size = ?"
+                       " WHERE id = ? AND state = 'pending'", (sha, size, uid))
+    return cur.rowcount == 1
+
+
+def mark_used(conn, uid: str) -> bool:
+    cur = conn.execute("UPDATE skill_uploads SET state = 'used' WHERE id = ? AND state = 'uploaded'", (uid,))
+    return cur.rowcount == 1

@@ -1,0 +1,51 @@
+"""Presigned skill transfers over HTTP (engine/skill_transfers.py holds the rules).
+
+    PUT /blobs/upload/<token>     the one object of a staged bundle upload (no API key)
+    GET /blobs/download/<token>   a live bundle or one of its files (no API key)
+
+Any other method on these paths is 403: the signature covers the method.
+"""
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.responses import Response as RawResponse
+from starlette.concurrency import run_in_threadpool
+
+from workspacectl.engine import skill_format as fmt
+from workspacectl.engine import skill_transfers as transfers
+from workspacectl.errors import ApiError
+from workspacectl.server.app import json_response, read_body
+
+OTHER_METHODS = ["GET", "PUT", "POST", "PATCH", "DELETE"]
+
+
+def _refuse() -> RawResponse:
+    return json_response(403, ApiError("forbidden", "This link is not valid for this request; ask for a new one.").body())
+
+
+def mount(app: FastAPI, engine) -> None:
+    ws = engine.ws
+
+    @app.api_route("/blobs/upload/{token}", methods=OTHER_METHODS)
+    async def upload(token: str, request: Request):
+        if request.method != "PUT":
+            return _refuse()
+        try:
+            await run_in_threadpool(transfers.verify, ws, token, "PUT")   # refuse before reading the body
+            data = await read_body(request, fmt.MAX_PACKED)
+            out = await run_in_threadpool(transfers.receive_upload, ws, token, [data])
+        except ApiError as e:
+            return json_response(e.status, e.body())
+        return json_response(200, out)
+
+    @app.api_route("/blobs/download/{token}", methods=OTHER_METHODS)
+    async def download(token: str, request: Request):
+        if request.method != "GET":
+            return _refuse()
+        try:
+            data, ctype, name = await run_in_threadpool(transfers.serve_download, ws, token)
+        except ApiError as e:
+            return json_response(e.status, e.body())
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+        return RawResponse(content=data, media_type=ctype, headers={
+            "Content-Disposition": f'attachment; filename="{safe}"', "Cache-Control": "no-store"})

@@ -1,0 +1,181 @@
+"""Skill bundles on both backends: presigned upload -> validate -> publish, pull, hostile archives,
+baseVersion conflicts, concurrent writers, versions and revert."""
+from __future__ import annotations
+
+import io
+import tarfile
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.api_helpers import assert_error
+from tests.skill_helpers import create, get_url, hostile_targz, publish_bundle, skill_md, stage, targz
+
+FILES = {"SKILL.md": skill_md("round-trip"), "scripts/run.py": "print('hi')\n",
+         "references/guide.md": "# Guide\n", "assets/logo.bin": bytes(range(256)) * 4}
+
+
+def _untar(data: bytes) -> dict:
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar if m.isfile()}
+
+
+def _as_bytes(files: dict) -> dict:
+    return {p: c.encode() if isinstance(c, str) else c for p, c in files.items()}
+
+
+@pytest.mark.parametrize("top", [None, "round-trip"])
+def test_upload_validate_publish_round_trip(backend, top):
+    b = backend
+    s = create(b, "round-trip")
+    up = b.api("POST", f"/v1/skills/{s['id']}/bundle-upload-url")
+    assert up.status == 201 and set(up.body) == {"uploadId", "url", "expiresAt"}
+    assert up.body["url"].startswith("http://" if b.kind == "remote" else "file://")
+    uid = stage(b, s["id"], targz(FILES, top=top))
+    checked = b.ok("POST", f"/v1/skills/{s['id']}/validate", {"uploadId": uid})
+    assert checked == {"valid": True, "errors": [], "warnings": []}
+    v = b.api("POST", f"/v1/skills/{s['id']}/publish", {"uploadId": uid, "baseVersion": 0})
+    assert v.status == 201 and v.body["number"] == 1 and v.body["source"] == "bundle"
+    assert v.body["skill"]["version"] == 1 and v.body["skill"]["description"] == "Does a thing. Use when testing."
+    # an upload publishes once
+    assert_error(b.api("POST", f"/v1/skills/{s['id']}/publish", {"uploadId": uid}), 409, "conflict")
+
+    link = b.ok("GET", f"/v1/skills/{s['id']}/bundle-url")
+    assert set(link) == {"url", "expiresAt"}
+    assert link["url"].startswith("http://" if b.kind == "remote" else "file://")
+    got = _untar(get_url(link["url"]))
+    assert got == _as_bytes(FILES)                     # entries at the root, identical bytes
+    one = b.ok("GET", f"/v1/skills/{s['id']}/file-url", query={"path": "assets/logo.bin"})
+    assert get_url(one["url"]) == FILES["assets/logo.bin"]
+    assert_error(b.api("GET", f"/v1/skills/{s['id']}/file-url", query={"path": "nope.md"}), 404, "not_found")
+    listed = b.ok("GET", f"/v1/skills/{s['id']}/files")
+    binary = next(f for f in listed["files"] if f["path"] == "assets/logo.bin")
+    assert binary["content"] is None and binary["size"] == 1024
+    assert b.ok("GET", f"/v1/skills/{s['id']}")["lastUsedAt"] is not None
+
+
+def test_pull_gives_identical_files(backend, tmp_path):
+    b = backend
+    s = create(b, "round-trip")
+    publish_bundle(b, s["id"], targz(FILES))
+    out = tmp_path / "pulled"
+    b.wsctl("skill", "pull", "round-trip", out)
+    got = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert got == _as_bytes(FILES)
+
+
+def test_invalid_bundles_are_422_with_errors(backend):
+    b = backend
+    s = create(b, "strict-skill")
+    cases = {
+        "no SKILL.md": targz({"references/a.md": "x"}),
+        "no frontmatter": targz({"SKILL.md": "# just text\n"}),
+        "bad yaml": targz({"SKILL.md": "---\nname: strict-skill\ndescription: [unclosed\n---\n"}),
+        "missing description": targz({"SKILL.md": "---\nname: strict-skill\n---\n"}),
+        "unknown field": targz({"SKILL.md": skill_md("strict-skill", extra="colour: red\n")}),
+        "name mismatch": targz({"SKILL.md": skill_md("other-skill")}),
+        "bad metadata": targz({"SKILL.md": skill_md("strict-skill", extra="metadata:\n  version: 1.0\n")}),
+        "not gzip": b"plain bytes, not an archive",
+    }
+    for label, data in cases.items():
+        uid = stage(b, s["id"], data)
+        checked = b.ok("POST", f"/v1/skills/{s['id']}/validate", {"uploadId": uid})
+        assert checked["valid"] is False and checked["errors"], label
+        assert all(set(e) == {"path", "message"} for e in checked["errors"]), label
+        r = b.api("POST", f"/v1/skills/{s['id']}/publish", {"uploadId": uid})
+        assert_error(r, 422, "unprocessable")
+        assert r.body["error"]["detail"]["errors"] == checked["errors"], label
+    mismatch = b.ok("POST", f"/v1/skills/{s['id']}/validate",
+                    {"uploadId": stage(b, s["id"], cases["name mismatch"])})
+    assert "must equal the skill's name" in mismatch["errors"][0]["message"]
+    assert b.ok("GET", f"/v1/skills/{s['id']}")["version"] == 0
+    assert b.ok("GET", f"/v1/skills/{s['id']}/versions")["versions"] == []
+
+
+@pytest.mark.parametrize("kind", ["symlink", "hardlink", "absolute", "escape", "device"])
+def test_hostile_entries_refused(backend, kind):
+    b = backend
+    s = create(b, "hostile")
+    r = publish_bundle(b, s["id"], hostile_targz(kind))
+    assert_error(r, 422, "unprocessable")
+    assert r.body["error"]["detail"]["errors"]
+    assert b.ok("GET", f"/v1/skills/{s['id']}")["version"] == 0
+    assert not list(b.workspace.parent.glob("evil")) and not (b.workspace / "evil").exists()
+
+
+def test_upload_and_validate_need_a_real_upload(backend):
+    b = backend
+    s = create(b, "staged")
+    other = create(b, "other-staged")
+    assert_error(b.api("POST", f"/v1/skills/{s['id']}/validate", {}), 400, "invalid_request")
+    assert_error(b.api("POST", f"/v1/skills/{s['id']}/validate", {"uploadId": "upl_nope"}), 404, "not_found")
+    up = b.ok("POST", f"/v1/skills/{s['id']}/bundle-upload-url")
+    assert_error(b.api("POST", f"/v1/skills/{s['id']}/publish", {"uploadId": up["uploadId"]}), 400, "invalid_request")
+    uid = stage(b, other["id"], targz({"SKILL.md": skill_md("other-staged")}))
+    assert_error(b.api("POST", f"/v1/skills/{s['id']}/publish", {"uploadId": uid}), 404, "not_found")
+
+
+def test_base_version_conflict(backend):
+    b = backend
+    s = create(b, "racy")
+    b.ok("PUT", f"/v1/skills/{s['id']}/files", {"path": "SKILL.md", "content": skill_md("racy"), "baseVersion": 0})
+    r = b.api("PUT", f"/v1/skills/{s['id']}/files", {"path": "a.md", "content": "x", "baseVersion": 0})
+    assert_error(r, 409, "conflict")
+    assert r.body["error"]["detail"] == {"currentVersion": 1}
+    r = publish_bundle(b, s["id"], targz({"SKILL.md": skill_md("racy")}), baseVersion=0)
+    assert_error(r, 409, "conflict")
+    assert b.ok("GET", f"/v1/skills/{s['id']}")["version"] == 1
+
+
+def test_concurrent_writes_without_base_version_all_land(backend):
+    b = backend
+    s = create(b, "busy")
+    b.ok("PUT", f"/v1/skills/{s['id']}/files", {"path": "SKILL.md", "content": skill_md("busy")})
+    n = 8
+
+    def write(i):
+        return b.api("PUT", f"/v1/skills/{s['id']}/files", {"path": f"references/f{i}.md", "content": f"{i}"})
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(write, range(n)))
+    assert all(r.status == 200 for r in results), [r.body for r in results if r.status != 200]
+    numbers = sorted(r.body["number"] for r in results)
+    assert numbers == list(range(2, n + 2))
+    versions = b.ok("GET", f"/v1/skills/{s['id']}/versions")["versions"]
+    assert [v["number"] for v in versions] == list(range(n + 1, 0, -1))
+    files = {f["path"] for f in b.ok("GET", f"/v1/skills/{s['id']}/files")["files"]}
+    assert files == {"SKILL.md", *(f"references/f{i}.md" for i in range(n))}   # no edit lost
+
+
+def test_versions_and_revert(backend):
+    b = backend
+    s = create(b, "revertible")
+    v1 = b.ok("PUT", f"/v1/skills/{s['id']}/files", {"path": "SKILL.md", "content": skill_md("revertible")})
+    v2 = publish_bundle(b, s["id"], targz({"SKILL.md": skill_md("revertible", "Second."), "assets/x": b"\x00\x01"}))
+    assert v2.status == 201
+    versions = b.ok("GET", f"/v1/skills/{s['id']}/versions")
+    assert [v["number"] for v in versions["versions"]] == [2, 1] and versions["nextCursor"] is None
+    assert set(versions["versions"][0]) == {"id", "skillId", "number", "publishedAt", "publishedBy", "source", "sha256"}
+    assert [v["source"] for v in versions["versions"]] == ["bundle", "inline"]
+    r = b.api("POST", f"/v1/skills/{s['id']}/versions/{v1['id']}/revert", {"baseVersion": 1})
+    assert_error(r, 409, "conflict")
+    r = b.api("POST", f"/v1/skills/{s['id']}/versions/{v1['id']}/revert")
+    assert r.status == 201 and r.body["number"] == 3 and r.body["source"] == "revert"
+    assert r.body["sha256"] == v1["sha256"]
+    assert r.body["skill"]["description"] == "Does a thing. Use when testing."
+    assert [f["path"] for f in b.ok("GET", f"/v1/skills/{s['id']}/files")["files"]] == ["SKILL.md"]
+    assert [v["number"] for v in b.ok("GET", f"/v1/skills/{s['id']}/versions")["versions"]] == [3, 2, 1]
+    page = b.ok("GET", f"/v1/skills/{s['id']}/versions", query={"limit": "2"})
+    rest = b.ok("GET", f"/v1/skills/{s['id']}/versions", query={"cursor": page["nextCursor"]})
+    assert [v["number"] for v in page["versions"] + rest["versions"]] == [3, 2, 1]
+    assert_error(b.api("POST", f"/v1/skills/{s['id']}/versions/skv_nope/revert"), 404, "not_found")
+
+
+def test_read_only_members_cannot_stage_or_publish(backend):
+    b = backend
+    s = create(b, "guarded")
+    member = b.add_member("rita@example.com")
+    tok = b.session(member["id"])
+    assert_error(b.api("POST", f"/v1/skills/{s['id']}/bundle-upload-url", secret=tok), 403, "forbidden")
+    assert_error(b.api("PUT", f"/v1/skills/{s['id']}/files", {"path": "SKILL.md", "content": skill_md("guarded")},
+                       secret=tok), 403, "forbidden")

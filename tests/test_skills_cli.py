@@ -1,0 +1,83 @@
+"""`wsctl skill ...` through the real CLI on both backends; publish DIR... is idempotent."""
+from __future__ import annotations
+
+import json
+
+from tests.skill_helpers import skill_md
+
+
+def _folder(root, name, extra_files=None, description="Does a thing. Use when testing."):
+    d = root / name
+    (d / "scripts").mkdir(parents=True)
+    (d / "SKILL.md").write_text(skill_md(name, description))
+    (d / "scripts" / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    (d / "scripts" / "run.sh").chmod(0o755)
+    for p, c in (extra_files or {}).items():
+        (d / p).parent.mkdir(parents=True, exist_ok=True)
+        (d / p).write_text(c)
+    return d
+
+
+def test_publish_creates_then_is_unchanged_then_publishes(backend, tmp_path):
+    b = backend
+    one, two = _folder(tmp_path, "ci-one"), _folder(tmp_path, "ci-two")
+    r = b.wsctl("skill", "publish", one, two)
+    assert r.out.splitlines() == ["ci-one: created, published v1", "ci-two: created, published v1"]
+    r = b.wsctl("skill", "publish", one, two)
+    assert r.out.splitlines() == ["ci-one: unchanged (v1)", "ci-two: unchanged (v1)"]
+    assert [v["number"] for v in b.ok("GET", "/v1/skills/ci-one/versions")["versions"]] == [1]
+    (one / "references").mkdir()
+    (one / "references" / "more.md").write_text("more\n")
+    r = b.wsctl("skill", "publish", one, two, "--json")
+    results = r.json["results"]
+    assert [(x["name"], x["outcome"]) for x in results] == [("ci-one", "published"), ("ci-two", "unchanged")]
+    assert results[0]["version"]["number"] == 2 and results[1]["version"] is None
+    # pull gives the folder back, executable bit included
+    out = tmp_path / "pulled"
+    b.wsctl("skill", "pull", "ci-one", out)
+    assert (out / "references" / "more.md").read_text() == "more\n"
+    assert (out / "scripts" / "run.sh").stat().st_mode & 0o111
+    r = b.wsctl("skill", "publish", out)     # the pulled copy equals the live version
+    assert r.out.strip() == "ci-one: unchanged (v2)"
+
+
+def test_validate_and_invalid_publish_exit_7(backend, tmp_path):
+    b = backend
+    good = _folder(tmp_path, "good-skill")
+    assert b.wsctl("skill", "validate", good).out.strip().endswith("valid")
+    bad = tmp_path / "bad-skill"
+    bad.mkdir()
+    (bad / "SKILL.md").write_text("---\nname: Bad_Skill\n---\n")
+    r = b.wsctl("skill", "validate", bad, "--json", expect=7)
+    body = json.loads(r.out)
+    assert body["valid"] is False and {e["path"] for e in body["errors"]} == {"SKILL.md"}
+    r = b.wsctl("skill", "publish", good, bad, expect=7)
+    assert "Nothing was published" in r.err
+    assert b.ok("GET", "/v1/skills")["skills"] == []
+
+
+def test_cli_commands_print_the_api_body(backend, tmp_path):
+    b = backend
+    created = b.wsctl("skill", "create", "cli-skill", "--description", "From the CLI.", "--json").json
+    assert created["status"] == "draft"
+    assert b.wsctl("skill", "show", "cli-skill", "--json").json == b.ok("GET", f"/v1/skills/{created['id']}")
+    md = tmp_path / "SKILL.md"
+    md.write_text(skill_md("cli-skill"))
+    v1 = b.wsctl("skill", "put", "cli-skill", "SKILL.md", md, "--json").json
+    assert v1["number"] == 1 and v1["skill"]["version"] == 1
+    r = b.wsctl("skill", "put", "cli-skill", "references/a.md", "-", "--base-version", "0", input="a\n", expect=6)
+    assert "version 1" in r.err
+    b.wsctl("skill", "put", "cli-skill", "references/a.md", "-", "--base-version", "1", input="a\n")
+    assert [f["path"] for f in b.wsctl("skill", "files", "cli-skill", "--json").json["files"]] == \
+        ["SKILL.md", "references/a.md"]
+    assert b.wsctl("skill", "revert", "cli-skill", "1", "--json").json["number"] == 3
+    assert [v["source"] for v in b.wsctl("skill", "versions", "cli-skill", "--json").json["versions"]] == \
+        ["revert", "inline", "inline"]
+    assert b.wsctl("skill", "disable", "cli-skill", "--json").json["enabled"] is False
+    assert b.wsctl("skill", "enable", "cli-skill").out.strip() == "cli-skill: enabled"
+    assert b.wsctl("skill", "edit", "cli-skill", "--description", "New words.", "--json").json["version"] == 4
+    assert b.wsctl("skill", "platform", "vault-tokens", "--json").json["name"] == "vault-tokens"
+    assert "cli-skill" in b.wsctl("skill", "list").out
+    b.wsctl("skill", "archive", "cli-skill", expect=7)                    # no TTY, no --yes
+    assert b.wsctl("skill", "archive", "cli-skill", "--yes", "--json").json["status"] == "archived"
+    b.wsctl("skill", "show", "cli-skill", expect=5)
