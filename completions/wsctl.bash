@@ -6,13 +6,13 @@ _wsctl_spec() {
     cmds='' opts='' argopts='' fileopts='' diropts='' args='' argchoices=''
     case "$1" in
         '')
-            cmds='init serve api auth members keys vault catalog trigger admin' opts='--profile -p --json --debug --version --help -h' argopts='--profile -p'
+            cmds='init serve api auth members keys vault catalog specialist memory skill trigger workflow admin' opts='--profile -p --json --debug --version --help -h' argopts='--profile -p'
             fileopts='' diropts='' args='' argchoices='' ;;
         'init')
             cmds='' opts='--workspace -w --name --owner-name --owner-email --json --help -h' argopts='--workspace -w --name --owner-name --owner-email'
             fileopts='--workspace -w' diropts='' args='' argchoices='' ;;
         'serve')
-            cmds='' opts='--workspace -w --host --port --public-url --help -h' argopts='--workspace -w --host --port --public-url'
+            cmds='' opts='--workspace -w --host --port --public-url --memory-interval --help -h' argopts='--workspace -w --host --port --public-url --memory-interval'
             fileopts='--workspace -w' diropts='' args='' argchoices='' ;;
         'api')
             cmds='' opts='--data -d --json --help -h' argopts='--data -d'
@@ -119,6 +119,129 @@ _wsctl_spec() {
         'catalog import')
             cmds='' opts='--service --json --help -h' argopts='--service'
             fileopts='' diropts='' args='file' argchoices='' ;;
+        'specialist')
+            cmds='list create show edit delete connections pin grant memory files' opts='--help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'specialist list')
+            cmds='' opts='--json --help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'specialist create')
+            cmds='' opts='--description -d --icon --color --head --shirt --hand --json --help -h' argopts='--description -d --icon --color --head --shirt --hand'
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'specialist show')
+            cmds='' opts='--json --help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'specialist edit')
+            cmds='' opts='--name -n --description -d --icon --color --head --shirt --hand --json --help -h' argopts='--name -n --description -d --icon --color --head --shirt --hand'
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'specialist delete')
+            cmds='' opts='--yes -y --json --help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'specialist connections')
+            cmds='' opts='--json --help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'specialist pin')
+            cmds='' opts='--into --unpin --json --help -h' argopts='--into'
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'specialist grant')
+            cmds='' opts='--role --member -m --workspace --json --help -h' argopts='--role --member -m'
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'specialist memory')
+            cmds='show set edit' opts='--help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'specialist memory show')
+            cmds='' opts='--json --help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'specialist memory set')
+            cmds='' opts='--version --json --help -h' argopts='--version'
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'specialist memory edit')
+            cmds='' opts='--json --help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'specialist files')
+            cmds='list rm bundle' opts='--help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'specialist files list')
+            cmds='' opts='--json --help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'specialist files rm')
+            cmds='' opts='--yes -y --json --help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'specialist files bundle')
+            cmds='download upload' opts='--help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'specialist files bundle download')
+            cmds='' opts='--output -o --json --help -h' argopts='--output -o'
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'specialist files bundle upload')
+            cmds='' opts='--json --help -h' argopts=''
+            fileopts='' diropts='' args='file' argchoices='' ;;
+        'memory')
+            cmds='show files propose agent' opts='--help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'memory show')
+            cmds='' opts='--json --help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'memory files')
+            cmds='' opts='--path --output -o --tar --json --help -h' argopts='--path --output -o'
+            fileopts='--output -o' diropts='' args='' argchoices='' ;;
+        'memory propose')
+            cmds='' opts='--section -s --file --file-path --json --help -h' argopts='--section -s --file --file-path'
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'memory agent')
+            cmds='run' opts='--help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'memory agent run')
+            cmds='' opts='--json --help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'skill')
+            cmds='list create show edit archive enable disable files put versions revert platform validate publish pull' opts='--help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'skill list')
+            cmds='' opts='--status --json --help -h' argopts='--status'
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'skill create')
+            cmds='' opts='--description -d --json --help -h' argopts='--description -d'
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'skill show')
+            cmds='' opts='--json --help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'skill edit')
+            cmds='' opts='--name --description -d --json --help -h' argopts='--name --description -d'
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'skill archive')
+            cmds='' opts='--yes -y --json --help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'skill enable')
+            cmds='' opts='--json --help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'skill disable')
+            cmds='' opts='--json --help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'skill files')
+            cmds='' opts='--json --help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'skill put')
+            cmds='' opts='--base-version --json --help -h' argopts='--base-version'
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'skill versions')
+            cmds='' opts='--json --help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'skill revert')
+            cmds='' opts='--base-version --json --help -h' argopts='--base-version'
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'skill platform')
+            cmds='' opts='--json --help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'skill validate')
+            cmds='' opts='--upload-id --skill --json --help -h' argopts='--upload-id --skill'
+            fileopts='' diropts='' args='file' argchoices='' ;;
+        'skill publish')
+            cmds='' opts='--json --help -h' argopts=''
+            fileopts='' diropts='' args='file' argchoices='' ;;
+        'skill pull')
+            cmds='' opts='--json --help -h' argopts=''
+            fileopts='' diropts='' args='file' argchoices='' ;;
         'trigger')
             cmds='list show' opts='--help -h' argopts=''
             fileopts='' diropts='' args='' argchoices='' ;;
@@ -127,6 +250,21 @@ _wsctl_spec() {
             fileopts='' diropts='' args='' argchoices='' ;;
         'trigger show')
             cmds='' opts='--json --help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'workflow')
+            cmds='import list show configure' opts='--help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'workflow import')
+            cmds='' opts='--into --json --help -h' argopts='--into'
+            fileopts='' diropts='' args='file' argchoices='' ;;
+        'workflow list')
+            cmds='' opts='--kind --specialist --json --help -h' argopts='--kind --specialist'
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'workflow show')
+            cmds='' opts='--json --help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='' ;;
+        'workflow configure')
+            cmds='' opts='--credential --input --json --help -h' argopts='--credential --input'
             fileopts='' diropts='' args='' argchoices='' ;;
         'admin')
             cmds='rotate-key' opts='--help -h' argopts=''

@@ -8,7 +8,6 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from tests.conftest import make_backend
 
 
 def _raw_bytes(folder) -> dict[str, bytes]:

@@ -5,8 +5,6 @@ every behaviour under test goes through `backend.wsctl(...)` (a real `wsctl` sub
 """
 from __future__ import annotations
 
-import json
-import os
 import shlex
 import signal
 import subprocess

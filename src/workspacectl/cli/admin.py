@@ -18,7 +18,7 @@ def rotate_key(
     json: JsonOpt = False,
 ):
     """Re-encrypt every stored secret under a new workspace key, in one transaction."""
-    from workspacectl.cli.vault import confirm_or_refuse
+    from workspacectl.cli.output import confirm_or_refuse
 
     confirm_or_refuse("Re-encrypt every credential and OAuth client secret under a new workspace key?", yes)
     body = backend(ctx).request("POST", "/v1/admin/rotate-key")

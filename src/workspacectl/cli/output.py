@@ -1,8 +1,12 @@
-"""Rendering: --json prints the API body exactly; a TTY gets rich tables; a pipe gets plain text."""
+"""Rendering: --json prints the API body exactly; a TTY gets rich tables; a pipe gets plain text.
+
+Also the two terminal interactions every group shares: confirming a destructive step, and a
+transfer progress bar (stderr, only on a terminal)."""
 from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 from typing import Annotated, Any, Callable, Iterable
 
 import typer
@@ -61,3 +65,30 @@ def fields(pairs: list[tuple[str, Any]]) -> None:
 
 def info(message: str) -> None:
     print(message, file=sys.stderr)
+
+
+def confirm_or_refuse(question: str, yes: bool) -> None:
+    """Ask on a terminal; without one, refuse unless --yes was given."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        from workspacectl.errors import ApiError
+
+        raise ApiError("invalid_request", "Refusing to do this without confirmation: pass --yes.")
+    if not typer.confirm(question, default=False, err=True):
+        raise typer.Abort()
+
+
+@contextmanager
+def progress_bar(label: str, total: int | None):
+    """A callback advancing a transfer bar on stderr (a no-op when stderr is not a terminal)."""
+    if not sys.stderr.isatty():
+        yield lambda n: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda n: bar.advance(task, n)

@@ -13,7 +13,7 @@ import typer
 from typer.core import TyperCommand
 
 from workspacectl.cli.context import all_pages, backend
-from workspacectl.cli.output import JsonOpt, emit, fields, info, print_json, table
+from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, fields, info, print_json, table
 from workspacectl.errors import ApiError
 
 app = typer.Typer(help="Connected accounts: list, connect, issue audited tokens, run with secrets.",
@@ -54,16 +54,6 @@ def env_detail(ctx, cred_id: str) -> dict:
         raise ApiError("insufficient_scope", "Insufficient scope: variable names come from the credential's "
                        "details, so this key needs vault:read as well as vault:token (or use "
                        "`wsctl vault token ID --format json`).") from None
-
-
-def confirm_or_refuse(question: str, yes: bool) -> None:
-    """Ask on a terminal; without one, refuse unless --yes was given."""
-    if yes:
-        return
-    if not sys.stdin.isatty():
-        raise ApiError("invalid_request", "Refusing to do this without confirmation: pass --yes.")
-    if not typer.confirm(question, default=False, err=True):
-        raise typer.Abort()
 
 
 # --- reading --------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import urllib.parse
 
 from workspacectl.engine import registry
 from workspacectl.engine.registry import Caller, Ctx, Response
-from workspacectl.engine.scopes import AUTHENTICATED, KIND_SCOPES, PUBLIC, SESSION
+from workspacectl.engine.scopes import AUTHENTICATED, PUBLIC, SESSION
 from workspacectl.errors import ApiError
 
 # Modules holding @route handlers. A module not written yet is skipped; its routes answer 404.
@@ -19,7 +19,7 @@ ROUTE_MODULES = [
     "auth", "members", "keys", "openapi",
     "catalog", "catalog_search_api", "triggers", "admin_catalog",
     "vault", "connections", "vault_manage", "admin_rotate",
-    "projects", "project_grants", "project_files", "workflows",
+    "projects", "project_grants", "project_contents", "project_files", "workflows",
     "memory", "memory_agent",
     "skills", "skill_bundles", "skill_versions",
 ]

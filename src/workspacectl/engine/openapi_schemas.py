@@ -323,3 +323,55 @@ ROUTE_DOCS: dict[tuple[str, str], dict] = {
         "responses": {200: page_of("triggers", ref("Trigger"))}},
     ("GET", "/v1/triggers/{triggerId}"): {"responses": {200: ref("TriggerDetail")}},
 }
+
+# --- memory (engine/memory.py, engine/memory_agent.py) -----------------------------------------
+from workspacectl.engine import memory as _memory  # noqa: E402  (kept with the block it serves)
+
+_MEMORY_FILE = obj({"path": text(1, _memory.MAX_PATH, description="A safe relative path: names separated by "
+                                                                    "'/', no '..', '.', empty names or '\\'."),
+                    "content": text(0, _memory.MAX_FILE_BYTES, description=f"UTF-8 text, at most "
+                                                                           f"{_memory.MAX_FILE_BYTES} bytes.")},
+                   required="all")
+_FOLD_RESULT = obj({"ownerType": text(enum=list(_memory.OWNER_TYPES)), "membershipId": nullable(STR),
+                    "version": INT, "folded": array(STR), "dropped": array(STR)}, required="all")
+ROUTE_DOCS.update({
+    ("GET", "/v1/memory/{ownerType}"): {"responses": {200: obj({
+        "ownerType": text(enum=list(_memory.OWNER_TYPES)), "guide": text(description="Markdown."),
+        "version": INT, "updatedAt": TIME,
+        "pendingNotes": array(obj({"id": STR, "text": STR, "section": nullable(STR), "proposedBy": STR,
+                                   "proposedAt": TIME}, required="all"),
+                              maxItems=_memory.MAX_PENDING)}, required="all")}},
+    ("GET", "/v1/memory/{ownerType}/files"): {
+        "query": [query("path", text(1, _memory.MAX_PATH), "Answer this file's bytes instead of the list."),
+                  query("format", text(enum=["tar.gz"]), "Answer every file as one tar.gz (entries at its root)."),
+                  *PAGE],
+        "responses": {200: obj({"files": array(obj({"path": STR, "size": INT, "updatedAt": TIME}, required="all")),
+                                "nextCursor": nullable(STR)}, required="all",
+                               description="The list; with ?path= the file's bytes (text/markdown or "
+                                           "application/octet-stream), with ?format=tar.gz application/gzip.")}},
+    ("POST", "/v1/memory/{ownerType}/proposals"): {
+        "body": obj({"text": text(1, _memory.MAX_TEXT, NOT_BLANK),
+                     "section": nullable(text(0, _memory.MAX_SECTION, description="One line; default Notes.")),
+                     "file": nullable(_MEMORY_FILE)}, required=["text"]),
+        "responses": {202: obj({"id": STR, "status": {"const": "pending"}}, required="all")}},
+    ("POST", "/v1/memory/agent/run"): {
+        "body": obj({}, description="Empty; no fields."), "body_required": False,
+        "responses": {200: obj({"owners": array(_FOLD_RESULT)}, required="all")}},
+})
+
+# --- project files (engine/project_files.py) --------------------------------------------------
+_PROJECT_FILE = obj({"path": text(1, 1024, description="A relative POSIX path: no '..', '.', empty parts, "
+                                                       "leading '/', backslash or control characters."),
+                     "size": INT, "sha256": text(64, 64), "updatedAt": TIME}, required="all")
+ROUTE_DOCS.update({
+    ("GET", "/v1/projects/{id}/files"): {"query": PAGE, "responses": {200: page_of("files", _PROJECT_FILE)}},
+    ("GET", "/v1/projects/{id}/files/bundle"): {"responses": {200: None}},  # application/gzip, streamed
+    ("POST", "/v1/projects/{id}/files/bundle"): {
+        "responses": {200: obj({"added": INT, "updated": INT}, required="all",
+                               description="The body is the tar.gz itself (Content-Type: application/gzip). "
+                                           "Adds and overwrites, never removes; refused whole (400/409/413) "
+                                           "on a link, device, unsafe path or the limits (10,000 files, 1 GiB).")}},
+    ("DELETE", "/v1/projects/{id}/files"): {
+        "query": [query("path", text(1, 1024), "The file to remove.", required=True)],
+        "responses": {204: None}},
+})

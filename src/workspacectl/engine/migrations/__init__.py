@@ -9,6 +9,10 @@ import sqlite3
 
 from workspacectl.engine.db import transaction
 from workspacectl.engine.migrations import m001_identity, m002_catalog, m003_catalog_search, m004_vault, m005_connections, m006_projects
+from workspacectl.engine.migrations import m007_workflows
+from workspacectl.engine.migrations import m008_project_files
+from workspacectl.engine.migrations import m009_memory
+from workspacectl.engine.migrations import m010_skills
 
 MIGRATIONS = [
     ("m001_identity", m001_identity.up),
@@ -17,6 +21,10 @@ MIGRATIONS = [
     ("m004_vault", m004_vault.up),
     ("m005_connections", m005_connections.up),
     ("m006_projects", m006_projects.up),
+    ("m007_workflows", m007_workflows.up),
+    ("m008_project_files", m008_project_files.up),
+    ("m009_memory", m009_memory.up),
+    ("m010_skills", m010_skills.up),
 ]
 
 
