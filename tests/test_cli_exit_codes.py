@@ -86,3 +86,17 @@ def test_an_expired_login_code_exits_5_and_stores_nothing(server_pool, tmp_path)
             run_wsctl(["auth", "login", "--server", server.url, "--code", fresh], client_env, expect=3))
     finally:
         server.stop()
+
+
+def test_an_argument_holding_a_newline_still_gives_one_error_line(backend):
+    """An error message that quotes an argument holding control characters shows them escaped,
+    so the error stays one line (CONTRACT §10), over HTTP too; and `wsctl api` with a newline
+    in the path is 404 on both backends (urlsplit used to drop it locally and reach the route)."""
+    for args, code in ((["trigger", "show", "a\nb"], 5), (["members", "login-code", "a\nb@x"], 5),
+                       (["members", "add", "a\nb@example.com", "--name", "X"], 7),
+                       (["memory", "files", "org", "--path", "a\nb"], 7),
+                       (["api", "GET", "/v1/trig\ngers"], 5)):
+        line = one_error_line(backend.wsctl(*args, expect=code))
+        assert "\\n" in line or "%0A" in line or "Not Found" in line, (args, line)
+    r = backend.api("POST", "/v1/members", {"email": "x\ny@example.com", "name": "X"})
+    assert r.status == 400 and "\n" not in r.body["error"]["message"], r.body

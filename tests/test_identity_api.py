@@ -283,6 +283,31 @@ def test_web_sign_in_link(backend):
         assert bogus.status_code == 401 and "set-cookie" not in bogus.headers
 
 
+def test_sign_in_links_used_at_once_give_one_session_and_no_500(backend):
+    """Many browsers opening sign-in links at the same moment: each link signs in exactly once,
+    the rest get 401, and nothing answers 500 (the page once shared the event loop's one
+    database connection between worker threads)."""
+    if backend.kind == "local":
+        return  # the hosted sign-in page exists only on a server
+    import threading
+
+    for _ in range(10):
+        link = backend.ok("POST", "/v1/auth/web-link", {"next": "/"})["url"]
+        statuses, barrier = [], threading.Barrier(16)
+
+        def open_link():
+            barrier.wait()
+            with httpx.Client(trust_env=False, follow_redirects=False, timeout=30) as browser:
+                statuses.append(browser.get(link).status_code)
+
+        threads = [threading.Thread(target=open_link) for _ in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(statuses) == [303] + [401] * 15, statuses
+
+
 # --- expiry by the clock ------------------------------------------------------------------------
 
 def test_expiry_of_codes_links_and_keys(backend, monkeypatch, home):

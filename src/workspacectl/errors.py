@@ -19,6 +19,8 @@ either backend looks the same to the user:
 """
 from __future__ import annotations
 
+import re
+
 HTTP_STATUS = {
     "invalid_request": 400,
     "unauthenticated": 401,
@@ -51,6 +53,14 @@ EXIT_CODES = {
 
 EXIT_USAGE = 2
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """A message as one line: control characters (a newline quoted from an argument, say) are
+    shown escaped, so an error is always one line on stderr and in an error body."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], str(text))
+
 
 class ApiError(Exception):
     """An API failure with a contract code, a one-line message and optional detail."""
@@ -58,6 +68,7 @@ class ApiError(Exception):
     def __init__(self, code: str, message: str, detail=None, status: int | None = None):
         if code not in HTTP_STATUS:
             code = "internal"
+        message = one_line(message)
         super().__init__(message)
         self.code = code
         self.message = message

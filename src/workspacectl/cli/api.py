@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json as jsonlib
+import re
 import sys
 from typing import Annotated, Optional
 
@@ -26,6 +27,8 @@ def api(
     method = method.upper()
     if method not in METHODS:
         raise typer.BadParameter(f"must be one of {', '.join(METHODS)}", param_hint="METHOD")
+    # control characters and spaces are sent percent-encoded, the same on both backends
+    path = re.sub(r"[\x00-\x20\x7f]", lambda m: "%%%02X" % ord(m.group()), path)
     if not path.startswith("/"):
         path = "/" + path
     if not path.startswith("/v1/"):

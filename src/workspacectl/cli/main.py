@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> None:
     from typer import _click as click  # typer vendors click; plain click is never on this path
 
     from workspacectl.cli.app import build_app
-    from workspacectl.errors import EXIT_CODES, ApiError
+    from workspacectl.errors import EXIT_CODES, ApiError, one_line
 
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_requested(argv)
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
         code = e.exit_code
         ctx = getattr(e, "ctx", None)
         hint = f" See `{ctx.command_path} -h`." if ctx is not None else ""
-        print(f"error: {e.format_message().rstrip('.')}.{hint}", file=sys.stderr)
+        print(f"error: {one_line(e.format_message()).rstrip('.')}.{hint}", file=sys.stderr)
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         code = 130
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> None:
             import traceback
 
             traceback.print_exc()
-        print(f"error: {type(e).__name__}: {e} (run again with --debug for details)", file=sys.stderr)
+        print(f"error: {type(e).__name__}: {one_line(e)} (run again with --debug for details)", file=sys.stderr)
         code = 1
     sys.exit(code)
 

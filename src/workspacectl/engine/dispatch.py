@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import re
 import urllib.parse
 
 from workspacectl.engine import registry
@@ -90,8 +91,16 @@ def check_body(body) -> None:
                                           "(a lone surrogate escape); send UTF-8 text.")
 
 
+_UNSAFE_IN_PATH = re.compile(r"[\x00-\x20\x7f]")
+
+
 def split_path(path: str) -> tuple[str, dict]:
-    """'/v1/x?a=1' -> ('/v1/x', {'a': '1'}) (the last value of a repeated key wins)."""
+    """'/v1/x?a=1' -> ('/v1/x', {'a': '1'}) (the last value of a repeated key wins).
+
+    Control characters and spaces are percent-encoded first, as an HTTP client would send them:
+    urlsplit silently drops tabs and newlines, which made '/v1/trig\\ngers' reach /v1/triggers
+    on the local backend while a server answers 404."""
+    path = _UNSAFE_IN_PATH.sub(lambda m: "%%%02X" % ord(m.group()), path)
     parsed = urllib.parse.urlsplit(path)
     return parsed.path, dict(urllib.parse.parse_qsl(parsed.query, keep_blank_values=True))
 

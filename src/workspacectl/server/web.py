@@ -41,7 +41,9 @@ def mount(app: FastAPI, engine) -> None:
     @app.get("/signin/{token}")
     async def signin(token: str, request: Request):
         try:
-            cookie, next_path = await run_in_threadpool(consume_web_link, engine.ws.conn(), token)
+            # the connection is taken in the worker thread: each thread has its own, and two
+            # sign-ins at once on the event loop's one connection collided (a 500)
+            cookie, next_path = await run_in_threadpool(lambda: consume_web_link(engine.ws.conn(), token))
         except ApiError as e:
             return error_page(e)
         resp = RedirectResponse(next_path, status_code=303)
