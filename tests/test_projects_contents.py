@@ -82,6 +82,30 @@ def test_skills_pin_and_return(backend):
     assert backend.ok("GET", f"/v1/skills/{sid}")["projectId"] is None
 
 
+def test_pin_skill_seen_but_not_movable_is_403(backend):
+    """CONTRACT §3: a skill the caller can see but may not change is 403, not 404."""
+    scopes = ("projects:manage", "skills:manage")
+    bob, bob_key = member_key(backend, "bob@example.com", scopes=scopes)
+    admin, admin_key = member_key(backend, "adam@example.com", role="admin", scopes=scopes)
+    bobs = make_project(backend, "Bob's", secret=bob_key)
+    sid = backend.ok("POST", "/v1/skills", {"name": "tone-guide", "description": "How we write."})["id"]
+    # in no project: every member sees it, only its creator or an owner/admin may move it
+    assert backend.api("GET", f"/v1/skills/{sid}", secret=bob_key).status == 200
+    assert_error(pin(backend, sid, bobs, secret=bob_key), 403, "forbidden")
+    mine = make_project(backend, "Mine")
+    pin(backend, sid, mine)
+    # in a project: an admin sees it (skills rule) but has no edit on that project
+    assert backend.api("GET", f"/v1/skills/{sid}", secret=admin_key).status == 200
+    assert_error(pin(backend, sid, None, secret=admin_key), 403, "forbidden")
+    assert_error(pin(backend, sid, bobs, secret=bob_key), 404, "not_found")       # bob cannot see it now
+    # an archived skill is visible and read-only: 409, and it stays where it is
+    old = backend.ok("POST", "/v1/skills", {"name": "old-guide", "description": "Retired."})["id"]
+    backend.ok("DELETE", f"/v1/skills/{old}")
+    assert_error(pin(backend, old, mine), 409, "conflict")
+    assert backend.ok("GET", f"/v1/skills/{old}")["projectId"] is None
+    assert [r["id"] for r in backend.ok("GET", f"/v1/projects/{mine}")["resources"]] == [sid]
+
+
 def test_connections_list_wired_credentials(backend):
     cred = make_credential(backend.workspace, backend.owner["id"], "github", {"accessToken": "gh-x"})
     pid = make_project(backend)

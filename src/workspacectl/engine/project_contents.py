@@ -26,24 +26,45 @@ def _resource(conn, rid: str):
         return row, (row["kind"] if row else None)
     if rid.startswith("skl_"):
         row = store.get_skill_home(conn, rid)
-        if row is not None and row["status"] == "archived":
-            return None, None
         return row, ("skill" if row else None)
     raise v.bad("'resourceId' must be a workflow or app id (wf_…) or a skill id (skl_…).")
 
 
-def _check_leaving(ctx: Ctx, row) -> None:
-    """The caller may take the resource out of where it is now (404 when it cannot see it)."""
+def _sees(ctx: Ctx, row, rtype: str) -> bool:
+    """Whether the caller can see the resource at all (CONTRACT §3: unseen is 404, seen is 403).
+
+    A workflow or app: its creator, those with a role on its project, and, while it is in no
+    project, workspace owners and admins (who may pin it). A skill: as the skills routes decide
+    (engine/skills.py `access`): also every member when it is in no project.
+    """
     me = ctx.caller.member_id
-    unseen = ApiError("not_found", f"No workflow, app or skill '{row['id']}' that you can see.")
+    if rtype == "skill":
+        from workspacectl.engine.skills import access
+        from workspacectl.engine.store import skills as skill_store
+
+        return access(ctx.caller, skill_store.get_skill(ctx.db, row["id"], me)) is not None
+    if row["created_by"] == me:
+        return True
+    if row["project_id"] is None:
+        return ctx.caller.is_admin
+    return store.get_project(ctx.db, row["project_id"], me) is not None
+
+
+def _check_leaving(ctx: Ctx, row, rtype: str) -> None:
+    """The caller may take the resource out of where it is now: 404 when it cannot see it,
+    403 when it can see it but may not move it."""
+    me = ctx.caller.member_id
+    if not _sees(ctx, row, rtype):
+        raise ApiError("not_found", f"No workflow, app or skill '{row['id']}' that you can see.")
+    if rtype == "skill" and row["status"] == "archived":
+        raise ApiError("conflict", f"Skill {row['id']} is archived and read-only; it cannot be moved.")
     if row["project_id"] is None:
         if row["created_by"] != me and not ctx.caller.is_admin:
-            raise unseen
+            raise ApiError("forbidden", f"{row['id']} belongs to another member; only its creator or a workspace "
+                                        "owner or admin may move it into a specialist.")
         return
     source = store.get_project(ctx.db, row["project_id"], me)
     if source is None:
-        if row["created_by"] != me:
-            raise unseen
         raise ApiError("forbidden", f"{row['id']} is in specialist {row['project_id']}, where you have no edit "
                                     "access; ask its owner to move it.")
     require_edit(source)
@@ -60,7 +81,7 @@ def pin_resource(ctx: Ctx) -> dict:
         row, rtype = _resource(ctx.db, rid)
         if row is None:
             raise ApiError("not_found", f"No workflow, app or skill '{rid[:120]}' that you can see.")
-        _check_leaving(ctx, row)
+        _check_leaving(ctx, row, rtype)
         if target is not None:
             require_edit(load(ctx, target))
         previous = row["project_id"]

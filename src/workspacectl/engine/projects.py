@@ -135,13 +135,13 @@ MEMORY_MAX = 1_000_000
 def put_memory(ctx: Ctx) -> dict:
     body = v.body_dict(ctx, allow_empty=False)
     text = v.string(body, "text", min_len=0, max_len=MEMORY_MAX)
-    version = v.integer(body, "version", minimum=0, maximum=2**62)
+    version = v.integer(body, "version")  # any integer: one that is not the current version is 409
     with transaction(ctx.db):
         row = load(ctx)
         require_edit(row)
-        if not store.replace_memory(ctx.db, row["id"], text, version, ctx.caller.member_id):
+        if not (0 <= version <= 2**62 and store.replace_memory(ctx.db, row["id"], text, version, ctx.caller.member_id)):
             current = row["memory_version"]
-            raise ApiError("conflict", f"The memory is at version {current}, not {version}; "
+            raise ApiError("conflict", f"The memory is at version {current}, not {str(version)[:30]}; "
                                        "read it again and write with that version.",
                            {"version": current, "currentVersion": current})
         return memory_json(ctx.db, load(ctx))
