@@ -74,7 +74,7 @@ def test_invalid_bundles_are_422_with_errors(backend):
         "missing description": targz({"SKILL.md": "---\nname: strict-skill\n---\n"}),
         "unknown field": targz({"SKILL.md": skill_md("strict-skill", extra="colour: red\n")}),
         "name mismatch": targz({"SKILL.md": skill_md("other-skill")}),
-        "bad metadata": targz({"SKILL.md": skill_md("strict-skill", extra="metadata:\n  version: 1.0\n")}),
+        "bad metadata": targz({"SKILL.md": skill_md("strict-skill", extra="metadata:\n  tags: [a, b]\n")}),
         "not gzip": b"plain bytes, not an archive",
     }
     for label, data in cases.items():
@@ -179,3 +179,20 @@ def test_read_only_members_cannot_stage_or_publish(backend):
     assert_error(b.api("POST", f"/v1/skills/{s['id']}/bundle-upload-url", secret=tok), 403, "forbidden")
     assert_error(b.api("PUT", f"/v1/skills/{s['id']}/files", {"path": "SKILL.md", "content": skill_md("guarded")},
                        secret=tok), 403, "forbidden")
+
+
+def test_frontmatter_scalars_are_text_as_in_skills_ref(backend):
+    """skills-ref reads frontmatter with strictyaml: numbers, booleans and dates are plain text."""
+    b = backend
+    s = create(b, "typed-scalars")
+    extra = "metadata:\n  version: 1.0\n  stable: yes\n"
+    r = b.api("PUT", f"/v1/skills/{s['id']}/files",
+              {"path": "SKILL.md", "content": skill_md("typed-scalars", "42", extra)})
+    assert r.status == 200, r.body
+    assert b.ok("GET", f"/v1/skills/{s['id']}")["description"] == "42"
+    r = b.api("PUT", f"/v1/skills/{s['id']}/files",
+              {"path": "SKILL.md", "content": skill_md("typed-scalars", "2024-01-01")})
+    assert r.status == 200, r.body
+    r = b.api("PUT", f"/v1/skills/{s['id']}/files",
+              {"path": "SKILL.md", "content": skill_md("typed-scalars", "d", "metadata:\n  nested: [a]\n")})
+    assert r.status == 422 and r.body["error"]["code"] == "unprocessable"

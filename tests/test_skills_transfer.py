@@ -98,3 +98,18 @@ def test_local_signatures_and_expiry(backend, monkeypatch):
     b.ok("POST", f"/v1/skills/{s['id']}/publish", {"uploadId": stage(b, s["id"], BUNDLE)})
     link = b.ok("GET", f"/v1/skills/{s['id']}/bundle-url")
     assert link["url"].startswith("file://") and file_path(link["url"]).read_bytes()[:2] == b"\x1f\x8b"
+
+
+def test_download_of_a_file_with_a_non_latin_name(backend):
+    """Headers are latin-1: the presigned GET of `references/技能.md` must not be a 500."""
+    b = backend
+    s = create(b, "unicode-files")
+    b.ok("PUT", f"/v1/skills/{s['id']}/files", {"path": "SKILL.md", "content": skill_md("unicode-files")})
+    b.ok("PUT", f"/v1/skills/{s['id']}/files", {"path": "references/技能 ü.md", "content": "hi"})
+    link = b.ok("GET", f"/v1/skills/{s['id']}/file-url", query={"path": "references/技能 ü.md"})["url"]
+    if backend.kind == "remote":
+        r = httpx.get(link, trust_env=False)
+        assert r.status_code == 200 and r.content == b"hi"
+        assert "filename*=UTF-8''%E6%8A%80%E8%83%BD%20%C3%BC.md" in r.headers["content-disposition"]
+    else:
+        assert file_path(link).read_bytes() == b"hi"

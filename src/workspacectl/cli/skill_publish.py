@@ -62,12 +62,19 @@ def validate(
 
 
 def _find_or_create(ctx, name: str, description: str) -> tuple[dict, bool]:
+    """The skill named `name`, made as a draft when missing. Another publisher (a parallel CI job)
+    may make it between our read and our create: its 409 means "read it again"."""
     try:
         return backend(ctx).request("GET", _path(name)), False
     except ApiError as e:
         if e.code != "not_found":
             raise
-    return backend(ctx).request("POST", "/v1/skills", body={"name": name, "description": description}), True
+    try:
+        return backend(ctx).request("POST", "/v1/skills", body={"name": name, "description": description}), True
+    except ApiError as e:
+        if e.code != "conflict":
+            raise
+        return backend(ctx).request("GET", _path(name)), False
 
 
 def _live_sha(ctx, skill: dict) -> str | None:
@@ -88,8 +95,19 @@ def publish_one(ctx, folder: Path, files: dict, meta: dict) -> dict:
     if not checked["valid"]:
         _print_problems(str(folder), checked["errors"], checked["warnings"])
         raise ApiError("unprocessable", f"{folder}: the server refused the bundle; fix the errors above.")
-    version = backend(ctx).request("POST", _path(skill["id"], "/publish"),
-                                   body={"uploadId": up["uploadId"], "baseVersion": skill["version"]})
+    try:
+        version = backend(ctx).request("POST", _path(skill["id"], "/publish"),
+                                       body={"uploadId": up["uploadId"], "baseVersion": skill["version"]})
+    except ApiError as e:
+        # Someone published since we read the skill. If the live content is now ours (a parallel
+        # run of the same CI job), there is nothing to do; anything else is a real conflict.
+        if e.code != "conflict":
+            raise
+        skill = backend(ctx).request("GET", _path(skill["id"]))
+        if _live_sha(ctx, skill) != fmt.digest(files):
+            raise
+        return {"name": skill["name"], "skillId": skill["id"], "outcome": "unchanged", "version": None,
+                "skill": skill}
     return {"name": skill["name"], "skillId": skill["id"], "outcome": "created" if created else "published",
             "version": {k: val for k, val in version.items() if k != "skill"}, "skill": version["skill"]}
 

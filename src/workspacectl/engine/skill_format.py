@@ -87,6 +87,15 @@ def split_frontmatter(text: str) -> tuple[str, str] | None:
     return None
 
 
+def load_yaml(text: str):
+    """The frontmatter as skills-ref reads it (strictyaml): every scalar is a string, so
+    `description: 42`, `metadata: {version: 1.0}` or `description: yes` are text, not numbers or
+    booleans. PyYAML's BaseLoader builds only dicts, lists and strings."""
+    import yaml
+
+    return yaml.load(text, Loader=yaml.BaseLoader)  # noqa: S506  (BaseLoader constructs no objects)
+
+
 def parse_frontmatter(text: str) -> tuple[dict | None, list[str]]:
     """(metadata, errors) of SKILL.md's text."""
     import yaml
@@ -95,7 +104,7 @@ def parse_frontmatter(text: str) -> tuple[dict | None, list[str]]:
     if parts is None:
         return None, ["SKILL.md must start with YAML frontmatter between '---' lines."]
     try:
-        meta = yaml.safe_load(parts[0])
+        meta = load_yaml(parts[0])
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" (line {mark.line + 2})" if mark is not None else ""
@@ -128,7 +137,7 @@ def parse_frontmatter(text: str) -> tuple[dict | None, list[str]]:
     md = meta.get("metadata")
     if "metadata" in meta and not (isinstance(md, dict) and all(
             isinstance(k, str) and isinstance(v, str) for k, v in md.items())):
-        errors.append("The metadata must map strings to strings (quote values such as \"1.0\").")
+        errors.append("The metadata must map names to plain values (no nested lists or mappings).")
     tools = meta.get("allowed-tools")
     if "allowed-tools" in meta and not (isinstance(tools, str) or (
             isinstance(tools, list) and all(isinstance(t, str) for t in tools))):
@@ -143,7 +152,7 @@ def set_frontmatter(text: str, updates: dict) -> str:
     parts = split_frontmatter(text)
     if parts is None:
         return text
-    meta = yaml.safe_load(parts[0])
+    meta = load_yaml(parts[0])
     if not isinstance(meta, dict):
         return text
     meta.update(updates)

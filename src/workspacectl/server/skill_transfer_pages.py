@@ -7,6 +7,8 @@ Any other method on these paths is 403: the signature covers the method.
 """
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from fastapi import FastAPI, Request
 from fastapi.responses import Response as RawResponse
 from starlette.concurrency import run_in_threadpool
@@ -46,6 +48,12 @@ def mount(app: FastAPI, engine) -> None:
             data, ctype, name = await run_in_threadpool(transfers.serve_download, ws, token)
         except ApiError as e:
             return json_response(e.status, e.body())
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
         return RawResponse(content=data, media_type=ctype, headers={
-            "Content-Disposition": f'attachment; filename="{safe}"', "Cache-Control": "no-store"})
+            "Content-Disposition": content_disposition(name), "Cache-Control": "no-store"})
+
+
+def content_disposition(name: str) -> str:
+    """An attachment header for any file name: headers are latin-1, so an ASCII fallback plus the
+    UTF-8 name in RFC 5987 form (a bundle file may be called `references/技能.md`)."""
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in name) or "download"
+    return f"attachment; filename=\"{safe}\"; filename*=UTF-8''{quote(name, safe='')}"
