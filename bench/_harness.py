@@ -1,0 +1,112 @@
+"""Shared plumbing for the benches: a fresh workspace made by `wsctl init`, a session for its
+owner, the CLI run as a real subprocess (wall time and its own peak RSS from wait4), and the
+peak RSS of a running process (/proc/<pid>/status VmHWM, reset through clear_refs)."""
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "src"))
+
+from tests.conftest import WSCTL, base_env, start_server  # noqa: E402,F401
+
+MiB = 1 << 20
+
+
+def make_workspace(tmp: Path) -> tuple[Path, str, dict]:
+    """(workspace path, owner session token, owner record) of a new workspace under tmp."""
+    ws_path = tmp / "ws"
+    subprocess.run([*WSCTL, "init", "--workspace", str(ws_path), "--name", "Bench", "--owner-name", "Bench Owner",
+                    "--owner-email", "bench@example.com"], env=base_env(tmp / "init-home"), check=True,
+                   capture_output=True)
+    from workspacectl.engine.auth import new_session
+    from workspacectl.engine.db import transaction
+    from workspacectl.engine.store import identity
+    from workspacectl.engine.workspace import Workspace
+
+    ws = Workspace.open(ws_path)
+    conn = ws.conn()
+    owner = identity.member_json(identity.first_owner(conn))
+    with transaction(conn):
+        token, _ = new_session(conn, owner["id"], "bench")
+    conn.close()
+    return ws_path, token, owner
+
+
+def local_env(tmp: Path, ws_path: Path) -> dict:
+    return {**base_env(tmp / "cli-home"), "WSCTL_WORKSPACE": str(ws_path)}
+
+
+def remote_env(tmp: Path, url: str, token: str) -> dict:
+    return {**base_env(tmp / "cli-home"), "WSCTL_SERVER": url, "WSCTL_TOKEN": token}
+
+
+@dataclass
+class Run:
+    wall: float
+    maxrss: int   # bytes, the CLI process's own peak RSS
+    out: str
+    err: str
+
+
+def run_cli(args, env: dict, cwd: Path | None = None, check: bool = True) -> Run:
+    """Run `wsctl ARGS` and measure it: wall time and the child's own ru_maxrss (wait4)."""
+    import tempfile
+
+    with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe:
+        t0 = time.perf_counter()
+        p = subprocess.Popen([*WSCTL, *map(str, args)], env=env, cwd=cwd, stdout=fo, stderr=fe)
+        _, status, usage = os.wait4(p.pid, 0)   # reap it ourselves: rusage of this child only
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        fo.seek(0)
+        fe.seek(0)
+        out, err = fo.read(), fe.read()
+    r = Run(wall, usage.ru_maxrss * 1024, out.decode(errors="replace"), err.decode(errors="replace"))
+    if check and p.returncode != 0:
+        raise SystemExit(f"wsctl {' '.join(map(str, args))} exited {p.returncode}:\n{r.err[-2000:]}")
+    return r
+
+
+def vm_hwm(pid: int) -> int:
+    """Peak resident set size of a live process, bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM")
+
+
+def vm_rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+def reset_hwm(pid: int) -> bool:
+    """Reset a process's peak RSS to its current RSS (Linux: write 5 to clear_refs)."""
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def mib(n: float) -> str:
+    return f"{n / MiB:.0f} MiB"
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
