@@ -1,15 +1,35 @@
-"""SQLite access: one connection per thread, WAL, foreign keys, busy timeout, explicit transactions."""
+"""SQLite access: one connection per thread, WAL, foreign keys, busy timeout, explicit transactions.
+
+Writers of one process queue on a per-file lock before BEGIN IMMEDIATE, so threads of a server
+wait their turn instead of polling SQLite's busy handler (which sleeps in steps of up to 100 ms
+and gave write p95s of ~0.5 s under contention); other processes still meet the busy timeout.
+"""
 from __future__ import annotations
 
+import os
 import sqlite3
+import threading
 from contextlib import contextmanager
 
 BUSY_TIMEOUT_MS = 15000
+_write_locks: dict[str, threading.RLock] = {}
+_write_locks_guard = threading.Lock()
+
+
+class _Connection(sqlite3.Connection):
+    write_lock: threading.RLock | None = None
+
+
+def _write_lock_for(path: str) -> threading.RLock:
+    key = os.path.realpath(path)
+    with _write_locks_guard:
+        return _write_locks.setdefault(key, threading.RLock())
 
 
 def open_db(path) -> sqlite3.Connection:
     conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                           check_same_thread=False)
+                           check_same_thread=False, factory=_Connection)
+    conn.write_lock = _write_lock_for(str(path))
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA journal_mode = WAL")
@@ -24,6 +44,15 @@ def transaction(conn: sqlite3.Connection):
     if conn.in_transaction:
         yield conn
         return
+    lock = getattr(conn, "write_lock", None)
+    if lock is None:
+        yield from _immediate(conn)
+        return
+    with lock:
+        yield from _immediate(conn)
+
+
+def _immediate(conn: sqlite3.Connection):
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield conn
