@@ -135,6 +135,12 @@ BAD_FILES = {
     "empty.toml": ("", "the file is empty"),
     "trigger.toml": ('service = "x"\nname = "X"\ncredentialType = "noAuth"\n'
                      '[[triggers]]\ntype = "poll"\nname = "T"\n', "'event' is required"),
+    # CONTRACT §5: secretFields is for apiKey services only, as [oauth2] is for oauth2 only
+    "secretnoauth.toml": ('service = "x"\nname = "X"\ncredentialType = "noAuth"\nsecretFields = ["token"]\n',
+                          "'secretFields' is only allowed when credentialType is apiKey"),
+    "secretoauth.toml": ('service = "x"\nname = "X"\ncredentialType = "oauth2"\nsecretFields = ["apiKey"]\n'
+                         '[oauth2]\nauthorizeUrl = "https://a.example/auth"\ntokenUrl = "https://a.example/token"\n',
+                         "'secretFields' is only allowed when credentialType is apiKey"),
 }
 
 
@@ -330,6 +336,30 @@ def test_openapi_import_through_the_cli(backend):
     detail = backend.ok("GET", "/v1/integrations/slack")
     assert detail["credentialType"] == "oauth2" and detail["tokenUrl"] == "https://slack.com/api/oauth.access"
     assert "chat:write" in detail["scopes"]
+
+
+def test_non_ascii_names_fold_to_ascii_kebab(backend):
+    """Accented and compatibility letters fold to their ASCII base instead of being dropped
+    ('über' was 'ber'), in OpenAPI operationIds, TOML operation names and trigger events."""
+    doc = {"openapi": "3.0.0", "info": {"title": "Tienda", "version": "1"},
+           "servers": [{"url": "https://api.tienda.co.uk/v1"}],
+           "paths": {"/a": {"get": {"operationId": "créerContact", "responses": {}}},
+                     "/b": {"get": {"operationId": "überStraße", "responses": {}}},
+                     "/c": {"get": {"operationId": "İstanbul", "responses": {}}}}}
+    r = backend.api("POST", "/v1/admin/catalog", {"content": json.dumps(doc), "format": "openapi"})
+    assert r.status == 201, r.body
+    assert r.body["service"] == "tienda"            # not "co", the label before "uk"
+    ops = backend.ok("GET", "/v1/integrations/tienda/operations")["operations"]
+    assert [o["opId"] for o in ops] == ["tienda.creer-contact", "tienda.uber-strasse", "tienda.istanbul"]
+    ip = {**doc, "info": {"title": "Local Thing", "version": "1"}, "servers": [{"url": "http://127.0.0.1:9/x"}]}
+    r = backend.api("POST", "/v1/admin/catalog", {"content": json.dumps(ip), "format": "openapi"})
+    assert r.body["service"] == "local-thing"       # an IP address names nothing
+    toml = ('service = "uni"\nname = "U"\ncredentialType = "noAuth"\n[[operations]]\nname = "Ⅻ ﬁle"\n'
+            'method = "GET"\npath = "/a"\n[[triggers]]\ntype = "poll"\nevent = "neuer Eintrag für Größe"\nname = "T"\n')
+    path = write(backend, "uni.toml", toml)
+    backend.wsctl("catalog", "import", path)
+    assert backend.ok("GET", "/v1/operations/uni.xii-file")["name"] == "xii-file"
+    assert backend.ok("GET", "/v1/triggers/uni-neuer-eintrag-fur-grosse")["type"] == "poll"
 
 
 @pytest.fixture(scope="module")

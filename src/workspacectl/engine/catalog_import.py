@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+import unicodedata
 from urllib.parse import urlsplit
 
 from workspacectl.errors import ApiError
@@ -36,9 +37,19 @@ def bad(where: str, message: str) -> ApiError:
     return ApiError("invalid_request", f"{where}: {message}")
 
 
+def ascii_fold(text: str) -> str:
+    """Letters with accents or compatibility forms as their ASCII base: 'über' -> 'uber',
+    'ﬁle' -> 'file', 'Ⅻ' -> 'XII', 'ß' -> 'ss'. Other non-ASCII characters are kept."""
+    if text.isascii():
+        return text
+    s = unicodedata.normalize("NFKD", text.replace("ß", "ss").replace("ẞ", "SS"))
+    return "".join(c for c in s if not unicodedata.combining(c))
+
+
 def kebab(text: str) -> str:
-    """'chat_postMessage' -> 'chat-post-message'; 'repos/get-HTTPStatus' -> 'repos-get-http-status'."""
-    s = re.sub(r"([a-z0-9])([A-Z])", r"\1-\2", str(text)[:MAX_NAME * 4])
+    """'chat_postMessage' -> 'chat-post-message'; 'repos/get-HTTPStatus' -> 'repos-get-http-status';
+    'créerContact' -> 'creer-contact' (accents folded to ASCII, not dropped)."""
+    s = re.sub(r"([a-z0-9])([A-Z])", r"\1-\2", ascii_fold(str(text)[:MAX_NAME * 4]))
     s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1-\2", s)
     s = re.sub(r"[^A-Za-z0-9]+", "-", s).strip("-").lower()
     return s[:MAX_NAME].strip("-")
@@ -164,6 +175,8 @@ def build_record(d: dict, where: str, service_override: str | None = None, *, le
         raise bad(where, f"'credentialType' must be one of {', '.join(CREDENTIAL_TYPES)}.")
     fields = _str_list(d, "fields", where)
     if "secretFields" in d:
+        if credential_type != "apiKey":
+            raise bad(where, "'secretFields' is only allowed when credentialType is apiKey.")
         secret_fields = _str_list(d, "secretFields", where)
     else:
         secret_fields = ["apiKey"] if credential_type == "apiKey" else []

@@ -6,10 +6,11 @@ response shapes (openapi_schema_walk.py), so a 3 MB document turns into a catalo
 """
 from __future__ import annotations
 
+import ipaddress
 import re
 from urllib.parse import urljoin, urlsplit
 
-from workspacectl.engine.catalog_import import MAX_SERVICE, SERVICE_RE, bad, kebab
+from workspacectl.engine.catalog_import import MAX_SERVICE, SERVICE_RE, ascii_fold, bad, kebab
 from workspacectl.engine.openapi_schema_walk import Resolver, merged_properties, required_of, sample, shape, type_name
 
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -47,11 +48,21 @@ def _servers_base(doc: dict) -> str | None:
     return None
 
 
+SECOND_LEVEL_SUFFIXES = {"co", "com", "net", "org", "gov", "edu", "ac", "or", "ne", "go"}
+
+
 def _host_label(base: str | None) -> str | None:
     if not base:
         return None
     host = urlsplit(base).hostname or ""
+    try:
+        ipaddress.ip_address(host)
+        return None                     # 127.0.0.1 names nothing
+    except ValueError:
+        pass
     labels = [x for x in host.split(".") if x]
+    if len(labels) >= 3 and len(labels[-1]) == 2 and labels[-2] in SECOND_LEVEL_SUFFIXES:
+        return kebab(labels[-3])        # api.acme.co.uk -> acme, not co
     if len(labels) >= 2:
         return kebab(labels[-2])
     return kebab(labels[0]) if labels else None
@@ -60,7 +71,7 @@ def _host_label(base: str | None) -> str | None:
 def derive_service(doc: dict, base: str | None) -> str:
     info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
     title = info.get("title") if isinstance(info.get("title"), str) else ""
-    plain = re.sub(r"[^a-z0-9]+", " ", re.sub(r"\(.*?\)", " ", title.lower()))
+    plain = re.sub(r"[^a-z0-9]+", " ", re.sub(r"\(.*?\)", " ", ascii_fold(title).lower()))
     words = [w for w in plain.split() if w not in NOISE_WORDS]
     host = _host_label(base)
     if words and host and host.startswith(words[0]):
