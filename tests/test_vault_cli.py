@@ -187,6 +187,11 @@ def test_env_refuses_two_credentials_setting_one_variable(backend, cred):
     r = backend.wsctl("vault", "env", a["id"], b["id"], "--reason", "clash", expect=7)
     assert "OTHER_KEY" in r.err and r.out == ""
     assert "a-1" not in r.err and "b-2" not in r.err
+    # Refused before any token is issued: no "issued" row for a secret nobody received.
+    for c in (a, b):
+        assert backend.ok("GET", f"/v1/credentials/{c['id']}/access-log")["entries"] == []
+    backend.wsctl("vault", "run", a["id"], b["id"], "--reason", "clash", "--", "true", expect=7)
+    assert backend.ok("GET", f"/v1/credentials/{a['id']}/access-log")["entries"] == []
 
 
 def test_env_of_unknown_credential_issues_nothing(backend, cred):

@@ -150,6 +150,7 @@ def issue_env(ctx, cred_ids: list[str], reason: str) -> tuple[dict[str, str], li
     from workspacectl.cli import vault_env
 
     details = [env_detail(ctx, c) for c in cred_ids]
+    vault_env.check_no_clash(details)
     parts, secrets = [], []
     for cred_id, detail in zip(cred_ids, details):
         body = issue(ctx, cred_id, reason)

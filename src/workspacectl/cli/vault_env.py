@@ -31,6 +31,20 @@ def env_for(detail: dict, token: dict) -> dict[str, str]:
     return out
 
 
+def check_no_clash(details: list[dict]) -> None:
+    """Refuse, before any token is issued (and logged), credentials whose envVars name one variable."""
+    owner: dict[str, str] = {}
+    for detail in details:
+        cred_id = detail.get("id")
+        for var in (detail.get("envVars") or {}).values():
+            if not isinstance(var, str) or not VAR_NAME.match(var):
+                continue
+            if var in owner and owner[var] != cred_id:
+                raise ApiError("invalid_request", f"Credentials {owner[var]} and {cred_id} both set {var}; "
+                               "pass only one of them.")
+            owner[var] = cred_id
+
+
 def merge_env(parts: list[tuple[str, dict[str, str]]]) -> dict[str, str]:
     """Join the variables of several credentials; two credentials setting one variable is an error."""
     merged: dict[str, str] = {}
