@@ -277,3 +277,23 @@ def test_served_workspace_and_in_process_calls_side_by_side(remote, home):
         assert len(remote.ok("GET", "/v1/keys")["keys"]) == len(local.ok("GET", "/v1/keys")["keys"]) == 24
     finally:
         local.close()
+
+
+def test_an_upload_from_a_stranger_is_refused_before_its_body_is_read(remote):
+    """A gzip upload announcing 1 GiB with a bad key gets its 401 at once: the server checks the
+    key, the route and the scope before it spools a single byte of the body."""
+    pid = remote.ok("POST", "/v1/projects", {"name": "Uploads"})["project"]["id"]
+    u = urlsplit(remote.base_url)
+    cases = [("ws_session_" + "x" * 40, 401, "unauthenticated"),
+             (remote.key("platform", ["vault:read"]), 403, "insufficient_scope")]
+    for secret, status, code in cases:
+        with socket.create_connection((u.hostname, u.port), timeout=10) as s:
+            s.sendall((f"POST /v1/projects/{pid}/files/bundle HTTP/1.1\r\nHost: {u.netloc}\r\n"
+                       f"Authorization: Bearer {secret}\r\nContent-Type: application/gzip\r\n"
+                       f"Content-Length: {1 << 30}\r\n\r\n").encode())
+            answer = b""
+            while chunk := s.recv(65536):  # no body byte was sent; the server answers and closes
+                answer += chunk
+        assert answer.startswith(f"HTTP/1.1 {status}".encode()), answer[:200]
+        assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]["code"] == code
+    assert remote.ok("GET", f"/v1/projects/{pid}/files")["files"] == []

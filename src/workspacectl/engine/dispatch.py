@@ -105,6 +105,15 @@ def split_path(path: str) -> tuple[str, dict]:
     return parsed.path, dict(urllib.parse.parse_qsl(parsed.query, keep_blank_values=True))
 
 
+def _route_for(method: str, path: str):
+    route, params, known = registry.match(method, path)
+    if route is None:
+        if known:
+            raise ApiError("not_found", f"{method} is not supported on {path}.", status=405)
+        raise ApiError("not_found", f"No route {method} {path}. See /v1/openapi.json for the routes.")
+    return route, params
+
+
 class Engine:
     def __init__(self, ws):
         self.ws = ws
@@ -122,11 +131,7 @@ class Engine:
         method = method.upper()
         path, inline_query = split_path(path)
         query = {**inline_query, **(query or {})}
-        route, params, known = registry.match(method, path)
-        if route is None:
-            if known:
-                raise ApiError("not_found", f"{method} is not supported on {path}.", status=405)
-            raise ApiError("not_found", f"No route {method} {path}. See /v1/openapi.json for the routes.")
+        route, params = _route_for(method, path)
         check_scope(caller, route.scope)
         handler = registry.HANDLERS.get((route.method, route.path))
         if handler is None:
@@ -137,6 +142,12 @@ class Engine:
         ctx = Ctx(ws=self.ws, caller=caller, params=params, query=query, body=body, base_url=base_url)
         result = handler(ctx)
         return result if isinstance(result, Response) else Response(200, result)
+
+    def precheck(self, method: str, path: str, secret: str | None) -> None:
+        """Authentication, route and scope only: what a server checks before it reads a large
+        body, so an unauthenticated upload is refused without spooling it."""
+        route, _ = _route_for(method.upper(), split_path(path)[0])
+        check_scope(self.authenticate(secret), route.scope)
 
     def handle(self, method: str, path: str, query: dict | None, body, secret: str | None,
                base_url: str | None = None) -> Response:

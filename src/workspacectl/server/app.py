@@ -154,6 +154,12 @@ def create_app(engine: Engine, public_url: str | None = None) -> FastAPI:
     async def api(request: Request, rest: str):
         ctype = request.headers.get("content-type", "")
         if is_stream_type(ctype):
+            try:  # refuse a stranger before spooling up to MAX_STREAM_BODY to disk
+                await run_in_threadpool(engine.precheck, request.method, engine_path(request), bearer(request))
+            except ApiError as e:
+                refused = json_response(e.status, e.body())
+                refused.headers["Connection"] = "close"  # the unread body is not worth draining
+                return refused
             body = await spool_body(request, MAX_STREAM_BODY)  # a temp file the engine reads
         else:
             raw = await read_body(request, MAX_JSON_BODY)
