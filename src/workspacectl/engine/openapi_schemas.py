@@ -8,6 +8,10 @@ The limits are the engine's own constants where it has them. The rest is written
 checked against the running engine by tests/test_openapi.py: a body valid under its schema is
 not refused for its shape, answers validate against their schema, and every route with a
 handler has an entry here. Routes without handlers keep the minimal entry openapi.py makes.
+
+The building blocks (text, obj, ref, ...) live in openapi_schema_blocks.py; projects, workflows
+and project files in openapi_schemas_projects.py, skills in openapi_schemas_skills.py, merged
+into ROUTE_DOCS and COMPONENTS at the end of this module (import this one, not the parts).
 """
 from __future__ import annotations
 
@@ -15,75 +19,13 @@ from workspacectl.engine.catalog_import import MAX_SERVICE, SERVICE_RE
 from workspacectl.engine.catalog_search_api import DEFAULT_LIMIT as SEARCH_LIMIT, MAX_QUERY_CHARS
 from workspacectl.engine.credentials import MAX_FIELD_CHARS, MAX_SECRET_CHARS
 from workspacectl.engine.members import ROLES
-from workspacectl.engine.pagination import DEFAULT_LIMIT, MAX_LIMIT
-from workspacectl.engine.projects import ACCESSORIES
+from workspacectl.engine.pagination import MAX_LIMIT
+from workspacectl.engine.openapi_schema_blocks import (ANY, BOOL, INT, NOT_BLANK, PAGE, STR, STR_MAP, TIME, array,
+                                                       nullable, obj, page_of, query, ref, text)
 from workspacectl.engine.scopes import KIND_SCOPES
 from workspacectl.engine.triggers import MAX_QUERY as TRIGGER_QUERY_CHARS
 from workspacectl.engine.validate import EMAIL
 from workspacectl.engine.vault import REASON_MAX
-
-NOT_BLANK = r"\S"  # JSON Schema patterns are unanchored: at least one non-space character
-
-
-# --- building blocks ---------------------------------------------------------------------------
-
-def text(min_len: int | None = None, max_len: int | None = None, pattern: str | None = None, **kw) -> dict:
-    out: dict = {"type": "string", **kw}
-    if min_len is not None:
-        out["minLength"] = min_len
-    if max_len is not None:
-        out["maxLength"] = max_len
-    if pattern is not None:
-        out["pattern"] = pattern
-    return out
-
-
-def obj(props: dict, required=(), closed: bool = True, **kw) -> dict:
-    """An object; `required` names the keys always present. Closed: no other keys."""
-    out: dict = {"type": "object", "properties": props, **kw}
-    if required == "all":
-        required = list(props)
-    if required:
-        out["required"] = list(required)
-    if closed:
-        out["additionalProperties"] = False
-    return out
-
-
-def ref(name: str) -> dict:
-    return {"$ref": f"#/components/schemas/{name}"}
-
-
-def nullable(schema: dict) -> dict:
-    t = schema.get("type")
-    if isinstance(t, str) and "$ref" not in schema:
-        return {**schema, "type": [t, "null"]}
-    return {"anyOf": [schema, {"type": "null"}]}
-
-
-def array(items: dict, **kw) -> dict:
-    return {"type": "array", "items": items, **kw}
-
-
-def page_of(key: str, item: dict) -> dict:
-    """A list answer (CONTRACT §3): {<plural>: [...], nextCursor}."""
-    return obj({key: array(item), "nextCursor": nullable(text())}, required="all")
-
-
-def query(name: str, schema: dict, description: str, required: bool = False) -> dict:
-    return {"name": name, "in": "query", "required": required, "schema": schema, "description": description}
-
-
-STR = text()
-TIME = text(format="date-time")
-INT = {"type": "integer"}
-BOOL = {"type": "boolean"}
-STR_MAP = {"type": "object", "additionalProperties": STR}
-ANY: dict = {}
-
-PAGE = [query("limit", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
-              f"Page size, 1-{MAX_LIMIT} (default {DEFAULT_LIMIT})."),
-        query("cursor", STR, "The nextCursor of the previous page; empty or absent for the first page.")]
 
 # --- shapes answered by several routes ---------------------------------------------------------
 
@@ -122,16 +64,6 @@ _TRIGGER = {
     "service": nullable(STR), "requiresCredential": BOOL,
     "cadenceSeconds": {"type": "integer", "description": "Poll providers only."},
 }
-_PROJECT = {
-    "id": STR, "name": STR, "description": nullable(STR), "icon": nullable(STR), "workerColor": nullable(STR),
-    "workerAccessories": obj({k: nullable(STR) for k in ACCESSORIES}, required="all"),
-    "role": text(enum=["owner", "editor", "viewer"]), "isOwner": BOOL, "canEdit": BOOL,
-    "ownerMembershipId": STR,
-    "orgGrant": nullable(obj({"role": text(enum=["editor", "viewer"])}, required="all")),
-    "isShared": BOOL,
-    "counts": obj({k: INT for k in ("workflows", "apps", "skills", "files")}, required="all"),
-    "createdAt": TIME, "updatedAt": TIME,
-}
 
 COMPONENTS: dict[str, dict] = {
     "Error": obj({"error": obj({"status": INT, "code": STR, "message": STR, "detail": ANY},
@@ -163,28 +95,10 @@ COMPONENTS: dict[str, dict] = {
     "TriggerDetail": obj({**_TRIGGER, "config": {"type": "object"}},
                          required=["type", "triggerId", "name", "description", "service", "requiresCredential",
                                    "config"]),
-    "ProjectSummary": obj(_PROJECT, required="all"),
-    "Project": obj({
-        "project": ref("ProjectSummary"),
-        "memory": obj({"text": STR, "version": INT, "updatedAt": TIME,
-                       "updatedBy": nullable(obj({"membershipId": STR, "displayName": STR},
-                                                 required=["membershipId"]))}, required="all"),
-        "resources": array(obj({"id": STR, "name": STR, "description": nullable(STR),
-                                "type": text(enum=["workflow", "app", "skill"]), "lastUsedAt": nullable(TIME)},
-                               required="all")),
-    }, required="all"),
 }
 
 # --- request bodies ----------------------------------------------------------------------------
 
-_PROJECT_FIELDS = {
-    "name": text(1, 200, NOT_BLANK),
-    "description": nullable(text(0, 2000)),
-    "icon": nullable(text(0, 16, description="An emoji (not checked).")),
-    "workerColor": nullable(text(0, 40, description="A colour name (not checked).")),
-    "workerAccessories": obj({k: nullable(STR) for k in ACCESSORIES},
-                             description="Missing keys become null."),
-}
 _KEY_BODY = {"oneOf": [
     obj({"kind": {"const": kind}, "scopes": array(text(enum=list(scopes)), minItems=1, maxItems=20),
          "name": text(0, 200), "expiresAt": text(1, 64, format="date-time", description="In the future.")},
@@ -309,13 +223,6 @@ ROUTE_DOCS: dict[tuple[str, str], dict] = {
     ("POST", "/v1/admin/rotate-key"): {"responses": {200: obj({
         "credentials": INT, "oauthClients": INT, "connections": INT,
         "keySource": text(enum=["env", "keyring", "file"]), "retiredKeys": INT}, required="all")}},
-    # projects
-    ("GET", "/v1/projects"): {"query": PAGE, "responses": {200: page_of("projects", ref("ProjectSummary"))}},
-    ("POST", "/v1/projects"): {"body": obj(_PROJECT_FIELDS, required=["name"]), "responses": {201: ref("Project")}},
-    ("GET", "/v1/projects/{id}"): {"responses": {200: ref("Project")}},
-    ("PATCH", "/v1/projects/{id}"): {"body": obj(_PROJECT_FIELDS, description="Every field optional; {} changes "
-                                                                              "nothing."),
-                                     "responses": {200: ref("Project")}},
     # trigger providers
     ("GET", "/v1/triggers"): {
         "query": [query("q", text(0, TRIGGER_QUERY_CHARS),
@@ -359,19 +266,11 @@ ROUTE_DOCS.update({
         "responses": {200: obj({"owners": array(_FOLD_RESULT)}, required="all")}},
 })
 
-# --- project files (engine/project_files.py) --------------------------------------------------
-_PROJECT_FILE = obj({"path": text(1, 1024, description="A relative POSIX path: no '..', '.', empty parts, "
-                                                       "leading '/', backslash or control characters."),
-                     "size": INT, "sha256": text(64, 64), "updatedAt": TIME}, required="all")
-ROUTE_DOCS.update({
-    ("GET", "/v1/projects/{id}/files"): {"query": PAGE, "responses": {200: page_of("files", _PROJECT_FILE)}},
-    ("GET", "/v1/projects/{id}/files/bundle"): {"responses": {200: None}},  # application/gzip, streamed
-    ("POST", "/v1/projects/{id}/files/bundle"): {
-        "responses": {200: obj({"added": INT, "updated": INT}, required="all",
-                               description="The body is the tar.gz itself (Content-Type: application/gzip). "
-                                           "Adds and overwrites, never removes; refused whole (400/409/413) "
-                                           "on a link, device, unsafe path or the limits (10,000 files, 1 GiB).")}},
-    ("DELETE", "/v1/projects/{id}/files"): {
-        "query": [query("path", text(1, 1024), "The file to remove.", required=True)],
-        "responses": {204: None}},
-})
+# --- projects, workflows and skills, each in its own module -------------------------------------
+from workspacectl.engine import openapi_schemas_projects as _projects  # noqa: E402
+from workspacectl.engine import openapi_schemas_skills as _skills  # noqa: E402
+
+for _part in (_projects, _skills):
+    assert not set(_part.COMPONENTS) & set(COMPONENTS) and not set(_part.ROUTE_DOCS) & set(ROUTE_DOCS), _part
+    COMPONENTS.update(_part.COMPONENTS)
+    ROUTE_DOCS.update(_part.ROUTE_DOCS)
