@@ -86,3 +86,28 @@ def stage(b, sid: str, data: bytes) -> str:
 
 def publish_bundle(b, sid: str, data: bytes, **extra):
     return b.api("POST", f"/v1/skills/{sid}/publish", {"uploadId": stage(b, sid, data), **extra})
+
+
+def ext_header_targz(kind: bytes, size: int, files: dict) -> bytes:
+    """A tar.gz opening with an extended header (pax b'x' or GNU long name b'L') of `size` bytes
+    of zeros, then `files`: a few KiB packed that a naive reader holds whole in memory."""
+    import zlib
+
+    head = tarfile.TarInfo("././@ext")
+    head.type, head.size = kind, size
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    out = [z.compress(head.tobuf(tarfile.USTAR_FORMAT))]
+    block = b"\0" * (1 << 16)
+    for _ in range(size // len(block)):
+        out.append(z.compress(block))
+    out.append(z.compress(b"\0" * (size % len(block)) + b"\0" * ((-size) % tarfile.BLOCKSIZE)))
+    tail = io.BytesIO()
+    with tarfile.open(fileobj=tail, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for path, content in files.items():
+            data = content.encode() if isinstance(content, str) else content
+            info = tarfile.TarInfo(path)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    out.append(z.compress(tail.getvalue()))
+    out.append(z.flush())
+    return b"".join(out)

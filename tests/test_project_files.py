@@ -15,6 +15,7 @@ import zlib
 import pytest
 
 from tests.api_helpers import assert_error
+from tests.skill_helpers import ext_header_targz
 
 GZIP = "application/gzip"
 
@@ -246,6 +247,9 @@ HOSTILE = {
     "truncated tar": lambda: gzip.compress(zlib.decompress(tgz({"ok.txt": os.urandom(5000)}), 31)[:2000]),
     "zip file": lambda: b"PK\x03\x04" + b"\0" * 100,
     "json body": lambda: b'{"files": []}',
+    # extended headers are read whole into memory: bounded, whatever the size limit of the files
+    "huge pax header": lambda: ext_header_targz(tarfile.XHDTYPE, 4 << 20, {"ok.txt": b"fine"}),
+    "huge gnu long name": lambda: ext_header_targz(tarfile.GNUTYPE_LONGNAME, 4 << 20, {"ok.txt": b"fine"}),
 }
 
 

@@ -2,14 +2,17 @@
 baseVersion conflicts, concurrent writers, versions and revert."""
 from __future__ import annotations
 
+import gzip
 import io
+import json
 import tarfile
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from tests.api_helpers import assert_error
-from tests.skill_helpers import create, get_url, hostile_targz, publish_bundle, skill_md, stage, targz
+from tests.skill_helpers import (create, ext_header_targz, get_url, hostile_targz, publish_bundle, skill_md, stage,
+                                 targz)
 
 FILES = {"SKILL.md": skill_md("round-trip"), "scripts/run.py": "print('hi')\n",
          "references/guide.md": "# Guide\n", "assets/logo.bin": bytes(range(256)) * 4}
@@ -101,6 +104,72 @@ def test_hostile_entries_refused(backend, kind):
     assert r.body["error"]["detail"]["errors"]
     assert b.ok("GET", f"/v1/skills/{s['id']}")["version"] == 0
     assert not list(b.workspace.parent.glob("evil")) and not (b.workspace / "evil").exists()
+
+
+@pytest.mark.parametrize("kind", [tarfile.XHDTYPE, tarfile.GNUTYPE_LONGNAME])
+def test_oversized_extended_header_is_refused(backend, kind):
+    """A pax or GNU long-name header of 4 MiB (a few KiB packed; 50 MiB packed would inflate to
+    gigabytes) was read whole into the server's memory; a path needs at most a few KiB."""
+    b = backend
+    s = create(b, "hostile")
+    r = publish_bundle(b, s["id"], ext_header_targz(kind, 4 << 20, {"SKILL.md": skill_md("hostile")}))
+    assert_error(r, 422, "unprocessable")
+    assert b.ok("GET", f"/v1/skills/{s['id']}")["version"] == 0
+
+
+def test_flood_of_entries_is_refused(backend):
+    """Folder headers are not files, but each was kept in memory: a small gzip of repeated headers
+    held millions. Entries are bounded like files (5x the file limit)."""
+    b = backend
+    s = create(b, "hostile")
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.USTAR_FORMAT) as tar:
+        md = skill_md("hostile").encode()
+        info = tarfile.TarInfo("SKILL.md")
+        info.size = len(md)
+        tar.addfile(info, io.BytesIO(md))
+        folder = tarfile.TarInfo("assets")
+        folder.type = tarfile.DIRTYPE
+        for _ in range(6000):
+            tar.addfile(folder)
+    r = publish_bundle(b, s["id"], buf.getvalue())
+    assert_error(r, 422, "unprocessable")
+    assert b.ok("GET", f"/v1/skills/{s['id']}")["version"] == 0
+
+
+def _raw_name_targz(name: bytes) -> bytes:
+    """SKILL.md plus one file whose raw header name tarfile would not write."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for path, data in (("SKILL.md", skill_md("hostile").encode()), ("assets/PLACEHOLDER", b"x")):
+            info = tarfile.TarInfo(path)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    raw = bytearray(buf.getvalue())
+    at = raw.index(b"assets/PLACEHOLDER")
+    header = raw[at:at + 512]
+    header[0:100] = name.ljust(100, b"\0")
+    header[148:156] = b" " * 8
+    header[148:156] = b"%06o\0 " % sum(header)
+    raw[at:at + 512] = header
+    return gzip.compress(bytes(raw))
+
+
+@pytest.mark.parametrize("name", [b"assets/caf\xe9.md", b"assets/\x1b[2Jclear.md", b"assets/a\nb.md"])
+def test_file_names_not_utf8_or_with_control_characters_are_refused(backend, name):
+    """A name that is not UTF-8 became a lone surrogate (stored, then a 500 when answered); control
+    characters in names reach terminals through `skill files` and `skill pull`."""
+    b = backend
+    s = create(b, "hostile")
+    r = publish_bundle(b, s["id"], _raw_name_targz(name))
+    assert_error(r, 422, "unprocessable")
+    assert b.ok("GET", f"/v1/skills/{s['id']}")["version"] == 0
+    b.ok("PUT", f"/v1/skills/{s['id']}/files", {"path": "SKILL.md", "content": skill_md("hostile")})
+    for bad in ("assets/\x1b]0;title\x07.md", "assets/\ud800.md"):
+        body = {"path": bad, "content": "x"}
+        raw = json.dumps(body).encode() if b.kind == "remote" else None   # JSON escapes the lone surrogate
+        assert_error(b.api("PUT", f"/v1/skills/{s['id']}/files", body, raw=raw), 400, "invalid_request")
+    assert b.ok("GET", f"/v1/skills/{s['id']}")["version"] == 1
 
 
 def test_upload_and_validate_need_a_real_upload(backend):

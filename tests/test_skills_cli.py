@@ -99,3 +99,121 @@ def test_parallel_publish_of_the_same_folder_all_succeed(backend, tmp_path):
     assert sum(1 for line in lines if line.endswith("published v1")) == 1, lines
     assert lines.count("ci-race: unchanged (v1)") == 3, lines
     assert [v["number"] for v in b.ok("GET", "/v1/skills/ci-race/versions")["versions"]] == [1]
+
+
+# ---------------------------------------------------------------- a hostile server
+
+class _Hostile:
+    """A loopback HTTP server answering the skill routes `pull` and `publish` use with whatever
+    the test puts in `answers` ({(method, path): (status, content type, bytes)})."""
+
+    def __init__(self):
+        import http.server
+        import threading
+
+        answers: dict = {}
+        self.answers = answers
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                status, ctype, body = answers.get((self.command, self.path.split("?")[0]),
+                                                  (404, "application/json", json.dumps(
+                                                      {"error": {"status": 404, "code": "not_found",
+                                                                 "message": "nope"}}).encode()))
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_PUT = do_POST = _answer
+
+            def log_message(self, *a):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def json(self, method, path, body, status=200):
+        self.answers[(method, path)] = (status, "application/json", json.dumps(body).encode())
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _run_against(server, tmp_path, *args, expect=None):
+    from tests.conftest import base_env, run_wsctl
+
+    env = {**base_env(tmp_path / "home"), "WSCTL_SERVER": server.url, "WSCTL_TOKEN": "ws_session_hostile"}
+    return run_wsctl(args, env, expect=expect)
+
+
+def _bundle(entries) -> bytes:
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for path, data in entries:
+            info = tarfile.TarInfo(path)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_hostile_server_cannot_point_pull_or_publish_at_local_files(tmp_path):
+    """The URLs come from the server: a file:// one made `pull` read, and `publish` overwrite, any
+    file of the user's. Only the local backend hands out file:// URLs."""
+    victim = tmp_path / "victim.tar.gz"
+    victim.write_bytes(_bundle([("SKILL.md", skill_md("stolen").encode())]))
+    before = victim.read_bytes()
+    s = _Hostile()
+    try:
+        s.json("GET", "/v1/skills/stolen/bundle-url", {"url": victim.as_uri(), "expiresAt": "2030-01-01T00:00:00Z"})
+        r = _run_against(s, tmp_path, "skill", "pull", "stolen", tmp_path / "out")
+        assert r.code != 0 and "file://" not in r.out and not (tmp_path / "out").exists()
+
+        skill = {"id": "skl_x", "name": "ci-one", "version": 0}
+        s.json("GET", "/v1/skills/ci-one", skill)
+        s.json("POST", "/v1/skills/skl_x/bundle-upload-url",
+               {"uploadId": "upl_x", "url": victim.as_uri(), "expiresAt": "2030-01-01T00:00:00Z"}, 201)
+        s.json("POST", "/v1/skills/skl_x/validate", {"valid": True, "errors": [], "warnings": []})
+        r = _run_against(s, tmp_path, "skill", "publish", _folder(tmp_path, "ci-one"))
+        assert r.code != 0
+        assert victim.read_bytes() == before
+    finally:
+        s.close()
+
+
+def test_hostile_bundle_is_refused_before_anything_is_written(tmp_path):
+    """pull's extraction: a file and a folder of one name crashed half-way (files written, a
+    traceback); a folder that is a symlink in DIR was followed, writing outside DIR."""
+    s = _Hostile()
+    try:
+        s.json("GET", "/v1/skills/evil/bundle-url", {"url": f"{s.url}/blobs/download/t1",
+                                                      "expiresAt": "2030-01-01T00:00:00Z"})
+        md = skill_md("evil").encode()
+        s.answers[("GET", "/blobs/download/t1")] = (200, "application/gzip", _bundle(
+            [("SKILL.md", md), ("assets", b"a file"), ("assets/inner.txt", b"under it")]))
+        out = tmp_path / "out"
+        r = _run_against(s, tmp_path, "skill", "pull", "evil", out)
+        assert r.code == 7 and "Traceback" not in r.err
+        assert not out.exists() or list(out.iterdir()) == []
+
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        out2 = tmp_path / "out2"
+        out2.mkdir()
+        (out2 / "assets").symlink_to(outside)
+        s.answers[("GET", "/blobs/download/t1")] = (200, "application/gzip", _bundle(
+            [("SKILL.md", md), ("assets/planted.sh", b"echo owned")]))
+        r = _run_against(s, tmp_path, "skill", "pull", "evil", out2)
+        assert r.code == 7 and "Traceback" not in r.err
+        assert list(outside.iterdir()) == [] and not (out2 / "SKILL.md").exists()
+    finally:
+        s.close()

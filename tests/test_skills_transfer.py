@@ -113,3 +113,42 @@ def test_download_of_a_file_with_a_non_latin_name(backend):
         assert "filename*=UTF-8''%E6%8A%80%E8%83%BD%20%C3%BC.md" in r.headers["content-disposition"]
     else:
         assert file_path(link).read_bytes() == b"hi"
+
+
+def test_unsigned_token_is_403_whatever_its_payload(backend):
+    """The payload was parsed before the signature was checked: deeply nested JSON in an unsigned
+    token raised RecursionError (a 500 from a request needing no key)."""
+    import base64
+
+    payload = base64.urlsafe_b64encode(b"[" * 100_000).decode().rstrip("=")
+    forged = f"{payload}.{'A' * 43}"
+    if backend.kind == "local":
+        ws = Workspace.open(backend.workspace)
+        for method in ("GET", "PUT"):
+            with pytest.raises(ApiError) as e:
+                transfers.verify(ws, forged, method)
+            assert e.value.code == "forbidden"
+        return
+    short = f"{base64.urlsafe_b64encode(b'[' * 3000).decode().rstrip('=')}.{'A' * 43}"   # fits a URL
+    assert_error(httpx.get(f"{backend.base_url}/blobs/download/{short}", trust_env=False), 403, "forbidden")
+    assert_error(httpx.put(f"{backend.base_url}/blobs/upload/{short}", content=BUNDLE, trust_env=False),
+                 403, "forbidden")
+
+
+def test_tokens_stay_out_of_the_log_however_the_path_is_spelled(backend):
+    """The log redacted /blobs/<token> as sent; a percent-encoded or doubled-slash spelling reached
+    the same handler (or a 404) with the token written out in full."""
+    if backend.kind != "remote":
+        pytest.skip("the server's access log")
+    b = backend
+    s = create(b, "signed")
+    b.ok("PUT", f"/v1/skills/{s['id']}/files", {"path": "SKILL.md", "content": skill_md("signed")})
+    token = b.ok("GET", f"/v1/skills/{s['id']}/bundle-url")["url"].rsplit("/", 1)[1]
+    for spelled in (f"/%62lobs/download/{token}", f"/blobs/download/%{ord(token[0]):02X}{token[1:]}",
+                    f"//blobs/download/{token}", f"/signin/../blobs/download/{token}"):
+        httpx.get(httpx.URL(b.base_url + spelled), trust_env=False)
+    from workspacectl.server.app import redact_path
+
+    for spelled in (f"/%62lobs/download/{token}", f"//blobs/download/{token}", f"/%2Fconnect/{token}"):
+        assert token not in redact_path(spelled)
+    assert token[:40] not in b.server.log_text()

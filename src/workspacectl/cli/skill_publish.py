@@ -90,7 +90,7 @@ def publish_one(ctx, folder: Path, files: dict, meta: dict) -> dict:
         return {"name": skill["name"], "skillId": skill["id"], "outcome": "unchanged", "version": None,
                 "skill": skill}
     up = backend(ctx).request("POST", _path(skill["id"], "/bundle-upload-url"))
-    put_to_url(up["url"], fmt.pack(files), f"upload {skill['name']}")
+    put_to_url(up["url"], fmt.pack(files), f"upload {skill['name']}", local=_is_local(ctx))
     checked = backend(ctx).request("POST", _path(skill["id"], "/validate"), body={"uploadId": up["uploadId"]})
     if not checked["valid"]:
         _print_problems(str(folder), checked["errors"], checked["warnings"])
@@ -143,6 +143,11 @@ def publish(
         print_json({"results": results})
 
 
+def _is_local(ctx) -> bool:
+    """file:// transfer URLs are followed only when the local backend (this process) made them."""
+    return getattr(backend(ctx), "kind", None) == "local"
+
+
 def _json_mode(ctx) -> bool:
     from workspacectl.cli.context import state
 
@@ -157,7 +162,7 @@ def pull(
 ):
     """Download the live version's files into DIR (entries at its root)."""
     link = backend(ctx).request("GET", _path(skill, "/bundle-url"))
-    written = write_bundle(get_from_url(link["url"], f"download {skill}"), folder)
+    written = write_bundle(get_from_url(link["url"], f"download {skill}", local=_is_local(ctx)), folder)
     emit(ctx, link, lambda b: print(f"{skill}: {len(written)} files written to {folder}"), json_flag=json)
 
 

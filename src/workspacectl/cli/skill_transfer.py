@@ -19,8 +19,20 @@ def _file_path(url: str) -> Path:
     return Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
 
 
-def put_to_url(url: str, data: bytes, label: str) -> None:
-    """The presigned PUT of one object."""
+def _check_url(url, local: bool) -> None:
+    """A presigned URL comes from the backend: file:// only from the local backend (the engine in
+    this process), http(s) from anyone. A server answering file:///home/you/.bashrc must not make
+    the CLI read or overwrite the user's files."""
+    scheme = urllib.parse.urlsplit(url).scheme.lower() if isinstance(url, str) else ""
+    if scheme in ("http", "https") or (scheme == "file" and local):
+        return
+    raise ApiError("invalid_request", f"The server answered a transfer URL with scheme '{scheme[:20]}'; "
+                                      "only http(s) URLs are followed. Check the server you are using.")
+
+
+def put_to_url(url: str, data: bytes, label: str, local: bool = False) -> None:
+    """The presigned PUT of one object. local: the URL comes from the local backend."""
+    _check_url(url, local)
     if url.startswith("file://"):
         dest = _file_path(url)
         fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".part-")
@@ -46,8 +58,9 @@ def put_to_url(url: str, data: bytes, label: str) -> None:
         raise ApiError.from_body(resp.status_code, _json(resp))
 
 
-def get_from_url(url: str, label: str) -> bytes:
-    """The presigned GET."""
+def get_from_url(url: str, label: str, local: bool = False) -> bytes:
+    """The presigned GET. local: the URL comes from the local backend."""
+    _check_url(url, local)
     if url.startswith("file://"):
         try:
             return _file_path(url).read_bytes()
@@ -83,6 +96,7 @@ def write_bundle(data: bytes, dest: Path) -> list[str]:
     files, errors, _top = fmt.read_archive(data)
     if errors:
         raise ApiError("unprocessable", f"The downloaded bundle is not valid: {errors[0]['message']}")
+    _check_targets(files, dest)
     dest.mkdir(parents=True, exist_ok=True)
     for path, f in sorted(files.items()):
         target = dest.joinpath(*path.split("/"))
@@ -93,6 +107,36 @@ def write_bundle(data: bytes, dest: Path) -> list[str]:
         os.chmod(tmp, 0o755 if f.executable else 0o644)
         os.replace(tmp, target)
     return sorted(files)
+
+
+def _check_targets(files: dict, dest: Path) -> None:
+    """Before anything is written: no path of the bundle is a folder of another, and no folder on
+    the way to a file is, in DEST, a symbolic link (followed, it would write outside DEST) or a file."""
+    def refuse(why: str):
+        raise ApiError("unprocessable", f"The downloaded bundle cannot be written to {dest}: {why}")
+
+    if dest.is_symlink() and not dest.is_dir():
+        refuse(f"{dest} is a link to something that is not a folder.")
+    folders = set()
+    for path in files:
+        parts = path.split("/")
+        folders.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    for path in sorted(files):
+        if path in folders:
+            refuse(f"'{path[:120]}' is both a file and a folder in the bundle.")
+        parts = path.split("/")
+        at = dest
+        for i, part in enumerate(parts):
+            at = at / part
+            last = i == len(parts) - 1
+            if at.is_symlink():
+                refuse(f"{at} is a symbolic link; remove it or pull into an empty folder.")
+            if not at.exists():
+                break
+            if not last and not at.is_dir():
+                refuse(f"{at} is a file where the bundle has a folder; move it or pull elsewhere.")
+            if last and at.is_dir():
+                refuse(f"{at} is a folder where the bundle has a file; move it or pull elsewhere.")
 
 
 def check_folder(path: Path) -> tuple[dict, list, list, dict | None]:

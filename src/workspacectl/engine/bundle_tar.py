@@ -26,6 +26,7 @@ MAX_PATH_BYTES = 1024
 MAX_PART_BYTES = 255
 SMALL = 256 * 1024          # members up to this size are hashed in memory before touching disk
 _PER_ENTRY_OVERHEAD = 4096  # tar header, pax header for a long name, padding
+MAX_EXT_HEADER = 64 * 1024  # a pax or GNU long-name header: tarfile reads it whole into memory
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,22 @@ def _entry_path(name: str, is_dir: bool) -> str | None:
     return check_path(name, "archive entry")
 
 
+class ExtHeaderTooLarge(tarfile.TarError):
+    pass
+
+
+class BoundedTarInfo(tarfile.TarInfo):
+    """tarfile reads a pax or GNU long-name/long-link header's data whole into memory, whatever
+    size it declares: a few KiB of gzip could make it hold gigabytes. Refuse one over MAX_EXT_HEADER
+    before it is read (pass as tarfile.open(..., tarinfo=BoundedTarInfo))."""
+
+    def _proc_member(self, tarfile_):
+        if self.type in (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE,
+                         tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK) and self.size > MAX_EXT_HEADER:
+            raise ExtHeaderTooLarge(f"an extended header of {self.size} bytes")
+        return super()._proc_member(tarfile_)
+
+
 class _Inflated(io.RawIOBase):
     """The gzip body inflated, read by tarfile; stops at cap bytes with 413, and turns every
     gzip failure into 400."""
@@ -145,7 +162,8 @@ def read_bundle(reader: BinaryIO, folder: Path, limits: Limits) -> tuple[dict, d
     staged: dict[str, blobs.Staged] = {}
     total = entries = 0
     try:
-        tf = tarfile.open(fileobj=inflated, mode="r|", encoding="utf-8", errors="surrogateescape")
+        tf = tarfile.open(fileobj=inflated, mode="r|", encoding="utf-8", errors="surrogateescape",
+                          tarinfo=BoundedTarInfo)
         while (m := tf.next()) is not None:
             tf.members.clear()  # stream mode keeps every header otherwise
             entries += 1
@@ -170,6 +188,9 @@ def read_bundle(reader: BinaryIO, folder: Path, limits: Limits) -> tuple[dict, d
         tf.close()
         while inflated.read(blobs.CHUNK):  # the rest of the gzip stream must be valid and within the cap
             pass
+    except ExtHeaderTooLarge:
+        raise bad(f"The bundle holds an extended (pax or long-name) header over {MAX_EXT_HEADER // 1024} KiB; "
+                  "pack it with a standard tar.") from None
     except tarfile.TarError:
         raise bad("The body is not a valid tar archive inside gzip; send a .tar.gz file.") from None
     _check_file_folder_clash(files)

@@ -22,6 +22,7 @@ from pathlib import Path
 MAX_PACKED = 50 * 1024 * 1024
 MAX_UNPACKED = 200 * 1024 * 1024
 MAX_FILES = 1000
+MAX_ENTRIES = MAX_FILES * 5     # headers of any kind (folders too): each is held while reading
 SKILL_MD = "SKILL.md"
 KNOWN_FOLDERS = ("scripts", "references", "assets")
 FIELDS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
@@ -36,7 +37,8 @@ class BundleFile:
 
 
 def problem(path: str, message: str) -> dict:
-    return {"path": path, "message": message}
+    # an archive name that is not UTF-8 arrives with lone surrogates, which no JSON answer can carry
+    return {"path": path.encode("utf-8", "replace").decode("utf-8"), "message": message}
 
 
 # ------------------------------------------------------------------ names and paths
@@ -64,6 +66,12 @@ def path_problem(path: str) -> str | None:
         return "The path must be 1 to 1024 characters."
     if "\\" in path or "\x00" in path:
         return "The path must use '/' separators and hold no NUL."
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in path):
+        return "The path must hold no control characters."
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:   # a name that was not UTF-8 in the archive, or a lone surrogate
+        return "The path must be valid UTF-8."
     if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
         return "Absolute paths are not allowed."
     parts = path.split("/")
@@ -202,12 +210,23 @@ def read_archive(data: bytes) -> tuple[dict[str, BundleFile], list[dict], str | 
     paths and archives over the limits are errors; nothing is written anywhere."""
     if len(data) > MAX_PACKED:
         return {}, [problem("", f"The bundle is over {MAX_PACKED // (1024 * 1024)} MiB packed.")], None
+    from workspacectl.engine.bundle_tar import MAX_EXT_HEADER, BoundedTarInfo, ExtHeaderTooLarge, _Inflated
+    from workspacectl.errors import ApiError
+
     files: dict[str, BundleFile] = {}
     errors: list[dict] = []
-    total = 0
+    total = entries = 0
+    # Read as a stream with bounds on everything tarfile would otherwise hold or inflate: the
+    # inflated bytes, the number of headers (each kept in memory), extended header sizes.
+    inflated = _Inflated(io.BytesIO(data), MAX_UNPACKED + MAX_ENTRIES * 4096 + (1 << 20))
     try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        with tarfile.open(fileobj=inflated, mode="r|", tarinfo=BoundedTarInfo) as tar:
             for member in tar:
+                tar.members.clear()
+                entries += 1
+                if entries > MAX_ENTRIES:
+                    errors.append(problem("", f"The bundle holds over {MAX_ENTRIES} entries."))
+                    break
                 path = member.name[2:] if member.name.startswith("./") else member.name
                 path = path.rstrip("/") if member.isdir() else path
                 if member.isdir() or path in ("", "."):
@@ -235,6 +254,13 @@ def read_archive(data: bytes) -> tuple[dict[str, BundleFile], list[dict], str | 
                     continue
                 fh = tar.extractfile(member)
                 files[path] = BundleFile(fh.read() if fh else b"", bool(member.mode & 0o111))
+    except ExtHeaderTooLarge:
+        return {}, [problem("", f"The bundle holds an extended (pax or long-name) header over "
+                                f"{MAX_EXT_HEADER // 1024} KiB.")], None
+    except ApiError as e:  # from the inflating reader: not gzip, or inflating past the limit
+        message = ("The bundle inflates past the size limit." if e.code == "payload_too_large"
+                   else "The upload is not a readable tar.gz archive.")
+        return {}, [problem("", message)], None
     except (tarfile.TarError, OSError, EOFError, gzip.BadGzipFile, ValueError, UnicodeError):
         return {}, [problem("", "The upload is not a readable tar.gz archive.")], None
     if errors:

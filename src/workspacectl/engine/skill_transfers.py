@@ -63,10 +63,15 @@ def verify(ws, token: str, method: str) -> tuple[str, str]:
     try:
         payload, mac = token.split(".")
         good = hmac.compare_digest(_unb64(mac), hmac.new(_key(ws), payload.encode(), hashlib.sha256).digest())
-        signed_method, obj, path, expires = json.loads(_unb64(payload))
     except (ValueError, TypeError, UnicodeError):
         raise forbidden from None
-    if not good or signed_method != method or not isinstance(obj, str) or not isinstance(expires, int):
+    if not good:  # nothing unsigned is ever parsed (deeply nested JSON would be a RecursionError)
+        raise forbidden
+    try:
+        signed_method, obj, path, expires = json.loads(_unb64(payload))
+    except (ValueError, TypeError, UnicodeError, RecursionError):
+        raise forbidden from None
+    if signed_method != method or not isinstance(obj, str) or not isinstance(expires, int):
         raise forbidden
     if clock.now().timestamp() > expires:
         raise ApiError("expired", "This link has expired; ask for a new one (links last 15 minutes).")

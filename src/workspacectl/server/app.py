@@ -35,7 +35,15 @@ _SECRET_PATH = re.compile(r"^/(signin|connect|uploads|blobs)/[^?]+")
 
 
 def redact_path(path: str) -> str:
-    return _SECRET_PATH.sub(lambda m: f"/{m.group(1)}/***", path)
+    """The path for the log, secrets out. Matched on the decoded path with slashes collapsed too:
+    '/%62lobs/download/<token>' or '//blobs/<token>' must not write a token out either."""
+    decoded = re.sub(r"/+", "/", urllib.parse.unquote(path))
+    for candidate in (path, decoded):
+        if m := _SECRET_PATH.match(candidate):
+            return f"/{m.group(1)}/***"
+    if re.search(r"/(signin|connect|uploads|blobs)/", decoded):  # e.g. '/x/../blobs/<token>'
+        return "/***"
+    return path
 
 
 def json_response(status: int, body) -> RawResponse:
