@@ -240,7 +240,7 @@ _wsctl_spec() {
             cmds='' opts='--json --help -h' argopts=''
             fileopts='' diropts='' args='file' argchoices='' ;;
         'skill pull')
-            cmds='' opts='--json --help -h' argopts=''
+            cmds='' opts='--force --json --help -h' argopts=''
             fileopts='' diropts='' args='file' argchoices='' ;;
         'trigger')
             cmds='list show' opts='--help -h' argopts=''

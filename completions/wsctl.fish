@@ -465,6 +465,7 @@ complete -c wsctl -n '__wsctl_at \'skill validate\'' -F
 complete -c wsctl -n '__wsctl_at \'skill publish\'' -l 'json' -d 'Print the API\'s JSON body exactly.'
 complete -c wsctl -n '__wsctl_at \'skill publish\'' -l 'help' -s 'h' -d 'Show this message and exit.'
 complete -c wsctl -n '__wsctl_at \'skill publish\'' -F
+complete -c wsctl -n '__wsctl_at \'skill pull\'' -l 'force' -d 'Write into a non-empty DIR that holds no SKILL.md.'
 complete -c wsctl -n '__wsctl_at \'skill pull\'' -l 'json' -d 'Print the API\'s JSON body exactly.'
 complete -c wsctl -n '__wsctl_at \'skill pull\'' -l 'help' -s 'h' -d 'Show this message and exit.'
 complete -c wsctl -n '__wsctl_at \'skill pull\'' -F

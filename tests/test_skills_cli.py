@@ -39,6 +39,15 @@ def test_publish_creates_then_is_unchanged_then_publishes(backend, tmp_path):
     assert (out / "scripts" / "run.sh").stat().st_mode & 0o111
     r = b.wsctl("skill", "publish", out)     # the pulled copy equals the live version
     assert r.out.strip() == "ci-one: unchanged (v2)"
+    b.wsctl("skill", "pull", "ci-one", out)   # pulling again over a skill folder is fine
+    # a non-empty folder that is not a skill folder is refused, as `git clone` refuses one
+    home = tmp_path / "somebody"
+    home.mkdir()
+    (home / ".bashrc").write_text("mine\n")
+    r = b.wsctl("skill", "pull", "ci-one", home, expect=7)
+    assert "--force" in r.err and sorted(p.name for p in home.iterdir()) == [".bashrc"]
+    b.wsctl("skill", "pull", "ci-one", home, "--force")
+    assert (home / "SKILL.md").is_file() and (home / ".bashrc").read_text() == "mine\n"
 
 
 def test_validate_and_invalid_publish_exit_7(backend, tmp_path):

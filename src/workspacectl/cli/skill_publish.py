@@ -158,9 +158,16 @@ def pull(
     ctx: typer.Context,
     skill: Annotated[str, typer.Argument(metavar="ID", help="Skill id (skl_…) or name.")],
     folder: Annotated[Path, typer.Argument(metavar="DIR", help="Folder to write the live bundle into.")],
+    force: Annotated[bool, typer.Option("--force", help="Write into a non-empty DIR that holds no SKILL.md.")] = False,
     json: JsonOpt = False,
 ):
-    """Download the live version's files into DIR (entries at its root)."""
+    """Download the live version's files into DIR (entries at its root).
+
+    DIR must be new, empty, or a skill folder already (it holds a SKILL.md), as `git clone`
+    refuses a non-empty folder: the bundle's paths come from the server."""
+    if not force and folder.is_dir() and any(folder.iterdir()) and not (folder / "SKILL.md").is_file():
+        raise ApiError("invalid_request", f"{folder} is not empty and holds no SKILL.md; pull into a new "
+                                          "folder, or pass --force to write into it anyway.")
     link = backend(ctx).request("GET", _path(skill, "/bundle-url"))
     written = write_bundle(get_from_url(link["url"], f"download {skill}", local=_is_local(ctx)), folder)
     emit(ctx, link, lambda b: print(f"{skill}: {len(written)} files written to {folder}"), json_flag=json)
