@@ -297,3 +297,23 @@ def test_an_upload_from_a_stranger_is_refused_before_its_body_is_read(remote):
         assert answer.startswith(f"HTTP/1.1 {status}".encode()), answer[:200]
         assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]["code"] == code
     assert remote.ok("GET", f"/v1/projects/{pid}/files")["files"] == []
+
+
+def test_a_write_lock_held_past_the_busy_timeout_is_409_not_500(backend):
+    """Another process holding the workspace's write lock for longer than the busy timeout (15 s)
+    is not the caller's fault and not a bug: 409 conflict, "retry", and nothing written."""
+    import sqlite3
+
+    holder = sqlite3.connect(str(backend.workspace / "workspace.db"), isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        t0 = time.monotonic()
+        r = backend.api("POST", "/v1/projects", {"name": "Blocked"})
+        assert time.monotonic() - t0 >= 10  # it waited for the lock before giving up
+        assert_error(r, 409, "conflict")
+        assert "retry" in r.body["error"]["message"]
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert backend.ok("GET", "/v1/projects")["projects"] == []
+    assert backend.api("POST", "/v1/projects", {"name": "Now"}).status == 201

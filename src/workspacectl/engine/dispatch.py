@@ -8,6 +8,7 @@ import importlib
 import importlib.util
 import json
 import re
+import sqlite3
 import urllib.parse
 
 from workspacectl.engine import registry
@@ -140,7 +141,14 @@ class Engine:
         check_text(params, query)
         check_body(body)
         ctx = Ctx(ws=self.ws, caller=caller, params=params, query=query, body=body, base_url=base_url)
-        result = handler(ctx)
+        try:
+            result = handler(ctx)
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) and "busy" not in str(e):
+                raise
+            # Another process held the write lock past the busy timeout: nothing was written.
+            raise ApiError("conflict", "The workspace is busy (another process holds its write lock); "
+                                       "retry in a moment.") from None
         return result if isinstance(result, Response) else Response(200, result)
 
     def precheck(self, method: str, path: str, secret: str | None) -> None:
