@@ -184,7 +184,7 @@ complete -c wsctl -n '__wsctl_at \'serve\'' -l 'workspace' -s 'w' -r -F -d 'Work
 complete -c wsctl -n '__wsctl_at \'serve\'' -l 'host' -r -f -d 'Address to listen on.'
 complete -c wsctl -n '__wsctl_at \'serve\'' -l 'port' -r -f -d 'Port to listen on.'
 complete -c wsctl -n '__wsctl_at \'serve\'' -l 'public-url' -r -f -d 'Base URL clients reach this server at (for hosted links), when behind a proxy.'
-complete -c wsctl -n '__wsctl_at \'serve\'' -l 'memory-interval' -r -f -d 'Seconds between memory agent runs (default: WSCTL_MEMORY_INTERVAL or 300; 0 turns the timer off).'
+complete -c wsctl -n '__wsctl_at \'serve\'' -l 'memory-interval' -r -f -d 'Seconds between memory agent runs (default: WSCTL_MEMORY_INTERVAL or 300; 0 turns the agent off; housekeeping still runs every 300 s).'
 complete -c wsctl -n '__wsctl_at \'serve\'' -l 'help' -s 'h' -d 'Show this message and exit.'
 complete -c wsctl -n '__wsctl_at \'api\'' -l 'data' -s 'd' -r -f -d 'JSON body; \'@FILE\' reads a file, \'@-\' stdin.'
 complete -c wsctl -n '__wsctl_at \'api\'' -l 'json' -d 'Accepted for symmetry; the body is always printed as JSON.'

@@ -165,6 +165,7 @@ def open_local(target: Target):
     path = Path(target.location)
     ensure_workspace_path(path, target.profile)
     ws = Workspace.open(path)
+    _opened.append(ws)
     if target.secret:
         from workspacectl.engine.dispatch import Engine
 
@@ -175,6 +176,29 @@ def open_local(target: Target):
     if row is None:
         raise ApiError("not_found", f"The workspace at {path} has no members. Run `wsctl init`.")
     return LocalBackend(ws, Caller(row["id"], row["role"], "session", "local"))
+
+
+_opened: list = []   # workspaces a local backend opened in this process (housekeeping after the command)
+
+
+def after_command() -> None:
+    """Once a command's output is out: housekeeping of the workspaces it opened locally, at most
+    once an hour per workspace (engine/housekeeping.maybe_sweep). Never fails the command."""
+    if not _opened:
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    from workspacectl.engine.housekeeping import maybe_sweep
+
+    for ws in _opened:
+        try:
+            maybe_sweep(ws)
+        except Exception:  # a locked database, a read-only folder: the next command tries again
+            pass
+    _opened.clear()
 
 
 def open_backend(target: Target):

@@ -71,7 +71,16 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         print(f"error: {type(e).__name__}: {one_line(e)} (run again with --debug for details)", file=sys.stderr)
         code = 1
+    if code != 130:
+        _housekeep()
     sys.exit(code)
+
+
+def _housekeep() -> None:
+    """Housekeeping of a local workspace the command opened, after its output (cli/context.py)."""
+    context = sys.modules.get("workspacectl.cli.context")
+    if context is not None:
+        context.after_command()
 
 
 if __name__ == "__main__":

@@ -168,7 +168,7 @@ def download_url(ctx, vrow, path: str, filename: str, data: bytes | None = None)
         return {"url": f"{ctx.base_url}/blobs/download/{sign(ctx.ws, 'GET', vrow['id'], path, exp)}",
                 "expiresAt": exp_iso}
     outbox = Path(ctx.ws.blobs) / OUTBOX
-    _sweep(outbox)
+    sweep_outbox(outbox)
     folder = outbox / secrets.token_hex(16)
     folder.mkdir(parents=True)
     dest = folder / filename
@@ -178,7 +178,7 @@ def download_url(ctx, vrow, path: str, filename: str, data: bytes | None = None)
     return {"url": dest.as_uri(), "expiresAt": exp_iso}
 
 
-def _sweep(outbox: Path) -> None:
+def sweep_outbox(outbox: Path) -> None:
     """Remove materialized copies older than a link's lifetime."""
     if not outbox.is_dir():
         return

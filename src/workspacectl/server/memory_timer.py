@@ -3,6 +3,10 @@ notes each interval (--memory-interval, else WSCTL_MEMORY_INTERVAL, else 300 s; 
 
 Several server processes on one workspace each run a timer; that is safe because a fold is one
 BEGIN IMMEDIATE transaction that re-reads the pending notes (engine/memory_agent.py).
+
+The same thread runs housekeeping (engine/housekeeping.maybe_sweep: at most once an hour per
+workspace, whichever process claims it) after each run; with the memory agent off (0) it still
+ticks every DEFAULT_INTERVAL seconds for housekeeping alone.
 """
 from __future__ import annotations
 
@@ -43,20 +47,30 @@ def _run_once(ws) -> None:
                      result["membershipId"] or "", len(result["folded"]), len(result["dropped"]), result["version"])
 
 
-def _loop(ws, interval: float, stop: threading.Event) -> None:
+def _housekeep(ws) -> None:
+    from workspacectl.engine.housekeeping import maybe_sweep
+
+    counts = maybe_sweep(ws)
+    if counts and any(counts.values()):
+        log.info("housekeeping: %s", ", ".join(f"{k} {v}" for k, v in counts.items()))
+
+
+def _loop(ws, interval: float, fold: bool, stop: threading.Event) -> None:
+    jobs = ([(_run_once, "memory agent")] if fold else []) + [(_housekeep, "housekeeping")]
     while not stop.wait(interval):
-        try:
-            _run_once(ws)
-        except ApiError as e:
-            log.warning("memory agent: %s", e.message)
-        except Exception:  # keep the timer alive (e.g. the database locked past the busy timeout)
-            log.exception("memory agent run failed; retrying in %.0f s", interval)
+        for job, name in jobs:
+            try:
+                job(ws)
+            except ApiError as e:
+                log.warning("%s: %s", name, e.message)
+            except Exception:  # keep the timer alive (e.g. the database locked past the busy timeout)
+                log.exception("%s run failed; retrying in %.0f s", name, interval)
 
 
-def start_memory_timer(ws, interval: float) -> threading.Event | None:
-    """Start the timer thread; answers the event that stops it (None when the timer is off)."""
-    if interval <= 0:
-        return None
+def start_memory_timer(ws, interval: float) -> threading.Event:
+    """Start the timer thread; answers the event that stops it. interval 0: the memory agent is
+    off and the thread ticks every DEFAULT_INTERVAL seconds for housekeeping only."""
     stop = threading.Event()
-    threading.Thread(target=_loop, args=(ws, interval, stop), name="wsctl-memory-agent", daemon=True).start()
+    tick = interval if interval > 0 else DEFAULT_INTERVAL
+    threading.Thread(target=_loop, args=(ws, tick, interval > 0, stop), name="wsctl-timer", daemon=True).start()
     return stop
