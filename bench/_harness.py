@@ -4,9 +4,11 @@ peak RSS of a running process (/proc/<pid>/status VmHWM, reset through clear_ref
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
-from tests.conftest import WSCTL, base_env, start_server  # noqa: E402,F401
+from tests.conftest import WSCTL, _owner_and_token, base_env, start_server  # noqa: E402,F401
 
 MiB = 1 << 20
 
@@ -26,18 +28,29 @@ def make_workspace(tmp: Path) -> tuple[Path, str, dict]:
     subprocess.run([*WSCTL, "init", "--workspace", str(ws_path), "--name", "Bench", "--owner-name", "Bench Owner",
                     "--owner-email", "bench@example.com"], env=base_env(tmp / "init-home"), check=True,
                    capture_output=True)
-    from workspacectl.engine.auth import new_session
-    from workspacectl.engine.db import transaction
-    from workspacectl.engine.store import identity
-    from workspacectl.engine.workspace import Workspace
-
-    ws = Workspace.open(ws_path)
-    conn = ws.conn()
-    owner = identity.member_json(identity.first_owner(conn))
-    with transaction(conn):
-        token, _ = new_session(conn, owner["id"], "bench")
-    conn.close()
+    owner, token = _owner_and_token(ws_path)
     return ws_path, token, owner
+
+
+class Scratch:
+    """A temp folder for one bench run and the servers started in it; both are gone at exit."""
+
+    def __init__(self, prefix: str):
+        self.tmp = Path(tempfile.mkdtemp(prefix=prefix))
+        self._servers: list = []
+
+    def serve(self, ws_path: Path, env: dict | None = None):
+        server = start_server(ws_path, env or base_env(self.tmp / "srv-home"), log=self.tmp / "server.log")
+        self._servers.append(server)
+        return server
+
+    def __enter__(self) -> "Scratch":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for server in self._servers:
+            server.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def local_env(tmp: Path, ws_path: Path) -> dict:

@@ -16,16 +16,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._harness import (base_env, local_env, make_workspace, median, pct, remote_env, run_cli,  # noqa: E402
-                            start_server)
+                            Scratch)
 
 ORG = "/v1/memory/organization"
 
@@ -73,9 +71,8 @@ def main() -> int:
     ap.add_argument("--sections", type=int, default=20)
     ap.add_argument("--gets", type=int, default=200)
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="wsctl-bench-memory-"))
-    server = None
-    try:
+    with Scratch("wsctl-bench-memory-") as scratch:
+        tmp = scratch.tmp
         print(f"memory agent fold (section-append), {args.sections} sections; {os.cpu_count()} CPUs")
         for n in sorted({max(1, args.notes // 4), max(1, args.notes // 2), args.notes}):
             sub = tmp / f"n{n}"
@@ -91,7 +88,7 @@ def main() -> int:
         propose(engine, token, args.notes, args.sections, "b")
         print(f"local  fold {args.notes:>5} more into a {args.notes}-entry guide   {fold(env, args.notes):6.2f} s")
         srv_env = {**base_env(tmp / "srv-home"), "WSCTL_MEMORY_INTERVAL": "0"}
-        server = start_server(ws_path, srv_env, log=tmp / "server.log")
+        server = scratch.serve(ws_path, srv_env)
         renv = remote_env(tmp, server.url, token)
         propose(engine, token, args.notes, args.sections, "c")
         print(f"http   fold {args.notes:>5} more into a {2 * args.notes}-entry guide   {fold(renv, args.notes):6.2f} s")
@@ -111,10 +108,6 @@ def main() -> int:
                 print(f"{door:<6} {pending:>5} pending   p50 {median(lat) * 1000:7.2f} ms   "
                       f"p95 {pct(lat, 95) * 1000:7.2f} ms   (n={args.gets})")
         client.close()
-    finally:
-        if server is not None:
-            server.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

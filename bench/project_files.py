@@ -19,16 +19,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import (MiB, base_env, local_env, make_workspace, median, mib, remote_env, reset_hwm,  # noqa: E402
-                            run_cli, start_server, vm_hwm, vm_rss)
+from bench._harness import (MiB, local_env, make_workspace, median, mib, remote_env, reset_hwm,  # noqa: E402
+                            run_cli, Scratch, vm_hwm, vm_rss)
 
 
 def make_small(folder: Path, n: int, binary_mib: int) -> int:
@@ -74,9 +72,8 @@ def main() -> int:
     ap.add_argument("--big-mib", type=int, default=200)
     ap.add_argument("--list-files", type=int, default=5000)
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="wsctl-bench-files-"))
-    server = None
-    try:
+    with Scratch("wsctl-bench-files-") as scratch:
+        tmp = scratch.tmp
         t0 = time.perf_counter()
         ws_path, token, _ = make_workspace(tmp)
         data = tmp / "data"
@@ -84,7 +81,7 @@ def main() -> int:
         big_bytes = make_big(data / "big", args.big_mib)
         make_many(data / "many", args.list_files)
         print(f"setup {time.perf_counter() - t0:.1f} s; {os.cpu_count()} CPUs")
-        server = start_server(ws_path, base_env(tmp / "srv-home"), log=tmp / "server.log")
+        server = scratch.serve(ws_path)
         spid = server.proc.pid
         envs = {"local": local_env(tmp, ws_path), "http": remote_env(tmp, server.url, token)}
         base = run_cli(["specialist", "list", "--json"], envs["local"])
@@ -124,10 +121,6 @@ def main() -> int:
             assert n == args.list_files, n
             print(f"files list ({n} files, every page) {door:<6} median {median(walls):6.2f} s   "
                   f"min {min(walls):6.2f} s   CLI peak {mib(r.maxrss)}")
-    finally:
-        if server is not None:
-            server.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

@@ -16,17 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import (base_env, local_env, make_workspace, median, pct, remote_env, run_cli,  # noqa: E402
-                            start_server)
+from bench._harness import (local_env, make_workspace, median, pct, remote_env, run_cli,  # noqa: E402
+                            Scratch)
 
 
 def make_skill(folder: Path, name: str, n_files: int) -> None:
@@ -115,19 +113,14 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--puts", type=int, default=120)
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="wsctl-bench-skills-"))
-    server = None
-    try:
+    with Scratch("wsctl-bench-skills-") as scratch:
+        tmp = scratch.tmp
         ws_path, token, _ = make_workspace(tmp)
-        server = start_server(ws_path, base_env(tmp / "srv-home"), log=tmp / "server.log")
+        server = scratch.serve(ws_path)
         print(f"skill of {args.files} files; {args.runs} CLI runs per row; {os.cpu_count()} CPUs")
         publish_rows("local", local_env(tmp, ws_path), tmp, args.runs, args.files)
         publish_rows("http", remote_env(tmp, server.url, token), tmp, args.runs, args.files)
         put_rows(server.url, token, args.threads, args.puts)
-    finally:
-        if server is not None:
-            server.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 
