@@ -11,7 +11,7 @@ from urllib.parse import quote
 import typer
 
 from workspacectl.cli.context import all_pages, backend
-from workspacectl.cli.output import JsonOpt, emit, fields, info, table
+from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, fields, info, table
 from workspacectl.errors import ApiError
 
 app = typer.Typer(help="Specialists (projects): workflows, apps, skills and files.", no_args_is_help=True)
@@ -116,8 +116,6 @@ def delete(ctx: typer.Context, ref: SpecArg,
            yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
            json: JsonOpt = False):
     """Delete a specialist (owner only): its files go; workflows, apps and skills return to their creators."""
-    from workspacectl.cli.output import confirm_or_refuse
-
     path = project_path(ctx, ref)
     confirm_or_refuse(f"Delete specialist {ref} and its files? Workflows, apps and skills go back to their "
                       "creators.", yes)
@@ -174,9 +172,6 @@ from workspacectl.cli.specialist_memory import app as memory_app  # noqa: E402
 
 app.add_typer(memory_app, name="memory", help="The specialist's own memory document, written by version.")
 
-try:
-    from workspacectl.cli.specialist_files import app as files_app  # noqa: E402
+from workspacectl.cli.specialist_files import app as files_app  # noqa: E402
 
-    app.add_typer(files_app, name="files", help="Shared files of a specialist.")
-except ImportError:
-    pass
+app.add_typer(files_app, name="files", help="Shared files of a specialist.")

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import typer
 
-from workspacectl.cli.context import all_pages, backend
+from workspacectl.cli.context import all_pages, backend, state
 from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, info, progress_bar, table
 from workspacectl.errors import ApiError
 
@@ -49,7 +49,6 @@ def rm(ctx: typer.Context, pid: IdArg,
        yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
        json: JsonOpt = False):
     """Remove one file."""
-
     confirm_or_refuse(f"Remove {path} from {pid}?", yes)
     body = backend(ctx).request("DELETE", _files_path(ctx, pid), query={"path": path})
     emit(ctx, body, lambda _: info(f"Removed {path}."), json_flag=json)
@@ -61,8 +60,6 @@ def download(ctx: typer.Context, pid: IdArg,
                  "--output", "-o", metavar="FILE", help="Where to write (default ID.tar.gz; - for stdout).")] = None,
              json: JsonOpt = False):
     """Download every file as a tar.gz (entries at the root)."""
-    from workspacectl.cli.context import state
-
     as_json = json or state(ctx).json
     pid = _project_id(ctx, pid)
     path = f"/v1/projects/{quote(pid, safe='')}/files/bundle"

@@ -12,9 +12,9 @@ from workspacectl.engine import blobs
 from workspacectl.engine.bundle_tar import Limits, check_path, read_bundle, size_text, write_bundle
 from workspacectl.engine.db import transaction
 from workspacectl.engine.pagination import page, page_args
+from workspacectl.engine.projects import load, require_edit
 from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.store import project_files as store
-from workspacectl.engine.store.projects import get_project
 from workspacectl.errors import ApiError
 
 # The limits, in one place: a bundle, and a project's files as a whole, stay within both.
@@ -22,12 +22,9 @@ LIMITS = Limits(max_files=10_000, max_bytes=1 << 30)
 
 
 def _project(ctx: Ctx, write: bool):
-    row = get_project(ctx.db, ctx.params["id"], ctx.caller.member_id)
-    if row is None:
-        raise ApiError("not_found", f"No specialist '{ctx.params['id']}'. Run `wsctl specialist list`.")
-    if write and row["role"] not in ("owner", "editor"):
-        raise ApiError("forbidden", "You can view this specialist's files but not change them; "
-                                    "ask its owner for edit access.")
+    row = load(ctx)
+    if write:
+        require_edit(row)
     return row
 
 
@@ -98,6 +95,8 @@ def upload_bundle(ctx: Ctx) -> dict:
 
 def _check_fits(conn, pid: str, files: dict, current: dict) -> None:
     """A path may not be a file and a folder at once, and the whole stays within LIMITS."""
+    parents = {p.rsplit("/", i)[0] for p in files for i in range(1, p.count("/") + 1)}
+    parent_files = store.files_at(conn, pid, sorted(parents))  # one lookup, not one per path and level
     for path in files:
         if path not in current and (under := store.first_file_under(conn, pid, path)):
             raise ApiError("conflict", f"'{path[:120]}' is a folder in this specialist (it holds '{under[:120]}'); "
@@ -105,7 +104,7 @@ def _check_fits(conn, pid: str, files: dict, current: dict) -> None:
         parts = path.split("/")
         for i in range(1, len(parts)):
             parent = "/".join(parts[:i])
-            if store.get_file(conn, pid, parent):
+            if parent in parent_files:
                 raise ApiError("conflict", f"'{parent[:120]}' is a file in this specialist, so '{path[:120]}' "
                                            "cannot be added under it; remove it first.")
     count, size = store.totals(conn, pid)

@@ -15,11 +15,6 @@ def all_files(conn, pid: str) -> list:
                         " ORDER BY path", (pid,)).fetchall()
 
 
-def get_file(conn, pid: str, path: str):
-    return conn.execute("SELECT path, size, sha256, updated_at FROM project_files WHERE project_id = ? AND path = ?",
-                        (pid, path)).fetchone()
-
-
 def files_at(conn, pid: str, paths: list[str]) -> dict:
     """{path: row} for those of paths the project holds."""
     out = {}
@@ -43,10 +38,6 @@ def totals(conn, pid: str) -> tuple[int, int]:
     row = conn.execute("SELECT COUNT(*) AS n, COALESCE(SUM(size), 0) AS bytes FROM project_files WHERE project_id = ?",
                        (pid,)).fetchone()
     return row["n"], row["bytes"]
-
-
-def count_files(conn, pid: str) -> int:
-    return conn.execute("SELECT COUNT(*) FROM project_files WHERE project_id = ?", (pid,)).fetchone()[0]
 
 
 def put_file(conn, pid: str, path: str, size: int, sha: str, now: str) -> None:

@@ -1,7 +1,7 @@
 """Projects SQL: rows, grants, memory, contents, and the caller's role from the nearest grant.
 
-Skills (`skills`, m010) and shared files (`project_files`, m008) belong to other areas; the
-queries here use those tables only when the workspace has them.
+Skills (`skills`, m010) and shared files (`project_files`, m008) belong to other areas; every
+migration is applied when a workspace opens, so their tables are always there.
 """
 from __future__ import annotations
 
@@ -20,21 +20,13 @@ END
 """
 
 
-def table_exists(conn, name: str) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
-
-
-def _columns(conn) -> str:
-    skills = ("(SELECT COUNT(*) FROM skills s WHERE s.project_id = p.id AND s.status IS NOT 'archived')"
-              if table_exists(conn, "skills") else "0")
-    files = ("(SELECT COUNT(*) FROM project_files f WHERE f.project_id = p.id)"
-             if table_exists(conn, "project_files") else "0")
-    return f"""p.*, ({ROLE_SQL}) AS role,
+_COLUMNS = f"""p.*, ({ROLE_SQL}) AS role,
   (SELECT role FROM project_grants g WHERE g.project_id = p.id AND g.member_id IS NULL) AS org_role,
   (SELECT COUNT(*) FROM project_grants g WHERE g.project_id = p.id) AS grant_count,
   (SELECT COUNT(*) FROM workflows w WHERE w.project_id = p.id AND w.kind = 'workflow') AS n_workflows,
   (SELECT COUNT(*) FROM workflows w WHERE w.project_id = p.id AND w.kind = 'app') AS n_apps,
-  {skills} AS n_skills, {files} AS n_files"""
+  (SELECT COUNT(*) FROM skills s WHERE s.project_id = p.id AND s.status IS NOT 'archived') AS n_skills,
+  (SELECT COUNT(*) FROM project_files f WHERE f.project_id = p.id) AS n_files"""
 
 
 def insert_project(conn, owner_id: str, values: dict) -> str:
@@ -66,13 +58,13 @@ def update_project(conn, pid: str, values: dict) -> None:
 
 def get_project(conn, pid: str, me: str):
     """The row with the caller's role, or None when the caller has no access (404, no leak)."""
-    row = conn.execute(f"SELECT {_columns(conn)} FROM projects p WHERE p.id = :id", {"id": pid, "me": me}).fetchone()
+    row = conn.execute(f"SELECT {_COLUMNS} FROM projects p WHERE p.id = :id", {"id": pid, "me": me}).fetchone()
     return row if row is not None and row["role"] else None
 
 
 def list_projects(conn, me: str, after, limit: int) -> list:
     return conn.execute(
-        f"""SELECT {_columns(conn)} FROM projects p
+        f"""SELECT {_COLUMNS} FROM projects p
             WHERE (p.owner_member_id = :me
                    OR EXISTS (SELECT 1 FROM project_grants g WHERE g.project_id = p.id
                               AND (g.member_id = :me OR g.member_id IS NULL)))
@@ -118,38 +110,26 @@ def replace_memory(conn, pid: str, text: str, version: int, me: str) -> bool:
 # --- contents --------------------------------------------------------------------------------
 
 def list_resources(conn, pid: str) -> list:
-    """Workflows, apps and (when the skills table exists) non-archived skills in the project."""
-    sql = ("SELECT id, name, description, kind AS type, last_used_at FROM workflows WHERE project_id = :pid")
-    if table_exists(conn, "skills"):
-        last_used = "last_used_at" if _has_column(conn, "skills", "last_used_at") else "NULL"
-        sql += (f" UNION ALL SELECT id, name, description, 'skill' AS type, {last_used} AS last_used_at"
-                " FROM skills WHERE project_id = :pid AND status IS NOT 'archived'")
-    return conn.execute(sql + " ORDER BY id", {"pid": pid}).fetchall()
-
-
-def _has_column(conn, table: str, column: str) -> bool:
-    return any(r["name"] == column for r in conn.execute(f"PRAGMA table_info({table})"))
+    """Workflows, apps and non-archived skills in the project."""
+    return conn.execute(
+        "SELECT id, name, description, kind AS type, last_used_at FROM workflows WHERE project_id = :pid"
+        " UNION ALL SELECT id, name, description, 'skill' AS type, last_used_at"
+        " FROM skills WHERE project_id = :pid AND status IS NOT 'archived' ORDER BY id", {"pid": pid}).fetchall()
 
 
 def delete_project(conn, pid: str) -> dict:
     """Return every workflow, app and skill to its creator, drop the files and the project.
     The caller holds the transaction. Answers how many resources went back and files went."""
     returned = conn.execute("UPDATE workflows SET project_id = NULL WHERE project_id = ?", (pid,)).rowcount
-    if table_exists(conn, "skills"):
-        returned += conn.execute("UPDATE skills SET project_id = NULL WHERE project_id = ?", (pid,)).rowcount
-    files = 0
-    if table_exists(conn, "project_files"):
-        files = conn.execute("DELETE FROM project_files WHERE project_id = ?", (pid,)).rowcount
+    returned += conn.execute("UPDATE skills SET project_id = NULL WHERE project_id = ?", (pid,)).rowcount
+    files = conn.execute("DELETE FROM project_files WHERE project_id = ?", (pid,)).rowcount
     conn.execute("DELETE FROM projects WHERE id = ?", (pid,))
     return {"returnedResources": returned, "deletedFiles": files}
 
 
 def get_skill_home(conn, skill_id: str):
     """(id, name, description, project_id, created_by, status, last_used_at) of a skill, or None."""
-    if not table_exists(conn, "skills"):
-        return None
-    last_used = "last_used_at" if _has_column(conn, "skills", "last_used_at") else "NULL AS last_used_at"
-    return conn.execute(f"SELECT id, name, description, project_id, created_by, status, {last_used} FROM skills"
+    return conn.execute("SELECT id, name, description, project_id, created_by, status, last_used_at FROM skills"
                         " WHERE id = ?", (skill_id,)).fetchone()
 
 
