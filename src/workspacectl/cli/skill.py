@@ -14,6 +14,7 @@ import typer
 
 from workspacectl.cli.context import all_pages, backend
 from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, fields, info, table
+from workspacectl.cli.skill_publish import skill_path
 from workspacectl.errors import ApiError
 
 app = typer.Typer(no_args_is_help=True)
@@ -25,10 +26,6 @@ COLUMNS = [("id", "ID"), ("name", "NAME"), ("status", "STATUS"), ("version", "VE
            ("description", "DESCRIPTION")]
 VERSION_COLUMNS = [("number", "VERSION"), ("id", "ID"), ("publishedAt", "PUBLISHED"), ("publishedBy", "BY"),
                    ("source", "SOURCE"), ("sha256", "SHA256")]
-
-
-def skill_path(ref: str, suffix: str = "") -> str:
-    return f"/v1/skills/{quote(ref, safe='')}{suffix}"
 
 
 def show_skill(s: dict) -> None:

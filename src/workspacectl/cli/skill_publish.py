@@ -13,14 +13,14 @@ from urllib.parse import quote
 
 import typer
 
-from workspacectl.cli.context import backend
+from workspacectl.cli.context import backend, state
 from workspacectl.cli.output import JsonOpt, emit, info, print_json
 from workspacectl.cli.skill_transfer import check_folder, get_from_url, put_to_url, write_bundle
 from workspacectl.engine import skill_format as fmt
 from workspacectl.errors import ApiError
 
 
-def _path(ref: str, suffix: str = "") -> str:
+def skill_path(ref: str, suffix: str = "") -> str:
     return f"/v1/skills/{quote(ref, safe='')}{suffix}"
 
 
@@ -44,7 +44,7 @@ def validate(
     if upload_id:
         if not skill:
             raise typer.BadParameter("--upload-id needs --skill", param_hint="--skill")
-        body = backend(ctx).request("POST", _path(skill, "/validate"), body={"uploadId": upload_id})
+        body = backend(ctx).request("POST", skill_path(skill, "/validate"), body={"uploadId": upload_id})
         label = skill
     elif folder is not None:
         _files, errors, warnings, _meta = check_folder(folder)
@@ -65,7 +65,7 @@ def _find_or_create(ctx, name: str, description: str) -> tuple[dict, bool]:
     """The skill named `name`, made as a draft when missing. Another publisher (a parallel CI job)
     may make it between our read and our create: its 409 means "read it again"."""
     try:
-        return backend(ctx).request("GET", _path(name)), False
+        return backend(ctx).request("GET", skill_path(name)), False
     except ApiError as e:
         if e.code != "not_found":
             raise
@@ -74,40 +74,42 @@ def _find_or_create(ctx, name: str, description: str) -> tuple[dict, bool]:
     except ApiError as e:
         if e.code != "conflict":
             raise
-        return backend(ctx).request("GET", _path(name)), False
+        return backend(ctx).request("GET", skill_path(name)), False
 
 
 def _live_sha(ctx, skill: dict) -> str | None:
     if skill["version"] == 0:
         return None
-    versions = backend(ctx).request("GET", _path(skill["id"], "/versions"), query={"limit": "1"})["versions"]
+    versions = backend(ctx).request("GET", skill_path(skill["id"], "/versions"), query={"limit": "1"})["versions"]
     return versions[0]["sha256"] if versions and versions[0]["number"] == skill["version"] else None
+
+
+def _unchanged(skill: dict) -> dict:
+    return {"name": skill["name"], "skillId": skill["id"], "outcome": "unchanged", "version": None, "skill": skill}
 
 
 def publish_one(ctx, folder: Path, files: dict, meta: dict) -> dict:
     skill, created = _find_or_create(ctx, meta["name"], meta["description"])
     if _live_sha(ctx, skill) == fmt.digest(files):
-        return {"name": skill["name"], "skillId": skill["id"], "outcome": "unchanged", "version": None,
-                "skill": skill}
-    up = backend(ctx).request("POST", _path(skill["id"], "/bundle-upload-url"))
+        return _unchanged(skill)
+    up = backend(ctx).request("POST", skill_path(skill["id"], "/bundle-upload-url"))
     put_to_url(up["url"], fmt.pack(files), f"upload {skill['name']}", local=_is_local(ctx))
-    checked = backend(ctx).request("POST", _path(skill["id"], "/validate"), body={"uploadId": up["uploadId"]})
+    checked = backend(ctx).request("POST", skill_path(skill["id"], "/validate"), body={"uploadId": up["uploadId"]})
     if not checked["valid"]:
         _print_problems(str(folder), checked["errors"], checked["warnings"])
         raise ApiError("unprocessable", f"{folder}: the server refused the bundle; fix the errors above.")
     try:
-        version = backend(ctx).request("POST", _path(skill["id"], "/publish"),
+        version = backend(ctx).request("POST", skill_path(skill["id"], "/publish"),
                                        body={"uploadId": up["uploadId"], "baseVersion": skill["version"]})
     except ApiError as e:
         # Someone published since we read the skill. If the live content is now ours (a parallel
         # run of the same CI job), there is nothing to do; anything else is a real conflict.
         if e.code != "conflict":
             raise
-        skill = backend(ctx).request("GET", _path(skill["id"]))
+        skill = backend(ctx).request("GET", skill_path(skill["id"]))
         if _live_sha(ctx, skill) != fmt.digest(files):
             raise
-        return {"name": skill["name"], "skillId": skill["id"], "outcome": "unchanged", "version": None,
-                "skill": skill}
+        return _unchanged(skill)
     return {"name": skill["name"], "skillId": skill["id"], "outcome": "created" if created else "published",
             "version": {k: val for k, val in version.items() if k != "skill"}, "skill": version["skill"]}
 
@@ -149,8 +151,6 @@ def _is_local(ctx) -> bool:
 
 
 def _json_mode(ctx) -> bool:
-    from workspacectl.cli.context import state
-
     return state(ctx).json
 
 
@@ -168,7 +168,7 @@ def pull(
     if not force and folder.is_dir() and any(folder.iterdir()) and not (folder / "SKILL.md").is_file():
         raise ApiError("invalid_request", f"{folder} is not empty and holds no SKILL.md; pull into a new "
                                           "folder, or pass --force to write into it anyway.")
-    link = backend(ctx).request("GET", _path(skill, "/bundle-url"))
+    link = backend(ctx).request("GET", skill_path(skill, "/bundle-url"))
     written = write_bundle(get_from_url(link["url"], f"download {skill}", local=_is_local(ctx)), folder)
     emit(ctx, link, lambda b: print(f"{skill}: {len(written)} files written to {folder}"), json_flag=json)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import tempfile
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
 from workspacectl.cli.output import progress_bar
@@ -16,6 +15,8 @@ from workspacectl.errors import ApiError
 
 
 def _file_path(url: str) -> Path:
+    import urllib.request   # http.client and ssl come with it: only when a file:// URL is followed
+
     return Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
 
 

@@ -30,6 +30,7 @@ from workspacectl import clock
 from workspacectl.engine import blobs
 from workspacectl.engine.db import transaction
 from workspacectl.engine.store import identity
+from workspacectl.engine.store import skills as skill_store
 
 GRACE = 60 * 60            # after an upload's expires_at (itself an hour after its link was made)
 FILE_AGE = 2 * 60 * 60     # stage folders and incoming files untouched this long are leftovers
@@ -42,14 +43,9 @@ def sweep(ws, now: datetime | None = None) -> dict:
     counts = {"uploads": 0, "blobs": 0, "stageFolders": 0, "incomingFiles": 0}
     conn = ws.conn()
     cutoff = clock.iso(now - timedelta(seconds=GRACE))
-    shas: list[str] = []
     with transaction(conn):
-        rows = conn.execute("SELECT id, blob_sha256 FROM skill_uploads WHERE expires_at < ?", (cutoff,)).fetchall()
-        for row in rows:
-            conn.execute("DELETE FROM skill_uploads WHERE id = ?", (row["id"],))
-            if row["blob_sha256"]:
-                shas.append(row["blob_sha256"])
-    counts["uploads"] = len(rows)
+        shas = skill_store.delete_uploads_expired_before(conn, cutoff)
+    counts["uploads"] = len(shas)
     counts["blobs"] = blobs.remove_unreferenced(ws, shas)   # after the commit, in its own transaction
 
     file_cutoff = now.timestamp() - clock.offset_seconds() - FILE_AGE   # in the filesystem's frame

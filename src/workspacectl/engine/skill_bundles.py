@@ -8,7 +8,7 @@ from workspacectl.engine import validate as v
 from workspacectl.engine.db import transaction
 from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.skill_versions import (base_version_of, invalid_bundle, live_files, live_version,
-                                                manifest_of, publish_files, published_answer)
+                                                manifest_of, publish_files, published_answer, version_files)
 from workspacectl.engine.skills import load_skill
 from workspacectl.engine.store import skills as store
 from workspacectl.errors import ApiError
@@ -43,8 +43,8 @@ def _live_or_404(ctx: Ctx, row):
 def list_files(ctx: Ctx) -> dict:
     """The live version's files; `content` is the text of text files up to 1 MiB, else null."""
     row = load_skill(ctx)
-    files = live_files(ctx, row)
     vrow = live_version(ctx, row)
+    files = version_files(ctx.ws, vrow) if vrow is not None else {}
     shas = {f["path"]: f["sha256"] for f in manifest_of(vrow)} if vrow is not None else {}
     if files:
         _mark_used(ctx, row)

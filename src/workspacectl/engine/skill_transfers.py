@@ -161,7 +161,7 @@ def staged_bytes(ctx, skill_row, upload_id) -> tuple[bytes, object]:
 
 # ------------------------------------------------------------------ downloads
 
-def download_url(ctx, vrow, path: str, filename: str, data: bytes | None = None) -> dict:
+def download_url(ctx, vrow, path: str, filename: str) -> dict:
     """A presigned GET of a version's bundle (path "") or one file of it."""
     exp, exp_iso = expiry()
     if ctx.base_url:
@@ -173,7 +173,7 @@ def download_url(ctx, vrow, path: str, filename: str, data: bytes | None = None)
     folder.mkdir(parents=True)
     dest = folder / filename
     tmp = folder / f".{filename}.tmp"
-    tmp.write_bytes(data if data is not None else read_download(ctx.ws, vrow, path)[0])
+    tmp.write_bytes(read_download(ctx.ws, vrow, path)[0])
     os.replace(tmp, dest)
     return {"url": dest.as_uri(), "expiresAt": exp_iso}
 

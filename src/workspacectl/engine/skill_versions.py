@@ -69,6 +69,7 @@ def publish_files(ctx: Ctx, row, files: dict[str, fmt.BundleFile], source: str, 
         staged = {p: blobs.stage_bytes(folder, f.data) for p, f in sorted(files.items())}
         manifest = [{"path": p, "size": st.size, "sha256": st.sha256, "executable": files[p].executable}
                     for p, st in staged.items()]
+        sha = fmt.digest(files)   # the canonical tar, built before taking the write lock
         with transaction(ctx.db):
             row = reload(ctx, row["id"])   # the live version as of the write lock
             if row["status"] == "archived":
@@ -79,8 +80,7 @@ def publish_files(ctx: Ctx, row, files: dict[str, fmt.BundleFile], source: str, 
             for st in staged.values():
                 st.publish(ctx.ws)
             number = store.next_number(ctx.db, row["id"])
-            vid = store.insert_version(ctx.db, row["id"], number, ctx.caller.member_id, source, fmt.digest(files),
-                                       manifest)
+            vid = store.insert_version(ctx.db, row["id"], number, ctx.caller.member_id, source, sha, manifest)
             store.update_skill(ctx.db, row["id"], {"version": number, "status": "published",
                                                    "description": meta["description"]})
             return store.get_version(ctx.db, vid)

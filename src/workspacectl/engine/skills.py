@@ -55,12 +55,17 @@ def find_skill(ctx: Ctx, ref: str):
 def load_skill(ctx: Ctx, edit: bool = False):
     row = find_skill(ctx, ctx.params["id"])
     if edit:
-        if access(ctx.caller, row) != "edit":
-            raise ApiError("forbidden", f"You can read skill '{row['name']}' but not change it; ask its creator "
-                                        "or an editor of its specialist.")
-        if row["status"] == "archived":
-            raise ApiError("conflict", f"Skill '{row['name']}' is archived; create a new skill instead.")
+        require_edit(ctx, row)
     return row
+
+
+def require_edit(ctx: Ctx, row) -> None:
+    """403 unless the caller may change the skill, 409 when it is archived."""
+    if access(ctx.caller, row) != "edit":
+        raise ApiError("forbidden", f"You can read skill '{row['name']}' but not change it; ask its creator "
+                                    "or an editor of its specialist.")
+    if row["status"] == "archived":
+        raise ApiError("conflict", f"Skill '{row['name']}' is archived; create a new skill instead.")
 
 
 def reload(ctx: Ctx, sid: str):
@@ -146,7 +151,7 @@ def archive_skill(ctx: Ctx) -> dict:
     with transaction(ctx.db):
         row = load_skill(ctx)
         if row["status"] != "archived":
-            row = load_skill(ctx, edit=True)
+            require_edit(ctx, row)
             store.update_skill(ctx.db, row["id"], {"status": "archived", "enabled": 0})
         elif access(ctx.caller, row) != "edit":
             raise ApiError("forbidden", f"You can read skill '{row['name']}' but not change it.")

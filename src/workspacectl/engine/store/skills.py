@@ -113,6 +113,14 @@ def mark_uploaded(conn, uid: str, sha: str, size: int) -> bool:
     return cur.rowcount == 1
 
 
+def delete_uploads_expired_before(conn, cutoff: str) -> list[str | None]:
+    """Delete staged uploads whose expires_at is before cutoff; answers their blob sha256s (None
+    for one never uploaded), one per row deleted."""
+    rows = conn.execute("SELECT blob_sha256 FROM skill_uploads WHERE expires_at < ?", (cutoff,)).fetchall()
+    conn.execute("DELETE FROM skill_uploads WHERE expires_at < ?", (cutoff,))
+    return [r[0] for r in rows]
+
+
 def mark_used(conn, uid: str) -> bool:
     cur = conn.execute("UPDATE skill_uploads SET state = 'used' WHERE id = ? AND state = 'uploaded'", (uid,))
     return cur.rowcount == 1
