@@ -46,15 +46,10 @@ def check_no_clash(details: list[dict]) -> None:
 
 
 def merge_env(parts: list[tuple[str, dict[str, str]]]) -> dict[str, str]:
-    """Join the variables of several credentials; two credentials setting one variable is an error."""
+    """Join the variables of several credentials (check_no_clash refused clashes before issuing)."""
     merged: dict[str, str] = {}
-    owner: dict[str, str] = {}
-    for cred_id, env in parts:
-        for var, value in env.items():
-            if var in merged and owner[var] != cred_id:
-                raise ApiError("invalid_request", f"Credentials {owner[var]} and {cred_id} both set {var}; "
-                               "pass only one of them.")
-            merged[var], owner[var] = value, cred_id
+    for _, env in parts:
+        merged.update(env)
     return merged
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 BUSY_TIMEOUT_MS = 15000
 _write_locks: dict[str, threading.RLock] = {}
@@ -45,22 +45,15 @@ def transaction(conn: sqlite3.Connection):
         yield conn
         return
     lock = getattr(conn, "write_lock", None)
-    if lock is None:
-        yield from _immediate(conn)
-        return
-    with lock:
-        yield from _immediate(conn)
-
-
-def _immediate(conn: sqlite3.Connection):
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    else:
-        conn.execute("COMMIT")
+    with lock if lock is not None else nullcontext():
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        else:
+            conn.execute("COMMIT")
 
 
 def execute_script(conn: sqlite3.Connection, sql: str) -> None:

@@ -10,14 +10,18 @@ Runs on demand (POST /v1/memory/agent/run, `wsctl memory agent run`) and on a se
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from workspacectl import clock
 from workspacectl.engine import validate as v
 from workspacectl.engine.db import transaction
 from workspacectl.engine.memory import MAX_PENDING
-from workspacectl.engine.memory_folding import FoldingPolicy, choose_policy
 from workspacectl.engine.registry import Ctx, route
 from workspacectl.engine.store import memory as store
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:  # the policy module loads on the first fold, not with every route module
+    from workspacectl.engine.memory_folding import FoldingPolicy
 
 Owner = tuple[str, "str | None"]  # (ownerType, member id or None for the organization)
 
@@ -47,12 +51,18 @@ def _file_changes(conn, document_id: int, note) -> str:
     return "none" if same else "write"
 
 
+def _choose_policy(conn) -> FoldingPolicy:
+    from workspacectl.engine.memory_folding import choose_policy
+
+    return choose_policy(conn)
+
+
 def fold_pending_notes(conn, owner: Owner, policy: FoldingPolicy | None = None) -> dict:
     """Fold one owner's pending notes, oldest first, all in one transaction. A note that would
     change nothing (its text already in the guide and its file, if any, already stored) or whose
     file collides with another file's folder is dropped; the others are folded. The version is
     bumped once when anything was folded."""
-    policy = policy or choose_policy(conn)
+    policy = policy or _choose_policy(conn)
     owner_type, member_id = owner
     now = clock.now_iso()
     folded, dropped = [], []
@@ -85,7 +95,7 @@ def owners_with_pending(conn) -> list[Owner]:
 
 def fold_all_pending(conn) -> list[dict]:
     """Every owner with pending notes (the server's timer)."""
-    policy = choose_policy(conn)
+    policy = _choose_policy(conn)
     return [fold_pending_notes(conn, owner, policy) for owner in owners_with_pending(conn)]
 
 
@@ -97,5 +107,5 @@ def run_memory_agent(ctx: Ctx) -> dict:
     owners: list[Owner] = [("organization", None), ("membership", ctx.caller.member_id)]
     if ctx.caller.is_admin:
         owners += [o for o in owners_with_pending(ctx.db) if o not in owners]
-    policy = choose_policy(ctx.db)
+    policy = _choose_policy(ctx.db)
     return {"owners": [fold_pending_notes(ctx.db, owner, policy) for owner in owners]}
