@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 import tempfile
 import tomllib
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO, Iterator
 
 from workspacectl.cli.paths import config_file
 from workspacectl.errors import ApiError
@@ -37,19 +39,24 @@ def save(data: dict) -> None:
 
 def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with atomic_output(path, mode) as f:
+        f.write(data)
+
+
+@contextmanager
+def atomic_output(path: Path, mode: int = 0o600) -> Iterator[BinaryIO]:
+    """A binary file in path's folder that lands at path by rename when the block succeeds and is
+    removed when it fails: readers see the old file or the whole new one, never a part."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        Path(tmp).unlink(missing_ok=True)
         raise
 
 

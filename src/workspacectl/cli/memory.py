@@ -5,15 +5,14 @@ your own.
 """
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Annotated, Optional
 from urllib.parse import quote, urlencode
 
 import typer
 
+from workspacectl.cli.config import atomic_output
 from workspacectl.cli.context import all_pages, backend
 from workspacectl.cli.output import JsonOpt, emit, info, is_tty, table
 from workspacectl.errors import ApiError
@@ -68,14 +67,8 @@ def _download(ctx, path: str, output: Optional[Path]) -> None:
     output = output.expanduser()
     if not output.parent.is_dir():
         raise ApiError("invalid_request", f"Folder {output.parent} does not exist; make it or pick another -o.")
-    fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", dir=output.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            size = backend(ctx).download(path, out)
-        os.replace(tmp, output)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_output(output) as out:
+        size = backend(ctx).download(path, out)
     info(f"Wrote {size} bytes to {output}.")
 
 

@@ -4,11 +4,10 @@ Progress bars go to stderr, and only when stderr is a terminal.
 """
 from __future__ import annotations
 
-import os
-import tempfile
 import urllib.parse
 from pathlib import Path
 
+from workspacectl.cli.config import atomic_output
 from workspacectl.cli.output import progress_bar
 from workspacectl.engine import skill_format as fmt
 from workspacectl.errors import ApiError
@@ -35,11 +34,8 @@ def put_to_url(url: str, data: bytes, label: str, local: bool = False) -> None:
     """The presigned PUT of one object. local: the URL comes from the local backend."""
     _check_url(url, local)
     if url.startswith("file://"):
-        dest = _file_path(url)
-        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".part-")
-        with os.fdopen(fd, "wb") as fh:
+        with atomic_output(_file_path(url)) as fh:
             fh.write(data)
-        os.replace(tmp, dest)
         return
     import httpx
 
@@ -102,11 +98,8 @@ def write_bundle(data: bytes, dest: Path) -> list[str]:
     for path, f in sorted(files.items()):
         target = dest.joinpath(*path.split("/"))
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".part-")
-        with os.fdopen(fd, "wb") as fh:
+        with atomic_output(target, 0o755 if f.executable else 0o644) as fh:
             fh.write(f.data)
-        os.chmod(tmp, 0o755 if f.executable else 0o644)
-        os.replace(tmp, target)
     return sorted(files)
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Annotated, Optional
 from urllib.parse import quote
 
 import typer
 
+from workspacectl.cli.config import atomic_output
 from workspacectl.cli.context import all_pages, backend, state
 from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, info, progress_bar, table
 from workspacectl.errors import ApiError
@@ -73,15 +73,8 @@ def download(ctx: typer.Context, pid: IdArg,
     dest = Path(output or f"{pid}.tar.gz")
     if dest.is_dir():
         raise ApiError("invalid_request", f"{dest} is a folder; give a file name with -o.")
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent if str(dest.parent) else ".")
-    try:
-        with os.fdopen(fd, "wb") as out, progress_bar("Downloading", None) as advance:
-            size = backend(ctx).download(path, out, advance)
-        os.chmod(tmp, 0o644 & ~_umask())
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_output(dest, 0o644 & ~_umask()) as out, progress_bar("Downloading", None) as advance:
+        size = backend(ctx).download(path, out, advance)
     emit(ctx, {"path": str(dest), "bytes": size}, lambda b: info(f"Saved {b['bytes']} bytes to {b['path']}."),
          json_flag=json)
 
