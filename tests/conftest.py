@@ -357,3 +357,22 @@ def shared_corpus(tmp_path_factory) -> tuple[Path, dict]:
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")     # copies leave the -wal file behind
     conn.close()
     return path, answers
+
+
+@pytest.fixture
+def provider():
+    """A real OAuth2 provider on loopback (tests/oauth_provider.py), one per test."""
+    from tests.oauth_provider import OAuthProvider
+
+    with OAuthProvider() as p:
+        yield p
+
+
+@pytest.fixture
+def door(backend):
+    """The connection flow of tests/connect_helpers.py over the test's backend."""
+    from tests.connect_helpers import open_door
+
+    d = open_door(backend)
+    yield d
+    d.close()

@@ -13,8 +13,7 @@ import httpx
 import pytest
 
 from tests.conftest import make_backend, serve
-from tests.connect_helpers import Door, credential_ids, open_door, parse_form, path_of
-from tests.oauth_provider import OAuthProvider
+from tests.connect_helpers import Door, credential_ids, parse_form, path_of
 from workspacectl.secret import sha256_hex
 from tests.vault_helpers import APIKEY_TOML, TWO_SECRET_TOML, install_service, member_with_session, token
 from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
@@ -25,21 +24,8 @@ HOUR = 3600
 
 
 @pytest.fixture
-def door(backend):
-    d = open_door(backend)
-    yield d
-    d.close()
-
-
-@pytest.fixture
 def keysvc(backend):
     return install_service(backend.workspace, APIKEY_TOML.format(base="http://127.0.0.1:9"))
-
-
-@pytest.fixture
-def provider():
-    with OAuthProvider() as p:
-        yield p
 
 
 @pytest.fixture

@@ -16,8 +16,7 @@ import urllib.parse
 
 import pytest
 
-from tests.connect_helpers import credential_ids, open_door, path_of
-from tests.oauth_provider import OAuthProvider
+from tests.connect_helpers import credential_ids, path_of
 from tests.vault_helpers import APIKEY_TOML, canary_scan, install_service, member_with_session, token  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("canary_scan")
@@ -53,19 +52,6 @@ def chromium(tmp_path):
             yield context
         finally:
             context.close()
-
-
-@pytest.fixture
-def door(backend):
-    d = open_door(backend)
-    yield d
-    d.close()
-
-
-@pytest.fixture
-def provider():
-    with OAuthProvider() as p:
-        yield p
 
 
 def redirect_chain(response) -> list[str]:

@@ -14,7 +14,6 @@ import time
 import pytest
 
 from tests.conftest import WSCTL
-from tests.oauth_provider import OAuthProvider
 from tests.vault_helpers import install_service, make_credential, member_with_session
 from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
 
@@ -54,12 +53,6 @@ path = "/ping"
 HOSTILE = "sk-Q7-CANARY it's \"quoted\" $HOME ${PATH} `id` $(whoami) \\ back\\n\nline two\tend é"
 URL = "https://acme.example/a b?x='1'"
 PY = sys.executable
-
-
-@pytest.fixture
-def provider():
-    with OAuthProvider() as p:
-        yield p
 
 
 @pytest.fixture

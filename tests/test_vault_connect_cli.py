@@ -26,17 +26,10 @@ import pytest
 
 from tests.conftest import WSCTL, make_backend
 from tests.connect_helpers import parse_form
-from tests.oauth_provider import OAuthProvider
 from tests.vault_helpers import APIKEY_TOML, install_service, token
 from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
 
 pytestmark = pytest.mark.usefixtures("canary_scan")
-
-
-@pytest.fixture
-def provider():
-    with OAuthProvider() as p:
-        yield p
 
 
 @pytest.fixture

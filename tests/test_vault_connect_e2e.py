@@ -10,7 +10,6 @@ import httpx
 import pytest
 
 from tests.conftest import make_backend
-from tests.oauth_provider import OAuthProvider
 from tests.vault_helpers import install_service, token
 from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
 
@@ -22,12 +21,6 @@ def remote(workspace, home):
     b = make_backend("remote", workspace, home)
     yield b
     b.close()
-
-
-@pytest.fixture
-def provider():
-    with OAuthProvider() as p:
-        yield p
 
 
 def _browser(backend, next_path: str) -> httpx.Client:

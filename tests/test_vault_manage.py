@@ -5,18 +5,11 @@ import json
 
 import pytest
 
-from tests.oauth_provider import OAuthProvider
 from tests.vault_helpers import (APIKEY_TOML, install_service, make_credential, member_with_session,
                                  oauth_credential, token)
 from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
 
 pytestmark = pytest.mark.usefixtures("canary_scan")
-
-
-@pytest.fixture
-def provider():
-    with OAuthProvider() as p:
-        yield p
 
 
 @pytest.fixture

@@ -9,18 +9,11 @@ import json
 import pytest
 
 from tests.conftest import base_env, serve
-from tests.oauth_provider import OAuthProvider
 from tests.vault_helpers import (APIKEY_TOML, TWO_SECRET_TOML, install_service, make_credential, oauth_credential,
                                  open_ws, token)
 from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
 
 pytestmark = pytest.mark.usefixtures("canary_scan")
-
-
-@pytest.fixture
-def provider():
-    with OAuthProvider() as p:
-        yield p
 
 
 @pytest.fixture
