@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-OPENAPI_DIR = Path("/work/shared/data/openapi")
+from tests.search_labels import OPENAPI_DIR  # the one place that finds ../shared/data/openapi
+
 # Operation counts from SOURCES.md (methods under paths).
 OPENAPI_COUNTS = {"github.json": 623, "stripe.yaml": 436, "sendgrid.json": 334, "square.json": 316,
                   "box.json": 296, "openai.json": 288, "asana.yaml": 247, "discord.json": 242,
