@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> None:
         code = 1
     if code != 130:
         _housekeep()
+    _settle_first_use(code == 0)
     sys.exit(code)
 
 
@@ -81,6 +82,13 @@ def _housekeep() -> None:
     context = sys.modules.get("workspacectl.cli.context")
     if context is not None:
         context.after_command()
+
+
+def _settle_first_use(ok: bool) -> None:
+    """An embedded workspace this command made is kept only if it succeeded (cli/first_use.py)."""
+    first_use = sys.modules.get("workspacectl.cli.first_use")
+    if first_use is not None:
+        first_use.settle(ok)
 
 
 if __name__ == "__main__":
