@@ -23,6 +23,7 @@ from pathlib import Path
 
 from workspacectl.cli import config
 from workspacectl.cli.paths import config_file, default_workspace
+from workspacectl.errors import ApiError
 
 
 @dataclass
@@ -88,7 +89,7 @@ def settle(ok: bool) -> None:
             print(p.announce, file=sys.stderr)
         else:
             _roll_back(p)
-    except Exception as e:  # never turn the command's own outcome into another error
+    except (OSError, ValueError, ApiError) as e:  # the command's own outcome stands; say what is left
         print(f"warning: could not remove the workspace made at {p.path} ({e}); remove it by hand.", file=sys.stderr)
     finally:
         _unlock(p.lock)
@@ -179,5 +180,5 @@ def _lock(folder: Path, exclusive: bool):
 
 
 def _unlock(fd) -> None:
-    if isinstance(fd, int) and fd is not True and fd is not False:
+    if isinstance(fd, int) and not isinstance(fd, bool):  # None (no fcntl) and False hold nothing
         os.close(fd)
