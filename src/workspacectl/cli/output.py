@@ -37,6 +37,8 @@ def visible(value: Any, multiline: bool = False) -> str:
     r"""str(value) with every control character shown as its Python escape (`\x1b`, `\n`).
     multiline keeps newlines (CRLF too) and tabs: notes and descriptions read as text."""
     text = "" if value is None else str(value)
+    if text.isprintable():  # the common case, answered in C: nothing to escape
+        return text
     return (_TEXT if multiline else _ONE_LINE).sub(lambda m: repr(m.group())[1:-1], text)
 
 
