@@ -13,9 +13,7 @@ import hashlib
 import io
 import os
 import tarfile
-import zlib
 
-import pytest
 
 from tests.skill_helpers import create, ext_header_targz, skill_md, stage
 from tests.test_project_files import _blob_files, gzip_bomb, listing, new_project, post_bundle
