@@ -281,3 +281,25 @@ def test_the_cli_refuses_with_exit_7_and_one_line(backend, tmp_path):
         assert "invalid" in r.out and "Traceback" not in r.err, (label, r.out, r.err)
         b.wsctl("skill", "publish", skill, expect=7)
     assert b.ok("GET", "/v1/skills")["skills"] == []
+
+
+def test_what_publishes_at_the_limits_pulls_whole(backend, tmp_path):
+    """The boundary of the pull rules: a 255-byte name, a 1,024-byte path and an executable
+    script publish, and `wsctl skill pull` writes every one of them back, byte for byte."""
+    b = backend
+    deep = "references/" + "/".join(["d" * 250] * 3) + "/"
+    files = {"SKILL.md": MD, "references/" + "n" * 255: b"long name",
+             deep + "p" * (1024 - len(deep.encode())): b"long path", "scripts/run.sh": b"#!/bin/sh\necho hi\n"}
+    assert max(len(p.encode()) for p in files) == 1024
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.PAX_FORMAT) as tf:
+        for path, data in files.items():
+            tf.addfile(_info(path, len(data), mode=0o755 if path.endswith(".sh") else 0o644), io.BytesIO(data))
+    sid = create(b, NAME)["id"]
+    r = b.api("POST", f"/v1/skills/{sid}/publish", {"uploadId": stage(b, sid, buf.getvalue())})
+    assert r.status == 201, r.body
+    out = tmp_path / "pulled"
+    b.wsctl("skill", "pull", NAME, out)
+    got = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert got == files
+    assert os.access(out / "scripts" / "run.sh", os.X_OK)
