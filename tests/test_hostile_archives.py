@@ -287,7 +287,7 @@ def test_what_publishes_at_the_limits_pulls_whole(backend, tmp_path):
     """The boundary of the pull rules: a 255-byte name, a 1,024-byte path and an executable
     script publish, and `wsctl skill pull` writes every one of them back, byte for byte."""
     b = backend
-    deep = "references/" + "/".join(["d" * 250] * 3) + "/"
+    deep = "references/" + "/".join(["d" * 200] * 4) + "/"
     files = {"SKILL.md": MD, "references/" + "n" * 255: b"long name",
              deep + "p" * (1024 - len(deep.encode())): b"long path", "scripts/run.sh": b"#!/bin/sh\necho hi\n"}
     assert max(len(p.encode()) for p in files) == 1024
