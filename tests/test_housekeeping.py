@@ -65,16 +65,19 @@ def test_expired_uploads_and_old_stage_folders_go_the_rest_stays(backend):
     _backdate(ws, old)
     _backdate(ws, used["id"])
     version_shas = [f["sha256"] for f in b.ok("GET", f"/v1/skills/{s['id']}/files")["files"]]
-    stale, young, busy = _stage_folder(ws, OLD), _stage_folder(ws), _stage_folder(ws, OLD, inner_age=60)
+    stale, young = _stage_folder(ws, OLD), _stage_folder(ws)   # no live process holds them
+    with blobs.staging(ws) as busy:                             # this one is in use (its flock is held)
+        (busy / "blob-y").write_bytes(b"being written")
+        os.utime(busy, (time.time() - OLD,) * 2)
+        counts = housekeeping.sweep(ws)
+        assert busy.exists() and (busy / "blob-y").exists()
 
-    counts = housekeeping.sweep(ws)
-
-    assert counts["uploads"] == 2 and counts["stageFolders"] == 1, counts
+    assert counts["uploads"] == 2 and counts["stageFolders"] == 2, counts
     assert _row(ws, old) is None and _row(ws, used["id"]) is None
     assert not blobs.blob_path(ws, old_sha).exists() and not blobs.blob_path(ws, used["blob_sha256"]).exists()
     assert _row(ws, fresh) is not None and blobs.blob_path(ws, fresh_sha).exists()
     assert all(blobs.blob_path(ws, sha).exists() for sha in version_shas)
-    assert not stale.exists() and young.exists() and busy.exists()
+    assert not stale.exists() and not young.exists()
     # the published version still reads whole, and the fresh upload still publishes
     files = {f["path"]: f["content"] for f in b.ok("GET", f"/v1/skills/{s['id']}/files")["files"]}
     assert files["references/note.md"] == "published"
@@ -129,22 +132,59 @@ def test_the_server_timer_sweeps(workspace, home, tmp_path):
     b.close()
     ws = Workspace.open(workspace)
     sha = _row(ws, uid)["blob_sha256"]
-    stale, young = _stage_folder(ws, OLD), _stage_folder(ws)
+    stale = _stage_folder(ws, OLD)
     port = free_port()
     log = tmp_path / "serve.log"
     # the server's clock is three hours on: the upload is long expired, the files' ages are real
-    proc = subprocess.Popen([*WSCTL, "serve", "--workspace", workspace, "--port", str(port), "--memory-interval", "0.2"],
-                            env={**base_env(tmp_path / "srv-home"), "WSCTL_NOW_OFFSET_SECONDS": str(OLD)},
-                            stdout=log.open("wb"), stderr=subprocess.STDOUT)
-    try:
-        deadline = time.time() + 30
-        while time.time() < deadline and (_row(ws, uid) is not None or stale.exists()):
-            assert proc.poll() is None, log.read_text()
-            time.sleep(0.1)
-        assert _row(ws, uid) is None and not stale.exists(), log.read_text()
-        assert not blobs.blob_path(ws, sha).exists() and young.exists()
-        assert ws.setting(housekeeping.SETTING) is not None
-        assert httpx.get(f"http://127.0.0.1:{port}/healthz", trust_env=False, timeout=5).status_code == 200
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with blobs.staging(ws) as young:     # held by a live process (this one): stays
+        proc = subprocess.Popen([*WSCTL, "serve", "--workspace", workspace, "--port", str(port), "--memory-interval", "0.2"],
+                                env={**base_env(tmp_path / "srv-home"), "WSCTL_NOW_OFFSET_SECONDS": str(OLD)},
+                                stdout=log.open("wb"), stderr=subprocess.STDOUT)
+        try:
+            deadline = time.time() + 120
+            while time.time() < deadline and (_row(ws, uid) is not None or stale.exists()):
+                assert proc.poll() is None, log.read_text()
+                time.sleep(0.1)
+            assert _row(ws, uid) is None and not stale.exists(), log.read_text()
+            assert not blobs.blob_path(ws, sha).exists() and young.exists()
+            assert ws.setting(housekeeping.SETTING) is not None
+            assert httpx.get(f"http://127.0.0.1:{port}/healthz", trust_env=False, timeout=5).status_code == 200
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+_KILLED_MID_UPLOAD = """
+import os, signal, sys
+from workspacectl.engine import blobs
+from workspacectl.engine.workspace import Workspace
+ws = Workspace.open(sys.argv[1])
+with blobs.staging(ws) as folder:
+    blobs.stage(folder, [b"\\0" * (1 << 20)] * 8)
+    print(folder, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_serve_sweeps_stage_folders_of_killed_requests_when_it_starts(workspace, home, tmp_path):
+    """A process killed (-9) while staging an upload leaves its stage folder, young and full;
+    `wsctl serve` removes it before it answers its first request, not an hour later, and leaves
+    alone the folder a live process is staging in."""
+    env = {**base_env(tmp_path / "killed-home"), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    killed = subprocess.run([*WSCTL[:1], "-c", _KILLED_MID_UPLOAD, str(workspace)], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -9, killed.stderr
+    left = Path(killed.stdout.strip())
+    assert left.is_dir() and sum(p.stat().st_size for p in left.iterdir()) == 8 << 20   # young, 8 MiB
+    ws = Workspace.open(workspace)
+    from tests.conftest import start_server
+
+    with blobs.staging(ws) as live:
+        (live / "blob-live").write_bytes(b"still being written")
+        server = start_server(workspace, base_env(tmp_path / "srv-home"), log=tmp_path / "serve.log")
+        try:
+            assert not left.exists(), server.log_text()       # gone by the time /healthz answers
+            assert live.exists() and (live / "blob-live").exists()
+            assert "abandoned stage folders" in server.log_text()
+        finally:
+            server.stop()

@@ -79,16 +79,77 @@ class Staged:
         self.tmp.unlink(missing_ok=True)
 
 
+def _lock_folder(folder: Path) -> int | None:
+    """An exclusive flock on the folder, held by the returned descriptor; the kernel drops it
+    when the process dies, however it dies. OSError when another process holds it or the folder
+    is gone; None where flock does not exist (then only the age rule of housekeeping applies)."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _locked_stage_folder(root: Path) -> tuple[Path, int | None]:
+    while True:
+        folder = Path(tempfile.mkdtemp(prefix="stage-", dir=root))
+        try:
+            fd = _lock_folder(folder)
+        except OSError:      # a sweep took it between mkdtemp and the lock: make another
+            continue
+        if fd is None:
+            return folder, None
+        try:
+            if os.stat(folder).st_ino == os.fstat(fd).st_ino:
+                return folder, fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)         # swept and removed before our lock: make another
+
+
 @contextmanager
 def staging(ws) -> Iterator[Path]:
-    """A private temp folder under blobs/tmp/, removed on exit with anything not published."""
+    """A private temp folder under blobs/tmp/, removed on exit with anything not published. It is
+    flock-ed while in use, so a folder whose lock is free was left by a killed process and
+    remove_abandoned_stages() may take it at once, even while other processes stage files."""
     root = ws.blobs / "tmp"
     root.mkdir(parents=True, exist_ok=True)
-    folder = Path(tempfile.mkdtemp(prefix="stage-", dir=root))
+    folder, fd = _locked_stage_folder(root)
     try:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+        if fd is not None:
+            os.close(fd)
+
+
+def remove_abandoned_stages(ws) -> int | None:
+    """Remove the stage folders no live process holds (their request was killed); answers how
+    many, or None where folders cannot be locked (housekeeping's age rule then applies)."""
+    removed = 0
+    try:
+        folders = [p for p in (ws.blobs / "tmp").iterdir() if p.name.startswith("stage-") and p.is_dir()]
+    except OSError:
+        return 0
+    for folder in folders:
+        try:
+            fd = _lock_folder(folder)
+        except OSError:      # in use, or gone meanwhile
+            continue
+        if fd is None:
+            return None
+        try:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed += 1
+        finally:
+            os.close(fd)
+    return removed
 
 
 def stage(folder: Path, reader: BinaryIO | Iterable[bytes], max_bytes: int | None = None) -> Staged:

@@ -8,9 +8,11 @@ A pass removes
 - skill_uploads rows past their usable lifetime (expires_at) plus GRACE, used or not, then their
   blobs with blobs.remove_unreferenced after that commit (engine/blobs.py's rule; a blob a
   version's manifest still names stays);
-- blobs/tmp/stage-* folders (a process killed mid-upload) and local blobs/incoming/<token> files
-  (uploads never validated or published) not touched for FILE_AGE seconds: never younger ones,
-  another process may be writing them right now;
+- blobs/tmp/stage-* folders a killed request left: any whose flock no live process holds
+  (engine/blobs.remove_abandoned_stages; `wsctl serve` also runs this when it starts), or where
+  flock does not exist, those not touched for FILE_AGE seconds;
+- local blobs/incoming/<token> files (uploads never validated or published) not touched for
+  FILE_AGE seconds: never younger ones, another process may be writing them right now;
 - expired local download copies in blobs/outbox (also swept on every local download link).
 
 File ages are compared in the clock's frame (mtime + WSCTL_NOW_OFFSET_SECONDS, as
@@ -50,10 +52,14 @@ def sweep(ws, now: datetime | None = None) -> dict:
 
     file_cutoff = now.timestamp() - clock.offset_seconds() - FILE_AGE   # in the filesystem's frame
     root = Path(ws.blobs)
-    for folder in _entries(root / "tmp", "stage-"):
-        if folder.is_dir() and _newest(folder) < file_cutoff:
-            shutil.rmtree(folder, ignore_errors=True)
-            counts["stageFolders"] += 1
+    abandoned = blobs.remove_abandoned_stages(ws)
+    if abandoned is not None:
+        counts["stageFolders"] = abandoned
+    else:
+        for folder in _entries(root / "tmp", "stage-"):
+            if folder.is_dir() and _newest(folder) < file_cutoff:
+                shutil.rmtree(folder, ignore_errors=True)
+                counts["stageFolders"] += 1
     from workspacectl.engine import skill_transfers as transfers
 
     for path in _entries(root / transfers.INCOMING):

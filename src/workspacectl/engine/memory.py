@@ -7,9 +7,7 @@ Owners: `organization` (the workspace: any member reads; owner, admin and member
 """
 from __future__ import annotations
 
-import io
 import re
-import tarfile
 import tempfile
 
 from workspacectl import clock
@@ -72,15 +70,16 @@ def content_type_of(path: str) -> str:
 
 
 def _tar_gz(rows) -> tempfile.SpooledTemporaryFile:
-    """All files as one tar.gz (entries at the archive's root), spooled to disk past 8 MiB."""
+    """All files as one tar.gz (entries at the archive's root), spooled to disk past 8 MiB, made
+    by the project's one tar writer (engine/bundle_tar.py). Spooled, not streamed: the rows come
+    from this thread's database connection."""
+    from workspacectl.engine.bundle_tar import opener_of, write_bundle
+
     out = tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024)
-    with tarfile.open(fileobj=out, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
-        for row in rows:
-            info = tarfile.TarInfo(row["path"])
-            info.size = row["size"]
-            info.mode = 0o644
-            info.mtime = int(clock.parse_iso(row["updated_at"]).timestamp())
-            tar.addfile(info, io.BytesIO(row["content"]))
+    entries = ((r["path"], r["size"], clock.parse_iso(r["updated_at"]).timestamp(), opener_of(bytes(r["content"])))
+               for r in rows)
+    for chunk in write_bundle(entries):
+        out.write(chunk)
     out.seek(0)
     return out
 
