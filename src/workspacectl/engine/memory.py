@@ -56,11 +56,14 @@ def note_json(row) -> dict:
 
 @route("GET", "/v1/memory/{ownerType}")
 def get_memory(ctx: Ctx) -> dict:
-    """The memory guide and the notes waiting for the memory agent."""
+    """The memory guide, the notes waiting for the memory agent, and the notes it holds back
+    (kept, not folded: the guide would pass its size bound)."""
     row = document(ctx)
+    held = store.held_notes(ctx.db, row["id"], MAX_PENDING)  # first: a note held meanwhile is not listed twice
     notes = store.pending_notes(ctx.db, row["id"], MAX_PENDING)
     return {"ownerType": row["owner_type"], "guide": row["guide"], "version": row["version"],
-            "updatedAt": row["updated_at"], "pendingNotes": [note_json(n) for n in notes]}
+            "updatedAt": row["updated_at"], "pendingNotes": [note_json(n) for n in notes],
+            "heldNotes": [{**note_json(n), "reason": n["held_reason"]} for n in held]}
 
 
 # --- files --------------------------------------------------------------------------------------
