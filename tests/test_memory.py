@@ -316,7 +316,8 @@ def test_two_agent_runs_at_once_fold_each_note_exactly_once(backend):
     assert sorted(folded) == sorted(ids) and len(folded) == len(set(folded))
     assert all(r["dropped"] == [] for r in results)
     body = backend.ok("GET", ORG)
-    assert body["version"] == 2 and body["pendingNotes"] == []
+    # One version per committed batch: 40 notes are one batch, unless it ended on its time bound.
+    assert body["version"] >= 2 and body["pendingNotes"] == []
     assert all(body["guide"].count(t) == 1 for t in texts)
 
 
@@ -408,14 +409,18 @@ def test_a_failed_fold_changes_nothing_and_policies_are_chosen_by_name(backend, 
     monkeypatch.setenv("WSCTL_MEMORY_POLICY", "tests.test_memory:FailingOnSecondNote")
     assert_error(backend.api("POST", RUN), 422, "unprocessable")
     body = backend.ok("GET", ORG)
-    assert body["guide"] == "" and body["version"] == 1 and len(body["pendingNotes"]) == 2
-    assert _files(backend)["files"] == []
+    # The failed batch changed nothing. Both notes are one batch, unless the first ended on the
+    # batch's time bound; then it alone was committed, with its file, before the failure.
+    pending = [n["text"] for n in body["pendingNotes"]]
+    one_done = "One." not in pending
+    assert "Two." in pending and "Two." not in body["guide"] and body["version"] == 1 + one_done
+    assert ("One." in body["guide"]) == one_done == (len(_files(backend)["files"]) == 1)
     monkeypatch.setenv("WSCTL_MEMORY_POLICY", "no-such-policy")
     r = backend.api("POST", RUN)
     assert_error(r, 400, "invalid_request")
     assert "WSCTL_MEMORY_POLICY" in r.body["error"]["message"]
     monkeypatch.setenv("WSCTL_MEMORY_POLICY", "section-append")
-    assert len(org_result(backend)["folded"]) == 2
+    assert len(org_result(backend)["folded"]) == 2 - one_done
 
 
 def test_section_append_policy_keeps_markdown_structure():

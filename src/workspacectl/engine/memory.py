@@ -155,10 +155,12 @@ def proposal_fields(body: dict) -> tuple[str, str | None, tuple[str, bytes] | No
     if not isinstance(file, dict) or set(file) - {"path", "content"}:
         raise v.bad("'file' must be an object {path, content}.")
     path = file_path(file.get("path"))
-    content = v.string(file, "content", min_len=0, max_len=MAX_FILE_BYTES)
-    data = content.encode("utf-8")
-    if len(data) > MAX_FILE_BYTES:
-        raise v.bad(f"'file.content' is over {MAX_FILE_BYTES // 1024} KiB of UTF-8.")
+    content = file.get("content")
+    if not isinstance(content, str):
+        raise v.bad("'file.content' must be a string (UTF-8 text; binary files are not supported).")
+    if len(content) > MAX_FILE_BYTES or len(data := content.encode("utf-8")) > MAX_FILE_BYTES:
+        raise v.bad(f"'file.content' is over {MAX_FILE_BYTES // 1024} KiB of UTF-8 (at most {MAX_FILE_BYTES} bytes); "
+                    "propose a smaller file.")
     return text, section or None, (path, data)
 
 
