@@ -4,9 +4,9 @@ fold_pending_notes() works in short batches so that no fold holds the workspace:
 one BEGIN IMMEDIATE transaction that reads the oldest pending notes after taking the write lock,
 folds at most BATCH_NOTES of them (fewer once BATCH_SECONDS have passed or BATCH_FILE_BYTES of
 files were read), writes the guide, bumps the version, marks those notes, and commits. Between
-batches the agent pauses (BATCH_PAUSE) so that writers of this process (queued on db.py's lock)
-and of other processes (polling in SQLite's busy handler, at most 100 ms apart) get their turn:
-a token issue waits for one batch, not for the whole fold.
+batches the agent checkpoints the WAL (holding no lock) and pauses (BATCH_PAUSE) so that writers
+of this process (queued on db.py's lock) and of other processes (polling in SQLite's busy
+handler, at most 100 ms apart) get their turn: a token issue waits for one batch, not the fold.
 
 Exactly once: a note is marked in the batch that folds it, and a batch re-reads what is pending
 after taking the lock. Two agents at once (two requests, two server timers, a CLI and a server)
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from workspacectl import clock
 from workspacectl.engine import validate as v
-from workspacectl.engine.db import transaction
+from workspacectl.engine.db import checkpoint, checkpoints_by_hand, transaction
 from workspacectl.engine.registry import Ctx, route
 from workspacectl.engine.store import memory as store
 
@@ -37,8 +37,8 @@ Owner = tuple[str, "str | None"]  # (ownerType, member id or None for the organi
 
 GUIDE_MAX_BYTES = 1024 * 1024   # a guide is context an agent loads whole; 1 MiB is ~250k tokens
 BATCH_NOTES = 100
-BATCH_SECONDS = 0.2
-BATCH_FILE_BYTES = 8 * 1024 * 1024
+BATCH_SECONDS = 0.1
+BATCH_FILE_BYTES = 4 * 1024 * 1024
 BATCH_PAUSE = 0.1               # > the busy handler's longest sleep (100 ms): every waiter gets a poll in
 HELD_GUIDE_FULL = "guide_full"
 
@@ -128,11 +128,14 @@ def fold_pending_notes(conn, owner: Owner, policy: FoldingPolicy | None = None, 
     anything bumps the version once. max_batches stops early (the rest stay pending)."""
     run = _Run(conn, owner, policy or _choose_policy(conn))
     batches = 0
-    while run.batch(batch_notes):
-        batches += 1
-        if max_batches is not None and batches >= max_batches:
-            break
-        time.sleep(BATCH_PAUSE)
+    with checkpoints_by_hand(conn):
+        while True:
+            more = run.batch(batch_notes)
+            batches += 1
+            checkpoint(conn)
+            if not more or (max_batches is not None and batches >= max_batches):
+                break
+            time.sleep(BATCH_PAUSE)
     return run.result()
 
 

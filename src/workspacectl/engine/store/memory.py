@@ -38,16 +38,18 @@ def insert_note(conn, document_id: int, text: str, section: str | None, file_pat
                 file_content: bytes | None, proposed_by: str, now: str) -> str:
     note_id = new_id("note")
     conn.execute(
-        "INSERT INTO memory_notes (id, document_id, text, section, file_path, file_content, proposed_by, proposed_at)"
+        "INSERT INTO memory_notes (id, document_id, text, section, file_path, file_size, proposed_by, proposed_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (note_id, document_id, text, section, file_path, file_content, proposed_by, now))
+        (note_id, document_id, text, section, file_path, None if file_path is None else len(file_content or b""),
+         proposed_by, now))
+    if file_path is not None:
+        conn.execute("INSERT INTO memory_note_files (note_id, content) VALUES (?, ?)", (note_id, file_content or b""))
     return note_id
 
 
-# A note's columns without its file's bytes: listing or folding a batch never loads up to 1 MiB
-# per note into Python; a fold copies the bytes inside SQLite (put_file_from_note).
-_NOTE_COLUMNS = ("id, text, section, file_path, length(file_content) AS file_size, proposed_by, proposed_at, "
-                 "held_reason")
+# A note's file bytes live in memory_note_files (m011): listing, folding or marking notes never
+# loads or rewrites up to 1 MiB per note; a fold copies the bytes inside SQLite.
+_NOTE_COLUMNS = "id, text, section, file_path, file_size, proposed_by, proposed_at, held_reason"
 
 
 def pending_notes(conn, document_id: int, limit: int, upto: int | None = None) -> list:
@@ -117,16 +119,19 @@ def path_clash(conn, document_id: int, path: str) -> str | None:
 def note_file_stored(conn, document_id: int, note_id: str) -> bool:
     """True when the note's file is stored already with the same bytes (compared in SQLite)."""
     return conn.execute(
-        """SELECT 1 FROM memory_notes n JOIN memory_files f ON f.document_id = ? AND f.path = n.file_path
-           WHERE n.id = ? AND f.content = IFNULL(n.file_content, X'')""", (document_id, note_id)).fetchone() is not None
+        """SELECT 1 FROM memory_notes n JOIN memory_note_files b ON b.note_id = n.id
+           JOIN memory_files f ON f.document_id = ? AND f.path = n.file_path
+           WHERE n.id = ? AND f.content = b.content""", (document_id, note_id)).fetchone() is not None
 
 
 def put_file_from_note(conn, document_id: int, note_id: str, now: str) -> None:
-    """Write (or replace) the note's file, copying its bytes inside SQLite."""
+    """Write (or replace) the note's file, moving its bytes inside SQLite: once folded, they
+    live in memory_files only."""
     conn.execute(
         """INSERT INTO memory_files (document_id, path, size, content, updated_at)
-           SELECT ?, file_path, length(IFNULL(file_content, X'')), IFNULL(file_content, X''), ?
-           FROM memory_notes WHERE id = ? AND file_path IS NOT NULL
+           SELECT ?, n.file_path, length(b.content), b.content, ?
+           FROM memory_notes n JOIN memory_note_files b ON b.note_id = n.id WHERE n.id = ?
            ON CONFLICT(document_id, path) DO UPDATE SET size = excluded.size, content = excluded.content,
                                                         updated_at = excluded.updated_at""",
         (document_id, now, note_id))
+    conn.execute("DELETE FROM memory_note_files WHERE note_id = ?", (note_id,))
