@@ -291,3 +291,38 @@ def test_a_writer_queued_behind_a_long_writer_of_its_process_gets_409(kind, home
     finally:
         (gate / "release").touch()
         b.close()
+
+
+# --- a workspace made before m011 ---------------------------------------------------------------
+
+def test_m011_keeps_queued_notes_their_order_and_file_bytes(tmp_path):
+    """A workspace made by an older version: queued notes keep their queue order and their files,
+    and fold as before after the migration."""
+    from workspacectl.engine.db import open_db, transaction
+    from workspacectl.engine.memory_agent import fold_pending_notes
+    from workspacectl.engine.migrations import MIGRATIONS, apply_migrations
+
+    conn = open_db(tmp_path / "old.db")
+    conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    names = [name for name, _ in MIGRATIONS]
+    for name, up in MIGRATIONS[:names.index("m011_memory_held")]:
+        with transaction(conn):
+            up(conn)
+            conn.execute("INSERT INTO migrations VALUES (?, 'then')", (name,))
+    with transaction(conn):
+        conn.execute("INSERT INTO members VALUES ('um_1', 'Old', 'old@example.com', 'owner', 'then')")
+        conn.execute("INSERT INTO memory_documents (owner_type, updated_at) VALUES ('organization', 'then')")
+        rows = [("note_z", "Queued first.", "a.md", b"A" * 5000, "pending"),
+                ("note_a", "Already folded.", "b.md", b"B", "folded"),
+                ("note_m", "Queued last.", None, None, "pending")]
+        for note_id, text, path, content, status in rows:
+            conn.execute("INSERT INTO memory_notes (id, document_id, text, file_path, file_content, proposed_by,"
+                         " proposed_at, status) VALUES (?, 1, ?, ?, ?, 'um_1', 'then', ?)",
+                         (note_id, text, path, content, status))
+    assert apply_migrations(conn) == names[names.index("m011_memory_held"):]
+    notes = conn.execute("SELECT id, file_size, status FROM memory_notes ORDER BY rowid").fetchall()
+    assert [tuple(n) for n in notes] == [("note_z", 5000, "pending"), ("note_a", 1, "folded"), ("note_m", None, "pending")]
+    result = fold_pending_notes(conn, ("organization", None))
+    assert result["folded"] == ["note_z", "note_m"]
+    assert bytes(conn.execute("SELECT content FROM memory_files WHERE path = 'a.md'").fetchone()[0]) == b"A" * 5000
+    conn.close()
