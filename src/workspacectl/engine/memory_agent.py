@@ -94,6 +94,8 @@ class _Run:
                 self.upto = store.last_note_rowid(conn, doc["id"])
             notes = store.pending_notes(conn, doc["id"], limit, self.upto)
             self.version = doc["version"]
+            if not notes:
+                return False
             started = time.monotonic()
             # The draft of the batch before is reused when nobody changed the guide since.
             draft = self.draft if self.draft and self.draft.text() == doc["guide"] else draft_for(self.policy, doc["guide"])
@@ -132,10 +134,11 @@ def fold_pending_notes(conn, owner: Owner, policy: FoldingPolicy | None = None, 
         while True:
             more = run.batch(batch_notes)
             batches += 1
-            checkpoint(conn)
+            paused = time.monotonic()
+            checkpoint(conn)  # holds no lock: other writers go ahead meanwhile, so it counts as pause
             if not more or (max_batches is not None and batches >= max_batches):
                 break
-            time.sleep(BATCH_PAUSE)
+            time.sleep(max(0.0, BATCH_PAUSE - (time.monotonic() - paused)))
     return run.result()
 
 
