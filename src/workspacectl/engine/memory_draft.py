@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections import Counter
 
 from workspacectl.engine.memory_folding import (DEFAULT_SECTION, _HEADING, FoldingPolicy, SectionAppendPolicy,
-                                                entry_lines, fence_after, is_list_line, normal_line,
-                                                scan_sections, section_key)
+                                                entry_lines, fence_after, normal_line, scan_sections,
+                                                section_insert, section_key)
 from workspacectl.errors import ApiError
 
 
@@ -79,18 +79,7 @@ class SectionAppendDraft:
             return self._append_section(title, entry, max_bytes)
         lines = self.lines
         start, end, _ = self.sections[n]
-        last = end - 1
-        while last > start and not lines[last].strip():
-            last -= 1
-        if last == start:
-            block, at = [""] + entry, start + 1
-        else:
-            block, at = (entry if is_list_line(lines[last]) else [""] + entry), last + 1
-        rest = at
-        while rest < len(lines) and not lines[rest].strip():
-            rest += 1
-        if rest < len(lines):
-            block = block + [""]
+        at, rest, block = section_insert(lines, start, end, entry)
         # The lines between `at` and the section's end are blank, so the fence open at `at` is
         # the one open at the section's end: none when a heading follows, else the guide's last.
         before = None if end < len(lines) else self.eof_fence

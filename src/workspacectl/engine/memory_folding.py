@@ -114,7 +114,26 @@ def entry_lines(text: str) -> list[str]:
     return out
 
 
-def is_list_line(line: str) -> bool:
+def section_insert(lines: list[str], start: int, end: int, entry: list[str]) -> tuple[int, int, list[str]]:
+    """Where an entry goes in the section lines[start:end] (its heading at start): lines[at:rest]
+    (blank lines) become block. After the section's last non-blank line, with a blank line
+    before it unless that line is a list item, and one blank line before what follows."""
+    last = end - 1
+    while last > start and not lines[last].strip():
+        last -= 1
+    if last == start:
+        block, at = [""] + entry, start + 1
+    else:
+        block, at = (entry if _is_list_line(lines[last]) else [""] + entry), last + 1
+    rest = at
+    while rest < len(lines) and not lines[rest].strip():
+        rest += 1
+    if rest < len(lines):
+        block = block + [""]
+    return at, rest, block
+
+
+def _is_list_line(line: str) -> bool:
     return bool(_LIST_MARK.match(line)) or line[:1] in (" ", "\t")
 
 
@@ -149,17 +168,7 @@ class SectionAppendPolicy:
         if found is None:
             head = lines + [""] if lines else []
             return "\n".join(head + [f"## {title}", ""] + entry) + "\n"
-        start, end = found
-        last = max((j for j in range(start + 1, end) if lines[j].strip()), default=None)
-        if last is None:
-            block, at = [""] + entry, start + 1
-        else:
-            block, at = (entry if is_list_line(lines[last]) else [""] + entry), last + 1
-        rest = at
-        while rest < len(lines) and not lines[rest].strip():
-            rest += 1
-        if rest < len(lines):
-            block = block + [""]
+        at, rest, block = section_insert(lines, *found, entry)
         return "\n".join(lines[:at] + block + lines[rest:]) + "\n"
 
 
