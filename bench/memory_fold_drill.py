@@ -138,16 +138,21 @@ def drill(scratch: Scratch, n: int, scenario: str, clients: int, every: float, a
         load.finish()
     folded = held = dropped = 0
     for i, r in enumerate(answers):
-        assert r.status_code == 200, (i, r.status_code, r.text[:500])
+        if r.status_code != 200:
+            log = servers[i].log_text().strip().splitlines()
+            print(f"agent on server {i + 1}: {r.status_code} {r.text[:300]}\n  log: {' | '.join(log[-3:])[:600]}")
+            continue
         org = r.json()["owners"][0]
-        folded, held, dropped = folded + len(org["folded"]), held + len(org["held"]), dropped + len(org["dropped"])
-        print(f"agent on server {i + 1}: folded {len(org['folded'])}, held {len(org['held'])}, "
-              f"dropped {len(org['dropped'])}, version {org['version']}")
+        counts = [len(org.get(k, [])) for k in ("folded", "held", "dropped")]  # no "held" before issue 15
+        folded, held, dropped = folded + counts[0], held + counts[1], dropped + counts[2]
+        print(f"agent on server {i + 1}: folded {counts[0]}, held {counts[1]}, dropped {counts[2]}, "
+              f"version {org['version']}")
     with httpx.Client(base_url=servers[0].url, headers={"Authorization": f"Bearer {token}"}, timeout=120,
                       trust_env=False) as c:
         body = c.get(ORG).json()
         files = c.get(ORG + "/files", params={"limit": 500}).json()
-    assert folded + held + dropped == n and not body["pendingNotes"], "a note was lost or folded twice"
+    if folded + held + dropped != n or body["pendingNotes"]:
+        print(f"NOT ALL FOLDED: {len(body['pendingNotes'])} still pending")
     print(f"fold wall {fold_wall:.1f} s: {folded} folded, {held} held, {dropped} dropped; guide "
           f"{len(body['guide'].encode()) / 1024:.0f} KiB, version {body['version']}, "
           f"{len(files['files'])}{'+' if files['nextCursor'] else ''} files")
