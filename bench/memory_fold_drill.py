@@ -81,7 +81,7 @@ class TokenLoad:
                 self.bad[r.status_code] = self.bad.get(r.status_code, 0) + 1
             self.stop.wait(max(0.0, self.every - took))
 
-    def start(self) -> "TokenLoad":
+    def start(self) -> TokenLoad:
         self.threads = [threading.Thread(target=self._loop, daemon=True) for _ in range(self.clients)]
         for t in self.threads:
             t.start()

@@ -98,7 +98,8 @@ class _Run:
                 return False
             started = time.monotonic()
             # The draft of the batch before is reused when nobody changed the guide since.
-            draft = self.draft if self.draft and self.draft.text() == doc["guide"] else draft_for(self.policy, doc["guide"])
+            reuse = self.draft is not None and self.draft.text() == doc["guide"]
+            draft = self.draft if reuse else draft_for(self.policy, doc["guide"])
             self.draft = None  # until this batch commits
             outcome: dict[str, list] = {"folded": [], "dropped": [], "held": []}
             file_bytes = 0

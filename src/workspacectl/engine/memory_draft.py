@@ -16,9 +16,18 @@ from __future__ import annotations
 
 from collections import Counter
 
-from workspacectl.engine.memory_folding import (DEFAULT_SECTION, _HEADING, FoldingPolicy, SectionAppendPolicy,
-                                                entry_lines, fence_after, normal_line, scan_sections,
-                                                section_insert, section_key)
+from workspacectl.engine.memory_folding import (
+    _HEADING,
+    DEFAULT_SECTION,
+    FoldingPolicy,
+    SectionAppendPolicy,
+    entry_lines,
+    fence_after,
+    normal_line,
+    scan_sections,
+    section_insert,
+    section_key,
+)
 from workspacectl.errors import ApiError
 
 

@@ -78,8 +78,8 @@ def count_pending(conn, document_id: int) -> int:
 
 def resolve_note(conn, note_id: str, status: str, now: str, held_reason: str | None = None) -> None:
     """pending -> folded, dropped or held (with why); a note no longer pending is left alone."""
-    conn.execute("UPDATE memory_notes SET status = ?, resolved_at = ?, held_reason = ? WHERE id = ? AND status = 'pending'",
-                 (status, now, held_reason, note_id))
+    conn.execute("UPDATE memory_notes SET status = ?, resolved_at = ?, held_reason = ?"
+                 " WHERE id = ? AND status = 'pending'", (status, now, held_reason, note_id))
 
 
 # --- files ------------------------------------------------------------------------------------
