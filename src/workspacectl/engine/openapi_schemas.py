@@ -240,14 +240,17 @@ _MEMORY_FILE = obj({"path": text(1, _memory.MAX_PATH, description="A safe relati
                                                                            f"{_memory.MAX_FILE_BYTES} bytes.")},
                    required="all")
 _FOLD_RESULT = obj({"ownerType": text(enum=list(_memory.OWNER_TYPES)), "membershipId": nullable(STR),
-                    "version": INT, "folded": array(STR), "dropped": array(STR)}, required="all")
+                    "version": INT, "folded": array(STR), "dropped": array(STR), "held": array(STR)},
+                   required="all")
+_NOTE = {"id": STR, "text": STR, "section": nullable(STR), "proposedBy": STR, "proposedAt": TIME}
 ROUTE_DOCS.update({
     ("GET", "/v1/memory/{ownerType}"): {"responses": {200: obj({
-        "ownerType": text(enum=list(_memory.OWNER_TYPES)), "guide": text(description="Markdown."),
+        "ownerType": text(enum=list(_memory.OWNER_TYPES)),
+        "guide": text(description="Markdown, at most 1 MiB of UTF-8."),
         "version": INT, "updatedAt": TIME,
-        "pendingNotes": array(obj({"id": STR, "text": STR, "section": nullable(STR), "proposedBy": STR,
-                                   "proposedAt": TIME}, required="all"),
-                              maxItems=_memory.MAX_PENDING)}, required="all")}},
+        "pendingNotes": array(obj(_NOTE, required="all"), maxItems=_memory.MAX_PENDING),
+        "heldNotes": array(obj({**_NOTE, "reason": text(enum=["guide_full"])}, required="all"),
+                           maxItems=_memory.MAX_PENDING)}, required="all")}},
     ("GET", "/v1/memory/{ownerType}/files"): {
         "query": [query("path", text(1, _memory.MAX_PATH), "Answer this file's bytes instead of the list."),
                   query("format", text(enum=["tar.gz"]), "Answer every file as one tar.gz (entries at its root)."),
