@@ -188,3 +188,98 @@ def test_serve_sweeps_stage_folders_of_killed_requests_when_it_starts(workspace,
             assert "abandoned stage folders" in server.log_text()
         finally:
             server.stop()
+
+
+# ---------------------------------------------------------------- orphan blobs (issue: disk comes back)
+
+def _plant_blob(ws, data: bytes, age: float) -> Path:
+    import hashlib
+
+    path = blobs.blob_path(ws, hashlib.sha256(data).hexdigest())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    then = time.time() - age
+    os.utime(path, (then, then))
+    return path
+
+
+def test_unreferenced_blobs_past_the_grace_period_are_collected(backend):
+    """A kill inside a commit publishes blobs no row names; housekeeping collects them once they
+    are older than ORPHAN_AGE, and never a referenced or a young one."""
+    b = backend
+    pid = b.ok("POST", "/v1/projects", {"name": "Keep"})["project"]["id"]
+    r = b.api("POST", f"/v1/projects/{pid}/files/bundle", raw=targz({"kept.txt": "referenced bytes"}))
+    assert r.status == 200, r.body
+    s = create(b, "kept-skill")
+    publish_bundle(b, s["id"], _bundle("kept-skill", "a referenced skill file"))
+    ws = Workspace.open(b.workspace)
+    referenced = [p for p in (ws.blobs / "sha256").glob("*/*")]
+    assert len(referenced) >= 3
+    for p in referenced:                                   # referenced, and old: they stay
+        os.utime(p, (time.time() - OLD, time.time() - OLD))
+    old = [_plant_blob(ws, f"orphan {i}".encode(), OLD) for i in range(3)]
+    young = _plant_blob(ws, b"an orphan a request may still record", 60)
+    counts = housekeeping.sweep(ws)
+    assert counts["orphanBlobs"] == 3, counts
+    assert not any(p.exists() for p in old)
+    assert young.exists() and all(p.exists() for p in referenced)
+    assert b.api("GET", f"/v1/projects/{pid}/files/bundle").status == 200
+    assert housekeeping.sweep(ws)["orphanBlobs"] == 0      # nothing more to take
+
+
+def test_an_old_orphan_reused_by_a_new_upload_is_kept(backend):
+    """publish() drops its copy when the blob exists: an old orphan that a new upload names again
+    is referenced by the time the sweep re-checks it under the lock."""
+    b = backend
+    ws = Workspace.open(b.workspace)
+    planted = _plant_blob(ws, b"same bytes twice", OLD)
+    pid = b.ok("POST", "/v1/projects", {"name": "Reuse"})["project"]["id"]
+    assert b.api("POST", f"/v1/projects/{pid}/files/bundle", raw=targz({"a.txt": "same bytes twice"})).status == 200
+    assert housekeeping.sweep(ws)["orphanBlobs"] == 0
+    assert planted.exists()
+    files = b.ok("GET", f"/v1/projects/{pid}/files")["files"]
+    assert [f["path"] for f in files] == ["a.txt"]
+
+
+_KILLED_IN_COMMIT = """
+import io, os, signal, sys, tarfile
+from workspacectl.engine.dispatch import Engine
+from workspacectl.engine.workspace import Workspace
+ws = Workspace.open(sys.argv[1])
+engine = Engine(ws)
+seen = []
+
+def die_at_the_files_commit(sql):   # SQLite tells us each statement: die as the upload's COMMIT runs
+    seen.append(sql.split(None, 3)[:3])
+    if sql.strip().upper().startswith("COMMIT") and any(w[:3] == ["INSERT", "INTO", "project_files"] for w in seen):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+ws.conn().set_trace_callback(die_at_the_files_commit)
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+    data = os.urandom(1 << 20)
+    info = tarfile.TarInfo("big.bin"); info.size = len(data)
+    tf.addfile(info, io.BytesIO(data))
+engine.handle("POST", f"/v1/projects/{sys.argv[2]}/files/bundle", None, buf.getvalue(), sys.argv[3])
+"""
+
+
+def test_a_kill_inside_a_commit_leaves_blobs_that_housekeeping_collects(workspace, home, tmp_path):
+    b = make_backend("local", workspace, home)
+    pid = b.ok("POST", "/v1/projects", {"name": "Killed"})["project"]["id"]
+    token = b.owner_token
+    b.close()
+    ws = Workspace.open(workspace)
+    before = set((ws.blobs / "sha256").glob("*/*"))
+    script = tmp_path / "killed.py"
+    script.write_text(_KILLED_IN_COMMIT)
+    p = subprocess.run([os.sys.executable, str(script), str(workspace), pid, token],
+                       env={**os.environ}, capture_output=True, text=True, timeout=300)
+    assert p.returncode == -9, p.stderr[-2000:]
+    left = set((ws.blobs / "sha256").glob("*/*")) - before
+    assert left, "the drill should leave a published blob behind"
+    ws2 = Workspace.open(workspace)
+    assert ws2.conn().execute("SELECT COUNT(*) FROM project_files").fetchone()[0] == 0   # rolled back
+    assert housekeeping.sweep(ws2)["orphanBlobs"] == 0           # young: may be a live request's
+    counts = housekeeping.sweep(ws2, clock.now() + timedelta(seconds=OLD))
+    assert counts["orphanBlobs"] == len(left) and not any(p.exists() for p in left)

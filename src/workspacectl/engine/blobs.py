@@ -10,6 +10,7 @@ published by a rename, so a blob is either whole or absent.
             ...insert the rows naming staged.sha256...
             staged.publish(ws)               # rename into place (or drop: already there)
     remove_unreferenced(ws, old_shas)        # after the commit: unlink blobs nothing names now
+    collect_orphans(ws, before)              # housekeeping: blobs no row names, older than before
 
     put_stream(ws, reader) -> (sha256, size)  # stage + publish, for callers inside a transaction
     open_blob(ws, sha) -> binary file         # FileNotFoundError when absent
@@ -204,3 +205,47 @@ def remove_unreferenced(ws, shas: Iterable[str]) -> int:
                 except FileNotFoundError:
                     pass
     return removed
+
+
+ORPHAN_BATCH = 200   # blobs checked per write transaction: the sweep never holds the workspace long
+
+
+def collect_orphans(ws, before: float) -> int:
+    """Unlink blobs no row names whose file is older than `before` (a filesystem timestamp).
+
+    A process killed inside a commit leaves blobs published with no row naming them, and nothing
+    else ever removes them. The age bound keeps any blob a request may still be about to record;
+    each unlink re-checks the references under the write lock, as remove_unreferenced does, so a
+    publisher reusing an old blob (publish() drops its copy when the blob exists) never loses it."""
+    from workspacectl.engine.store.blobs import referenced_digests
+
+    root = ws.blobs / "sha256"
+    try:
+        folders = [d for d in root.iterdir() if d.is_dir() and len(d.name) == 2]
+    except OSError:
+        return 0
+    held = referenced_digests(ws.conn())
+    candidates = []
+    for folder in folders:
+        for f in _files(folder):
+            sha = folder.name + f.name
+            if _SHA.match(sha) and sha not in held and _mtime(f) < before:
+                candidates.append(sha)
+    removed = 0
+    for i in range(0, len(candidates), ORPHAN_BATCH):
+        removed += remove_unreferenced(ws, candidates[i:i + ORPHAN_BATCH])
+    return removed
+
+
+def _files(folder: Path) -> list[Path]:
+    try:
+        return [p for p in folder.iterdir() if p.is_file()]
+    except OSError:
+        return []
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return float("inf")   # gone or unreadable: left alone
