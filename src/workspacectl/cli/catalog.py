@@ -128,6 +128,23 @@ def _format_of(path: Path) -> Optional[str]:
     return None
 
 
+# The engine's catalog_limits.MAX_DOCUMENT_BYTES (tests/test_hostile_definitions.py checks they
+# agree): the CLI stops reading there, so /dev/zero or a huge file cannot fill its memory.
+MAX_IMPORT_BYTES = 16 * 1024 * 1024
+
+
+def read_document(file: Path) -> bytes:
+    try:
+        with file.open("rb") as f:
+            raw = f.read(MAX_IMPORT_BYTES + 1)
+    except OSError as e:
+        raise ApiError("invalid_request", f"Cannot read {file}: {e.strerror or e}.") from None
+    if len(raw) > MAX_IMPORT_BYTES:
+        raise ApiError("payload_too_large", f"{file.name}: the document is over {MAX_IMPORT_BYTES >> 20} MiB; "
+                       "split the service or trim the document.")
+    return raw
+
+
 @app.command("import")
 def import_(
     ctx: typer.Context,
@@ -136,10 +153,7 @@ def import_(
     json: JsonOpt = False,
 ):
     """Import a service into the catalog (owner or admin); replaces a service of the same name."""
-    try:
-        raw = file.read_bytes()
-    except OSError as e:
-        raise ApiError("invalid_request", f"Cannot read {file}: {e.strerror or e}.") from None
+    raw = read_document(file)
     try:
         content = raw.decode("utf-8-sig")
     except UnicodeDecodeError:

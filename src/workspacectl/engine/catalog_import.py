@@ -29,7 +29,6 @@ SERVICE_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 MAX_NAME = 120
 MAX_SERVICE = 64
 MAX_ENV_VARS = 50
-MAX_DOCUMENT_CHARS = 48 * 1024 * 1024
 DEFAULT_POLL_CADENCE = 300
 
 
@@ -399,6 +398,11 @@ def parse_toml(text: str, where: str, service_override: str | None = None) -> di
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise bad(where, f"not valid TOML ({e}).") from None
+    except RecursionError:
+        raise bad(where, "the document is nested too deeply.") from None
+    from workspacectl.engine.catalog_limits import check_toml_shape
+
+    check_toml_shape(data, where)
     return build_record(data, where, service_override)
 
 
@@ -454,6 +458,10 @@ def parse_document(text, fmt: str | None = None, service: str | None = None,
                    filename: str | None = None) -> dict:
     """A definition file or OpenAPI document (text) -> the normalized record."""
     where = (filename or "the definition").replace("\n", " ")[:200]
+    from workspacectl.engine import catalog_limits as limits
+
+    if isinstance(text, (bytes, bytearray, str)):
+        limits.check_size(text, where)
     if isinstance(text, (bytes, bytearray)):
         try:
             text = bytes(text).decode("utf-8-sig")
@@ -461,15 +469,14 @@ def parse_document(text, fmt: str | None = None, service: str | None = None,
             raise bad(where, "the file is not UTF-8 text.") from None
     if not isinstance(text, str) or not text.strip():
         raise bad(where, "the file is empty.")
-    if len(text) > MAX_DOCUMENT_CHARS:
-        raise ApiError("payload_too_large", f"{where}: the document is over {MAX_DOCUMENT_CHARS // (1024 * 1024)} MiB.")
     if service is not None and (not SERVICE_RE.match(service) or len(service) > MAX_SERVICE):
         raise bad(where, f"--service '{service[:80]}' must be lower kebab case (a-z, 0-9, '-').")
     fmt = fmt or detect_format(text, filename)
+    if fmt not in ("toml", "openapi"):
+        raise bad(where, "'format' must be toml or openapi.")
+    limits.check_nodes(text, fmt, where)
     if fmt == "toml":
         return _text_only(parse_toml(text, where, service), where)
-    if fmt != "openapi":
-        raise bad(where, "'format' must be toml or openapi.")
     from workspacectl.engine.catalog_openapi import openapi_definition
 
     doc = load_structured(text, where)
