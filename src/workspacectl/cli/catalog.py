@@ -150,6 +150,8 @@ def import_(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(metavar="FILE", help="A service definition (.toml) or an OpenAPI 2/3 document (.json, .yaml).")],
     service: Annotated[Optional[str], typer.Option("--service", help="Service name to use instead of the document's.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Owner only: replace even when the import changes where "
+                                        "secrets go while credentials use the service (they must reconnect).")] = False,
     json: JsonOpt = False,
 ):
     """Import a service into the catalog (owner or admin); replaces a service of the same name."""
@@ -164,6 +166,8 @@ def import_(
         body["format"] = fmt
     if service:
         body["service"] = utf8(service, "--service")
+    if force:
+        body["force"] = True
     answer = backend(ctx).request("POST", "/v1/admin/catalog", body=body)
 
     def render(b):
@@ -172,3 +176,33 @@ def import_(
         print(b["service"])
 
     emit(ctx, answer, render, json_flag=json)
+
+
+HISTORY_COLUMNS = [("at", "AT"), ("membershipId", "BY"), ("service", "SERVICE"), ("action", "ACTION"),
+                   ("summary", "CHANGED")]
+
+
+def _change_summary(entry: dict) -> str:
+    names = [c.get("field", "?") for c in entry.get("changes") or []]
+    text = ", ".join(names) or "-"
+    if entry.get("forced"):
+        text += f" (forced: {entry.get('credentialsReset', 0)} credentials reset)"
+    return text
+
+
+@app.command("history")
+def history(
+    ctx: typer.Context,
+    service: Annotated[Optional[str], typer.Option("--service", help="Only this service's changes.")] = None,
+    json: JsonOpt = False,
+):
+    """List catalog changes, newest first: who, when, what changed (owner or admin)."""
+    query = {"service": utf8(service, "--service")} if service else None
+    body = all_pages(ctx, "/v1/admin/catalog/history", "changes", query=query)
+
+    def render(b):
+        rows = [{**e, "membershipId": e.get("membershipId") or "(built-in)", "summary": _change_summary(e)}
+                for e in b["changes"]]
+        table(rows, HISTORY_COLUMNS, "No catalog changes.")
+
+    emit(ctx, body, render, json_flag=json)

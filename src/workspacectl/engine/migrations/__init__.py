@@ -13,6 +13,7 @@ from workspacectl.engine.migrations import m007_workflows
 from workspacectl.engine.migrations import m008_project_files
 from workspacectl.engine.migrations import m009_memory
 from workspacectl.engine.migrations import m010_skills
+from workspacectl.engine.migrations import m012_catalog_history
 
 MIGRATIONS = [
     ("m001_identity", m001_identity.up),
@@ -25,6 +26,7 @@ MIGRATIONS = [
     ("m008_project_files", m008_project_files.up),
     ("m009_memory", m009_memory.up),
     ("m010_skills", m010_skills.up),
+    ("m012_catalog_history", m012_catalog_history.up),  # m011 is taken by a parallel branch
 ]
 
 
