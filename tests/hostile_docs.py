@@ -121,16 +121,16 @@ def huge_enum(count: int = 2_000_000) -> str:
                                         "parameters": [{"name": "q", "in": "query", "schema": schema}]}}}))
 
 
-def yaml_many_scalars(count: int = 299_000) -> str:
-    """Just under the node limit, made of the cheapest YAML values (the most memory per byte)."""
-    return 'openapi: "3.0.3"\ninfo: {title: Pad, version: "1"}\npaths: {}\nx-pad:\n' + "- {a: b}\n" * (count // 5)
+def yaml_many_scalars(count: int = 296_000) -> str:
+    """At least `count` parser events (4 per item), made of cheap YAML values (the most memory per byte)."""
+    return 'openapi: "3.0.3"\ninfo: {title: Pad, version: "1"}\npaths: {}\nx-pad:\n' + "- {a: b}\n" * (count // 4 + 1)
 
 
-def toml_many_values(count: int = 299_000) -> str:
-    """Just under the node limit in TOML: one operation with many tiny inline tables."""
+def toml_many_values(count: int = 298_000) -> str:
+    """At least `count` TOML tokens ('{' and '=' per inline table)."""
     head = 'service = "pad"\nname = "Pad"\ncredentialType = "noAuth"\npad = [\n'
-    return head + "{a=1},\n" * (count // 3) + "]\n"
+    return head + "{a=1},\n" * (count // 2 + 1) + "]\n"
 
 
-def json_many_values(count: int = 299_000) -> str:
-    return '{"openapi": "3.0.3", "info": {"title": "Pad"}, "paths": {}, "x-pad": [' + ",".join(["{}"] * (count // 2)) + "]}"
+def json_many_values(count: int = 298_000) -> str:
+    return '{"openapi": "3.0.3", "info": {"title": "Pad"}, "paths": {}, "x-pad": [' + ",".join(["{}"] * (count // 2 + 1)) + "]}"

@@ -8,6 +8,8 @@ checked before the step it protects, so any import ends in bounded time and memo
     document nodes       MAX_DOCUMENT_NODES     413  before parsing: JSON brackets and commas, YAML
                                                      parser events (aliases count once), TOML
                                                      '=' '[' '{' (an upper bound: ones inside strings count)
+    alias expansion      MAX_EXPANDED_NODES     413  YAML values counted with every alias expanded
+    nesting              MAX_NESTING            400  flow brackets ([ {) deeper than this, before parsing
     operations/service   MAX_OPERATIONS         422  before any operation is built
     params/operation     MAX_PARAMS             422  before that operation is built (body fields count)
     schema steps         MAX_SCHEMA_STEPS       422  per operation: every $ref, allOf part and schema
@@ -23,6 +25,8 @@ from workspacectl.errors import ApiError
 MiB = 1024 * 1024
 MAX_DOCUMENT_BYTES = 16 * MiB
 MAX_DOCUMENT_NODES = 300_000
+MAX_EXPANDED_NODES = 1_000_000
+MAX_NESTING = 500
 MAX_OPERATIONS = 2_000
 MAX_PARAMS = 500
 MAX_SCHEMA_STEPS = 10_000
@@ -53,16 +57,36 @@ def check_size(text, where: str) -> None:
 
 
 def _yaml_events(text: str, where: str) -> int:
-    """Parser events of a YAML text, counted without building it; stops past the limit."""
+    """Parser events of a YAML text, counted without building it; stops past the limit. Aliases
+    are also expanded in the count (an anchor's size, not 1), so a "billion laughs" document,
+    tiny as text, is refused before any walker could meet its expansion."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     count = 0
+    sizes: dict = {}          # anchor -> expanded values in it
+    stack: list = [[None, 0]]  # open collections: [anchor, expanded values so far]
     try:
-        for _ in yaml.parse(text, Loader=loader):
+        for event in yaml.parse(text, Loader=loader):
             count += 1
             if count > MAX_DOCUMENT_NODES:
-                break
+                return count
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                stack.append([event.anchor, 1])
+                continue
+            if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)) and len(stack) > 1:
+                anchor, size = stack.pop()
+            elif isinstance(event, yaml.ScalarEvent):
+                anchor, size = event.anchor, 1
+            elif isinstance(event, yaml.AliasEvent):
+                anchor, size = None, sizes.get(event.anchor, 1)
+            else:
+                continue
+            if anchor is not None:
+                sizes[anchor] = size
+            stack[-1][1] += size
+            if stack[-1][1] > MAX_EXPANDED_NODES:
+                raise too_large(where, f"its YAML aliases expand to more than {MAX_EXPANDED_NODES:,} values")
     except yaml.YAMLError:
         return count  # the real load reports where the syntax is wrong
     return count
@@ -72,12 +96,34 @@ def check_nodes(text: str, fmt: str, where: str) -> None:
     """MAX_DOCUMENT_NODES before the parser builds anything."""
     if fmt == "toml":
         count = text.count("=") + text.count("[") + text.count("{")
-    elif text.lstrip().startswith(("{", "[")):   # JSON, or YAML flow style: the same characters count
-        count = text.count("{") + text.count("[") + text.count(",")
     else:
-        count = _yaml_events(text, where)
+        brackets = text.count("{") + text.count("[")
+        if brackets > MAX_DOCUMENT_NODES:
+            raise too_large(where, f"the document has more than {MAX_DOCUMENT_NODES:,} values")
+        if brackets > MAX_NESTING:
+            check_nesting(text, where)
+        if text.lstrip().startswith(("{", "[")):   # JSON, or YAML flow style: the same characters count
+            count = brackets + text.count(",")
+        else:
+            count = _yaml_events(text, where)
     if count > MAX_DOCUMENT_NODES:
         raise too_large(where, f"the document has more than {MAX_DOCUMENT_NODES:,} values")
+
+
+def check_nesting(text: str, where: str) -> None:
+    """Flow brackets nested deeper than MAX_NESTING: libyaml takes quadratic time over them
+    (20,000 levels: 10 s; 100,000: minutes, and its loader crashes the process), so they are
+    refused before any parser runs. Brackets inside strings count too (an upper bound)."""
+    import re
+
+    depth = 0
+    for m in re.finditer(r"[\[\]{}]", text):
+        if m.group() in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                raise ApiError("invalid_request", f"{where}: the document is nested more than {MAX_NESTING} levels deep.")
+        elif depth:
+            depth -= 1
 
 
 def _count_label(n: int, noun: str) -> str:
