@@ -69,9 +69,10 @@ def parse_import(content, fmt, service, filename) -> dict:
 
 def _force(ctx: Ctx) -> bool:
     body = ctx.body if isinstance(ctx.body, dict) else {}
-    value = body.get("force", ctx.query.get("force", False))
-    if isinstance(value, str):
-        value = value.lower() in ("1", "true", "yes")
+    if "force" in body:
+        value = body["force"]
+    else:  # a raw body: ?force=true
+        value = {"true": True, "false": False, "": False}.get(str(ctx.query.get("force", "")).lower())
     if not isinstance(value, bool):
         raise v.bad("'force' must be true or false.")
     return value
