@@ -43,6 +43,11 @@ REFUSED_NAMES = frozenset({
     "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "FTP_PROXY", "RSYNC_PROXY", "REQUESTS_CA_BUNDLE",
     "CURL_CA_BUNDLE", "CURL_HOME", "WGETRC", "NETRC", "KRB5_CONFIG", "KRB5CCNAME", "KUBECONFIG",
     "DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY",
+    # our own: a nested wsctl would act as someone else, or against another server or workspace.
+    # (Exact names, not the WSCTL_ prefix: a service named wsctl-api may have WSCTL_API_API_KEY.)
+    "WSCTL_API_KEY", "WSCTL_TOKEN", "WSCTL_SERVER", "WSCTL_WORKSPACE", "WSCTL_PROFILE", "WSCTL_HOME",
+    "WSCTL_MASTER_KEY", "WSCTL_MASTER_KEY_PREVIOUS", "WSCTL_NOW_OFFSET_SECONDS", "WSCTL_DEBUG",
+    "WSCTL_MEMORY_INTERVAL", "WSCTL_MEMORY_POLICY",
 })
 
 # Whole families, by prefix.
@@ -56,7 +61,6 @@ REFUSED_PREFIXES = (
     "GIT_",                                # GIT_SSH_COMMAND, GIT_EXEC_PATH, GIT_CONFIG_*
     "SSL_", "OPENSSL_",                    # SSL_CERT_FILE, OPENSSL_CONF (loads engines)
     "XDG_",                                # where every program reads its configuration
-    "WSCTL_",                              # our own: a nested wsctl would talk to another server
 )
 
 
