@@ -136,6 +136,8 @@ def token(
     if fmt not in ("json", "value", "env"):
         raise ApiError("invalid_request", "--format must be json, value or env.")
     detail = env_detail(ctx, cred_id) if fmt == "env" else None
+    if detail is not None:
+        vault_env.check_injectable([detail])
     body = issue(ctx, cred_id, reason)
     if fmt == "json":
         print_json(body)
@@ -150,7 +152,7 @@ def issue_env(ctx, cred_ids: list[str], reason: str) -> tuple[dict[str, str], li
     from workspacectl.cli import vault_env
 
     details = [env_detail(ctx, c) for c in cred_ids]
-    vault_env.check_no_clash(details)
+    vault_env.check_injectable(details)
     parts, secrets = [], []
     for cred_id, detail in zip(cred_ids, details):
         body = issue(ctx, cred_id, reason)
