@@ -139,10 +139,11 @@ def _post_form(cfg: ProviderConfig, url: str | None, form: dict, what: str):
         raise OAuthNotConfigured(e.message) from None  # the catalog's fault: no refresh back-off
     import httpx
 
+    from workspacectl.engine import outbound
+
     try:
-        with httpx.Client(timeout=TIMEOUT_SECONDS, follow_redirects=False) as client:
-            return client.post(target.url, data=form, headers={"Accept": "application/json", **target.headers},
-                               extensions=target.extensions)
+        return outbound.request("POST", url, target, f"{cfg.service} {what}", timeout=TIMEOUT_SECONDS,
+                                headers={"Accept": "application/json"}, data=form)
     except httpx.HTTPError as e:
         raise ApiError("upstream_failed", f"Could not reach {cfg.service}'s {what} endpoint "
                        f"({type(e).__name__}); try again shortly.") from None

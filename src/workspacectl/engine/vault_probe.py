@@ -108,11 +108,11 @@ def run_probe(conn, integration, secrets: dict[str, Secret], fields: dict, crede
     headers, params = _presentation(auth, secrets, fields)
     import httpx
 
+    from workspacectl.engine import outbound
+
     try:
-        with httpx.Client(timeout=TIMEOUT_SECONDS, follow_redirects=False) as client:
-            resp = client.request(method, target.url, headers={"Accept": "application/json", **headers,
-                                                               **target.headers},
-                                  params=params, extensions=target.extensions)
+        resp = outbound.request(method, url, target, f"{integration['service']} probe", timeout=TIMEOUT_SECONDS,
+                                headers={"Accept": "application/json", **headers}, params=params)
     except httpx.HTTPError as e:
         raise ApiError("upstream_failed", f"Could not reach {integration['service']} to probe the credential "
                        f"({type(e).__name__}); try again shortly.") from None

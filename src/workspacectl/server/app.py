@@ -225,6 +225,9 @@ def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
     from workspacectl.engine.workspace import Workspace
 
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    from workspacectl.engine.outbound import quiet_library_loggers
+
+    quiet_library_loggers()   # the HTTP library logs whole URLs (a key may be in the query) at INFO
     ws = Workspace.open(workspace_path)
     _sweep_abandoned_stages(ws)
     engine = Engine(ws)
