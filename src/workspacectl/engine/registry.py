@@ -1,15 +1,18 @@
 """Routes: @route registers an API operation; match() finds the route of a request.
 
-Paths are the ones of scopes.ROUTE_SCOPES, so the scope of every route is declared once.
+Paths are the ones of scopes.ROUTE_SCOPES, so the scope of every route is declared once; the
+module holding each path's handlers is in route_modules.ROUTE_MODULES, imported on first use.
 """
 from __future__ import annotations
 
+import importlib
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Iterable
 
 from workspacectl import clock
+from workspacectl.engine.route_modules import ROUTE_MODULES
 from workspacectl.engine.scopes import ROUTE_SCOPES
 
 
@@ -90,10 +93,32 @@ def route(method: str, path: str):
         raise RuntimeError(f"{method} {path} is not in engine/scopes.py ROUTE_SCOPES; declare its scope there")
 
     def deco(fn):
+        if fn.__module__ != ROUTE_MODULES.get(path):
+            raise RuntimeError(f"{method} {path} is registered by {fn.__module__}, but engine/route_modules.py "
+                               f"names {ROUTE_MODULES.get(path)}; the table and the module must agree")
         HANDLERS[key] = fn
         return fn
 
     return deco
+
+
+def handler_for(route: Route) -> Callable[[Ctx], Any]:
+    """The route's handler, importing the one module that registers it on first use."""
+    key = (route.method, route.path)
+    fn = HANDLERS.get(key)
+    if fn is None:
+        module = ROUTE_MODULES[route.path]
+        importlib.import_module(module)
+        fn = HANDLERS.get(key)
+        if fn is None:
+            raise RuntimeError(f"{module} does not register {route.method} {route.path} (engine/route_modules.py)")
+    return fn
+
+
+def load_all() -> None:
+    """Import every route module: for the server (no first-request import) and the API listing."""
+    for module in sorted(set(ROUTE_MODULES.values())):
+        importlib.import_module(module)
 
 
 def match(method: str, path: str) -> tuple[Route | None, dict, bool]:

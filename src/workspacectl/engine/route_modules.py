@@ -1,0 +1,73 @@
+"""Which module registers the routes of each path (a path template of scopes.ROUTE_SCOPES).
+
+The engine imports a route's module the first time a request needs it (registry.handler_for),
+so a local `wsctl vault list` loads the vault area only, not catalog search, skill formats or
+the memory agent. The server and /v1/openapi.json load them all (registry.load_all).
+
+Names are full dotted strings, so a rename finds them. tests/test_route_modules.py checks that
+every path of the scope table is here and that each module registers exactly its paths; a
+module named here that is missing, or that leaves a route unregistered, is an error at import.
+"""
+from __future__ import annotations
+
+ROUTE_MODULES: dict[str, str] = {
+    "/v1/openapi.json":                             "workspacectl.engine.openapi",
+    "/v1/auth/session":                             "workspacectl.engine.auth",
+    "/v1/auth/whoami":                              "workspacectl.engine.auth",
+    "/v1/auth/web-link":                            "workspacectl.engine.auth",
+    "/v1/members":                                  "workspacectl.engine.members",
+    "/v1/members/{id}/login-codes":                 "workspacectl.engine.members",
+    "/v1/keys":                                     "workspacectl.engine.keys",
+    "/v1/keys/{id}":                                "workspacectl.engine.keys",
+    "/v1/credentials":                              "workspacectl.engine.vault",
+    "/v1/credentials/{id}":                         "workspacectl.engine.vault",
+    "/v1/credentials/{id}/token":                   "workspacectl.engine.vault",
+    "/v1/credentials/{id}/sharing":                 "workspacectl.engine.vault",
+    "/v1/credentials/{id}/access-log":              "workspacectl.engine.vault",
+    "/v1/connections":                              "workspacectl.engine.connections",
+    "/v1/connections/{id}":                         "workspacectl.engine.connections",
+    "/v1/vault/credentials/{id}/editable-fields":   "workspacectl.engine.vault_manage",
+    "/v1/vault/credentials/{id}/data":              "workspacectl.engine.vault_manage",
+    "/v1/vault/credentials/{id}/sync":              "workspacectl.engine.vault_manage",
+    "/v1/vault/credentials/{id}":                   "workspacectl.engine.vault_manage",
+    "/v1/integrations":                             "workspacectl.engine.catalog",
+    "/v1/integrations/{service}":                   "workspacectl.engine.catalog",
+    "/v1/integrations/{service}/operations":        "workspacectl.engine.catalog",
+    "/v1/integrations/{service}/operations/{opId}": "workspacectl.engine.catalog",
+    "/v1/operations":                               "workspacectl.engine.catalog_search_api",
+    "/v1/operations/{opId}":                        "workspacectl.engine.catalog",
+    "/v1/admin/catalog":                            "workspacectl.engine.admin_catalog",
+    "/v1/admin/catalog/{service}":                  "workspacectl.engine.admin_catalog",
+    "/v1/admin/catalog/{service}/oauth-client":     "workspacectl.engine.admin_catalog",
+    "/v1/admin/rotate-key":                         "workspacectl.engine.admin_rotate",
+    "/v1/projects":                                 "workspacectl.engine.projects",
+    "/v1/projects/{id}":                            "workspacectl.engine.projects",
+    "/v1/projects/{id}/memory":                     "workspacectl.engine.projects",
+    "/v1/projects/{id}/connections":                "workspacectl.engine.project_contents",
+    "/v1/projects/{id}/delete":                     "workspacectl.engine.projects",
+    "/v1/projects/pin":                             "workspacectl.engine.project_contents",
+    "/v1/projects/{id}/grants":                     "workspacectl.engine.project_grants",
+    "/v1/projects/{id}/files":                      "workspacectl.engine.project_files",
+    "/v1/projects/{id}/files/bundle":               "workspacectl.engine.project_files",
+    "/v1/workflows":                                "workspacectl.engine.workflows",
+    "/v1/workflows/{id}":                           "workspacectl.engine.workflows",
+    "/v1/workflows/{id}/triggers/{nodeId}/config":  "workspacectl.engine.workflows",
+    "/v1/memory/{ownerType}":                       "workspacectl.engine.memory",
+    "/v1/memory/{ownerType}/files":                 "workspacectl.engine.memory",
+    "/v1/memory/{ownerType}/proposals":             "workspacectl.engine.memory",
+    "/v1/memory/agent/run":                         "workspacectl.engine.memory_agent",
+    "/v1/skills":                                   "workspacectl.engine.skills",
+    "/v1/skills/{id}":                              "workspacectl.engine.skills",
+    "/v1/skills/{id}/enabled":                      "workspacectl.engine.skills",
+    "/v1/skills/platform/{name}":                   "workspacectl.engine.skills",
+    "/v1/skills/{id}/files":                        "workspacectl.engine.skill_bundles",
+    "/v1/skills/{id}/bundle-url":                   "workspacectl.engine.skill_bundles",
+    "/v1/skills/{id}/file-url":                     "workspacectl.engine.skill_bundles",
+    "/v1/skills/{id}/bundle-upload-url":            "workspacectl.engine.skill_bundles",
+    "/v1/skills/{id}/validate":                     "workspacectl.engine.skill_bundles",
+    "/v1/skills/{id}/publish":                      "workspacectl.engine.skill_bundles",
+    "/v1/skills/{id}/versions":                     "workspacectl.engine.skill_versions",
+    "/v1/skills/{id}/versions/{versionId}/revert":  "workspacectl.engine.skill_versions",
+    "/v1/triggers":                                 "workspacectl.engine.triggers",
+    "/v1/triggers/{triggerId}":                     "workspacectl.engine.triggers",
+}
