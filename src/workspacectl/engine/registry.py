@@ -5,6 +5,7 @@ module holding each path's handlers is in route_modules.ROUTE_MODULES, imported 
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 from dataclasses import dataclass, field
@@ -66,21 +67,27 @@ class Route:
     method: str
     path: str
     scope: str
-    regex: re.Pattern
+    segments: int           # a request path matches only templates with as many segments
     literal_segments: int
+
+    @property
+    def regex(self) -> re.Pattern:
+        return _compile(self.path)
 
 
 _PARAM = re.compile(r"\{(\w+)\}")
 
 
+@functools.lru_cache(maxsize=None)
 def _compile(path: str) -> re.Pattern:
+    """Compiled on first use: a command matches a handful of templates, not all of them."""
     parts = [f"(?P<{m.group(1)}>[^/]+)" if (m := _PARAM.fullmatch(seg)) else re.escape(seg)
              for seg in path.split("/")]
     return re.compile("^" + "/".join(parts) + "$")
 
 
 ROUTES: list[Route] = sorted(
-    (Route(m, p, s, _compile(p), sum(1 for seg in p.split("/") if not _PARAM.fullmatch(seg)))
+    (Route(m, p, s, p.count("/"), sum(1 for seg in p.split("/") if not _PARAM.fullmatch(seg)))
      for (m, p), s in ROUTE_SCOPES.items()),
     key=lambda r: -r.literal_segments,
 )
@@ -124,8 +131,9 @@ def load_all() -> None:
 def match(method: str, path: str) -> tuple[Route | None, dict, bool]:
     """(route, path params, path_known). path_known is True when another method has the path."""
     known = False
+    segments = path.count("/")
     for r in ROUTES:
-        m = r.regex.match(path)
+        m = r.regex.match(path) if r.segments == segments else None
         if m:
             if r.method == method:
                 return r, m.groupdict(), True
