@@ -8,6 +8,10 @@ the command (after one warm-up each), so both see the same machine load; the rat
 the median of the per-pair ratios, next to each side's median wall time. Local commands run
 against a fresh workspace (WSCTL_WORKSPACE; the engine in-process).
 
+With defaults, Typer formats help with rich when rich is installed (it is in this venv), so the
+bare app's `--help` imports rich; wsctl sets rich_markup_mode=None. The "plain" column is the
+same bare app with rich_markup_mode=None, the stricter yardstick, run in the same rounds.
+
 Then each command runs once in a probe that lists the modules it left in sys.modules (importtime
 misses modules loaded through importlib.import_module): the count of workspacectl modules, the
 engine route modules among them (engine/route_modules.py), and whether the heavy third-party
@@ -40,7 +44,7 @@ TARGET = {"local vault list --json": 1.3}
 BARE_APP = '''
 import typer
 
-app = typer.Typer()
+app = typer.Typer(**({"rich_markup_mode": None} if "--plain" in __import__("sys").argv else {}))
 
 
 @app.command()
@@ -55,7 +59,7 @@ def bye(name: str = "world"):
     print(f"bye {name}")
 
 
-app()
+app(args=[a for a in __import__("sys").argv[1:] if a != "--plain"])
 '''
 
 PROBE = r'''
@@ -97,25 +101,30 @@ def main() -> int:
         bare.write_text(BARE_APP)
         bare_argv = [sys.executable, str(bare), "--help"]
         print(f"{args.pairs} pairs per command; {os.cpu_count()} CPUs; {sys.version.split()[0]}\n")
-        print(f"{'command':<40} {'ratio':>6} {'wsctl':>7} {'bare':>7}  target   modules: workspacectl / route modules"
-              " / heavy")
+        print(f"{'command':<40} {'ratio':>6} {'plain':>6} {'wsctl':>7} {'bare':>7} {'plain':>7}  target   "
+              "modules: workspacectl / route modules / heavy")
         for label, cmd, local in COMMANDS:
             env = env_local if local else env_bare
             wall(bare_argv, env)
+            wall([*bare_argv, "--plain"], env)
             wall([*WSCTL, *cmd], env)   # warm-up (pyc, page cache, the workspace's first open)
-            ours, theirs, ratios = [], [], []
+            ours, theirs, plains, ratios, plain_ratios = [], [], [], [], []
             for _ in range(args.pairs):
                 b = wall(bare_argv, env)
                 w = wall([*WSCTL, *cmd], env)
+                pl = wall([*bare_argv, "--plain"], env)
                 theirs.append(b)
                 ours.append(w)
+                plains.append(pl)
                 ratios.append(w / b)
+                plain_ratios.append(w / pl)
             mods = loaded(cmd, env)
             heavy = ",".join(m for m in HEAVY if m in mods["tops"]) or "none"
             target = f"<= {TARGET[label]}" if label in TARGET else ""
             routes = ",".join(r.rsplit(".", 1)[-1] for r in mods["routes"]) or "-"
-            print(f"{label:<40} {median(ratios):5.2f}x {median(ours) * 1000:5.0f}ms {median(theirs) * 1000:5.0f}ms"
-                  f"  {target:<7}  {len(mods['workspacectl'])} / {routes} / {heavy}")
+            print(f"{label:<40} {median(ratios):5.2f}x {median(plain_ratios):5.2f}x {median(ours) * 1000:5.0f}ms "
+                  f"{median(theirs) * 1000:5.0f}ms {median(plains) * 1000:5.0f}ms  {target:<7}  "
+                  f"{len(mods['workspacectl'])} / {routes} / {heavy}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
