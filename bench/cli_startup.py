@@ -69,10 +69,15 @@ try:
     main(sys.argv[1:])
 except SystemExit:
     pass
-from workspacectl.engine.route_modules import ROUTE_MODULES
+try:
+    from workspacectl.engine.route_modules import ROUTE_MODULES
+    route_modules = set(ROUTE_MODULES.values())
+except ImportError:   # a version from before lazy routes (to measure a baseline)
+    from workspacectl.engine.dispatch import ROUTE_MODULES as names
+    route_modules = {"workspacectl.engine." + n for n in names}
 mods = set(sys.modules)
 print("\n" + json.dumps({"workspacectl": sorted(m for m in mods if m.startswith("workspacectl")),
-                         "routes": sorted(mods & set(ROUTE_MODULES.values())),
+                         "routes": sorted(mods & route_modules),
                          "tops": sorted({m.split(".")[0] for m in mods})}))
 '''
 
