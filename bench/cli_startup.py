@@ -1,18 +1,27 @@
-"""CLI start-up: wall time of short commands, and which heavy modules they import.
+"""CLI start-up against a bare Typer app, side by side, and which modules each command loads.
 
-    python bench/cli_startup.py [--runs 20]
+    python bench/cli_startup.py [--pairs 15]
 
-Each command runs --runs times as a real `python -m workspacectl` subprocess (after one warm-up
-run) against a fresh local workspace (WSCTL_WORKSPACE; the engine in-process); median, min and
-max wall time. Then each runs once under `python -X importtime` and the table says whether
-httpx, fastapi, uvicorn, starlette, cryptography and rich were imported, and the import time of
-the workspacectl package tree as importtime reports it (least of 3 runs). Nothing is asserted.
+The yardstick is a bare two-command Typer app's `--help` on the same interpreter (what any Typer
+CLI pays before doing anything). For each wsctl command, --pairs runs alternate the bare app and
+the command (after one warm-up each), so both see the same machine load; the ratio printed is
+the median of the per-pair ratios, next to each side's median wall time. Local commands run
+against a fresh workspace (WSCTL_WORKSPACE; the engine in-process).
+
+With defaults, Typer formats help with rich when rich is installed (it is in this venv), so the
+bare app's `--help` imports rich; wsctl sets rich_markup_mode=None. The "plain" column is the
+same bare app with rich_markup_mode=None, the stricter yardstick, run in the same rounds.
+
+Then each command runs once in a probe that lists the modules it left in sys.modules (importtime
+misses modules loaded through importlib.import_module): the count of workspacectl modules, the
+engine route modules among them (engine/route_modules.py), and whether the heavy third-party
+packages were loaded. Nothing is asserted here; tests/test_imports.py holds the import rules.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -22,59 +31,105 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import WSCTL, base_env, local_env, make_workspace, median, run_cli  # noqa: E402
+from bench._harness import WSCTL, base_env, local_env, make_workspace, median  # noqa: E402
 
 COMMANDS = [("wsctl --help", ["--help"], False),
-            ("local vault list", ["vault", "list"], True),
+            ("local vault list --json", ["vault", "list", "--json"], True),
+            ("local members list --json", ["members", "list", "--json"], True),
             ('local catalog search "send a message"', ["catalog", "search", "send a message"], True),
             ("local skill list", ["skill", "list"], True)]
 HEAVY = ("httpx", "fastapi", "uvicorn", "starlette", "cryptography", "rich")
+TARGET = {"local vault list --json": 1.3}
+
+BARE_APP = '''
+import typer
+
+app = typer.Typer(**({"rich_markup_mode": None} if "--plain" in __import__("sys").argv else {}))
 
 
-def imported(args: list[str], env: dict) -> tuple[set[str], float, float]:
-    """(top-level modules imported, workspacectl tree cumulative s, all imports s) via -X importtime."""
-    p = subprocess.run([sys.executable, "-X", "importtime", *WSCTL[1:], *args], env=env, capture_output=True,
-                       text=True, timeout=60)
-    tops, pkg_us, total_us = set(), 0, 0
-    for line in p.stderr.splitlines():
-        m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line)
-        if not m:
-            continue
-        self_us, cumulative, indent, name = int(m.group(1)), int(m.group(2)), len(m.group(3)), m.group(4)
-        tops.add(name.split(".")[0])
-        total_us += self_us
-        if name.startswith("workspacectl") and indent <= 1:   # a top-level import of the package tree
-            pkg_us += cumulative
-    return tops, pkg_us / 1e6, total_us / 1e6
+@app.command()
+def hello(name: str = "world"):
+    """Say hello."""
+    print(f"hello {name}")
+
+
+@app.command()
+def bye(name: str = "world"):
+    """Say goodbye."""
+    print(f"bye {name}")
+
+
+app(args=[a for a in __import__("sys").argv[1:] if a != "--plain"])
+'''
+
+PROBE = r'''
+import json, sys
+from workspacectl.cli.main import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+try:
+    from workspacectl.engine.route_modules import ROUTE_MODULES
+    route_modules = set(ROUTE_MODULES.values())
+except ImportError:   # a version from before lazy routes (to measure a baseline)
+    from workspacectl.engine.dispatch import ROUTE_MODULES as names
+    route_modules = {"workspacectl.engine." + n for n in names}
+mods = set(sys.modules)
+print("\n" + json.dumps({"workspacectl": sorted(m for m in mods if m.startswith("workspacectl")),
+                         "routes": sorted(mods & route_modules),
+                         "tops": sorted({m.split(".")[0] for m in mods})}))
+'''
+
+
+def wall(argv: list[str], env: dict) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def loaded(args: list[str], env: dict) -> dict:
+    p = subprocess.run([sys.executable, "-c", PROBE, *args], env=env, capture_output=True, text=True, timeout=120)
+    return json.loads(p.stdout.rstrip().rsplit("\n", 1)[-1])
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--pairs", type=int, default=15)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="wsctl-bench-startup-"))
     try:
         ws_path, _, _ = make_workspace(tmp)
         env_local = local_env(tmp, ws_path)
         env_bare = base_env(tmp / "bare-home")
-        walls0 = []
-        for _ in range(args.runs):
-            t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-c", "pass"], check=True)
-            walls0.append(time.perf_counter() - t0)
-        print(f"{args.runs} runs per command; {os.cpu_count()} CPUs; bare `python -c pass` median "
-              f"{median(walls0) * 1000:.0f} ms\n")
-        print(f"{'command':<40} {'median':>8} {'min':>7} {'max':>7}   imports (-X importtime)")
+        bare = tmp / "bare_app.py"
+        bare.write_text(BARE_APP)
+        bare_argv = [sys.executable, str(bare), "--help"]
+        print(f"{args.pairs} pairs per command; {os.cpu_count()} CPUs; {sys.version.split()[0]}\n")
+        print(f"{'command':<40} {'ratio':>6} {'plain':>6} {'wsctl':>7} {'bare':>7} {'plain':>7}  target   "
+              "modules: workspacectl / route modules / heavy")
         for label, cmd, local in COMMANDS:
             env = env_local if local else env_bare
-            run_cli(cmd, env)   # warm-up (pyc, page cache, the workspace's first open)
-            walls = [run_cli(cmd, env).wall for _ in range(args.runs)]
-            samples = [imported(cmd, env) for _ in range(3)]   # -X importtime is noisy: the least of 3
-            tops = samples[0][0]
-            pkg_s, total_s = min(x[1] for x in samples), min(x[2] for x in samples)
-            flags = " ".join(f"{m}={'YES' if m in tops else 'no'}" for m in HEAVY)
-            print(f"{label:<40} {median(walls) * 1000:6.0f}ms {min(walls) * 1000:5.0f}ms {max(walls) * 1000:5.0f}ms"
-                  f"   {flags}; imports {total_s * 1000:.0f} ms, workspacectl tree {pkg_s * 1000:.0f} ms")
+            wall(bare_argv, env)
+            wall([*bare_argv, "--plain"], env)
+            wall([*WSCTL, *cmd], env)   # warm-up (pyc, page cache, the workspace's first open)
+            ours, theirs, plains, ratios, plain_ratios = [], [], [], [], []
+            for _ in range(args.pairs):
+                b = wall(bare_argv, env)
+                w = wall([*WSCTL, *cmd], env)
+                pl = wall([*bare_argv, "--plain"], env)
+                theirs.append(b)
+                ours.append(w)
+                plains.append(pl)
+                ratios.append(w / b)
+                plain_ratios.append(w / pl)
+            mods = loaded(cmd, env)
+            heavy = ",".join(m for m in HEAVY if m in mods["tops"]) or "none"
+            target = f"<= {TARGET[label]}" if label in TARGET else ""
+            routes = ",".join(r.rsplit(".", 1)[-1] for r in mods["routes"]) or "-"
+            print(f"{label:<40} {median(ratios):5.2f}x {median(plain_ratios):5.2f}x {median(ours) * 1000:5.0f}ms "
+                  f"{median(theirs) * 1000:5.0f}ms {median(plains) * 1000:5.0f}ms  {target:<7}  "
+                  f"{len(mods['workspacectl'])} / {routes} / {heavy}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

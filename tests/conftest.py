@@ -73,7 +73,7 @@ class Server:
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(10)
+                self.proc.wait(60)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
@@ -82,26 +82,55 @@ class Server:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
 
-def start_server(workspace: Path, env: dict | None = None, offset: int = 0, log: Path | None = None) -> Server:
+# How long a test waits for something that happens on its own (a server starting, a timer
+# firing, a log line appearing) before calling it hung. Generous on purpose: it bounds a hang,
+# it does not time a healthy run, so a machine busy with other work only makes the wait longer.
+WAIT_LIMIT = 180.0
+
+
+def wait_until(condition, what: str, proc: subprocess.Popen | None = None, log: Path | None = None,
+               limit: float = WAIT_LIMIT, every: float = 0.05):
+    """Poll condition() until it answers something true, and return that. Fail after `limit`
+    seconds, or as soon as `proc` exits, saying `what` did not happen, with the tail of `log`."""
+    deadline = time.monotonic() + limit
+    while True:
+        result = condition()
+        if result:
+            return result
+        tail = log.read_text(errors="replace")[-3000:] if log is not None and log.exists() else ""
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"{what}: wsctl serve exited {proc.returncode}\n{tail}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} within {limit:.0f} s\n{tail}")
+        time.sleep(every)
+
+
+def answers_health(url: str) -> bool:
+    try:
+        return httpx.get(url + "/healthz", timeout=10, trust_env=False).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def start_server(workspace: Path, env: dict | None = None, offset: int = 0, log: Path | None = None,
+                 args: tuple = ()) -> Server:
+    """`wsctl serve` on a free port of 127.0.0.1 (extra `args` appended), once it answers /healthz."""
     port = free_port()
     env = dict(env or base_env(workspace.parent / "server-home"))
     if offset:
         env["WSCTL_NOW_OFFSET_SECONDS"] = str(offset)
     log = log or workspace.parent / f"server-{port}.log"
     proc = subprocess.Popen([*WSCTL, "serve", "--workspace", str(workspace), "--host", "127.0.0.1",
-                             "--port", str(port)], env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+                             "--port", str(port), *map(str, args)], env=env, stdout=log.open("wb"),
+                            stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"wsctl serve exited {proc.returncode}: {log.read_text()[-3000:]}")
-        try:
-            if httpx.get(url + "/healthz", timeout=1, trust_env=False).status_code == 200:
-                return Server(url, proc, log)
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    proc.kill()
-    raise AssertionError("wsctl serve did not answer /healthz within 30 s")
+    try:
+        wait_until(lambda: answers_health(url), "wsctl serve did not answer /healthz", proc, log)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    return Server(url, proc, log)
 
 
 @contextlib.contextmanager

@@ -4,9 +4,11 @@
         p.url                       # http://127.0.0.1:PORT
         p.service_toml("loopcrm")   # a CONTRACT §5 service definition pointing at it
         p.refreshes, p.exchanges    # counters
+        p.refresh_times             # time.time() of each refresh grant, in order
         p.revoked                   # tokens revoked at /revoke
         p.mode = "invalid_grant"    # or "ok", "error5xx", "slow"
         p.refresh_delay = 0.3       # seconds the refresh grant sleeps (widens races)
+        p.refresh_gate = threading.Event()  # the refresh grant waits until the test sets it
         p.rotate_refresh = True     # a refresh answers a new refresh token (False: omits it)
         p.expires_in_answer = 1e20  # the expires_in its answers carry, any JSON value (None: null);
                                     # unset: the real lifetime, expires_in
@@ -46,10 +48,12 @@ class OAuthProvider:
         self.scope = scope
         self.mode = "ok"
         self.refresh_delay = 0.0
+        self.refresh_gate: threading.Event | None = None
         self.rotate_refresh = True
         self.require_pkce = True
         self.expires_in_answer = UNSET
         self.refreshes = 0
+        self.refresh_times: list[float] = []
         self.exchanges = 0
         self.revoked: list[str] = []
         self.api_keys: set[str] = set()  # keys /probe also accepts (for apiKey services)
@@ -243,8 +247,11 @@ class OAuthProvider:
             def _refresh_grant(self, form):
                 with outer.lock:
                     outer.refreshes += 1
+                    outer.refresh_times.append(time.time())
                 if outer.refresh_delay:
                     time.sleep(outer.refresh_delay)
+                if outer.refresh_gate is not None:
+                    outer.refresh_gate.wait(120)
                 if outer.mode == "error5xx":
                     return self._send(503, {"error": "temporarily_unavailable"})
                 rt = form.get("refresh_token", "")

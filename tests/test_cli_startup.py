@@ -6,12 +6,11 @@ from __future__ import annotations
 import re
 import socket
 import subprocess
-import time
 
 import httpx
 
 from tests.cli_helpers import one_error_line
-from tests.conftest import WSCTL, base_env, run_wsctl
+from tests.conftest import WSCTL, answers_health, base_env, run_wsctl, wait_until
 
 
 def test_a_bare_wsctl_or_group_shows_its_help_on_stderr_and_exits_2(tmp_path):
@@ -43,14 +42,8 @@ def test_serve_that_cannot_listen_says_so_in_one_line(workspace, home):
         first = proc.stderr.readline()
         m = re.search(r"on (http://127\.0\.0\.1:(\d+))$", first.strip())
         assert m and m.group(2) != "0", first
-        deadline = time.time() + 20
-        while True:
-            try:
-                assert httpx.get(m.group(1) + "/healthz", timeout=2, trust_env=False).json() == {"ok": True}
-                break
-            except httpx.TransportError:
-                assert time.time() < deadline, "the server did not answer"
-                time.sleep(0.1)
+        wait_until(lambda: answers_health(m.group(1)), "the server did not answer /healthz", proc)
+        assert httpx.get(m.group(1) + "/healthz", timeout=60, trust_env=False).json() == {"ok": True}
     finally:
         proc.terminate()
         proc.wait(10)

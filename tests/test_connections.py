@@ -99,18 +99,18 @@ def test_local_backend_without_a_server_says_how_to_connect(workspace, home):
 
 # --- expiry -----------------------------------------------------------------------------------
 
-def test_expiry_at_59_59_versus_60_01(backend, door, keysvc, monkeypatch):
+def test_a_connection_is_pending_at_55_minutes_and_expired_at_60_01(backend, door, keysvc, monkeypatch):
+    """Five minutes of slack before the hour: a loaded machine may take a while between steps;
+    after the hour, later only means more expired."""
     if backend.kind == "remote":
         # Two more servers on the same workspace, their clocks shifted; started before creating.
-        with serve(backend.workspace, offset=HOUR - 1) as early, serve(backend.workspace, offset=HOUR + 1) as late:
+        with serve(backend.workspace, offset=HOUR - 5 * 60) as early, serve(backend.workspace, offset=HOUR + 1) as late:
             c = door.connect("keysvc")
             auth = {"Authorization": f"Bearer {backend.owner_token}"}
             assert httpx.get(f"{early}/v1/connections/{c['id']}", headers=auth, trust_env=False).json()["status"] == "pending"
             assert httpx.get(f"{late}/v1/connections/{c['id']}", headers=auth, trust_env=False).json()["status"] == "expired"
             assert door.status(c["id"])["status"] == "pending"
-            # The link: a form before the hour (on the server whose clock is right: the 59:59 server
-            # is checked first, above, as any later request there may already be past the hour on a
-            # loaded machine), "expired" after it.
+            # The link: a form before the hour (on the server whose clock is right), "expired" after it.
             for url, status in ((backend.base_url, 200), (late, 410)):
                 link = httpx.post(f"{url}/v1/auth/web-link", json={"next": path_of(c["connectUrl"])},
                                   headers=auth, trust_env=False).json()["url"]
@@ -121,7 +121,7 @@ def test_expiry_at_59_59_versus_60_01(backend, door, keysvc, monkeypatch):
                     assert "expired" in page.text
         return
     c = door.connect("keysvc")
-    monkeypatch.setenv("WSCTL_NOW_OFFSET_SECONDS", str(HOUR - 1))
+    monkeypatch.setenv("WSCTL_NOW_OFFSET_SECONDS", str(HOUR - 5 * 60))
     assert door.status(c["id"])["status"] == "pending"
     b, page = door.browser(path_of(c["connectUrl"]))
     assert page.status_code == 200

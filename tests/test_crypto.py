@@ -201,20 +201,28 @@ def test_rotate_with_env_key_needs_the_previous_one(kind, workspace, home, monke
 
 
 class _MemoryKeyring:
-    """A working OS keyring stand-in (keyring's backend API), kept in memory."""
+    """A working OS keyring stand-in (keyring's backend API), kept in memory. With hung=True its
+    reads block until `release` is set, like a locked vault; `reads` counts the reads that
+    started and `finished` those that returned."""
 
-    def __init__(self, delay: float = 0.0):
+    def __init__(self, hung: bool = False):
+        import threading
+
         from keyring.backend import KeyringBackend
 
-        store, wait = {}, delay
+        store = {}
+        self.release = threading.Event()
+        self.reads = self.finished = 0
+        outer = self
 
         class Backend(KeyringBackend):
             priority = 1
 
             def get_password(self, service, username):
-                import time
-
-                time.sleep(wait)
+                outer.reads += 1
+                if hung:
+                    outer.release.wait(120)
+                outer.finished += 1
                 return store.get((service, username))
 
             def set_password(self, service, username, password):
@@ -268,22 +276,23 @@ def test_keyring_is_used_before_the_file_and_rotation_keeps_it_there(ws, memory_
 
 
 def test_a_hung_keyring_falls_back_to_the_file_within_the_timeout(ws, monkeypatch):
-    import time
-
+    """seal() gives up on a keyring read that never returns: it is done, with the key in the
+    file, while that read is still blocked (an order, not a stopwatch)."""
     import keyring
 
     from workspacectl.engine import crypto, crypto_keys
 
     previous = keyring.get_keyring()
-    keyring.set_keyring(_MemoryKeyring(delay=5).backend)
+    ring = _MemoryKeyring(hung=True)
+    keyring.set_keyring(ring.backend)
     monkeypatch.setattr(crypto_keys, "KEYRING_TIMEOUT_SECONDS", 0.2)
     try:
-        t0 = time.monotonic()
         blob = crypto.seal(ws, "a", b"v")
-        assert time.monotonic() - t0 < 2.5
+        assert ring.finished == 0, "seal() waited for the hung keyring read"
         assert (Path(ws.path) / "master.key").exists()
         assert crypto.unseal(ws, "a", blob) == b"v"
     finally:
+        ring.release.set()
         keyring.set_keyring(previous)
 
 

@@ -9,10 +9,9 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.conftest import WSCTL, base_env, free_port, make_backend
+from tests.conftest import WSCTL, answers_health, base_env, make_backend, start_server, wait_until
 from tests.skill_helpers import create, file_path, publish_bundle, put_url, skill_md, stage, targz
 from workspacectl import clock
 from workspacectl.engine import blobs, housekeeping
@@ -133,25 +132,20 @@ def test_the_server_timer_sweeps(workspace, home, tmp_path):
     ws = Workspace.open(workspace)
     sha = _row(ws, uid)["blob_sha256"]
     stale = _stage_folder(ws, OLD)
-    port = free_port()
     log = tmp_path / "serve.log"
     # the server's clock is three hours on: the upload is long expired, the files' ages are real
     with blobs.staging(ws) as young:     # held by a live process (this one): stays
-        proc = subprocess.Popen([*WSCTL, "serve", "--workspace", workspace, "--port", str(port), "--memory-interval", "0.2"],
-                                env={**base_env(tmp_path / "srv-home"), "WSCTL_NOW_OFFSET_SECONDS": str(OLD)},
-                                stdout=log.open("wb"), stderr=subprocess.STDOUT)
+        server = start_server(workspace, base_env(tmp_path / "srv-home"), offset=OLD, log=log,
+                              args=("--memory-interval", "0.2"))
         try:
-            deadline = time.time() + 120
-            while time.time() < deadline and (_row(ws, uid) is not None or stale.exists()):
-                assert proc.poll() is None, log.read_text()
-                time.sleep(0.1)
+            wait_until(lambda: _row(ws, uid) is None and not stale.exists(), "the server's timer did not sweep",
+                       server.proc, log)
             assert _row(ws, uid) is None and not stale.exists(), log.read_text()
             assert not blobs.blob_path(ws, sha).exists() and young.exists()
             assert ws.setting(housekeeping.SETTING) is not None
-            assert httpx.get(f"http://127.0.0.1:{port}/healthz", trust_env=False, timeout=5).status_code == 200
+            assert answers_health(server.url)
         finally:
-            proc.terminate()
-            proc.wait(10)
+            server.stop()
 
 
 _KILLED_MID_UPLOAD = """

@@ -52,3 +52,62 @@ def test_help_and_local_commands_do_not_import_the_http_stack(workspace, home):
 
 def test_python_m_workspacectl_version(tmp_path):
     assert run_wsctl(["--version"], base_env(tmp_path / "home")).out == f"wsctl {__version__}\n"
+
+
+# The engine's areas, by full module name (a rename finds them). Modules every area shares
+# (registry, dispatch, db, workspace, validate, pagination, housekeeping, store/..., and the one
+# tar reader/writer bundle_tar that files, skills and memory all use) are in none.
+AREAS = {
+    "identity": ("auth", "members", "keys"),
+    "vault": ("vault", "vault_manage", "vault_probe", "connections", "credentials", "crypto", "crypto_keys", "oauth",
+              "token_refresh", "admin_rotate"),
+    "catalog": ("catalog", "catalog_import", "catalog_markdown", "catalog_openapi", "catalog_search",
+                "catalog_search_api", "catalog_search_text", "triggers", "admin_catalog"),
+    "projects": ("projects", "project_contents", "project_files", "project_grants", "workflows"),
+    "memory": ("memory", "memory_agent", "memory_folding"),
+    "skills": ("skills", "skill_bundles", "skill_versions", "skill_format", "skill_transfers", "skill_blobs"),
+    "openapi": ("openapi", "openapi_schemas", "openapi_schemas_projects", "openapi_schemas_skills",
+                "openapi_schema_blocks", "openapi_schema_walk"),
+}
+AREA_OF = {f"workspacectl.engine.{m}": area for area, mods in AREAS.items() for m in mods}
+
+# One command in a fresh interpreter, as `wsctl` runs it; then the workspacectl modules it loaded.
+ONE_COMMAND = r"""
+import contextlib, io, json, sys
+from workspacectl.cli.main import main
+
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main(json.loads(sys.argv[1]))
+    except SystemExit as e:
+        code = e.code
+print(json.dumps({"code": code, "modules": sorted(m for m in sys.modules if m.startswith("workspacectl."))}))
+"""
+
+
+def test_a_local_command_loads_its_own_area_only(workspace, home):
+    from workspacectl.engine.route_modules import ROUTE_MODULES
+
+    env = {**base_env(home), "WSCTL_WORKSPACE": str(workspace)}
+    run_wsctl(["members", "list"], env)   # the hourly housekeeping runs here, not in the probes below
+    commands = {("vault", "list", "--json"): ("vault", {"workspacectl.engine.vault"}),
+                ("members", "list", "--json"): ("identity", {"workspacectl.engine.members",
+                                                                "workspacectl.engine.auth"}),  # login codes
+                ("skill", "list", "--json"): ("skills", {"workspacectl.engine.skills"}),
+                ("specialist", "list", "--json"): ("projects", {"workspacectl.engine.projects"}),
+                ("catalog", "integrations", "--json"): ("catalog", {"workspacectl.engine.catalog"})}
+    for argv, (area, route_modules) in commands.items():
+        p = subprocess.run([sys.executable, "-c", ONE_COMMAND, json.dumps(argv)], env=env, capture_output=True,
+                           text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        report = json.loads(p.stdout)
+        assert report["code"] == 0, (argv, p.stderr)
+        loaded = set(report["modules"])
+        assert loaded & set(ROUTE_MODULES.values()) == route_modules, argv
+        foreign = sorted(m for m in loaded if AREA_OF.get(m, area) != area)
+        assert foreign == [], (argv, foreign)
+        cli_groups = {m for m in loaded if m.startswith("workspacectl.cli.")} - {
+            "workspacectl.cli.app", "workspacectl.cli.main", "workspacectl.cli.context", "workspacectl.cli.config",
+            "workspacectl.cli.paths", "workspacectl.cli.output", "workspacectl.cli.init", "workspacectl.cli.serve",
+            "workspacectl.cli.api", "workspacectl.cli.secrets_store"}
+        assert {m.rsplit(".", 1)[-1].split("_")[0] for m in cli_groups} == {argv[0]}, (argv, sorted(cli_groups))

@@ -6,13 +6,13 @@ import io
 import json
 import subprocess
 import tarfile
-import time
+from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.api_helpers import ISO_Z, assert_error
-from tests.conftest import WSCTL, base_env
+from tests.conftest import WSCTL, base_env, start_server, wait_until
 
 ORG = "/v1/memory/organization"
 ME = "/v1/memory/membership"
@@ -322,22 +322,8 @@ def test_two_agent_runs_at_once_fold_each_note_exactly_once(backend):
 
 
 def _start(workspace, home, *extra, env=None):
-    from tests.conftest import free_port
-
-    port = free_port()
-    log = workspace.parent / f"serve-{port}.log"
-    proc = subprocess.Popen([*WSCTL, "serve", "--workspace", workspace, "--port", str(port), *extra],
-                            env={**base_env(home), **(env or {})}, stdout=log.open("wb"), stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            if httpx.get(url + "/healthz", timeout=1, trust_env=False).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            assert proc.poll() is None, log.read_text()
-            time.sleep(0.05)
-    proc.kill()
-    raise AssertionError("wsctl serve did not start")
+    server = start_server(Path(workspace), {**base_env(home), **(env or {})}, args=extra)
+    return server.proc, server.url
 
 
 def test_the_timer_folds_on_real_servers(workspace, tmp_path):
@@ -356,19 +342,16 @@ def test_the_timer_folds_on_real_servers(workspace, tmp_path):
             r = httpx.post(url + ORG + "/proposals", json={"text": t}, headers=auth, trust_env=False)
             assert r.status_code == 202, r.text
             ids.append(r.json()["id"])
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            body = httpx.get(procs[0][1] + ORG, headers=auth, trust_env=False).json()
-            if not body["pendingNotes"] and all(t in body["guide"] for t in texts):
-                break
-            time.sleep(0.1)
-        else:
-            raise AssertionError(f"the timer did not fold the notes: {body}")
+        def folded():
+            body = httpx.get(procs[0][1] + ORG, headers=auth, trust_env=False, timeout=60).json()
+            return body if not body["pendingNotes"] and all(t in body["guide"] for t in texts) else None
+
+        body = wait_until(folded, "the timer did not fold the notes")
         assert all(body["guide"].count(t) == 1 for t in texts) and body["version"] >= 2
     finally:
         for proc, _ in procs:
             proc.terminate()
-            proc.wait(10)
+            proc.wait(60)
     for bad in (["--memory-interval", "-1"], ["--memory-interval", "nan"]):
         r = subprocess.run([*WSCTL, "serve", "--workspace", workspace, "--port", "0", *bad], env=base_env(tmp_path / "h3"),
                            capture_output=True, text=True, timeout=60)

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.api_helpers import assert_error, assert_error_body, fill
-from tests.conftest import ApiResult, make_backend
+from tests.conftest import ApiResult, make_backend, wait_until
 from workspacectl.engine.scopes import ROUTE_SCOPES
 from workspacectl.server.app import MAX_JSON_BODY
 
@@ -117,7 +117,7 @@ def test_path_parameters_are_decoded_once(backend):
 
 # --- HTTP only ----------------------------------------------------------------------------------
 
-def _raw(url: str, request: bytes, timeout: float = 10) -> tuple[int, dict, bytes]:
+def _raw(url: str, request: bytes, timeout: float = 60) -> tuple[int, dict, bytes]:
     """Send bytes as they are; answer (status, headers, body)."""
     host, port = urlsplit(url).hostname, urlsplit(url).port
     with socket.create_connection((host, port), timeout=timeout) as s:
@@ -226,12 +226,12 @@ def test_requests_too_malformed_for_the_app_still_get_the_error_body(remote):
                     b"Content-Type: application/json\r\n\r\nzz\r\n{}\r\n0\r\n\r\n"):
         _json_error(*_raw(url, request), 400, "invalid_request")
     # A body that stops short of its Content-Length: the client hangs up; the server logs a 400.
-    with socket.create_connection((urlsplit(url).hostname, urlsplit(url).port), timeout=10) as s:
+    with socket.create_connection((urlsplit(url).hostname, urlsplit(url).port), timeout=60) as s:
         s.sendall(b"POST /v1/keys HTTP/1.1\r\nHost: x\r\n" + auth + b"Content-Length: 100\r\n\r\n{")
     assert remote._http.get("/v1/auth/whoami", headers={"Authorization": f"Bearer {remote.owner_token}"}).status_code == 200
-    deadline = time.time() + 10  # the chunked POST and the cut-off one, once the server has noticed
-    while remote.server.log_text().count("POST /v1/keys 400") < 2 and time.time() < deadline:
-        time.sleep(0.1)
+    # the chunked POST and the cut-off one, once the server has noticed
+    wait_until(lambda: remote.server.log_text().count("POST /v1/keys 400") >= 2, "two POST /v1/keys 400 log lines",
+               log=remote.server.log)
     log = remote.server.log_text()
     assert log.count("POST /v1/keys 400") == 2 and "Traceback" not in log and " 500 " not in log, log[-2000:]
 
@@ -287,7 +287,7 @@ def test_an_upload_from_a_stranger_is_refused_before_its_body_is_read(remote):
     cases = [("ws_session_" + "x" * 40, 401, "unauthenticated"),
              (remote.key("platform", ["vault:read"]), 403, "insufficient_scope")]
     for secret, status, code in cases:
-        with socket.create_connection((u.hostname, u.port), timeout=10) as s:
+        with socket.create_connection((u.hostname, u.port), timeout=60) as s:
             s.sendall((f"POST /v1/projects/{pid}/files/bundle HTTP/1.1\r\nHost: {u.netloc}\r\n"
                        f"Authorization: Bearer {secret}\r\nContent-Type: application/gzip\r\n"
                        f"Content-Length: {1 << 30}\r\n\r\n").encode())

@@ -9,11 +9,10 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
-from tests.conftest import WSCTL
+from tests.conftest import WSCTL, wait_until
 from tests.vault_helpers import install_service, make_credential, member_with_session
 from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
 
@@ -130,7 +129,7 @@ def test_token_reason_rules_and_bad_format(backend, cred):
 
 def _bash(backend, script: str) -> subprocess.CompletedProcess:
     env = {**backend.env, "WSCTL": shlex.join(WSCTL)}
-    return subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=180)
 
 
 def test_env_export_round_trips_hostile_values_through_eval(backend, cred):
@@ -251,7 +250,7 @@ def on_signal(signum, frame):
     sys.exit(7)
 signal.signal(getattr(signal, sys.argv[3]), on_signal)
 open(sys.argv[2], "w").write("ready")
-time.sleep(60)
+time.sleep(3600)   # until the forwarded signal ends it
 sys.exit(1)
 """
 
@@ -265,12 +264,10 @@ def test_run_forwards_signals_to_the_child(backend, cred, tmp_path, masking, sig
     p = subprocess.Popen(args, env=backend.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, start_new_session=True)
     try:
-        deadline = time.time() + 30
-        while not ready.exists() and time.time() < deadline and p.poll() is None:
-            time.sleep(0.05)
-        assert ready.exists(), p.communicate(timeout=5)
+        wait_until(lambda: ready.exists() or p.poll() is not None, "the child did not start")
+        assert ready.exists(), p.communicate(timeout=60)
         p.send_signal(getattr(signal, sig))  # to wsctl only, never to the child directly
-        p.wait(timeout=20)
+        p.wait(timeout=120)
     finally:
         if p.poll() is None:
             p.kill()

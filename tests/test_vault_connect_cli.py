@@ -24,7 +24,7 @@ import urllib.parse
 import httpx
 import pytest
 
-from tests.conftest import WSCTL, make_backend
+from tests.conftest import WAIT_LIMIT, WSCTL, make_backend, wait_until
 from tests.connect_helpers import parse_form
 from tests.vault_helpers import APIKEY_TOML, install_service, token
 from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
@@ -40,6 +40,7 @@ def services(backend, provider):
 
 
 LINK = re.compile(r"http://127\.0\.0\.1:\d+/\S+")
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
 class Running:
@@ -60,6 +61,7 @@ class Running:
                                      stdout=subprocess.PIPE, stderr=stderr, text=True)
         self.err_lines: queue.Queue = queue.Queue()
         self.err: list[str] = []
+        self.raw = b""   # everything the terminal got so far, \r-redrawn spinner frames included
         if tty_stderr:
             os.close(slave)
             threading.Thread(target=self._pump_tty, args=(master,), daemon=True).start()
@@ -80,6 +82,7 @@ class Running:
                 break
             if not chunk:
                 break
+            self.raw += chunk
             buf += chunk.decode(errors="replace")
             *lines, buf = buf.split("\n")
             for line in lines:
@@ -89,7 +92,7 @@ class Running:
             self.err_lines.put(buf)
         self.err_lines.put(None)
 
-    def link(self, timeout: float = 30) -> str:
+    def link(self, timeout: float = WAIT_LIMIT) -> str:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -105,11 +108,11 @@ class Running:
         self.proc.kill()
         raise AssertionError(f"no link printed; stderr so far: {''.join(self.err)}")
 
-    def finish(self, timeout: float = 60) -> tuple[int, str, str]:
+    def finish(self, timeout: float = WAIT_LIMIT) -> tuple[int, str, str]:
         out = self.proc.stdout.read() if self.proc.stdout else ""
         code = self.proc.wait(timeout)
         while True:
-            line = self.err_lines.get(timeout=5)
+            line = self.err_lines.get(timeout=60)
             if line is None:
                 break
             self.err.append(line)
@@ -131,7 +134,7 @@ def in_thread(fn):
 
 
 def join(t, box):
-    t.join(60)
+    t.join(WAIT_LIMIT)
     if "error" in box:
         raise box["error"]
     return box.get("value")
@@ -155,13 +158,14 @@ def test_connect_an_api_key_service_through_the_printed_link(services):
     assert link.startswith("http://127.0.0.1:") and "/signin/" in link
     if backend.kind == "remote":
         assert link.startswith(backend.base_url)
-    time.sleep(0.3)  # let the spinner draw a few frames while nobody has opened the link yet
+    # the spinner is drawing while nobody has opened the link yet
+    wait_until(lambda: any(frame.encode() in run.raw for frame in SPINNER), "the spinner did not draw", run.proc)
     t, box = in_thread(lambda: fill_api_key_form(link, "sk-CANARY-cli-1"))
     assert join(t, box) == 200
     code, out, err = run.finish()
     assert code == 0, err
     assert "Waiting for the connection to be completed in the browser" in err
-    assert any(frame in err for frame in "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"), "the spinner's frames are drawn on stderr"
+    assert any(frame in err for frame in SPINNER), "the spinner's frames are drawn on stderr"
     final = json.loads(out)  # nothing but the JSON body on stdout
     assert final["status"] == "connected" and final["service"] == "keysvc"
     assert token(backend, final["credentialId"]).body["apiKey"] == "sk-CANARY-cli-1"
@@ -280,7 +284,7 @@ def on_terminal(env: dict, args: list[str], dialogue: list[tuple[bytes, bytes | 
         os.execvpe(WSCTL[0], [*WSCTL, *args], env)
     seen = b""
 
-    def read(marker: bytes | None, timeout: float = 30) -> None:
+    def read(marker: bytes | None, timeout: float = WAIT_LIMIT) -> None:
         nonlocal seen
         deadline = time.monotonic() + timeout
         while (marker is None or marker not in seen) and time.monotonic() < deadline:

@@ -116,8 +116,9 @@ def test_token_within_60_s_of_expiry_is_refreshed_first(backend, provider, loopc
     assert backend.api("GET", f"/v1/credentials/{cred['id']}").body["scopes"] == ["contacts.read", "contacts.write"]
 
 
-def test_token_61_s_before_expiry_is_issued_as_is(backend, provider, loopcrm):
-    cred, grant = oauth_credential(backend, provider, expires_in=75)
+def test_token_minutes_before_expiry_is_issued_as_is(backend, provider, loopcrm):
+    # 5 minutes, not 61 s: the margin is 60 s, and a busy machine must not cross it mid-test
+    cred, grant = oauth_credential(backend, provider, expires_in=5 * 60)
     r = token(backend, cred["id"])
     assert r.status == 200 and r.body["accessToken"] == grant["access_token"]
     assert provider.refreshes == 0
@@ -233,23 +234,30 @@ def test_no_audit_row_no_token(backend, provider, loopcrm, keysvc):
     assert [(e["reason"], e["outcome"]) for e in entries] == [("audit back", "issued")]
 
 
+def _token_at(backend, cred_id: str, offset: int, reason: str):
+    """POST .../token on a server whose clock runs `offset` seconds ahead (a real HTTP answer)."""
+    import httpx
+
+    with serve(backend.workspace, base_env(backend.workspace.parent / f"home-{offset}"), offset=offset) as url:
+        return httpx.post(f"{url}/v1/credentials/{cred_id}/token", json={"reason": reason},
+                          headers={"Authorization": f"Bearer {backend.owner_token}"}, timeout=60, trust_env=False)
+
+
 def test_provider_failure_backs_off_30_s(backend, provider, loopcrm):
+    """The failure is recorded on a clock 10 minutes ahead, so its 30 s back-off is still running
+    when the door under test asks, however slow the machine; a clock 2 minutes past it refreshes."""
+    ahead = 10 * 60
     cred, _ = oauth_credential(backend, provider, expires_in=5)
     provider.mode = "error5xx"
-    r = token(backend, cred["id"])
-    assert r.status == 502 and r.code == "upstream_failed"
+    failed = _token_at(backend, cred["id"], ahead, "fails")
+    assert failed.status_code == 502 and failed.json()["error"]["code"] == "upstream_failed", failed.text
     assert provider.refreshes == 1
     provider.mode = "ok"
     r = token(backend, cred["id"])
     assert r.status == 502 and "paused" in r.body["error"]["message"]
     assert provider.refreshes == 1, "no provider call during the back-off"
     assert backend.api("GET", f"/v1/credentials/{cred['id']}").body["status"] == "ok"
-    # 31 s later (a server whose clock is shifted) the refresh is tried again and succeeds.
-    with serve(backend.workspace, base_env(backend.workspace.parent / "late-home"), offset=31) as url:
-        import httpx
-
-        late = httpx.post(f"{url}/v1/credentials/{cred['id']}/token", json={"reason": "later"},
-                          headers={"Authorization": f"Bearer {backend.owner_token}"}, timeout=30, trust_env=False)
+    late = _token_at(backend, cred["id"], ahead + 2 * 60, "later")
     assert late.status_code == 200, late.text
     assert provider.refreshes == 2
 

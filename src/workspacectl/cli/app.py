@@ -1,6 +1,9 @@
 """The Typer app: the root options and one sub-app per group (cli/<group>.py).
 
-A group whose module is not in this version is skipped, so the tree grows by adding modules.
+A group's module is imported, and its commands built, only when the command line reaches that
+group (or the docs generator walks the tree): `wsctl vault list` does not build `skill` or
+`specialist`. `wsctl --help` lists the groups from GROUPS without importing any of them.
+A top-level command whose module is not in this version is skipped.
 """
 from __future__ import annotations
 
@@ -9,6 +12,8 @@ import importlib.util
 from typing import Annotated, Optional
 
 import typer
+from typer import _click
+from typer.core import TyperCommand, TyperGroup
 
 from workspacectl import __version__
 from workspacectl.cli.context import state
@@ -63,9 +68,49 @@ def _exists(module: str) -> bool:
     return importlib.util.find_spec(f"workspacectl.cli.{module}") is not None
 
 
+class _Unloaded(TyperCommand):
+    """A group not imported yet: its name and one-line help, all a command listing needs."""
+
+    def __init__(self, module: str, name: str, help_text: str):
+        super().__init__(name=name, help=help_text)
+        self.module = module
+
+
+def _build_group(module: str, name: str, help_text: str) -> _click.Command:
+    holder = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False, add_completion=False)
+    holder.add_typer(importlib.import_module(f"workspacectl.cli.{module}").app, name=name, help=help_text)
+    return typer.main.get_group(holder).commands[name]
+
+
+class LazyRoot(TyperGroup):
+    """The root group: every group is listed at once (so typo suggestions see them all) and
+    built on first use; a help listing shows the placeholders' one-line help instead."""
+
+    _listing = False
+
+    def __init__(self, **attrs):
+        super().__init__(**attrs)
+        for module, name, help_text in GROUPS:
+            self.commands.setdefault(name, _Unloaded(module, name, help_text))
+
+    def get_command(self, ctx, cmd_name: str):
+        cmd = self.commands.get(cmd_name)
+        if isinstance(cmd, _Unloaded) and not self._listing:
+            cmd = self.commands[cmd_name] = _build_group(cmd.module, cmd_name, cmd.help)
+        return cmd
+
+    def format_commands(self, ctx, formatter) -> None:
+        self._listing = True
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            self._listing = False
+
+
 def build_app() -> typer.Typer:
     app = typer.Typer(
         name="wsctl",
+        cls=LazyRoot,
         no_args_is_help=True,
         pretty_exceptions_enable=False,
         add_completion=False,
@@ -77,8 +122,4 @@ def build_app() -> typer.Typer:
         if _exists(module):
             mod = importlib.import_module(f"workspacectl.cli.{module}")
             app.command(name)(getattr(mod, func))
-    for module, name, help_text in GROUPS:
-        if _exists(module):
-            mod = importlib.import_module(f"workspacectl.cli.{module}")
-            app.add_typer(mod.app, name=name, help=help_text)
     return app

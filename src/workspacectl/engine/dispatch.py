@@ -4,8 +4,6 @@ authenticate -> find route -> scope check (before any lookup) -> handler -> Resp
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import re
 import sqlite3
@@ -16,27 +14,8 @@ from workspacectl.engine.registry import Caller, Ctx, Response
 from workspacectl.engine.scopes import AUTHENTICATED, PUBLIC, SESSION
 from workspacectl.errors import ApiError
 
-# Modules holding @route handlers. A module not written yet is skipped; its routes answer 404.
-ROUTE_MODULES = [
-    "auth", "members", "keys", "openapi",
-    "catalog", "catalog_search_api", "triggers", "admin_catalog",
-    "vault", "connections", "vault_manage", "admin_rotate",
-    "projects", "project_grants", "project_contents", "project_files", "workflows",
-    "memory", "memory_agent",
-    "skills", "skill_bundles", "skill_versions",
-]
-_loaded = False
-
-
-def load_routes() -> None:
-    global _loaded
-    if _loaded:
-        return
-    for name in ROUTE_MODULES:
-        full = f"workspacectl.engine.{name}"
-        if importlib.util.find_spec(full) is not None:
-            importlib.import_module(full)
-    _loaded = True
+# Every route module, for the server and the API listing; one request imports only its own.
+load_routes = registry.load_all
 
 
 def check_scope(caller: Caller | None, required: str) -> None:
@@ -118,7 +97,6 @@ def _route_for(method: str, path: str):
 class Engine:
     def __init__(self, ws):
         self.ws = ws
-        load_routes()
 
     def authenticate(self, secret: str | None) -> Caller | None:
         if not secret:
@@ -134,9 +112,7 @@ class Engine:
         query = {**inline_query, **(query or {})}
         route, params = _route_for(method, path)
         check_scope(caller, route.scope)
-        handler = registry.HANDLERS.get((route.method, route.path))
-        if handler is None:
-            raise ApiError("not_found", f"{method} {route.path} is not available in this version yet.")
+        handler = registry.handler_for(route)
         params = {k: urllib.parse.unquote(v) for k, v in params.items()}
         check_text(params, query)
         check_body(body)

@@ -32,10 +32,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from workspacectl import clock
-from workspacectl.engine import blobs
 from workspacectl.engine.db import transaction
 from workspacectl.engine.store import identity
-from workspacectl.engine.store import skills as skill_store
 
 GRACE = 60 * 60            # after an upload's expires_at (itself an hour after its link was made)
 FILE_AGE = 2 * 60 * 60     # stage folders and incoming files untouched this long are leftovers
@@ -45,6 +43,10 @@ SETTING = "housekeeping_last_sweep"
 
 
 def sweep(ws, now: datetime | None = None) -> dict:
+    # Imported here: every local command calls maybe_sweep, and a sweep is due once an hour.
+    from workspacectl.engine import blobs
+    from workspacectl.engine.store import skills as skill_store
+
     now = now or clock.now()
     counts = {"uploads": 0, "blobs": 0, "stageFolders": 0, "incomingFiles": 0, "orphanBlobs": 0}
     conn = ws.conn()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from workspacectl import __version__
-from workspacectl.engine.registry import HANDLERS, Ctx, route
+from workspacectl.engine.registry import HANDLERS, Ctx, load_all, route
 from workspacectl.engine.scopes import AUTHENTICATED, PUBLIC, ROUTE_SCOPES, SESSION
 
 _REASONS = {200: "OK", 201: "Created", 202: "Accepted", 204: "No content"}
@@ -62,6 +62,7 @@ def _operation(method: str, path: str, scope: str) -> dict:
 def build_openapi() -> dict:
     from workspacectl.engine.openapi_schemas import COMPONENTS
 
+    load_all()   # a request imports only its own route module; the listing describes them all
     paths: dict = {}
     for (method, path), scope in sorted(ROUTE_SCOPES.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         paths.setdefault(path, {})[method.lower()] = _operation(method, path, scope)

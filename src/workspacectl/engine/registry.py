@@ -1,15 +1,19 @@
 """Routes: @route registers an API operation; match() finds the route of a request.
 
-Paths are the ones of scopes.ROUTE_SCOPES, so the scope of every route is declared once.
+Paths are the ones of scopes.ROUTE_SCOPES, so the scope of every route is declared once; the
+module holding each path's handlers is in route_modules.ROUTE_MODULES, imported on first use.
 """
 from __future__ import annotations
 
+import functools
+import importlib
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Iterable
 
 from workspacectl import clock
+from workspacectl.engine.route_modules import ROUTE_MODULES
 from workspacectl.engine.scopes import ROUTE_SCOPES
 
 
@@ -63,21 +67,27 @@ class Route:
     method: str
     path: str
     scope: str
-    regex: re.Pattern
+    segments: int           # a request path matches only templates with as many segments
     literal_segments: int
+
+    @property
+    def regex(self) -> re.Pattern:
+        return _compile(self.path)
 
 
 _PARAM = re.compile(r"\{(\w+)\}")
 
 
+@functools.lru_cache(maxsize=None)
 def _compile(path: str) -> re.Pattern:
+    """Compiled on first use: a command matches a handful of templates, not all of them."""
     parts = [f"(?P<{m.group(1)}>[^/]+)" if (m := _PARAM.fullmatch(seg)) else re.escape(seg)
              for seg in path.split("/")]
     return re.compile("^" + "/".join(parts) + "$")
 
 
 ROUTES: list[Route] = sorted(
-    (Route(m, p, s, _compile(p), sum(1 for seg in p.split("/") if not _PARAM.fullmatch(seg)))
+    (Route(m, p, s, p.count("/"), sum(1 for seg in p.split("/") if not _PARAM.fullmatch(seg)))
      for (m, p), s in ROUTE_SCOPES.items()),
     key=lambda r: -r.literal_segments,
 )
@@ -90,17 +100,40 @@ def route(method: str, path: str):
         raise RuntimeError(f"{method} {path} is not in engine/scopes.py ROUTE_SCOPES; declare its scope there")
 
     def deco(fn):
+        if fn.__module__ != ROUTE_MODULES.get(path):
+            raise RuntimeError(f"{method} {path} is registered by {fn.__module__}, but engine/route_modules.py "
+                               f"names {ROUTE_MODULES.get(path)}; the table and the module must agree")
         HANDLERS[key] = fn
         return fn
 
     return deco
 
 
+def handler_for(route: Route) -> Callable[[Ctx], Any]:
+    """The route's handler, importing the one module that registers it on first use."""
+    key = (route.method, route.path)
+    fn = HANDLERS.get(key)
+    if fn is None:
+        module = ROUTE_MODULES[route.path]
+        importlib.import_module(module)
+        fn = HANDLERS.get(key)
+        if fn is None:
+            raise RuntimeError(f"{module} does not register {route.method} {route.path} (engine/route_modules.py)")
+    return fn
+
+
+def load_all() -> None:
+    """Import every route module: for the server (no first-request import) and the API listing."""
+    for module in sorted(set(ROUTE_MODULES.values())):
+        importlib.import_module(module)
+
+
 def match(method: str, path: str) -> tuple[Route | None, dict, bool]:
     """(route, path params, path_known). path_known is True when another method has the path."""
     known = False
+    segments = path.count("/")
     for r in ROUTES:
-        m = r.regex.match(path)
+        m = r.regex.match(path) if r.segments == segments else None
         if m:
             if r.method == method:
                 return r, m.groupdict(), True

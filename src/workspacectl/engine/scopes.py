@@ -1,7 +1,7 @@
 """THE scope table: every route of the seed and the contract, and what it requires.
 
 Both doors enforce it through dispatch.py, before any handler runs or anything is looked up.
-A route listed here without a handler yet still answers the scope rules (then 404).
+Every route here has a handler, in the module engine/route_modules.py names for its path.
 
 Required values:
     PUBLIC         no key needed

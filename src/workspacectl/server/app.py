@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
-from workspacectl.engine.dispatch import Engine, parse_json_body
+from workspacectl.engine.dispatch import Engine, load_routes, parse_json_body
 from workspacectl.engine.registry import Response
 from workspacectl.errors import ApiError
 
@@ -230,6 +230,7 @@ def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
     quiet_library_loggers()   # the HTTP library logs whole URLs (a key may be in the query) at INFO
     ws = Workspace.open(workspace_path)
     _sweep_abandoned_stages(ws)
+    load_routes()   # every route module now, so no first request pays for an import
     engine = Engine(ws)
     app = create_app(engine, public_url)
     from workspacectl.server.memory_timer import resolve_interval, start_memory_timer
