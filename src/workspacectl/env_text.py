@@ -38,7 +38,8 @@ ENV_FORMS = frozenset({"variables", "environ", "export", "dotenv"})
 # Token fields that are metadata, not secrets: never masked, never "the" value, still injected when mapped.
 NON_SECRET_FIELDS = frozenset({"instanceUrl", "expiresAt", "tokenType"})
 DOTENV_EXPANDS = re.compile(r"\$\{[^}:]*(?::-[^}]*)?\}")  # python-dotenv's own pattern (dotenv/variables.py)
-JSON_HINT = "Nothing was issued; use `--format json`, which carries any value."
+JSON_HINT = ("Nothing was issued; `--format json` carries any value (`wsctl vault env ID --format json`, "
+             "`wsctl vault token ID --format json`).")
 
 
 def primary_field(token: dict) -> str | None:
