@@ -99,7 +99,7 @@ _wsctl_spec() {
             cmds='' opts='--role --member --workspace --json --help -h' argopts='--role --member'
             fileopts='' diropts='' args='' argchoices='' ;;
         'catalog')
-            cmds='integrations integration operations operation search import' opts='--help -h' argopts=''
+            cmds='integrations integration operations operation search import history' opts='--help -h' argopts=''
             fileopts='' diropts='' args='' argchoices='' ;;
         'catalog integrations')
             cmds='' opts='--json --help -h' argopts=''
@@ -117,8 +117,11 @@ _wsctl_spec() {
             cmds='' opts='--service --limit -n --json --help -h' argopts='--service --limit -n'
             fileopts='' diropts='' args='' argchoices='' ;;
         'catalog import')
-            cmds='' opts='--service --json --help -h' argopts='--service'
+            cmds='' opts='--service --force --json --help -h' argopts='--service'
             fileopts='' diropts='' args='file' argchoices='' ;;
+        'catalog history')
+            cmds='' opts='--service --json --help -h' argopts='--service'
+            fileopts='' diropts='' args='' argchoices='' ;;
         'specialist')
             cmds='list create show edit delete connections pin grant memory files' opts='--help -h' argopts=''
             fileopts='' diropts='' args='' argchoices='' ;;

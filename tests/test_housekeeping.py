@@ -65,16 +65,19 @@ def test_expired_uploads_and_old_stage_folders_go_the_rest_stays(backend):
     _backdate(ws, old)
     _backdate(ws, used["id"])
     version_shas = [f["sha256"] for f in b.ok("GET", f"/v1/skills/{s['id']}/files")["files"]]
-    stale, young, busy = _stage_folder(ws, OLD), _stage_folder(ws), _stage_folder(ws, OLD, inner_age=60)
+    stale, young = _stage_folder(ws, OLD), _stage_folder(ws)   # no live process holds them
+    with blobs.staging(ws) as busy:                             # this one is in use (its flock is held)
+        (busy / "blob-y").write_bytes(b"being written")
+        os.utime(busy, (time.time() - OLD,) * 2)
+        counts = housekeeping.sweep(ws)
+        assert busy.exists() and (busy / "blob-y").exists()
 
-    counts = housekeeping.sweep(ws)
-
-    assert counts["uploads"] == 2 and counts["stageFolders"] == 1, counts
+    assert counts["uploads"] == 2 and counts["stageFolders"] == 2, counts
     assert _row(ws, old) is None and _row(ws, used["id"]) is None
     assert not blobs.blob_path(ws, old_sha).exists() and not blobs.blob_path(ws, used["blob_sha256"]).exists()
     assert _row(ws, fresh) is not None and blobs.blob_path(ws, fresh_sha).exists()
     assert all(blobs.blob_path(ws, sha).exists() for sha in version_shas)
-    assert not stale.exists() and young.exists() and busy.exists()
+    assert not stale.exists() and not young.exists()
     # the published version still reads whole, and the fresh upload still publishes
     files = {f["path"]: f["content"] for f in b.ok("GET", f"/v1/skills/{s['id']}/files")["files"]}
     assert files["references/note.md"] == "published"
@@ -129,22 +132,154 @@ def test_the_server_timer_sweeps(workspace, home, tmp_path):
     b.close()
     ws = Workspace.open(workspace)
     sha = _row(ws, uid)["blob_sha256"]
-    stale, young = _stage_folder(ws, OLD), _stage_folder(ws)
+    stale = _stage_folder(ws, OLD)
     port = free_port()
     log = tmp_path / "serve.log"
     # the server's clock is three hours on: the upload is long expired, the files' ages are real
-    proc = subprocess.Popen([*WSCTL, "serve", "--workspace", workspace, "--port", str(port), "--memory-interval", "0.2"],
-                            env={**base_env(tmp_path / "srv-home"), "WSCTL_NOW_OFFSET_SECONDS": str(OLD)},
-                            stdout=log.open("wb"), stderr=subprocess.STDOUT)
-    try:
-        deadline = time.time() + 30
-        while time.time() < deadline and (_row(ws, uid) is not None or stale.exists()):
-            assert proc.poll() is None, log.read_text()
-            time.sleep(0.1)
-        assert _row(ws, uid) is None and not stale.exists(), log.read_text()
-        assert not blobs.blob_path(ws, sha).exists() and young.exists()
-        assert ws.setting(housekeeping.SETTING) is not None
-        assert httpx.get(f"http://127.0.0.1:{port}/healthz", trust_env=False, timeout=5).status_code == 200
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with blobs.staging(ws) as young:     # held by a live process (this one): stays
+        proc = subprocess.Popen([*WSCTL, "serve", "--workspace", workspace, "--port", str(port), "--memory-interval", "0.2"],
+                                env={**base_env(tmp_path / "srv-home"), "WSCTL_NOW_OFFSET_SECONDS": str(OLD)},
+                                stdout=log.open("wb"), stderr=subprocess.STDOUT)
+        try:
+            deadline = time.time() + 120
+            while time.time() < deadline and (_row(ws, uid) is not None or stale.exists()):
+                assert proc.poll() is None, log.read_text()
+                time.sleep(0.1)
+            assert _row(ws, uid) is None and not stale.exists(), log.read_text()
+            assert not blobs.blob_path(ws, sha).exists() and young.exists()
+            assert ws.setting(housekeeping.SETTING) is not None
+            assert httpx.get(f"http://127.0.0.1:{port}/healthz", trust_env=False, timeout=5).status_code == 200
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+_KILLED_MID_UPLOAD = """
+import os, signal, sys
+from workspacectl.engine import blobs
+from workspacectl.engine.workspace import Workspace
+ws = Workspace.open(sys.argv[1])
+with blobs.staging(ws) as folder:
+    blobs.stage(folder, [b"\\0" * (1 << 20)] * 8)
+    print(folder, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_serve_sweeps_stage_folders_of_killed_requests_when_it_starts(workspace, home, tmp_path):
+    """A process killed (-9) while staging an upload leaves its stage folder, young and full;
+    `wsctl serve` removes it before it answers its first request, not an hour later, and leaves
+    alone the folder a live process is staging in."""
+    env = {**base_env(tmp_path / "killed-home"), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    killed = subprocess.run([*WSCTL[:1], "-c", _KILLED_MID_UPLOAD, str(workspace)], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -9, killed.stderr
+    left = Path(killed.stdout.strip())
+    assert left.is_dir() and sum(p.stat().st_size for p in left.iterdir()) == 8 << 20   # young, 8 MiB
+    ws = Workspace.open(workspace)
+    from tests.conftest import start_server
+
+    with blobs.staging(ws) as live:
+        (live / "blob-live").write_bytes(b"still being written")
+        server = start_server(workspace, base_env(tmp_path / "srv-home"), log=tmp_path / "serve.log")
+        try:
+            assert not left.exists(), server.log_text()       # gone by the time /healthz answers
+            assert live.exists() and (live / "blob-live").exists()
+            assert "abandoned stage folders" in server.log_text()
+        finally:
+            server.stop()
+
+
+# ---------------------------------------------------------------- orphan blobs (issue: disk comes back)
+
+def _plant_blob(ws, data: bytes, age: float) -> Path:
+    import hashlib
+
+    path = blobs.blob_path(ws, hashlib.sha256(data).hexdigest())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    then = time.time() - age
+    os.utime(path, (then, then))
+    return path
+
+
+def test_unreferenced_blobs_past_the_grace_period_are_collected(backend):
+    """A kill inside a commit publishes blobs no row names; housekeeping collects them once they
+    are older than ORPHAN_AGE, and never a referenced or a young one."""
+    b = backend
+    pid = b.ok("POST", "/v1/projects", {"name": "Keep"})["project"]["id"]
+    r = b.api("POST", f"/v1/projects/{pid}/files/bundle", raw=targz({"kept.txt": "referenced bytes"}))
+    assert r.status == 200, r.body
+    s = create(b, "kept-skill")
+    publish_bundle(b, s["id"], _bundle("kept-skill", "a referenced skill file"))
+    ws = Workspace.open(b.workspace)
+    referenced = [p for p in (ws.blobs / "sha256").glob("*/*")]
+    assert len(referenced) >= 3
+    for p in referenced:                                   # referenced, and old: they stay
+        os.utime(p, (time.time() - OLD, time.time() - OLD))
+    old = [_plant_blob(ws, f"orphan {i}".encode(), OLD) for i in range(3)]
+    young = _plant_blob(ws, b"an orphan a request may still record", 60)
+    counts = housekeeping.sweep(ws)
+    assert counts["orphanBlobs"] == 3, counts
+    assert not any(p.exists() for p in old)
+    assert young.exists() and all(p.exists() for p in referenced)
+    assert b.api("GET", f"/v1/projects/{pid}/files/bundle").status == 200
+    assert housekeeping.sweep(ws)["orphanBlobs"] == 0      # nothing more to take
+
+
+def test_an_old_orphan_reused_by_a_new_upload_is_kept(backend):
+    """publish() drops its copy when the blob exists: an old orphan that a new upload names again
+    is referenced by the time the sweep re-checks it under the lock."""
+    b = backend
+    ws = Workspace.open(b.workspace)
+    planted = _plant_blob(ws, b"same bytes twice", OLD)
+    pid = b.ok("POST", "/v1/projects", {"name": "Reuse"})["project"]["id"]
+    assert b.api("POST", f"/v1/projects/{pid}/files/bundle", raw=targz({"a.txt": "same bytes twice"})).status == 200
+    assert housekeeping.sweep(ws)["orphanBlobs"] == 0
+    assert planted.exists()
+    files = b.ok("GET", f"/v1/projects/{pid}/files")["files"]
+    assert [f["path"] for f in files] == ["a.txt"]
+
+
+_KILLED_IN_COMMIT = """
+import io, os, signal, sys, tarfile
+from workspacectl.engine.dispatch import Engine
+from workspacectl.engine.workspace import Workspace
+ws = Workspace.open(sys.argv[1])
+engine = Engine(ws)
+seen = []
+
+def die_at_the_files_commit(sql):   # SQLite tells us each statement: die as the upload's COMMIT runs
+    seen.append(sql.split(None, 3)[:3])
+    if sql.strip().upper().startswith("COMMIT") and any(w[:3] == ["INSERT", "INTO", "project_files"] for w in seen):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+ws.conn().set_trace_callback(die_at_the_files_commit)
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+    data = os.urandom(1 << 20)
+    info = tarfile.TarInfo("big.bin"); info.size = len(data)
+    tf.addfile(info, io.BytesIO(data))
+engine.handle("POST", f"/v1/projects/{sys.argv[2]}/files/bundle", None, buf.getvalue(), sys.argv[3])
+"""
+
+
+def test_a_kill_inside_a_commit_leaves_blobs_that_housekeeping_collects(workspace, home, tmp_path):
+    b = make_backend("local", workspace, home)
+    pid = b.ok("POST", "/v1/projects", {"name": "Killed"})["project"]["id"]
+    token = b.owner_token
+    b.close()
+    ws = Workspace.open(workspace)
+    before = set((ws.blobs / "sha256").glob("*/*"))
+    script = tmp_path / "killed.py"
+    script.write_text(_KILLED_IN_COMMIT)
+    p = subprocess.run([os.sys.executable, str(script), str(workspace), pid, token],
+                       env={**os.environ}, capture_output=True, text=True, timeout=300)
+    assert p.returncode == -9, p.stderr[-2000:]
+    left = set((ws.blobs / "sha256").glob("*/*")) - before
+    assert left, "the drill should leave a published blob behind"
+    ws2 = Workspace.open(workspace)
+    assert ws2.conn().execute("SELECT COUNT(*) FROM project_files").fetchone()[0] == 0   # rolled back
+    assert housekeeping.sweep(ws2)["orphanBlobs"] == 0           # young: may be a live request's
+    counts = housekeeping.sweep(ws2, clock.now() + timedelta(seconds=OLD))
+    assert counts["orphanBlobs"] == len(left) and not any(p.exists() for p in left)

@@ -98,10 +98,11 @@ def status(ctx: typer.Context, profile: ProfileOpt = None, json: JsonOpt = False
     body = {"profile": name, "backend": target.kind, "location": target.location,
             "tokenSource": target.secret_source, "signedIn": False, "member": None}
     try:
+        _require_workspace(target)
         who = backend(ctx).request("GET", "/v1/auth/whoami")
         body.update(signedIn=True, member=who["member"], kind=who["kind"], scopes=who["scopes"])
     except ApiError as e:
-        if e.code not in ("unauthenticated",):
+        if e.code != "unauthenticated" and not (e.detail or {}).get("notMadeYet"):
             raise
         body["error"] = e.message
 
@@ -126,9 +127,21 @@ def status(ctx: typer.Context, profile: ProfileOpt = None, json: JsonOpt = False
 @app.command("whoami")
 def whoami(ctx: typer.Context, json: JsonOpt = False):
     """Print the member this profile acts as."""
+    _require_workspace(resolve(state(ctx).profile_flag))
     body = backend(ctx).request("GET", "/v1/auth/whoami")
     emit(ctx, body, lambda b: print(f"{b['member']['name']} <{b['member']['email']}> ({b['member']['role']}) "
                                     f"via {b['kind']}"), json_flag=json)
+
+
+def _require_workspace(target) -> None:
+    """Asking who you are does not make the embedded workspace (only a command that needs it does)."""
+    from pathlib import Path
+
+    from workspacectl.cli.first_use import not_made_yet
+
+    missing = not_made_yet(Path(target.location)) if target.kind == "local" else None
+    if missing:
+        raise ApiError("not_found", missing, {"notMadeYet": True})
 
 
 @app.command("token")

@@ -128,18 +128,34 @@ def _format_of(path: Path) -> Optional[str]:
     return None
 
 
+# The engine's catalog_limits.MAX_DOCUMENT_BYTES (tests/test_hostile_definitions.py checks they
+# agree): the CLI stops reading there, so /dev/zero or a huge file cannot fill its memory.
+MAX_IMPORT_BYTES = 16 * 1024 * 1024
+
+
+def read_document(file: Path) -> bytes:
+    try:
+        with file.open("rb") as f:
+            raw = f.read(MAX_IMPORT_BYTES + 1)
+    except OSError as e:
+        raise ApiError("invalid_request", f"Cannot read {file}: {e.strerror or e}.") from None
+    if len(raw) > MAX_IMPORT_BYTES:
+        raise ApiError("payload_too_large", f"{file.name}: the document is over {MAX_IMPORT_BYTES >> 20} MiB; "
+                       "split the service or trim the document.")
+    return raw
+
+
 @app.command("import")
 def import_(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(metavar="FILE", help="A service definition (.toml) or an OpenAPI 2/3 document (.json, .yaml).")],
     service: Annotated[Optional[str], typer.Option("--service", help="Service name to use instead of the document's.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Owner only: replace even when the import changes where "
+                                        "secrets go while credentials use the service (they must reconnect).")] = False,
     json: JsonOpt = False,
 ):
     """Import a service into the catalog (owner or admin); replaces a service of the same name."""
-    try:
-        raw = file.read_bytes()
-    except OSError as e:
-        raise ApiError("invalid_request", f"Cannot read {file}: {e.strerror or e}.") from None
+    raw = read_document(file)
     try:
         content = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -150,6 +166,8 @@ def import_(
         body["format"] = fmt
     if service:
         body["service"] = utf8(service, "--service")
+    if force:
+        body["force"] = True
     answer = backend(ctx).request("POST", "/v1/admin/catalog", body=body)
 
     def render(b):
@@ -158,3 +176,33 @@ def import_(
         print(b["service"])
 
     emit(ctx, answer, render, json_flag=json)
+
+
+HISTORY_COLUMNS = [("at", "AT"), ("membershipId", "BY"), ("service", "SERVICE"), ("action", "ACTION"),
+                   ("summary", "CHANGED")]
+
+
+def _change_summary(entry: dict) -> str:
+    names = [c.get("field", "?") for c in entry.get("changes") or []]
+    text = ", ".join(names) or "-"
+    if entry.get("forced"):
+        text += f" (forced: {entry.get('credentialsReset', 0)} credentials reset)"
+    return text
+
+
+@app.command("history")
+def history(
+    ctx: typer.Context,
+    service: Annotated[Optional[str], typer.Option("--service", help="Only this service's changes.")] = None,
+    json: JsonOpt = False,
+):
+    """List catalog changes, newest first: who, when, what changed (owner or admin)."""
+    query = {"service": utf8(service, "--service")} if service else None
+    body = all_pages(ctx, "/v1/admin/catalog/history", "changes", query=query)
+
+    def render(b):
+        rows = [{**e, "membershipId": e.get("membershipId") or "(built-in)", "summary": _change_summary(e)}
+                for e in b["changes"]]
+        table(rows, HISTORY_COLUMNS, "No catalog changes.")
+
+    emit(ctx, body, render, json_flag=json)

@@ -47,7 +47,9 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
 def atomic_output(path: Path, mode: int = 0o600) -> Iterator[BinaryIO]:
     """A binary file in path's folder that lands at path by rename when the block succeeds and is
     removed when it fails: readers see the old file or the whole new one, never a part."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    # the temp name is cut short: beside a 255-byte name (a pulled skill file may have one), the
+    # full name plus prefix and suffix would pass NAME_MAX
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:40]}.", suffix=".part")
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:

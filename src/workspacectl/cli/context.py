@@ -7,11 +7,9 @@ workspace, its stored token): the variables after WSCTL_PROFILE are weaker, so t
 """
 from __future__ import annotations
 
-import getpass
 import os
 import sys
 import urllib.parse
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,39 +115,15 @@ def _same(a: str, b: str) -> bool:
     return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
 
 
-def ensure_embedded_workspace(path: Path, profile: str) -> None:
-    """First use on a fresh machine: make the embedded workspace, with the OS user as owner."""
-    from workspacectl.engine.workspace import Workspace
-
-    user = getpass.getuser() or "owner"
-    ws, owner = Workspace.create(path, name=f"{user}'s workspace", owner_name=user, owner_email=f"{user}@localhost")
-    config.set_profile(profile, {"workspace": str(ws.path), "member": owner["id"]})
-    print(f"Created a new workspace at {ws.path} (owner: {user}).", file=sys.stderr)
-
-
-@contextmanager
-def _first_use_lock(path: Path):
-    """Several commands may start at once on a fresh machine: one makes the embedded workspace,
-    the others wait for it to be whole instead of finding it half made."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.parent / ".workspace.lock", "a") as f:
-        try:
-            import fcntl
-        except ImportError:  # not POSIX: no lock
-            yield
-            return
-        fcntl.flock(f, fcntl.LOCK_EX)
-        yield
-
-
 def ensure_workspace_path(path: Path, profile: str | None) -> None:
-    """The embedded default is made on first use; any other missing folder is an error."""
+    """The embedded default is made on first use (kept only if the command succeeds,
+    cli/first_use.py); any other missing folder is an error."""
     from workspacectl.engine.workspace import Workspace
 
     if _same(str(path), str(default_workspace())):
-        with _first_use_lock(default_workspace()):
-            if not Workspace.exists_at(path):
-                ensure_embedded_workspace(path, profile or config.profile_name(None, config.load()))
+        from workspacectl.cli import first_use
+
+        first_use.ensure_default(default_workspace(), profile or config.profile_name(None, config.load()))
         return
     if Workspace.exists_at(path):
         return

@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> None:
     from typer import _click as click  # typer vendors click; plain click is never on this path
 
     from workspacectl.cli.app import build_app
+    from workspacectl.cli.output import visible  # error text may quote a server or another member
     from workspacectl.errors import EXIT_CODES, ApiError, one_line
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> None:
             import traceback
 
             traceback.print_exc()
-        print(f"error: {e.message}{HINTS.get((e.code, e.message), '')}", file=sys.stderr)
+        print(f"error: {visible(e.message)}{HINTS.get((e.code, e.message), '')}", file=sys.stderr)
         code = EXIT_CODES.get(e.code, 1)
     except typer.Abort:
         print("Aborted.", file=sys.stderr)
@@ -54,7 +55,7 @@ def main(argv: list[str] | None = None) -> None:
         code = e.exit_code
         ctx = getattr(e, "ctx", None)
         hint = f" See `{ctx.command_path} -h`." if ctx is not None else ""
-        print(f"error: {one_line(e.format_message()).rstrip('.')}.{hint}", file=sys.stderr)
+        print(f"error: {visible(one_line(e.format_message())).rstrip('.')}.{hint}", file=sys.stderr)
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         code = 130
@@ -69,10 +70,11 @@ def main(argv: list[str] | None = None) -> None:
             import traceback
 
             traceback.print_exc()
-        print(f"error: {type(e).__name__}: {one_line(e)} (run again with --debug for details)", file=sys.stderr)
+        print(f"error: {type(e).__name__}: {visible(one_line(e))} (run again with --debug for details)", file=sys.stderr)
         code = 1
     if code != 130:
         _housekeep()
+    _settle_first_use(code == 0)
     sys.exit(code)
 
 
@@ -81,6 +83,13 @@ def _housekeep() -> None:
     context = sys.modules.get("workspacectl.cli.context")
     if context is not None:
         context.after_command()
+
+
+def _settle_first_use(ok: bool) -> None:
+    """An embedded workspace this command made is kept only if it succeeded (cli/first_use.py)."""
+    first_use = sys.modules.get("workspacectl.cli.first_use")
+    if first_use is not None:
+        first_use.settle(ok)
 
 
 if __name__ == "__main__":

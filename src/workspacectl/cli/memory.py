@@ -44,11 +44,13 @@ def show(ctx: typer.Context, owner: OwnerArg, json: JsonOpt = False):
             Console().print(Markdown(b["guide"] or "_(empty)_"))
         else:
             sys.stdout.write(b["guide"])
+        held = b.get("heldNotes") or []
         info(f"{b['ownerType']} memory, version {b['version']}, updated {b['updatedAt']}; "
-             f"{len(pending)} pending note(s).")
-        if pending:
-            rows = [{**n, "text": n["text"].splitlines()[0][:80]} for n in pending]
-            (table if is_tty() else _stderr_table)(rows, [("id", "ID"), ("section", "SECTION"), ("text", "TEXT")])
+             f"{len(pending)} pending note(s)" + (f", {len(held)} held (the guide is full)." if held else "."))
+        for notes in (pending, held):
+            if notes:
+                rows = [{**n, "text": n["text"].splitlines()[0][:80]} for n in notes]
+                (table if is_tty() else _stderr_table)(rows, [("id", "ID"), ("section", "SECTION"), ("text", "TEXT")])
 
     emit(ctx, body, render, json_flag=json)
 
@@ -141,8 +143,10 @@ def agent_run(ctx: typer.Context, json: JsonOpt = False):
 
     def render(b):
         rows = [{"owner": o["ownerType"] + (f" {o['membershipId']}" if o["membershipId"] else ""),
-                 "folded": len(o["folded"]), "dropped": len(o["dropped"]), "version": o["version"]}
+                 "folded": len(o["folded"]), "dropped": len(o["dropped"]), "held": len(o.get("held", [])),
+                 "version": o["version"]}
                 for o in b["owners"]]
-        table(rows, [("owner", "OWNER"), ("folded", "FOLDED"), ("dropped", "DROPPED"), ("version", "VERSION")])
+        table(rows, [("owner", "OWNER"), ("folded", "FOLDED"), ("dropped", "DROPPED"), ("held", "HELD"),
+                     ("version", "VERSION")])
 
     emit(ctx, body, render, json_flag=json)

@@ -1,16 +1,27 @@
-"""Rendering: --json prints the API body exactly; a TTY gets rich tables; a pipe gets plain text.
+r"""Rendering: --json prints the API body exactly; a TTY gets rich tables; a pipe gets plain text.
+
+Human output never carries a control character raw. Names, notes, reasons, paths, imported
+catalog text and server messages come from other members or from outside, and an escape
+sequence in them would drive the reader's terminal (recolour, retitle, hide or fake lines).
+`visible()` shows such characters as Python escapes: ESC as `\x1b`, BEL `\x07`, a C1 CSI
+`\x9b`, DEL `\x7f`, a bidi override `\u202e`. It is applied where human output is rendered:
+`emit()` hands its render function a copy of the body with every string made visible (free
+text keeps its newlines and tabs), and `table()`, `fields()`, `info()` and the error line
+(cli/main.py) apply it to what they print. Table cells are rich `Text`, never markup, so
+"[bold]x[/]" prints as typed. `--json` stays exact: JSON's own escapes carry the same values
+(`print_json` writes C1 and bidi characters as JSON \u escapes, which decode to the same strings).
 
 Also the two terminal interactions every group shares: confirming a destructive step, and a
 transfer progress bar (stderr, only on a terminal)."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from contextlib import contextmanager
 from typing import Annotated, Any, Callable, Iterable
 
 import typer
-
 
 
 def json_switch(ctx: typer.Context, value: bool) -> bool:
@@ -26,12 +37,40 @@ def json_switch(ctx: typer.Context, value: bool) -> bool:
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the API's JSON body exactly.", callback=json_switch)]
 
 
+# C0, DEL, C1, the line/paragraph separators and the bidi embeddings, overrides and isolates.
+_UNSAFE = "\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_ONE_LINE = re.compile("[\x00-\x1f" + _UNSAFE + "]")
+_TEXT = re.compile("\r(?!\n)|[\x00-\x08\x0b-\x0c\x0e-\x1f" + _UNSAFE + "]")  # keeps \t, \n, \r\n
+_JSON_RAW = re.compile("[" + _UNSAFE + "]")  # json.dumps escapes C0 itself
+
+
+def visible(value: Any, multiline: bool = False) -> str:
+    r"""str(value) with every control character shown as its Python escape (`\x1b`, `\n`).
+    multiline keeps newlines (CRLF too) and tabs: notes and descriptions read as text."""
+    text = "" if value is None else str(value)
+    if text.isprintable():  # the common case, answered in C: nothing to escape
+        return text
+    return (_TEXT if multiline else _ONE_LINE).sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def visible_body(body: Any) -> Any:
+    """A copy of an API body with every string (keys too) made visible, newlines kept."""
+    if isinstance(body, str):
+        return visible(body, multiline=True)
+    if isinstance(body, dict):
+        return {visible_body(k): visible_body(v) for k, v in body.items()}
+    if isinstance(body, (list, tuple)):
+        return [visible_body(v) for v in body]
+    return body
+
+
 def is_tty() -> bool:
     return sys.stdout.isatty()
 
 
 def print_json(body: Any) -> None:
-    sys.stdout.write(json.dumps(body, indent=2, ensure_ascii=False) + "\n")
+    text = json.dumps(body, indent=2, ensure_ascii=False)
+    sys.stdout.write(_JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
 
 
 def emit(ctx: typer.Context, body: Any, render: Callable[[Any], None] | None = None, json_flag: bool = False) -> None:
@@ -41,7 +80,7 @@ def emit(ctx: typer.Context, body: Any, render: Callable[[Any], None] | None = N
         if body is not None:
             print_json(body)
         return
-    render(body)
+    render(visible_body(body))
 
 
 def table(rows: Iterable[dict], columns: list[tuple[str, str]], empty: str = "Nothing to show.") -> None:
@@ -50,19 +89,20 @@ def table(rows: Iterable[dict], columns: list[tuple[str, str]], empty: str = "No
     if not rows:
         print(empty, file=sys.stderr)
         return
-    cell = lambda v: "" if v is None else (", ".join(map(str, v)) if isinstance(v, list) else str(v))
+    cell = lambda v: visible(", ".join(map(str, v)) if isinstance(v, list) else v)
     if not is_tty():
         for r in rows:
             print("\t".join(cell(r.get(k)) for k, _ in columns))
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     t = Table(box=None, header_style="bold")
     for _, heading in columns:
         t.add_column(heading)
     for r in rows:
-        t.add_row(*(cell(r.get(k)) for k, _ in columns))
+        t.add_row(*(Text(cell(r.get(k))) for k, _ in columns))  # Text: a member's "[red]" is not markup
     Console().print(t)
 
 
@@ -72,11 +112,11 @@ def fields(pairs: list[tuple[str, Any]]) -> None:
     for k, v in pairs:
         if isinstance(v, list):
             v = ", ".join(map(str, v))
-        print(f"{k.ljust(width)}  {'' if v is None else v}")
+        print(f"{visible(k).ljust(width)}  {visible(v)}")
 
 
 def info(message: str) -> None:
-    print(message, file=sys.stderr)
+    print(visible(message, multiline=True), file=sys.stderr)
 
 
 def confirm_or_refuse(question: str, yes: bool) -> None:
@@ -87,7 +127,7 @@ def confirm_or_refuse(question: str, yes: bool) -> None:
         from workspacectl.errors import ApiError
 
         raise ApiError("invalid_request", "Refusing to do this without confirmation: pass --yes.")
-    if not typer.confirm(question, default=False, err=True):
+    if not typer.confirm(visible(question), default=False, err=True):
         raise typer.Abort()
 
 
@@ -102,5 +142,7 @@ def progress_bar(label: str, total: int | None):
 
     with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                   console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(label, total=total)
+        from rich.markup import escape
+
+        task = bar.add_task(escape(visible(label)), total=total)
         yield lambda n: bar.advance(task, n)

@@ -36,4 +36,7 @@ def serve(
     except OSError as e:
         raise ApiError("invalid_request", f"Cannot listen on {host}:{port} ({e.strerror or e}). "
                        "Stop whatever uses that port or pick another --port / --host.") from None
+    from workspacectl.cli import first_use
+
+    first_use.keep()  # listening: an embedded workspace made for this server stays (and others may use it)
     run(path, sock, public_url, memory_interval=interval)

@@ -7,6 +7,7 @@ and published only when its sha256 differs from the live version's. One line per
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated, List, Optional
 from urllib.parse import quote
@@ -15,8 +16,7 @@ import typer
 
 from workspacectl.cli.context import backend, state
 from workspacectl.cli.output import JsonOpt, emit, info, print_json
-from workspacectl.cli.skill_transfer import check_folder, get_from_url, put_to_url, write_bundle
-from workspacectl.engine import skill_format as fmt
+from workspacectl.cli.skill_transfer import check_folder, folder_digest, get_from_url, packed, put_to_url, write_bundle
 from workspacectl.errors import ApiError
 
 
@@ -90,10 +90,13 @@ def _unchanged(skill: dict) -> dict:
 
 def publish_one(ctx, folder: Path, files: dict, meta: dict) -> dict:
     skill, created = _find_or_create(ctx, meta["name"], meta["description"])
-    if _live_sha(ctx, skill) == fmt.digest(files):
+    digest = folder_digest(files)
+    if _live_sha(ctx, skill) == digest:
         return _unchanged(skill)
     up = backend(ctx).request("POST", skill_path(skill["id"], "/bundle-upload-url"))
-    put_to_url(up["url"], fmt.pack(files), f"upload {skill['name']}", local=_is_local(ctx))
+    archive, size = packed(files)
+    with archive:
+        put_to_url(up["url"], archive, size, f"upload {skill['name']}", local=_is_local(ctx))
     checked = backend(ctx).request("POST", skill_path(skill["id"], "/validate"), body={"uploadId": up["uploadId"]})
     if not checked["valid"]:
         _print_problems(str(folder), checked["errors"], checked["warnings"])
@@ -107,7 +110,7 @@ def publish_one(ctx, folder: Path, files: dict, meta: dict) -> dict:
         if e.code != "conflict":
             raise
         skill = backend(ctx).request("GET", skill_path(skill["id"]))
-        if _live_sha(ctx, skill) != fmt.digest(files):
+        if _live_sha(ctx, skill) != digest:
             raise
         return _unchanged(skill)
     return {"name": skill["name"], "skillId": skill["id"], "outcome": "created" if created else "published",
@@ -169,7 +172,9 @@ def pull(
         raise ApiError("invalid_request", f"{folder} is not empty and holds no SKILL.md; pull into a new "
                                           "folder, or pass --force to write into it anyway.")
     link = backend(ctx).request("GET", skill_path(skill, "/bundle-url"))
-    written = write_bundle(get_from_url(link["url"], f"download {skill}", local=_is_local(ctx)), folder)
+    with tempfile.TemporaryFile() as archive:   # on disk: a bundle may unpack to 200 MiB
+        get_from_url(link["url"], archive, f"download {skill}", local=_is_local(ctx))
+        written = write_bundle(archive, folder)
     emit(ctx, link, lambda b: print(f"{skill}: {len(written)} files written to {folder}"), json_flag=json)
 
 

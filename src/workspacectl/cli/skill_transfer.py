@@ -4,12 +4,16 @@ Progress bars go to stderr, and only when stderr is a terminal.
 """
 from __future__ import annotations
 
+import shutil
+import tempfile
 import urllib.parse
 from pathlib import Path
+from typing import BinaryIO
 
 from workspacectl.cli.config import atomic_output
 from workspacectl.cli.output import progress_bar
 from workspacectl.engine import skill_format as fmt
+from workspacectl.engine.bundle_tar import CHUNK, ArchiveError, read_tar
 from workspacectl.errors import ApiError
 
 
@@ -30,24 +34,25 @@ def _check_url(url, local: bool) -> None:
                                       "only http(s) URLs are followed. Check the server you are using.")
 
 
-def put_to_url(url: str, data: bytes, label: str, local: bool = False) -> None:
-    """The presigned PUT of one object. local: the URL comes from the local backend."""
+def put_to_url(url: str, data: BinaryIO, size: int, label: str, local: bool = False) -> None:
+    """The presigned PUT of one object, streamed from a binary file of `size` bytes.
+    local: the URL comes from the local backend."""
     _check_url(url, local)
     if url.startswith("file://"):
         with atomic_output(_file_path(url)) as fh:
-            fh.write(data)
+            shutil.copyfileobj(data, fh, CHUNK)
         return
     import httpx
 
     def chunks():
-        with progress_bar(label, len(data)) as advance:
-            for i in range(0, len(data), 1 << 20):
-                advance(len(data[i:i + (1 << 20)]))
-                yield data[i:i + (1 << 20)]
+        with progress_bar(label, size) as advance:
+            while chunk := data.read(CHUNK):
+                advance(len(chunk))
+                yield chunk
 
     try:
         resp = httpx.put(url, content=chunks(), headers={"Content-Type": "application/gzip",
-                                                         "Content-Length": str(len(data))},
+                                                         "Content-Length": str(size)},
                          timeout=300, trust_env=False)
     except httpx.TransportError as e:
         raise ApiError("unreachable", f"Cannot reach the upload URL ({type(e).__name__}); check the server.") from None
@@ -55,12 +60,14 @@ def put_to_url(url: str, data: bytes, label: str, local: bool = False) -> None:
         raise ApiError.from_body(resp.status_code, _json(resp))
 
 
-def get_from_url(url: str, label: str, local: bool = False) -> bytes:
-    """The presigned GET. local: the URL comes from the local backend."""
+def get_from_url(url: str, out: BinaryIO, label: str, local: bool = False) -> None:
+    """The presigned GET, written to `out` as it arrives. local: the URL comes from the local backend."""
     _check_url(url, local)
     if url.startswith("file://"):
         try:
-            return _file_path(url).read_bytes()
+            with _file_path(url).open("rb") as fh:
+                shutil.copyfileobj(fh, out, CHUNK)
+            return
         except OSError:
             raise ApiError("expired", "The download link's file is gone; ask for a new link.") from None
     import httpx
@@ -71,12 +78,10 @@ def get_from_url(url: str, label: str, local: bool = False) -> bytes:
                 resp.read()
                 raise ApiError.from_body(resp.status_code, _json(resp))
             total = int(resp.headers.get("content-length") or 0) or None
-            parts = []
             with progress_bar(label, total) as advance:
                 for chunk in resp.iter_bytes():
-                    parts.append(chunk)
+                    out.write(chunk)
                     advance(len(chunk))
-            return b"".join(parts)
     except httpx.TransportError as e:
         raise ApiError("unreachable", f"Cannot reach the download URL ({type(e).__name__}); check the server.") from None
 
@@ -88,19 +93,42 @@ def _json(resp):
         return None
 
 
-def write_bundle(data: bytes, dest: Path) -> list[str]:
-    """Unpack a tar.gz into dest under the bundle rules (nothing written if any entry is refused)."""
-    files, errors, _top = fmt.read_archive(data)
-    if errors:
-        raise ApiError("unprocessable", f"The downloaded bundle is not valid: {errors[0]['message']}")
-    _check_targets(files, dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    for path, f in sorted(files.items()):
-        target = dest.joinpath(*path.split("/"))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_output(target, 0o755 if f.executable else 0o644) as fh:
-            fh.write(f.data)
-    return sorted(files)
+def packed(files: dict) -> tuple[BinaryIO, int]:
+    """(file, size): a folder's files as the canonical tar.gz, spooled to disk past 8 MiB."""
+    out = tempfile.SpooledTemporaryFile(max_size=8 << 20)
+    for chunk in fmt.pack(fmt.canonical_entries(files, lambda p: open(files[p].full, "rb"))):
+        out.write(chunk)
+    size = out.tell()
+    out.seek(0)
+    return out, size
+
+
+def folder_digest(files: dict) -> str:
+    return fmt.digest(fmt.canonical_entries(files, lambda p: open(files[p].full, "rb")))
+
+
+def _read(archive: BinaryIO):
+    """The downloaded bundle through the one archive reader, from its start."""
+    archive.seek(0)
+    return read_tar(archive, fmt.LIMITS)
+
+
+def write_bundle(archive: BinaryIO, dest: Path) -> list[str]:
+    """Unpack a downloaded tar.gz (a seekable file) into dest under the bundle rules: a first pass
+    checks every entry, so nothing is written if any is refused; the second writes, streaming."""
+    try:
+        paths = {rec.path: rec.executable for rec in _read(archive)}
+        _check_targets(paths, dest)
+        dest.mkdir(parents=True, exist_ok=True)
+        for rec in _read(archive):
+            target = dest.joinpath(*rec.path.split("/"))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_output(target, 0o755 if rec.executable else 0o644) as fh:
+                while chunk := rec.read():
+                    fh.write(chunk)
+    except ArchiveError as e:
+        raise ApiError("unprocessable", f"The downloaded bundle is not valid: {e.message}") from None
+    return sorted(paths)
 
 
 def _check_targets(files: dict, dest: Path) -> None:
@@ -140,6 +168,10 @@ def check_folder(path: Path) -> tuple[dict, list, list, dict | None]:
     files, errors = fmt.read_folder(path)
     warnings: list = []
     if not errors:
-        errors, warnings, meta = fmt.validate_bundle(files, folder=path.resolve().name)
+        md = None
+        if (f := files.get(fmt.SKILL_MD)) is not None:
+            with open(f.full, "rb") as fh:
+                md = fmt.read_md(iter(lambda: fh.read(CHUNK), b""))
+        errors, warnings, meta = fmt.validate_bundle(files, md, folder=path.resolve().name)
         return files, errors, warnings, meta
     return files, errors, warnings, None

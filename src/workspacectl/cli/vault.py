@@ -136,6 +136,8 @@ def token(
     if fmt not in TOKEN_FORMS:
         raise ApiError("invalid_request", "--format must be json, value or env.")
     detail = env_detail(ctx, cred_id) if fmt == "env" else None
+    if detail is not None:
+        vault_env.check_injectable([detail])
     body = issue(ctx, cred_id, reason, TOKEN_FORMS[fmt])
     if fmt == "json":
         print_json(body)
@@ -155,7 +157,7 @@ def issue_env(ctx, cred_ids: list[str], reason: str, form: str) -> tuple[dict[st
     from workspacectl.cli import vault_env
 
     details = [env_detail(ctx, c) for c in cred_ids]
-    vault_env.check_no_clash(details)
+    vault_env.check_injectable(details)
     if len(cred_ids) > 1:
         for cred_id in cred_ids:
             issue(ctx, cred_id, reason, form, dry_run=True)

@@ -7,12 +7,9 @@ that exist to show them (`vault token`, `vault env`, `vault run`).
 """
 from __future__ import annotations
 
-import re
-
+from workspacectl.env_names import refusal
 from workspacectl.env_text import NON_SECRET_FIELDS, dotenv_lines, export_lines, json_text
 from workspacectl.errors import ApiError
-
-VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def env_for(detail: dict, token: dict) -> dict[str, str]:
@@ -20,12 +17,24 @@ def env_for(detail: dict, token: dict) -> dict[str, str]:
     mapping = detail.get("envVars") or {}
     out: dict[str, str] = {}
     for field, var in mapping.items():
-        if field in token and token[field] is not None and isinstance(var, str) and VAR_NAME.match(var):
+        if field in token and token[field] is not None and refusal(var) is None:
             out[var] = str(token[field])
     if not out:
         raise ApiError("invalid_request", f"Credential {detail.get('id')} ({detail.get('service')}) names no "
                        "environment variable for the fields it issues; use `wsctl vault token ID --format json`.")
     return out
+
+
+def check_injectable(details: list[dict]) -> None:
+    """Refuse, before any token is issued (and logged), a credential whose envVars name a variable
+    env_names refuses (a catalog row older than that rule), and credentials that name one variable."""
+    for detail in details:
+        for var in (detail.get("envVars") or {}).values():
+            why = refusal(var)
+            if why:
+                raise ApiError("invalid_request", f"Credential {detail.get('id')} ({detail.get('service')}): {why}. "
+                               "Nothing was issued; an owner or admin fixes envVars with `wsctl catalog import`.")
+    check_no_clash(details)
 
 
 def check_no_clash(details: list[dict]) -> None:
@@ -34,8 +43,6 @@ def check_no_clash(details: list[dict]) -> None:
     for detail in details:
         cred_id = detail.get("id")
         for var in (detail.get("envVars") or {}).values():
-            if not isinstance(var, str) or not VAR_NAME.match(var):
-                continue
             if var in owner and owner[var] != cred_id:
                 raise ApiError("invalid_request", f"Credentials {owner[var]} and {cred_id} both set {var}; "
                                "pass only one of them.")

@@ -67,22 +67,67 @@ def parse_import(content, fmt, service, filename) -> dict:
                                           f"({type(e).__name__}); check that it is a valid definition.") from None
 
 
+def _force(ctx: Ctx) -> bool:
+    body = ctx.body if isinstance(ctx.body, dict) else {}
+    if "force" in body:
+        value = body["force"]
+    else:  # a raw body: ?force=true
+        value = {"true": True, "false": False, "": False}.get(str(ctx.query.get("force", "")).lower())
+    if not isinstance(value, bool):
+        raise v.bad("'force' must be true or false.")
+    return value
+
+
+def _check_redirect(ctx: Ctx, service: str, moved: list[str], force: bool) -> bool:
+    """Refuse a re-import that moves where secrets go while credentials or pending connections of
+    the service exist (catalog_history.py), unless the owner forces it. True: reset them."""
+    credentials, pending = store.service_usage(ctx.db, service)
+    if not moved or not (credentials or pending):
+        return False
+    counts = " and ".join(f"{n} {noun}{'' if n == 1 else 's'}" for n, noun in
+                          ((credentials, "credential"), (pending, "pending connection")) if n)
+    if not force:
+        raise ApiError("conflict", f"This import changes where '{service}' sends secrets ({', '.join(moved)}) "
+                       f"while {counts} use it; nothing changed. The workspace owner may force it with "
+                       "`wsctl catalog import FILE --force`, which sends every credential of the service back to "
+                       "needs_reconnect with its secrets erased.",
+                       {"credentials": credentials, "pendingConnections": pending, "changed": moved})
+    if ctx.caller.role != "owner":
+        raise ApiError("forbidden", f"Only the workspace owner may force an import that changes where '{service}' "
+                       f"sends secrets ({', '.join(moved)}) while {counts} use it; nothing changed.")
+    return True
+
+
 @route("POST", "/v1/admin/catalog")
 def import_service(ctx: Ctx) -> Response:
     """Import a service definition (TOML) or an OpenAPI document; replaces a service of that name."""
+    from workspacectl.engine import catalog_history
+
     require_catalog_admin(ctx)
     record = parse_import(*_import_args(ctx))
+    force = _force(ctx)
     secret = record.pop("oauthClientSecret", None)
+    service = record["service"]
     conn = ctx.db
     with transaction(conn):
+        existing = store.get_integration(conn, service)
+        changes, moved = catalog_history.compare(existing, record, client_secret_given=bool(secret))
+        reset = _check_redirect(ctx, service, moved, force)
         sealed = None
         if secret:
             from workspacectl.engine import crypto
 
-            sealed = crypto.seal(ctx.ws, store.oauth_aad(record["service"]), secret.encode())
-        created = store.replace_service(conn, record, source="import", sealed_client_secret=sealed)
-    detail = store.integration_detail(store.get_integration(conn, record["service"]))
-    body = {"service": record["service"], "created": created, "operationCount": len(record["operations"]),
+            sealed = crypto.seal(ctx.ws, store.oauth_aad(service), secret.encode())
+        keep_secret = not catalog_history.client_secret_moves(moved)
+        if not keep_secret and not secret and existing is not None and existing["oauth_client_secret"] is not None:
+            changes.append({"field": "oauthClientSecret", "from": "set", "to": None})
+        created = store.replace_service(conn, record, source="import", sealed_client_secret=sealed,
+                                        keep_client_secret=keep_secret)
+        reset_count = catalog_history.reset_credentials(ctx.ws, conn, service) if reset else 0
+        catalog_history.record(conn, ctx, service, "create" if created else "replace", changes,
+                               forced=reset, credentials_reset=reset_count)
+    detail = store.integration_detail(store.get_integration(conn, service))
+    body = {"service": service, "created": created, "operationCount": len(record["operations"]),
             "triggerCount": len(record["triggers"]), "integration": detail}
     return Response(201 if created else 200, body)
 
@@ -90,10 +135,30 @@ def import_service(ctx: Ctx) -> Response:
 @route("DELETE", "/v1/admin/catalog/{service}")
 def delete_service(ctx: Ctx) -> Response:
     """Remove a service with its operations and trigger providers."""
+    from workspacectl.engine import catalog_history
+
     require_catalog_admin(ctx)
-    if not store.delete_service(ctx.db, ctx.params["service"]):
-        require_integration(ctx.db, ctx.params["service"])
+    conn = ctx.db
+    with transaction(conn):
+        if not store.delete_service(conn, ctx.params["service"]):
+            require_integration(conn, ctx.params["service"])
+        catalog_history.record(conn, ctx, ctx.params["service"], "delete", [])
     return Response(204)
+
+
+@route("GET", "/v1/admin/catalog/history")
+def catalog_history_list(ctx: Ctx) -> dict:
+    """Every catalog change, newest first: who, when, what changed (owner or admin session)."""
+    from workspacectl.engine import catalog_history
+    from workspacectl.engine.pagination import page, page_args
+
+    require_catalog_admin(ctx)
+    service = ctx.query.get("service") or None
+    if service is not None and len(service) > 64:
+        raise v.bad("'service' is at most 64 characters.")
+    limit, before = page_args(ctx, int)
+    rows = catalog_history.list_changes(ctx.db, service, before, limit + 1)
+    return page("changes", rows, limit, lambda r: r["id"], catalog_history.change_json)
 
 
 @route("PUT", "/v1/admin/catalog/{service}/oauth-client")
@@ -106,5 +171,11 @@ def set_oauth_client(ctx: Ctx) -> dict:
     body = v.body_dict(ctx, allow_empty=False)
     client_id = v.string(body, "clientId", max_len=1000)
     client_secret = v.string(body, "clientSecret", max_len=4000)
-    store.set_oauth_client(ctx.ws, row["service"], client_id, client_secret)
+    from workspacectl.engine import catalog_history
+
+    with transaction(ctx.db):
+        store.set_oauth_client(ctx.ws, row["service"], client_id, client_secret)
+        catalog_history.record(ctx.db, ctx, row["service"], "oauth-client",
+                               [{"field": "oauthClientId", "from": row["oauth_client_id"], "to": client_id},
+                                {"field": "oauthClientSecret", "from": None, "to": "set"}])
     return store.integration_detail(store.get_integration(ctx.db, row["service"]))

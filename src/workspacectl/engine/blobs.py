@@ -10,6 +10,7 @@ published by a rename, so a blob is either whole or absent.
             ...insert the rows naming staged.sha256...
             staged.publish(ws)               # rename into place (or drop: already there)
     remove_unreferenced(ws, old_shas)        # after the commit: unlink blobs nothing names now
+    collect_orphans(ws, before)              # housekeeping: blobs no row names, older than before
 
     put_stream(ws, reader) -> (sha256, size)  # stage + publish, for callers inside a transaction
     open_blob(ws, sha) -> binary file         # FileNotFoundError when absent
@@ -79,16 +80,77 @@ class Staged:
         self.tmp.unlink(missing_ok=True)
 
 
+def _lock_folder(folder: Path) -> int | None:
+    """An exclusive flock on the folder, held by the returned descriptor; the kernel drops it
+    when the process dies, however it dies. OSError when another process holds it or the folder
+    is gone; None where flock does not exist (then only the age rule of housekeeping applies)."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _locked_stage_folder(root: Path) -> tuple[Path, int | None]:
+    while True:
+        folder = Path(tempfile.mkdtemp(prefix="stage-", dir=root))
+        try:
+            fd = _lock_folder(folder)
+        except OSError:      # a sweep took it between mkdtemp and the lock: make another
+            continue
+        if fd is None:
+            return folder, None
+        try:
+            if os.stat(folder).st_ino == os.fstat(fd).st_ino:
+                return folder, fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)         # swept and removed before our lock: make another
+
+
 @contextmanager
 def staging(ws) -> Iterator[Path]:
-    """A private temp folder under blobs/tmp/, removed on exit with anything not published."""
+    """A private temp folder under blobs/tmp/, removed on exit with anything not published. It is
+    flock-ed while in use, so a folder whose lock is free was left by a killed process and
+    remove_abandoned_stages() may take it at once, even while other processes stage files."""
     root = ws.blobs / "tmp"
     root.mkdir(parents=True, exist_ok=True)
-    folder = Path(tempfile.mkdtemp(prefix="stage-", dir=root))
+    folder, fd = _locked_stage_folder(root)
     try:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+        if fd is not None:
+            os.close(fd)
+
+
+def remove_abandoned_stages(ws) -> int | None:
+    """Remove the stage folders no live process holds (their request was killed); answers how
+    many, or None where folders cannot be locked (housekeeping's age rule then applies)."""
+    removed = 0
+    try:
+        folders = [p for p in (ws.blobs / "tmp").iterdir() if p.name.startswith("stage-") and p.is_dir()]
+    except OSError:
+        return 0
+    for folder in folders:
+        try:
+            fd = _lock_folder(folder)
+        except OSError:      # in use, or gone meanwhile
+            continue
+        if fd is None:
+            return None
+        try:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed += 1
+        finally:
+            os.close(fd)
+    return removed
 
 
 def stage(folder: Path, reader: BinaryIO | Iterable[bytes], max_bytes: int | None = None) -> Staged:
@@ -143,3 +205,47 @@ def remove_unreferenced(ws, shas: Iterable[str]) -> int:
                 except FileNotFoundError:
                     pass
     return removed
+
+
+ORPHAN_BATCH = 200   # blobs checked per write transaction: the sweep never holds the workspace long
+
+
+def collect_orphans(ws, before: float) -> int:
+    """Unlink blobs no row names whose file is older than `before` (a filesystem timestamp).
+
+    A process killed inside a commit leaves blobs published with no row naming them, and nothing
+    else ever removes them. The age bound keeps any blob a request may still be about to record;
+    each unlink re-checks the references under the write lock, as remove_unreferenced does, so a
+    publisher reusing an old blob (publish() drops its copy when the blob exists) never loses it."""
+    from workspacectl.engine.store.blobs import referenced_digests
+
+    root = ws.blobs / "sha256"
+    try:
+        folders = [d for d in root.iterdir() if d.is_dir() and len(d.name) == 2]
+    except OSError:
+        return 0
+    held = referenced_digests(ws.conn())
+    candidates = []
+    for folder in folders:
+        for f in _files(folder):
+            sha = folder.name + f.name
+            if _SHA.match(sha) and sha not in held and _mtime(f) < before:
+                candidates.append(sha)
+    removed = 0
+    for i in range(0, len(candidates), ORPHAN_BATCH):
+        removed += remove_unreferenced(ws, candidates[i:i + ORPHAN_BATCH])
+    return removed
+
+
+def _files(folder: Path) -> list[Path]:
+    try:
+        return [p for p in folder.iterdir() if p.is_file()]
+    except OSError:
+        return []
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return float("inf")   # gone or unreadable: left alone

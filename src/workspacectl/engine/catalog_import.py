@@ -26,10 +26,9 @@ TRIGGER_TYPES = ("webhook", "cron", "poll")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE")
 PARAM_PLACES = ("path", "query", "header", "body", "cookie")
 SERVICE_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-ENV_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_NAME = 120
 MAX_SERVICE = 64
-MAX_DOCUMENT_CHARS = 48 * 1024 * 1024
+MAX_ENV_VARS = 50
 DEFAULT_POLL_CADENCE = 300
 
 
@@ -131,7 +130,17 @@ def _url(d: dict, key: str, where: str, *, required=False) -> str | None:
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise bad(where, f"'{key}' must be an http(s) URL.")
+    _check_callable(value, key, where)
     return value
+
+
+def _check_callable(url: str, key: str, where: str) -> None:
+    """A URL the server may call must not aim at link-local or cloud metadata addresses."""
+    from workspacectl.engine.catalog_urls import import_refusal
+
+    why = import_refusal(url)
+    if why:
+        raise bad(where, f"'{key}' is refused: {why}, which the server never calls; use the service's own host.")
 
 
 def _base_url(d: dict, where: str, fields: list[str]) -> str:
@@ -146,6 +155,8 @@ def _base_url(d: dict, where: str, fields: list[str]) -> str:
     parts = urlsplit(probe)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise bad(where, "'baseUrl' must be an http(s) URL (it may start with a field such as {instanceUrl}).")
+    if not value.startswith("{"):
+        _check_callable(value, "baseUrl", where)
     return value
 
 
@@ -156,6 +167,19 @@ def _table(d: dict, key: str, where: str) -> dict:
     if not isinstance(value, dict):
         raise bad(where, f"'{key}' must be a table.")
     return value
+
+
+def _check_env_vars(env_vars: dict, where: str, *, given: bool) -> None:
+    """Every variable a credential would set must pass env_names (the one list of refused names)."""
+    from workspacectl.env_names import refusal
+
+    if len(env_vars) > MAX_ENV_VARS:
+        raise bad(where, f"'envVars' names at most {MAX_ENV_VARS} variables.")
+    for k, var in env_vars.items():
+        why = refusal(var)
+        if why:
+            hint = "" if given else " (the default name; set envVars explicitly)"
+            raise bad(where, f"envVars.{str(k)[:64]} = {str(var)[:80]!r}{hint}: {why}.")
 
 
 # --- the record ------------------------------------------------------------------------------
@@ -183,10 +207,8 @@ def build_record(d: dict, where: str, service_override: str | None = None, *, le
     if credential_type == "apiKey" and not secret_fields:
         raise bad(where, "an apiKey service needs at least one name in 'secretFields'.")
     env_raw = _table(d, "envVars", where)
-    for k, v in env_raw.items():
-        if not isinstance(v, str) or not ENV_VAR_RE.match(v):
-            raise bad(where, f"envVars.{k} must be an environment variable name such as ACME_TOKEN.")
     env_vars = dict(env_raw) if env_raw else default_env_vars(service, credential_type, fields)
+    _check_env_vars(env_vars, where, given=bool(env_raw))
 
     setup: dict = {}
     if d.get("docsUrl") is not None:
@@ -376,6 +398,11 @@ def parse_toml(text: str, where: str, service_override: str | None = None) -> di
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise bad(where, f"not valid TOML ({e}).") from None
+    except RecursionError:
+        raise bad(where, "the document is nested too deeply.") from None
+    from workspacectl.engine.catalog_limits import check_toml_shape
+
+    check_toml_shape(data, where)
     return build_record(data, where, service_override)
 
 
@@ -431,6 +458,10 @@ def parse_document(text, fmt: str | None = None, service: str | None = None,
                    filename: str | None = None) -> dict:
     """A definition file or OpenAPI document (text) -> the normalized record."""
     where = (filename or "the definition").replace("\n", " ")[:200]
+    from workspacectl.engine import catalog_limits as limits
+
+    if isinstance(text, (bytes, bytearray, str)):
+        limits.check_size(text, where)
     if isinstance(text, (bytes, bytearray)):
         try:
             text = bytes(text).decode("utf-8-sig")
@@ -438,15 +469,14 @@ def parse_document(text, fmt: str | None = None, service: str | None = None,
             raise bad(where, "the file is not UTF-8 text.") from None
     if not isinstance(text, str) or not text.strip():
         raise bad(where, "the file is empty.")
-    if len(text) > MAX_DOCUMENT_CHARS:
-        raise ApiError("payload_too_large", f"{where}: the document is over {MAX_DOCUMENT_CHARS // (1024 * 1024)} MiB.")
     if service is not None and (not SERVICE_RE.match(service) or len(service) > MAX_SERVICE):
         raise bad(where, f"--service '{service[:80]}' must be lower kebab case (a-z, 0-9, '-').")
     fmt = fmt or detect_format(text, filename)
+    if fmt not in ("toml", "openapi"):
+        raise bad(where, "'format' must be toml or openapi.")
+    limits.check_nodes(text, fmt, where)
     if fmt == "toml":
         return _text_only(parse_toml(text, where, service), where)
-    if fmt != "openapi":
-        raise bad(where, "'format' must be toml or openapi.")
     from workspacectl.engine.catalog_openapi import openapi_definition
 
     doc = load_structured(text, where)

@@ -10,6 +10,7 @@ import ipaddress
 import re
 from urllib.parse import urljoin, urlsplit
 
+from workspacectl.engine import catalog_limits as limits
 from workspacectl.engine.catalog_import import MAX_SERVICE, SERVICE_RE, ascii_fold, bad, kebab
 from workspacectl.engine.openapi_schema_walk import Resolver, merged_properties, required_of, sample, shape, type_name
 
@@ -234,7 +235,10 @@ def _fallback_name(method: str, path: str) -> str:
     return kebab("-".join([method, *segments])) or method
 
 
-def _operation(r: Resolver, method: str, path: str, item: dict, op: dict, swagger: bool) -> dict:
+def _operation(r: Resolver, method: str, path: str, item: dict, op: dict, swagger: bool, where: str) -> dict:
+    label = f"{where} operation {method.upper()} {path[:200]}"
+    raw_counts = [len(x) for x in (item.get("parameters"), op.get("parameters")) if isinstance(x, list)]
+    limits.check_param_count(sum(raw_counts), label)
     params: dict[tuple, dict] = {}
     for p in _param_list(r, item.get("parameters")) + _param_list(r, op.get("parameters")):
         params[(p["name"], p["in"])] = p
@@ -258,6 +262,7 @@ def _operation(r: Resolver, method: str, path: str, item: dict, op: dict, swagge
                            "_schema": schema, "_example": p.get("example")})
     if body_schema is not None:
         out_params.extend(_body_params(r, body_schema, body_required))
+    limits.check_param_count(len(out_params), label)   # body fields included
 
     op_id = op.get("operationId")
     name = kebab(op_id) if isinstance(op_id, str) and kebab(op_id) else _fallback_name(method, path)
@@ -297,7 +302,9 @@ def openapi_definition(doc, where: str, service_override: str | None = None) -> 
         paths = {}
     if not isinstance(paths, dict):
         raise bad(where, "'paths' must be an object.")
-    r = Resolver(doc)
+    budget = limits.SchemaBudget(where)
+    r = Resolver(doc, budget)
+    limits.check_operation_count(limits.count_openapi_operations(paths, r.resolve), where)
     base = _servers_base(doc)
     service = service_override or derive_service(doc, base)
     info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
@@ -313,7 +320,8 @@ def openapi_definition(doc, where: str, service_override: str | None = None) -> 
         for method in HTTP_METHODS:
             op = item.get(method)
             if isinstance(op, dict):
-                operations.append(_operation(r, method, path, item, op, swagger))
+                budget.begin(f"{method.upper()} {path}")
+                operations.append(_operation(r, method, path, item, op, swagger, where))
 
     definition = {
         "service": service,

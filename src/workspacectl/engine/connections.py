@@ -326,6 +326,9 @@ def authorize_url(ws, conn_id: str, member_id: str, base_url: str) -> str:
         raise v.bad(f"{integration['name']} has no authorize URL in the catalog; an admin must add it.")
     if not cfg.client_id:
         raise oauth.missing_client(row["service"])
+    from workspacectl.engine.catalog_urls import resolve_checked
+
+    resolve_checked(cfg.authorize_url, f"{row['service']}'s authorize URL", required=False)  # the browser goes next
     setup = _setup(integration)
     use_pkce = setup.get("pkce", True) is not False
     state = _secrets.token_urlsafe(32)

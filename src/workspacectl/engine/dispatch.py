@@ -166,11 +166,18 @@ class Engine:
             return Response(e.status, e.body())
 
 
+MAX_BODY_VALUES = 2_000_000
+
+
 def parse_json_body(raw: bytes):
     """JSON bytes -> value; raises ApiError('invalid_request') for bytes that are not JSON
     (including nesting too deep to parse)."""
     if not raw or not raw.strip():
         return None
+    # Memory: a body of tiny values ('[{},{},…]') costs ~20 times its size once parsed, so the
+    # values are counted (brackets and commas, an upper bound) before the parser builds them.
+    if raw.count(b"{") + raw.count(b"[") + raw.count(b",") > MAX_BODY_VALUES:
+        raise ApiError("payload_too_large", f"The request body holds more than {MAX_BODY_VALUES:,} JSON values.")
     try:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError):

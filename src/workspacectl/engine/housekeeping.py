@@ -8,10 +8,15 @@ A pass removes
 - skill_uploads rows past their usable lifetime (expires_at) plus GRACE, used or not, then their
   blobs with blobs.remove_unreferenced after that commit (engine/blobs.py's rule; a blob a
   version's manifest still names stays);
-- blobs/tmp/stage-* folders (a process killed mid-upload) and local blobs/incoming/<token> files
-  (uploads never validated or published) not touched for FILE_AGE seconds: never younger ones,
-  another process may be writing them right now;
-- expired local download copies in blobs/outbox (also swept on every local download link).
+- blobs/tmp/stage-* folders a killed request left: any whose flock no live process holds
+  (engine/blobs.remove_abandoned_stages; `wsctl serve` also runs this when it starts), or where
+  flock does not exist, those not touched for FILE_AGE seconds;
+- local blobs/incoming/<token> files (uploads never validated or published) not touched for
+  FILE_AGE seconds: never younger ones, another process may be writing them right now;
+- expired local download copies in blobs/outbox (also swept on every local download link);
+- blobs no row names whose file is older than ORPHAN_AGE (a process killed inside a commit
+  publishes blobs whose rows never land: 142 MB in one drill), each re-checked under the write
+  lock before it is unlinked (engine/blobs.collect_orphans).
 
 File ages are compared in the clock's frame (mtime + WSCTL_NOW_OFFSET_SECONDS, as
 skill_transfers does), so an offset never makes a live file look old.
@@ -34,13 +39,14 @@ from workspacectl.engine.store import skills as skill_store
 
 GRACE = 60 * 60            # after an upload's expires_at (itself an hour after its link was made)
 FILE_AGE = 2 * 60 * 60     # stage folders and incoming files untouched this long are leftovers
+ORPHAN_AGE = 60 * 60       # unreferenced blobs younger than this may be a request's, about to be recorded
 EVERY = 60 * 60            # maybe_sweep: at most this often per workspace
 SETTING = "housekeeping_last_sweep"
 
 
 def sweep(ws, now: datetime | None = None) -> dict:
     now = now or clock.now()
-    counts = {"uploads": 0, "blobs": 0, "stageFolders": 0, "incomingFiles": 0}
+    counts = {"uploads": 0, "blobs": 0, "stageFolders": 0, "incomingFiles": 0, "orphanBlobs": 0}
     conn = ws.conn()
     cutoff = clock.iso(now - timedelta(seconds=GRACE))
     with transaction(conn):
@@ -50,10 +56,14 @@ def sweep(ws, now: datetime | None = None) -> dict:
 
     file_cutoff = now.timestamp() - clock.offset_seconds() - FILE_AGE   # in the filesystem's frame
     root = Path(ws.blobs)
-    for folder in _entries(root / "tmp", "stage-"):
-        if folder.is_dir() and _newest(folder) < file_cutoff:
-            shutil.rmtree(folder, ignore_errors=True)
-            counts["stageFolders"] += 1
+    abandoned = blobs.remove_abandoned_stages(ws)
+    if abandoned is not None:
+        counts["stageFolders"] = abandoned
+    else:
+        for folder in _entries(root / "tmp", "stage-"):
+            if folder.is_dir() and _newest(folder) < file_cutoff:
+                shutil.rmtree(folder, ignore_errors=True)
+                counts["stageFolders"] += 1
     from workspacectl.engine import skill_transfers as transfers
 
     for path in _entries(root / transfers.INCOMING):
@@ -61,6 +71,8 @@ def sweep(ws, now: datetime | None = None) -> dict:
             path.unlink(missing_ok=True)
             counts["incomingFiles"] += 1
     transfers.sweep_outbox(root / transfers.OUTBOX)
+    orphan_cutoff = now.timestamp() - clock.offset_seconds() - ORPHAN_AGE
+    counts["orphanBlobs"] = blobs.collect_orphans(ws, orphan_cutoff)
     return counts
 
 

@@ -7,9 +7,7 @@ Owners: `organization` (the workspace: any member reads; owner, admin and member
 """
 from __future__ import annotations
 
-import io
 import re
-import tarfile
 import tempfile
 
 from workspacectl import clock
@@ -56,11 +54,14 @@ def note_json(row) -> dict:
 
 @route("GET", "/v1/memory/{ownerType}")
 def get_memory(ctx: Ctx) -> dict:
-    """The memory guide and the notes waiting for the memory agent."""
+    """The memory guide, the notes waiting for the memory agent, and the notes it holds back
+    (kept, not folded: the guide would pass its size bound)."""
     row = document(ctx)
+    held = store.held_notes(ctx.db, row["id"], MAX_PENDING)  # first: a note held meanwhile is not listed twice
     notes = store.pending_notes(ctx.db, row["id"], MAX_PENDING)
     return {"ownerType": row["owner_type"], "guide": row["guide"], "version": row["version"],
-            "updatedAt": row["updated_at"], "pendingNotes": [note_json(n) for n in notes]}
+            "updatedAt": row["updated_at"], "pendingNotes": [note_json(n) for n in notes],
+            "heldNotes": [{**note_json(n), "reason": n["held_reason"]} for n in held]}
 
 
 # --- files --------------------------------------------------------------------------------------
@@ -72,15 +73,16 @@ def content_type_of(path: str) -> str:
 
 
 def _tar_gz(rows) -> tempfile.SpooledTemporaryFile:
-    """All files as one tar.gz (entries at the archive's root), spooled to disk past 8 MiB."""
+    """All files as one tar.gz (entries at the archive's root), spooled to disk past 8 MiB, made
+    by the project's one tar writer (engine/bundle_tar.py). Spooled, not streamed: the rows come
+    from this thread's database connection."""
+    from workspacectl.engine.bundle_tar import opener_of, write_bundle
+
     out = tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024)
-    with tarfile.open(fileobj=out, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
-        for row in rows:
-            info = tarfile.TarInfo(row["path"])
-            info.size = row["size"]
-            info.mode = 0o644
-            info.mtime = int(clock.parse_iso(row["updated_at"]).timestamp())
-            tar.addfile(info, io.BytesIO(row["content"]))
+    entries = ((r["path"], r["size"], clock.parse_iso(r["updated_at"]).timestamp(), opener_of(bytes(r["content"])))
+               for r in rows)
+    for chunk in write_bundle(entries):
+        out.write(chunk)
     out.seek(0)
     return out
 
@@ -152,10 +154,12 @@ def proposal_fields(body: dict) -> tuple[str, str | None, tuple[str, bytes] | No
     if not isinstance(file, dict) or set(file) - {"path", "content"}:
         raise v.bad("'file' must be an object {path, content}.")
     path = file_path(file.get("path"))
-    content = v.string(file, "content", min_len=0, max_len=MAX_FILE_BYTES)
-    data = content.encode("utf-8")
-    if len(data) > MAX_FILE_BYTES:
-        raise v.bad(f"'file.content' is over {MAX_FILE_BYTES // 1024} KiB of UTF-8.")
+    content = file.get("content")
+    if not isinstance(content, str):
+        raise v.bad("'file.content' must be a string (UTF-8 text; binary files are not supported).")
+    if len(content) > MAX_FILE_BYTES or len(data := content.encode("utf-8")) > MAX_FILE_BYTES:
+        raise v.bad(f"'file.content' is over {MAX_FILE_BYTES // 1024} KiB of UTF-8 (at most {MAX_FILE_BYTES} bytes); "
+                    "propose a smaller file.")
     return text, section or None, (path, data)
 
 

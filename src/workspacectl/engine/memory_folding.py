@@ -45,21 +45,32 @@ def section_key(title: str) -> str:
     return " ".join((m.group(2) if m else title).split()).casefold()
 
 
+def normal_line(line: str) -> str:
+    """A line without indentation, list markers or repeated spaces ('' for a blank line)."""
+    line = line.strip()
+    while (m := _LIST_MARK.match(line)):
+        line = line[m.end():]
+    return " ".join(line.split()) if line else ""
+
+
 def _normal_lines(markdown: str) -> list[str]:
     """Non-blank lines without indentation, list markers or repeated spaces."""
-    out = []
-    for line in markdown.split("\n"):
-        line = line.strip()
-        while (m := _LIST_MARK.match(line)):
-            line = line[m.end():]
-        if line:
-            out.append(" ".join(line.split()))
-    return out
+    return [n for line in markdown.split("\n") if (n := normal_line(line))]
 
 
-def _sections(lines: list[str]) -> list[tuple[int, int, str]]:
-    """(heading index, end index, key) of every level-2 section; end is the next heading of
-    level 1 or 2 (or the end). Lines inside fenced code blocks are never headings."""
+def fence_after(lines, fence: str | None) -> str | None:
+    """The open code fence ('`', '~' or None) after `lines`, starting inside `fence`."""
+    for line in lines:
+        if (m := _FENCE.match(line)):
+            mark = m.group(1)[0]
+            fence = None if fence == mark else (fence or mark)
+    return fence
+
+
+def scan_sections(lines: list[str]) -> tuple[list[tuple[int, int, str]], str | None]:
+    """(heading index, end index, key) of every level-2 section, and the code fence still open
+    at the end. A section ends at the next heading of level 1 or 2 (or the end). Lines inside
+    fenced code blocks are never headings."""
     heads: list[tuple[int, int, str]] = []
     fence = None
     for i, line in enumerate(lines):
@@ -80,7 +91,11 @@ def _sections(lines: list[str]) -> list[tuple[int, int, str]]:
         end = heads[n + 1][0] if n + 1 < len(heads) else len(lines)
         if level == 2:
             out.append((i, end, section_key(title)))
-    return out
+    return out, fence
+
+
+def _sections(lines: list[str]) -> list[tuple[int, int, str]]:
+    return scan_sections(lines)[0]
 
 
 def entry_lines(text: str) -> list[str]:
@@ -97,6 +112,25 @@ def entry_lines(text: str) -> list[str]:
     if len(fences) % 2:
         out.append("  " + fences[-1] * 3)
     return out
+
+
+def section_insert(lines: list[str], start: int, end: int, entry: list[str]) -> tuple[int, int, list[str]]:
+    """Where an entry goes in the section lines[start:end] (its heading at start): lines[at:rest]
+    (blank lines) become block. After the section's last non-blank line, with a blank line
+    before it unless that line is a list item, and one blank line before what follows."""
+    last = end - 1
+    while last > start and not lines[last].strip():
+        last -= 1
+    if last == start:
+        block, at = [""] + entry, start + 1
+    else:
+        block, at = (entry if _is_list_line(lines[last]) else [""] + entry), last + 1
+    rest = at
+    while rest < len(lines) and not lines[rest].strip():
+        rest += 1
+    if rest < len(lines):
+        block = block + [""]
+    return at, rest, block
 
 
 def _is_list_line(line: str) -> bool:
@@ -134,17 +168,7 @@ class SectionAppendPolicy:
         if found is None:
             head = lines + [""] if lines else []
             return "\n".join(head + [f"## {title}", ""] + entry) + "\n"
-        start, end = found
-        last = max((j for j in range(start + 1, end) if lines[j].strip()), default=None)
-        if last is None:
-            block, at = [""] + entry, start + 1
-        else:
-            block, at = (entry if _is_list_line(lines[last]) else [""] + entry), last + 1
-        rest = at
-        while rest < len(lines) and not lines[rest].strip():
-            rest += 1
-        if rest < len(lines):
-            block = block + [""]
+        at, rest, block = section_insert(lines, *found, entry)
         return "\n".join(lines[:at] + block + lines[rest:]) + "\n"
 
 

@@ -131,11 +131,18 @@ def _post_form(cfg: ProviderConfig, url: str | None, form: dict, what: str):
     if not url:
         raise OAuthNotConfigured(f"The {cfg.service} integration has no {what} URL in the catalog; an owner or "
                                  "admin adds it with `wsctl catalog import FILE`.")
+    from workspacectl.engine.catalog_urls import BlockedAddress, pin
+
+    try:
+        target = pin(url, f"{cfg.service}'s {what} endpoint")
+    except BlockedAddress as e:
+        raise OAuthNotConfigured(e.message) from None  # the catalog's fault: no refresh back-off
     import httpx
 
     try:
         with httpx.Client(timeout=TIMEOUT_SECONDS, follow_redirects=False) as client:
-            return client.post(url, data=form, headers={"Accept": "application/json"})
+            return client.post(target.url, data=form, headers={"Accept": "application/json", **target.headers},
+                               extensions=target.extensions)
     except httpx.HTTPError as e:
         raise ApiError("upstream_failed", f"Could not reach {cfg.service}'s {what} endpoint "
                        f"({type(e).__name__}); try again shortly.") from None

@@ -19,9 +19,10 @@ MAX_REF_HOPS = 32
 class Resolver:
     """Follows `$ref`s inside one document. Remote refs answer (None, name)."""
 
-    def __init__(self, root: dict):
+    def __init__(self, root: dict, budget=None):
         self.root = root
         self.cache: dict[str, object] = {}
+        self.budget = budget  # catalog_limits.SchemaBudget: every resolve is a step
 
     @staticmethod
     def ref_name(ref: str) -> str:
@@ -51,6 +52,8 @@ class Resolver:
 
     def resolve(self, node) -> tuple[object, str | None]:
         """(the node a chain of $refs ends at, the last ref's name); (None, name) when unresolvable."""
+        if self.budget is not None:
+            self.budget.spend()
         name = None
         seen = set()
         while isinstance(node, dict) and isinstance(node.get("$ref"), str):

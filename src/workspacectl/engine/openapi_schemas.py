@@ -128,7 +128,13 @@ _IMPORT_BODY = obj({
     "format": text(enum=["toml", "openapi"], description="Guessed from filename, then content, when absent."),
     "service": text(1, MAX_SERVICE, SERVICE_RE.pattern, description="Overrides the document's service name."),
     "filename": text(1, 500, description="Shown in error messages; its extension hints the format."),
+    "force": {"type": "boolean", "description": "Owner only: replace a service even when the import changes "
+              "where secrets go while credentials use it; they become needs_reconnect, secrets erased."},
 }, required=["content"])
+_CATALOG_CHANGE = obj({
+    "id": INT, "at": TIME, "membershipId": nullable(STR), "service": STR,
+    "action": text(enum=["create", "replace", "delete", "oauth-client"]), "forced": BOOL, "credentialsReset": INT,
+    "changes": array(obj({"field": STR, "from": ANY, "to": ANY}, required="all"))}, required="all")
 _WEB_NEXT = r"^(/|/[^/\\\x00-\x1f][^\\\x00-\x1f]*)$"  # a path on this server: never '//host' or '\'
 
 # --- the routes --------------------------------------------------------------------------------
@@ -220,10 +226,14 @@ ROUTE_DOCS: dict[tuple[str, str], dict] = {
     ("POST", "/v1/admin/catalog"): {
         "body": _IMPORT_BODY, "raw_body": True,
         "query": [query("service", STR, "Raw (non-JSON) body only: the service name override."),
+                  query("force", text(enum=["true", "false"]), "Raw (non-JSON) body only: see the body's force."),
                   query("filename", STR, "Raw (non-JSON) body only: the file name, which hints the format.")],
         "responses": {n: obj({"service": STR, "created": BOOL, "operationCount": INT, "triggerCount": INT,
                               "integration": ref("IntegrationDetail")}, required="all") for n in (200, 201)}},
     ("DELETE", "/v1/admin/catalog/{service}"): {"responses": {204: None}},
+    ("GET", "/v1/admin/catalog/history"): {
+        "query": [query("service", text(1, MAX_SERVICE), "Only this service's changes."), *PAGE],
+        "responses": {200: page_of("changes", _CATALOG_CHANGE)}},
     ("PUT", "/v1/admin/catalog/{service}/oauth-client"): {
         "body": obj({"clientId": text(1, 1000), "clientSecret": text(1, 4000)}, required="all"),
         "responses": {200: ref("IntegrationDetail")}},
@@ -247,14 +257,17 @@ _MEMORY_FILE = obj({"path": text(1, _memory.MAX_PATH, description="A safe relati
                                                                            f"{_memory.MAX_FILE_BYTES} bytes.")},
                    required="all")
 _FOLD_RESULT = obj({"ownerType": text(enum=list(_memory.OWNER_TYPES)), "membershipId": nullable(STR),
-                    "version": INT, "folded": array(STR), "dropped": array(STR)}, required="all")
+                    "version": INT, "folded": array(STR), "dropped": array(STR), "held": array(STR)},
+                   required="all")
+_NOTE = {"id": STR, "text": STR, "section": nullable(STR), "proposedBy": STR, "proposedAt": TIME}
 ROUTE_DOCS.update({
     ("GET", "/v1/memory/{ownerType}"): {"responses": {200: obj({
-        "ownerType": text(enum=list(_memory.OWNER_TYPES)), "guide": text(description="Markdown."),
+        "ownerType": text(enum=list(_memory.OWNER_TYPES)),
+        "guide": text(description="Markdown, at most 1 MiB of UTF-8."),
         "version": INT, "updatedAt": TIME,
-        "pendingNotes": array(obj({"id": STR, "text": STR, "section": nullable(STR), "proposedBy": STR,
-                                   "proposedAt": TIME}, required="all"),
-                              maxItems=_memory.MAX_PENDING)}, required="all")}},
+        "pendingNotes": array(obj(_NOTE, required="all"), maxItems=_memory.MAX_PENDING),
+        "heldNotes": array(obj({**_NOTE, "reason": text(enum=["guide_full"])}, required="all"),
+                           maxItems=_memory.MAX_PENDING)}, required="all")}},
     ("GET", "/v1/memory/{ownerType}/files"): {
         "query": [query("path", text(1, _memory.MAX_PATH), "Answer this file's bytes instead of the list."),
                   query("format", text(enum=["tar.gz"]), "Answer every file as one tar.gz (entries at its root)."),

@@ -6,27 +6,47 @@ Store functions take `after` (the last key of the previous page, or None) and `l
 from __future__ import annotations
 
 import base64
+import binascii
 import json
+import re
 
 from workspacectl.engine.validate import bad, query_int
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
+# A cursor we make is a short JSON string, integer or flat list of scalars. Anything longer or of
+# another shape is refused before it is parsed: a forged cursor of 3,000 '[' made the JSON
+# decoder recurse until it failed with a server error.
+MAX_CURSOR_CHARS = 4096
+_STRING = rb'"(?:[^"\\]|\\.)*"'
+_CURSOR_SHAPE = re.compile(_STRING + rb'|-?\d{1,20}|\[(?:' + _STRING + rb'|[^\[\]{}"])*\]')
 
 
 def page_args(ctx, key_type: type | tuple = str) -> tuple[int, object]:
     """(limit, after). `after` is checked to be of key_type (a store binds it as a parameter)."""
     limit = query_int(ctx, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
     raw = ctx.query.get("cursor") or None
-    after = None
-    if raw:
-        try:
-            after = json.loads(base64.urlsafe_b64decode(raw.encode() + b"==="))
-        except (ValueError, UnicodeDecodeError):
-            after = None
-        if not _valid(after, key_type):
-            raise bad("The cursor is not valid; pass the nextCursor of the previous page.")
+    after = _decode_cursor(raw) if raw else None
+    if raw and not _valid(after, key_type):
+        raise bad("The cursor is not valid; pass the nextCursor of the previous page.")
     return limit, after
+
+
+def _decode_cursor(raw: str):
+    """The key a cursor holds, or None when it is not one we could have made (refused by the
+    caller). Bounded in size and checked for shape before the JSON decoder sees it."""
+    if len(raw) > MAX_CURSOR_CHARS or not raw.isascii():
+        return None
+    try:
+        data = base64.urlsafe_b64decode(raw.encode() + b"===")
+    except (ValueError, binascii.Error):
+        return None
+    if not _CURSOR_SHAPE.fullmatch(data):
+        return None
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
 
 
 def _valid(value, key_type) -> bool:

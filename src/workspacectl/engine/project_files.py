@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from workspacectl import clock
 from workspacectl.engine import blobs
-from workspacectl.engine.bundle_tar import Limits, check_path, read_bundle, size_text, write_bundle
+from workspacectl.engine.archive_staging import stage_archive
+from workspacectl.engine.bundle_tar import Limits, check_path, size_text, write_bundle
 from workspacectl.engine.db import transaction
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.projects import load, require_edit
@@ -69,7 +70,7 @@ def upload_bundle(ctx: Ctx) -> dict:
         raise ApiError("invalid_request", "Send the bundle as the request body: a .tar.gz file "
                                           "(Content-Type: application/gzip).")
     with blobs.staging(ctx.ws) as folder:
-        files, staged = read_bundle(reader, folder, LIMITS)
+        files, staged = stage_archive(reader, folder, LIMITS)
         replaced: set[str] = set()
         with transaction(ctx.db):
             _project(ctx, write=True)  # the role may have changed while the bundle arrived
@@ -77,7 +78,8 @@ def upload_bundle(ctx: Ctx) -> dict:
             _check_fits(ctx.db, pid, files, current)
             now = clock.now_iso()
             added = updated = 0
-            for path, (sha, size) in files.items():
+            for path, ref in files.items():
+                sha, size = ref.sha256, ref.size
                 old = current.get(path)
                 if old is not None and old["sha256"] == sha:
                     continue  # same content: left as it is, counted in neither
@@ -109,7 +111,7 @@ def _check_fits(conn, pid: str, files: dict, current: dict) -> None:
                                            "cannot be added under it; remove it first.")
     count, size = store.totals(conn, pid)
     count += sum(1 for p in files if p not in current)
-    size += sum(s for p, (_, s) in files.items()) - sum(current[p]["size"] for p in files if p in current)
+    size += sum(ref.size for ref in files.values()) - sum(current[p]["size"] for p in files if p in current)
     if count > LIMITS.max_files or size > LIMITS.max_bytes:
         raise ApiError("payload_too_large", f"The specialist would hold over {LIMITS.max_files} files or "
                                             f"{size_text(LIMITS.max_bytes)} in all; remove files first.")

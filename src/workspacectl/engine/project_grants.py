@@ -16,8 +16,8 @@ from workspacectl.errors import ApiError
 ROLES = ("editor", "viewer")
 
 
-def _grant_target(conn, body: dict) -> str | None:
-    """The member id the body names, or None for the workspace grant."""
+def _grant_target(conn, body: dict):
+    """The member row the body names, or None for the workspace grant."""
     workspace = v.boolean(body, "workspace", required=False, default=False)
     ref = v.string(body, "membershipId", required=False, max_len=320)
     if bool(workspace) == bool(ref):
@@ -27,7 +27,7 @@ def _grant_target(conn, body: dict) -> str | None:
     member = identity_store.find_member(conn, ref.strip().lower() if "@" in ref else ref)
     if member is None:
         raise ApiError("not_found", f"No member {ref[:120]}. Run `wsctl members list`.")
-    return member["id"]
+    return member
 
 
 @route("PUT", "/v1/projects/{id}/grants")
@@ -41,7 +41,11 @@ def put_grant(ctx: Ctx) -> dict:
     with transaction(ctx.db):
         row = load(ctx)
         require_owner(row, "change who has access")
-        member_id = _grant_target(ctx.db, body)
+        member = _grant_target(ctx.db, body)
+        member_id = member["id"] if member is not None else None
+        if member is not None and member["role"] == "guest" and role == "editor":
+            raise v.bad(f"{member['email']} is a guest, and guests are read-only: grant viewer, "
+                        "or make them a member first.")
         if member_id == row["owner_member_id"]:
             raise v.bad("The owner always has full access; grant another member or the workspace.")
         store.set_grant(ctx.db, row["id"], member_id, role)

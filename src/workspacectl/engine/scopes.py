@@ -52,6 +52,7 @@ ROUTE_SCOPES: dict[tuple[str, str], str] = {
     ("GET", "/v1/operations"): "docs:read",
     ("GET", "/v1/operations/{opId}"): "docs:read",
     ("POST", "/v1/admin/catalog"): SESSION,
+    ("GET", "/v1/admin/catalog/history"): SESSION,
     ("DELETE", "/v1/admin/catalog/{service}"): SESSION,
     ("PUT", "/v1/admin/catalog/{service}/oauth-client"): SESSION,
     ("POST", "/v1/admin/rotate-key"): SESSION,

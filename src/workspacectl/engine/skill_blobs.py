@@ -10,8 +10,12 @@ from __future__ import annotations
 from workspacectl.engine import blobs
 from workspacectl.errors import ApiError
 
+CHUNK = blobs.CHUNK
 staging = blobs.staging
+stage = blobs.stage
 stage_bytes = blobs.stage_bytes
+_MISSING = ("A stored skill file is missing from the workspace's blobs/ folder; "
+            "revert to another version or publish again.")
 
 
 def stage_stream(folder, chunks, limit: int):
@@ -24,10 +28,21 @@ def stage_stream(folder, chunks, limit: int):
         raise
 
 
-def get_bytes(ws, sha: str) -> bytes:
+def open_ref(ws, staged: dict, sha: str):
+    """A file's content: its staged copy when `staged` holds it, else the stored blob."""
+    if sha in staged:
+        return open(staged[sha].tmp, "rb")
     try:
-        with blobs.open_blob(ws, sha) as fh:
-            return fh.read()
+        return blobs.open_blob(ws, sha)
     except (OSError, ValueError):
-        raise ApiError("not_found", "A stored skill file is missing from the workspace's blobs/ folder; "
-                                    "revert to another version or publish again.") from None
+        raise ApiError("not_found", _MISSING) from None
+
+
+def require_stored(ws, shas) -> None:
+    """Before a stream starts (a missing blob could no longer become a clean error)."""
+    for sha in shas:
+        try:
+            if not blobs.blob_path(ws, sha).is_file():
+                raise ApiError("not_found", _MISSING)
+        except ValueError:
+            raise ApiError("not_found", _MISSING) from None

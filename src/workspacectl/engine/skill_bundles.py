@@ -2,13 +2,16 @@
 (presigned upload -> validate -> publish), plus presigned downloads of the live bundle."""
 from __future__ import annotations
 
+from workspacectl.engine import skill_blobs as blobs
 from workspacectl.engine import skill_format as fmt
 from workspacectl.engine import skill_transfers as transfers
 from workspacectl.engine import validate as v
+from workspacectl.engine.archive_staging import FileRef, stage_archive
+from workspacectl.engine.bundle_tar import ArchiveError
 from workspacectl.engine.db import transaction
 from workspacectl.engine.registry import Ctx, Response, route
-from workspacectl.engine.skill_versions import (base_version_of, invalid_bundle, live_files, live_version,
-                                                manifest_of, publish_files, published_answer, version_files)
+from workspacectl.engine.skill_versions import (base_version_of, check_refs, invalid_bundle, live_refs, live_version,
+                                                manifest_of, publish_refs, published_answer, version_refs)
 from workspacectl.engine.skills import load_skill
 from workspacectl.engine.store import skills as store
 from workspacectl.errors import ApiError
@@ -17,7 +20,12 @@ MAX_INLINE_CONTENT = 8 * 1024 * 1024
 MAX_SHOWN_CONTENT = 1024 * 1024
 
 
-def _text(data: bytes) -> str | None:
+def _text(ws, ref: FileRef) -> str | None:
+    """A file's text when it is UTF-8 of at most MAX_SHOWN_CONTENT bytes (only those are read)."""
+    if ref.size > MAX_SHOWN_CONTENT:
+        return None
+    with blobs.open_ref(ws, {}, ref.sha256) as fh:
+        data = fh.read(MAX_SHOWN_CONTENT + 1)
     if len(data) > MAX_SHOWN_CONTENT or b"\x00" in data:
         return None
     try:
@@ -44,13 +52,12 @@ def list_files(ctx: Ctx) -> dict:
     """The live version's files; `content` is the text of text files up to 1 MiB, else null."""
     row = load_skill(ctx)
     vrow = live_version(ctx, row)
-    files = version_files(ctx.ws, vrow) if vrow is not None else {}
-    shas = {f["path"]: f["sha256"] for f in manifest_of(vrow)} if vrow is not None else {}
+    files = version_refs(vrow) if vrow is not None else {}
+    out = [{"path": p, "size": f.size, "sha256": f.sha256, "executable": f.executable,
+            "content": _text(ctx.ws, f)} for p, f in sorted(files.items())]
     if files:
         _mark_used(ctx, row)
-    return {"skillId": row["id"], "version": row["version"],
-            "files": [{"path": p, "size": len(f.data), "sha256": shas[p], "executable": f.executable,
-                       "content": _text(f.data)} for p, f in sorted(files.items())]}
+    return {"skillId": row["id"], "version": row["version"], "files": out}
 
 
 @route("PUT", "/v1/skills/{id}/files")
@@ -61,12 +68,14 @@ def put_file(ctx: Ctx) -> Response:
         raise v.bad(f"'path' {path[:100]!r}: {why}")
     content = v.string(body, "content", min_len=0, max_len=MAX_INLINE_CONTENT)
     base = base_version_of(body)
-    with transaction(ctx.db):    # read the live files and publish under one write lock
-        row = load_skill(ctx, edit=True)
-        files = live_files(ctx, row)
-        old = files.get(path)
-        files[path] = fmt.BundleFile(content.encode("utf-8"), old.executable if old else False)
-        return published_answer(ctx, publish_files(ctx, row, files, "inline", base))
+    with blobs.staging(ctx.ws) as folder:
+        st = blobs.stage_bytes(folder, content.encode("utf-8"))
+        with transaction(ctx.db):    # read the live files and publish under one write lock
+            row = load_skill(ctx, edit=True)
+            files = live_refs(ctx, row)
+            old = files.get(path)
+            files[path] = FileRef(st.sha256, st.size, old.executable if old else False)
+            return published_answer(ctx, publish_refs(ctx, row, files, {st.sha256: st}, "inline", base))
 
 
 @route("GET", "/v1/skills/{id}/bundle-url")
@@ -99,28 +108,36 @@ def bundle_upload_url(ctx: Ctx) -> Response:
     return Response(201, transfers.new_upload(ctx, row))
 
 
-def _read_staged(ctx: Ctx, row) -> tuple[dict, list, list, dict]:
+def _read_staged(ctx: Ctx, row, folder) -> tuple[dict, dict, list, list, dict]:
+    """(files, staged, errors, warnings, body) of the upload named in the body: the archive read
+    by the one reader as a stream, its files staged in `folder`."""
     body = v.body_dict(ctx, allow_empty=False)
-    data, _upload = transfers.staged_bytes(ctx, row, body.get("uploadId"))
-    files, errors, top = fmt.read_archive(data)
-    warnings: list = []
-    if not errors:
-        errors, warnings, _meta = fmt.validate_bundle(files, skill_name=row["name"], folder=top)
-    return files, errors, warnings, body
+    sha = transfers.staged_upload(ctx, row, body.get("uploadId"))
+    try:
+        with blobs.open_ref(ctx.ws, {}, sha) as fh:
+            files, staged = stage_archive(fh, folder, fmt.LIMITS)
+    except ArchiveError as e:
+        return {}, {}, fmt.archive_problems(e), [], body
+    files, top = fmt.strip_top_folder(files)
+    errors, warnings, _meta = check_refs(ctx.ws, files, staged, row["name"], top)
+    return files, staged, errors, warnings, body
 
 
 @route("POST", "/v1/skills/{id}/validate")
 def validate_upload(ctx: Ctx) -> dict:
     row = load_skill(ctx, edit=True)
-    _files, errors, warnings, _body = _read_staged(ctx, row)
+    with blobs.staging(ctx.ws) as folder:
+        _files, _staged, errors, warnings, _body = _read_staged(ctx, row, folder)
     return {"valid": not errors, "errors": errors, "warnings": warnings}
 
 
 @route("POST", "/v1/skills/{id}/publish")
 def publish_upload(ctx: Ctx) -> Response:
     row = load_skill(ctx, edit=True)
-    files, errors, warnings, body = _read_staged(ctx, row)
-    base = base_version_of(body)
-    if errors:
-        raise invalid_bundle(errors, warnings)
-    return published_answer(ctx, publish_files(ctx, row, files, "bundle", base, upload_id=body["uploadId"]), 201)
+    with blobs.staging(ctx.ws) as folder:
+        files, staged, errors, warnings, body = _read_staged(ctx, row, folder)
+        base = base_version_of(body)
+        if errors:
+            raise invalid_bundle(errors, warnings)
+        vrow = publish_refs(ctx, row, files, staged, "bundle", base, upload_id=body["uploadId"])
+    return published_answer(ctx, vrow, 201)

@@ -2,7 +2,7 @@
 
 Pure functions, no database: the server and `wsctl skill validate|publish` use the same rules.
 
-A bundle is a set of files {path: BundleFile}. SKILL.md holds YAML frontmatter between `---`
+A bundle is a set of files by path. SKILL.md holds YAML frontmatter between `---`
 lines with the fields of the Agent Skills specification, checked as its reference validator
 `skills-ref` checks them. Archives handed out are canonical: entries at the root, sorted, mtime
 0, owner 0, mode 0644 (0755 for executables). A version's sha256 is the SHA-256 of that
@@ -10,30 +10,26 @@ canonical tar before gzip, so a client can tell whether a folder equals the live
 """
 from __future__ import annotations
 
-import gzip
-import hashlib
-import io
+import codecs
 import os
 import re
-import tarfile
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO, Callable, Iterable, Iterator
+
+from workspacectl.engine import bundle_tar as tar
 
 MAX_PACKED = 50 * 1024 * 1024
 MAX_UNPACKED = 200 * 1024 * 1024
 MAX_FILES = 1000
-MAX_ENTRIES = MAX_FILES * 5     # headers of any kind (folders too): each is held while reading
+LIMITS = tar.Limits(max_files=MAX_FILES, max_bytes=MAX_UNPACKED)
+MAX_FRONTMATTER = 64 * 1024     # bytes of YAML between the '---' lines, checked before parsing
 SKILL_MD = "SKILL.md"
 KNOWN_FOLDERS = ("scripts", "references", "assets")
 FIELDS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 SKIPPED_NAMES = {".git", "__pycache__", ".DS_Store"}
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-
-
-@dataclass(frozen=True)
-class BundleFile:
-    data: bytes
-    executable: bool = False
 
 
 def problem(path: str, message: str) -> dict:
@@ -61,25 +57,31 @@ def name_problem(name) -> str | None:
 
 
 def path_problem(path: str) -> str | None:
-    """Why `path` may not name a file in a bundle, or None. Relative POSIX, no empty or dot parts."""
-    if not path or len(path) > 1024:
-        return "The path must be 1 to 1024 characters."
-    if "\\" in path or "\x00" in path:
-        return "The path must use '/' separators and hold no NUL."
-    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in path):
-        return "The path must hold no control characters."
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:   # a name that was not UTF-8 in the archive, or a lone surrogate
-        return "The path must be valid UTF-8."
-    if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
+    """Why `path` may not name a file in a bundle, or None: the archive reader's rule (what a
+    pull can write: relative, UTF-8, no control characters, at most 1024 bytes and 255 a part),
+    no drive letter, and none of the names a folder read skips."""
+    if (why := tar.path_problem(path)) is not None:
+        return f"The path {why}."
+    if re.match(r"^[A-Za-z]:", path):
         return "Absolute paths are not allowed."
-    parts = path.split("/")
-    if any(p in ("", ".", "..") for p in parts):
-        return "The path must not hold empty, '.' or '..' parts."
-    if any(p in SKIPPED_NAMES for p in parts):
+    if any(p in SKIPPED_NAMES for p in path.split("/")):
         return f"The path must not hold {', '.join(sorted(SKIPPED_NAMES))}."
     return None
+
+
+def case_clashes(paths: Iterable[str]) -> list[dict]:
+    """Paths a case-insensitive or normalizing filesystem (macOS, Windows) would make one file:
+    a pull there could not write both."""
+    seen: dict[str, str] = {}
+    out = []
+    for path in sorted(paths):
+        key = unicodedata.normalize("NFC", path).casefold()
+        if key in seen:
+            out.append(problem(path, f"Differs from '{seen[key][:120]}' only in case or Unicode form; "
+                                     "a pull on macOS or Windows could not write both. Rename one."))
+        else:
+            seen[key] = path
+    return out
 
 
 # ------------------------------------------------------------------ frontmatter
@@ -102,6 +104,63 @@ def load_yaml(text: str):
     import yaml
 
     return yaml.load(text, Loader=yaml.BaseLoader)  # noqa: S506  (BaseLoader constructs no objects)
+
+
+@dataclass(frozen=True)
+class MdText:
+    """What validation needs of SKILL.md, read as a stream: the text of its first
+    MAX_FRONTMATTER + 1 KiB bytes, whether it is whole, UTF-8, and its line count."""
+    head: str
+    complete: bool
+    utf8: bool
+    lines: int
+
+
+_HEAD = MAX_FRONTMATTER + 1024
+
+
+def read_md(chunks: Iterable[bytes]) -> MdText:
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    head: list[bytes] = []
+    kept = lines = total = 0
+    utf8 = True
+    for chunk in chunks:
+        lines += chunk.count(b"\n")
+        total += len(chunk)
+        if kept < _HEAD:
+            head.append(chunk[:_HEAD - kept])
+            kept += len(head[-1])
+        if utf8:
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError:
+                utf8 = False
+    if utf8:
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            utf8 = False
+    raw = b"".join(head)
+    complete = total == kept
+    text = codecs.getincrementaldecoder("utf-8")("replace").decode(raw, final=complete)
+    return MdText(text, complete, utf8, lines)
+
+
+def md_of_bytes(data: bytes) -> MdText:
+    return read_md([data])
+
+
+def frontmatter_problem(md: MdText) -> str | None:
+    """A frontmatter over MAX_FRONTMATTER bytes, found before any YAML is parsed."""
+    if not md.head.startswith("---"):
+        return None
+    parts = split_frontmatter(md.head)
+    if parts is not None and len(parts[0].encode("utf-8")) <= MAX_FRONTMATTER:
+        return None
+    if parts is None and md.complete:
+        return None   # no closing line: parse_frontmatter says so
+    return (f"The frontmatter is over {MAX_FRONTMATTER // 1024} KiB (or has no closing '---' line); "
+            "keep it short and move detail into the body or references/.")
 
 
 def parse_frontmatter(text: str) -> tuple[dict | None, list[str]]:
@@ -168,29 +227,51 @@ def set_frontmatter(text: str, updates: dict) -> str:
     return f"---\n{dumped}---\n{parts[1]}"
 
 
+def set_frontmatter_head(head: bytes, updates: dict) -> bytes | None:
+    """The first bytes of SKILL.md with frontmatter fields replaced (the rest of the file follows
+    unchanged), or None when it has no frontmatter or already holds those values."""
+    import yaml
+
+    text = codecs.getincrementaldecoder("utf-8")().decode(head)   # a character cut at the end stays out
+    parts = split_frontmatter(text)
+    if parts is None:
+        return None
+    try:
+        meta = load_yaml(parts[0])
+    except (yaml.YAMLError, RecursionError):
+        return None
+    if not isinstance(meta, dict) or all(meta.get(k) == val for k, val in updates.items()):
+        return None
+    start = len(text) - len(parts[1])
+    return set_frontmatter(text[:start], updates).encode("utf-8") + head[len(text[:start].encode("utf-8")):]
+
+
 # ------------------------------------------------------------------ validation
 
-def validate_bundle(files: dict[str, BundleFile], skill_name: str | None = None,
+def validate_bundle(paths: Iterable[str], md: MdText | None, skill_name: str | None = None,
                     folder: str | None = None) -> tuple[list[dict], list[dict], dict | None]:
-    """(errors, warnings, frontmatter) of a whole bundle. skill_name: the name it must carry."""
+    """(errors, warnings, frontmatter) of a whole bundle: its paths and SKILL.md (None: absent).
+    skill_name: the name it must carry."""
+    paths = list(paths)
     errors, warnings = [], []
-    if len(files) > MAX_FILES:
-        errors.append(problem("", f"The bundle holds {len(files)} files; the limit is {MAX_FILES}."))
-    for path in files:
+    if len(paths) > MAX_FILES:
+        errors.append(problem("", f"The bundle holds {len(paths)} files; the limit is {MAX_FILES}."))
+    for path in paths:
         if (why := path_problem(path)) is not None:
             errors.append(problem(path, why))
         elif path != SKILL_MD and path.split("/")[0] not in KNOWN_FOLDERS:
             warnings.append(problem(path, "Outside scripts/, references/ and assets/; agents may ignore it."))
-    meta = None
-    if SKILL_MD not in files:
+    errors.extend(case_clashes(paths))
+    if md is None:
         errors.append(problem(SKILL_MD, "The bundle needs a SKILL.md at its root."))
         return errors, warnings, None
-    try:
-        text = files[SKILL_MD].data.decode("utf-8")
-    except UnicodeDecodeError:
+    if not md.utf8:
         errors.append(problem(SKILL_MD, "SKILL.md must be UTF-8 text."))
         return errors, warnings, None
-    meta, fm_errors = parse_frontmatter(text)
+    if (why := frontmatter_problem(md)) is not None:
+        errors.append(problem(SKILL_MD, why))
+        return errors, warnings, None
+    meta, fm_errors = parse_frontmatter(md.head)
     errors.extend(problem(SKILL_MD, m) for m in fm_errors)
     name = meta.get("name") if meta else None
     if skill_name is not None and isinstance(name, str) and name != skill_name:
@@ -198,89 +279,40 @@ def validate_bundle(files: dict[str, BundleFile], skill_name: str | None = None,
                                         f"'{skill_name}'; rename one of them."))
     if folder and isinstance(name, str) and folder != name:
         warnings.append(problem("", f"The folder '{folder}' differs from the skill name '{name[:64]}'."))
-    if text.count("\n") > 500:
+    if md.lines > 500:
         warnings.append(problem(SKILL_MD, "SKILL.md is over 500 lines; move detail into references/."))
     return errors, warnings, meta if not errors else None
 
 
 # ------------------------------------------------------------------ reading
 
-def read_archive(data: bytes) -> tuple[dict[str, BundleFile], list[dict], str | None]:
-    """(files, errors, stripped top folder) of a tar.gz. Links, devices, absolute or escaping
-    paths and archives over the limits are errors; nothing is written anywhere."""
-    if len(data) > MAX_PACKED:
-        return {}, [problem("", f"The bundle is over {MAX_PACKED // (1024 * 1024)} MiB packed.")], None
-    from workspacectl.engine.bundle_tar import MAX_EXT_HEADER, BoundedTarInfo, ExtHeaderTooLarge, _Inflated
-    from workspacectl.errors import ApiError
-
-    files: dict[str, BundleFile] = {}
-    errors: list[dict] = []
-    total = entries = 0
-    # Read as a stream with bounds on everything tarfile would otherwise hold or inflate: the
-    # inflated bytes, the number of headers (each kept in memory), extended header sizes.
-    inflated = _Inflated(io.BytesIO(data), MAX_UNPACKED + MAX_ENTRIES * 4096 + (1 << 20))
-    try:
-        with tarfile.open(fileobj=inflated, mode="r|", tarinfo=BoundedTarInfo) as tar:
-            for member in tar:
-                tar.members.clear()
-                entries += 1
-                if entries > MAX_ENTRIES:
-                    errors.append(problem("", f"The bundle holds over {MAX_ENTRIES} entries."))
-                    break
-                path = member.name[2:] if member.name.startswith("./") else member.name
-                path = path.rstrip("/") if member.isdir() else path
-                if member.isdir() or path in ("", "."):
-                    if member.isdir() and path not in ("", ".") and (why := path_problem(path)):
-                        errors.append(problem(path, why))
-                    continue
-                if member.issym() or member.islnk():
-                    errors.append(problem(path, "Links are not allowed in a bundle."))
-                    continue
-                if not member.isfile():
-                    errors.append(problem(path, "Only regular files and folders are allowed in a bundle."))
-                    continue
-                if (why := path_problem(path)) is not None:
-                    errors.append(problem(path, why))
-                    continue
-                if len(files) >= MAX_FILES:
-                    errors.append(problem("", f"The bundle holds over {MAX_FILES} files."))
-                    break
-                total += member.size
-                if total > MAX_UNPACKED:
-                    errors.append(problem("", f"The bundle unpacks to over {MAX_UNPACKED // (1024 * 1024)} MiB."))
-                    break
-                if path in files:
-                    errors.append(problem(path, "The path appears twice in the archive."))
-                    continue
-                fh = tar.extractfile(member)
-                files[path] = BundleFile(fh.read() if fh else b"", bool(member.mode & 0o111))
-    except ExtHeaderTooLarge:
-        return {}, [problem("", f"The bundle holds an extended (pax or long-name) header over "
-                                f"{MAX_EXT_HEADER // 1024} KiB.")], None
-    except ApiError as e:  # from the inflating reader: not gzip, or inflating past the limit
-        message = ("The bundle inflates past the size limit." if e.code == "payload_too_large"
-                   else "The upload is not a readable tar.gz archive.")
-        return {}, [problem("", message)], None
-    except (tarfile.TarError, OSError, EOFError, gzip.BadGzipFile, ValueError, UnicodeError):
-        return {}, [problem("", "The upload is not a readable tar.gz archive.")], None
-    if errors:
-        return {}, errors, None
-    return strip_top_folder(files)
+def archive_problems(e: tar.ArchiveError) -> list[dict]:
+    """An archive the reader refused whole, as validation errors."""
+    return [problem(e.path, e.message)]
 
 
-def strip_top_folder(files: dict[str, BundleFile]) -> tuple[dict[str, BundleFile], list[dict], str | None]:
+def strip_top_folder(files: dict) -> tuple[dict, str | None]:
+    """An archive may hold its entries under one top folder: (files at the root, that folder)."""
     if SKILL_MD in files or not files:
-        return files, [], None
+        return files, None
     tops = {p.split("/", 1)[0] for p in files}
     if len(tops) == 1 and all("/" in p for p in files):
         top = tops.pop()
-        return {p.split("/", 1)[1]: f for p, f in files.items()}, [], top
-    return files, [], None
+        return {p.split("/", 1)[1]: f for p, f in files.items()}, top
+    return files, None
 
 
-def read_folder(root: Path) -> tuple[dict[str, BundleFile], list[dict]]:
-    """The files of a skill folder, as a bundle would hold them (.git, __pycache__, .DS_Store skipped)."""
-    files: dict[str, BundleFile] = {}
+@dataclass(frozen=True)
+class FolderFile:
+    full: Path
+    size: int
+    executable: bool
+
+
+def read_folder(root: Path) -> tuple[dict[str, FolderFile], list[dict]]:
+    """The files of a skill folder, as a bundle would hold them (.git, __pycache__, .DS_Store
+    skipped); contents are read later, as a stream."""
+    files: dict[str, FolderFile] = {}
     errors: list[dict] = []
     total = 0
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
@@ -300,36 +332,31 @@ def read_folder(root: Path) -> tuple[dict[str, BundleFile], list[dict]]:
             if not full.is_file():
                 errors.append(problem(rel, "Only regular files and folders are allowed in a bundle."))
                 continue
-            total += full.stat().st_size
+            size = full.stat().st_size
+            total += size
             if total > MAX_UNPACKED or len(files) >= MAX_FILES:
                 errors.append(problem("", f"The folder is over the limits ({MAX_FILES} files, "
                                           f"{MAX_UNPACKED // (1024 * 1024)} MiB)."))
                 return files, errors
-            files[rel] = BundleFile(full.read_bytes(), os.access(full, os.X_OK))
+            files[rel] = FolderFile(full, size, os.access(full, os.X_OK))
     return files, errors
 
 
 # ------------------------------------------------------------------ packing
 
-def canonical_tar(files: dict[str, BundleFile]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for path in sorted(files):
-            f = files[path]
-            info = tarfile.TarInfo(path)
-            info.size = len(f.data)
-            info.mode = 0o755 if f.executable else 0o644
-            info.mtime = 0
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            tar.addfile(info, io.BytesIO(f.data))
-    return buf.getvalue()
+def canonical_entries(files: dict, open_: Callable[[str], BinaryIO]) -> list[tuple]:
+    """Entries for bundle_tar's writer in canonical form: sorted, mtime 0, owner 0, mode 0644
+    (0755 for executables). files: {path: anything with .size and .executable};
+    open_(path) opens a file's content."""
+    return [(p, files[p].size, 0, (lambda p=p: open_(p)), 0o755 if files[p].executable else 0o644)
+            for p in sorted(files)]
 
 
-def digest(files: dict[str, BundleFile]) -> str:
-    return hashlib.sha256(canonical_tar(files)).hexdigest()
+def digest(entries: list[tuple]) -> str:
+    """A version's sha256: of the canonical tar before gzip."""
+    return tar.tar_sha256(entries)
 
 
-def pack(files: dict[str, BundleFile]) -> bytes:
-    """The canonical tar.gz: entries at the root, deterministic bytes."""
-    return gzip.compress(canonical_tar(files), compresslevel=6, mtime=0)
+def pack(entries: list[tuple]) -> Iterator[bytes]:
+    """The canonical tar.gz, chunk by chunk."""
+    return tar.write_bundle(entries)

@@ -22,6 +22,7 @@ import shutil
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 from workspacectl import clock
 from workspacectl.engine import skill_blobs as blobs
@@ -139,8 +140,8 @@ def _take_local_upload(ws, row) -> None:
             path.unlink(missing_ok=True)
 
 
-def staged_bytes(ctx, skill_row, upload_id) -> tuple[bytes, object]:
-    """The uploaded archive of an upload of this skill, ready to validate or publish."""
+def staged_upload(ctx, skill_row, upload_id) -> str:
+    """The blob sha256 of an upload of this skill, ready to validate or publish."""
     if not isinstance(upload_id, str) or not upload_id:
         raise ApiError("invalid_request", "'uploadId' is required; get one from `bundle-upload-url`.")
     row = store.get_upload(ctx.db, upload_id)
@@ -156,7 +157,7 @@ def staged_bytes(ctx, skill_row, upload_id) -> tuple[bytes, object]:
         raise ApiError("expired", "This staged upload has expired; upload the bundle again.")
     if row["state"] == "pending":
         raise ApiError("invalid_request", "Nothing was uploaded yet; PUT the tar.gz to the upload URL first.")
-    return blobs.get_bytes(ctx.ws, row["blob_sha256"]), row
+    return row["blob_sha256"]
 
 
 # ------------------------------------------------------------------ downloads
@@ -173,7 +174,9 @@ def download_url(ctx, vrow, path: str, filename: str) -> dict:
     folder.mkdir(parents=True)
     dest = folder / filename
     tmp = folder / f".{filename}.tmp"
-    tmp.write_bytes(read_download(ctx.ws, vrow, path)[0])
+    with tmp.open("wb") as fh:
+        for chunk in read_download(ctx.ws, vrow, path)[0]:
+            fh.write(chunk)
     os.replace(tmp, dest)
     return {"url": dest.as_uri(), "expiresAt": exp_iso}
 
@@ -191,19 +194,30 @@ def sweep_outbox(outbox: Path) -> None:
             pass
 
 
-def read_download(ws, vrow, path: str) -> tuple[bytes, str, str]:
-    """(bytes, content type, file name) of a version's bundle or one of its files."""
-    from workspacectl.engine.skill_versions import manifest_of, version_files
+def read_download(ws, vrow, path: str) -> tuple[Iterator[bytes], str, str]:
+    """(chunks, content type, file name) of a version's bundle or one of its files, streamed
+    from the blob store. Every blob is checked present first: a stream cannot turn into a 404."""
+    from workspacectl.engine.skill_versions import version_refs
 
+    files = version_refs(vrow)
     if not path:
-        return fmt.pack(version_files(ws, vrow)), "application/gzip", "bundle.tar.gz"
-    entry = next((f for f in manifest_of(vrow) if f["path"] == path), None)
-    if entry is None:
+        blobs.require_stored(ws, [f.sha256 for f in files.values()])
+        entries = fmt.canonical_entries(files, lambda p: blobs.open_ref(ws, {}, files[p].sha256))
+        return fmt.pack(entries), "application/gzip", "bundle.tar.gz"
+    ref = files.get(path)
+    if ref is None:
         raise ApiError("forbidden", "This link is not valid for this request; ask for a new one.")
-    return blobs.get_bytes(ws, entry["sha256"]), "application/octet-stream", path.rsplit("/", 1)[-1]
+    fh = blobs.open_ref(ws, {}, ref.sha256)
+    return _chunks_of(fh), "application/octet-stream", path.rsplit("/", 1)[-1]
 
 
-def serve_download(ws, token: str) -> tuple[bytes, str, str]:
+def _chunks_of(fh) -> Iterator[bytes]:
+    with fh:
+        while chunk := fh.read(blobs.CHUNK):
+            yield chunk
+
+
+def serve_download(ws, token: str) -> tuple[Iterator[bytes], str, str]:
     """The presigned GET."""
     vid, path = verify(ws, token, "GET")
     vrow = store.get_version(ws.conn(), vid)

@@ -7,10 +7,12 @@ highest ever published, so numbers strictly increase and no published version is
 from __future__ import annotations
 
 import json
+from itertools import chain
 
 from workspacectl.engine import skill_blobs as blobs
 from workspacectl.engine import skill_format as fmt
 from workspacectl.engine import validate as v
+from workspacectl.engine.archive_staging import FileRef
 from workspacectl.engine.db import transaction
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
@@ -28,9 +30,9 @@ def manifest_of(vrow) -> list[dict]:
     return json.loads(vrow["manifest"])
 
 
-def version_files(ws, vrow) -> dict[str, fmt.BundleFile]:
-    return {f["path"]: fmt.BundleFile(blobs.get_bytes(ws, f["sha256"]), f.get("executable", False))
-            for f in manifest_of(vrow)}
+def version_refs(vrow) -> dict[str, FileRef]:
+    """A version's files by path; contents stay in the blob store (read them with blobs.open_ref)."""
+    return {f["path"]: FileRef(f["sha256"], f["size"], f.get("executable", False)) for f in manifest_of(vrow)}
 
 
 def live_version(ctx: Ctx, row):
@@ -39,9 +41,9 @@ def live_version(ctx: Ctx, row):
     return store.get_version_by_number(ctx.db, row["id"], row["version"])
 
 
-def live_files(ctx: Ctx, row) -> dict[str, fmt.BundleFile]:
+def live_refs(ctx: Ctx, row) -> dict[str, FileRef]:
     vrow = live_version(ctx, row)
-    return version_files(ctx.ws, vrow) if vrow is not None else {}
+    return version_refs(vrow) if vrow is not None else {}
 
 
 def invalid_bundle(errors: list, warnings: list) -> ApiError:
@@ -58,32 +60,60 @@ def check_base(row, base_version: int | None) -> None:
                                    "fetch it again and retry.", detail={"currentVersion": row["version"]})
 
 
-def publish_files(ctx: Ctx, row, files: dict[str, fmt.BundleFile], source: str, base_version: int | None,
-                  upload_id: str | None = None):
-    """Validate and publish `files` as the skill's next version; answers the version row.
+def check_refs(ws, files: dict[str, FileRef], staged: dict, skill_name: str, top: str | None = None):
+    """(errors, warnings, frontmatter) of a bundle whose contents are blobs, staged or stored.
+    SKILL.md is read as a stream: its frontmatter is capped before any YAML is parsed."""
+    md = None
+    if (ref := files.get(fmt.SKILL_MD)) is not None:
+        with blobs.open_ref(ws, staged, ref.sha256) as fh:
+            md = fmt.read_md(iter(lambda: fh.read(blobs.CHUNK), b""))
+    return fmt.validate_bundle(files, md, skill_name=skill_name, folder=top)
+
+
+def files_digest(ws, files: dict[str, FileRef], staged: dict) -> str:
+    return fmt.digest(fmt.canonical_entries(files, lambda p: blobs.open_ref(ws, staged, files[p].sha256)))
+
+
+def publish_refs(ctx: Ctx, row, files: dict[str, FileRef], staged: dict, source: str, base_version: int | None,
+                 upload_id: str | None = None):
+    """Validate and publish `files` as the skill's next version; answers the version row. Contents
+    are staged blobs (`staged`, published in the version's transaction) or stored ones.
     upload_id: the staged upload they came from, marked used in the same transaction."""
-    errors, warnings, meta = fmt.validate_bundle(files, skill_name=row["name"])
+    errors, warnings, meta = check_refs(ctx.ws, files, staged, row["name"])
     if errors:
         raise invalid_bundle(errors, warnings)
-    with blobs.staging(ctx.ws) as folder:
-        staged = {p: blobs.stage_bytes(folder, f.data) for p, f in sorted(files.items())}
-        manifest = [{"path": p, "size": st.size, "sha256": st.sha256, "executable": files[p].executable}
-                    for p, st in staged.items()]
-        sha = fmt.digest(files)   # the canonical tar, built before taking the write lock
-        with transaction(ctx.db):
-            row = reload(ctx, row["id"])   # the live version as of the write lock
-            if row["status"] == "archived":
-                raise ApiError("conflict", f"Skill '{row['name']}' is archived; create a new skill instead.")
-            check_base(row, base_version)
-            if upload_id is not None and not store.mark_used(ctx.db, upload_id):
-                raise ApiError("conflict", "This upload was already published; upload the bundle again.")
-            for st in staged.values():
-                st.publish(ctx.ws)
-            number = store.next_number(ctx.db, row["id"])
-            vid = store.insert_version(ctx.db, row["id"], number, ctx.caller.member_id, source, sha, manifest)
-            store.update_skill(ctx.db, row["id"], {"version": number, "status": "published",
-                                                   "description": meta["description"]})
-            return store.get_version(ctx.db, vid)
+    blobs.require_stored(ctx.ws, [f.sha256 for f in files.values() if f.sha256 not in staged])
+    manifest = [{"path": p, "size": f.size, "sha256": f.sha256, "executable": f.executable}
+                for p, f in sorted(files.items())]
+    sha = files_digest(ctx.ws, files, staged)   # the canonical tar, streamed before taking the write lock
+    with transaction(ctx.db):
+        row = reload(ctx, row["id"])   # the live version as of the write lock
+        if row["status"] == "archived":
+            raise ApiError("conflict", f"Skill '{row['name']}' is archived; create a new skill instead.")
+        check_base(row, base_version)
+        if upload_id is not None and not store.mark_used(ctx.db, upload_id):
+            raise ApiError("conflict", "This upload was already published; upload the bundle again.")
+        for st in staged.values():
+            st.publish(ctx.ws)
+        number = store.next_number(ctx.db, row["id"])
+        vid = store.insert_version(ctx.db, row["id"], number, ctx.caller.member_id, source, sha, manifest)
+        store.update_skill(ctx.db, row["id"], {"version": number, "status": "published",
+                                               "description": meta["description"]})
+        return store.get_version(ctx.db, vid)
+
+
+def with_frontmatter(ws, folder, files: dict[str, FileRef], updates: dict) -> tuple[dict[str, FileRef], dict]:
+    """(files, staged): SKILL.md's frontmatter fields replaced in a new staged blob, the body
+    streamed from the stored one; unchanged when SKILL.md has no frontmatter to change."""
+    ref = files.get(fmt.SKILL_MD)
+    if ref is None:
+        return files, {}
+    with blobs.open_ref(ws, {}, ref.sha256) as fh:
+        new_head = fmt.set_frontmatter_head(fh.read(fmt.MAX_FRONTMATTER + 1024), updates)
+        if new_head is None:
+            return files, {}
+        st = blobs.stage(folder, chain([new_head], iter(lambda: fh.read(blobs.CHUNK), b"")))
+    return {**files, fmt.SKILL_MD: FileRef(st.sha256, st.size, ref.executable)}, {st.sha256: st}
 
 
 def published_answer(ctx: Ctx, vrow, status: int = 200) -> Response:
@@ -112,12 +142,7 @@ def revert(ctx: Ctx) -> Response:
     if vrow is None or vrow["skill_id"] != row["id"]:
         raise ApiError("not_found", f"Skill '{row['name']}' has no version '{ctx.params['versionId'][:60]}'. "
                                     f"Run `wsctl skill versions {row['name']}`.")
-    files = version_files(ctx.ws, vrow)
-    md = files.get(fmt.SKILL_MD)
-    if md is not None:   # the skill may have been renamed since: the old content takes today's name
-        text = md.data.decode("utf-8", errors="replace")
-        meta, _ = fmt.parse_frontmatter(text)
-        if meta and meta.get("name") != row["name"]:
-            files[fmt.SKILL_MD] = fmt.BundleFile(fmt.set_frontmatter(text, {"name": row["name"]}).encode(),
-                                                 md.executable)
-    return published_answer(ctx, publish_files(ctx, row, files, "revert", base), 201)
+    with blobs.staging(ctx.ws) as folder:
+        # the skill may have been renamed since: the old content takes today's name
+        files, staged = with_frontmatter(ctx.ws, folder, version_refs(vrow), {"name": row["name"]})
+        return published_answer(ctx, publish_refs(ctx, row, files, staged, "revert", base), 201)

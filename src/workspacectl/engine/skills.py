@@ -122,7 +122,8 @@ def get_skill(ctx: Ctx) -> dict:
 @route("PATCH", "/v1/skills/{id}")
 def patch_skill(ctx: Ctx) -> dict:
     """Rename or describe. On a published skill SKILL.md's frontmatter follows, as a new version."""
-    from workspacectl.engine.skill_versions import live_files, publish_files
+    from workspacectl.engine import skill_blobs as blobs
+    from workspacectl.engine.skill_versions import live_refs, publish_refs, with_frontmatter
 
     body = v.body_dict(ctx, allow_empty=False)
     changes = {}
@@ -138,11 +139,9 @@ def patch_skill(ctx: Ctx) -> dict:
         if not store.update_skill(ctx.db, row["id"], changes):
             raise name_taken(changes["name"])
         if row["version"] > 0:
-            files = dict(live_files(ctx, row))
-            text = files[fmt.SKILL_MD].data.decode("utf-8")
-            new_text = fmt.set_frontmatter(text, changes)
-            files[fmt.SKILL_MD] = fmt.BundleFile(new_text.encode("utf-8"), files[fmt.SKILL_MD].executable)
-            publish_files(ctx, reload(ctx, row["id"]), files, "inline", None)
+            with blobs.staging(ctx.ws) as folder:
+                files, staged = with_frontmatter(ctx.ws, folder, live_refs(ctx, row), changes)
+                publish_refs(ctx, reload(ctx, row["id"]), files, staged, "inline", None)
         return skill_json(reload(ctx, row["id"]), ctx.caller)
 
 

@@ -99,6 +99,8 @@ def sync_credential(ctx: Ctx) -> dict:
             if current is None or current["status"] != "needs_reconnect":
                 raise
             status = "needs_reconnect"  # the provider refused the grant: that is the finding
+    elif row["status"] == "needs_reconnect":
+        status = "needs_reconnect"  # its secrets were erased (catalog_history.py): nothing to probe with
     if status is None:
         integration = store.get_integration(conn, row["service"])
         sealed = store.get_credential_sealed(conn, row["id"])

@@ -102,12 +102,17 @@ def run_probe(conn, integration, secrets: dict[str, Secret], fields: dict, crede
         setup = {}
     auth = setup.get("auth") if isinstance(setup.get("auth"), dict) else {}
     known = credential_type == "oauth2" or bool(auth)
+    from workspacectl.engine.catalog_urls import pin
+
+    target = pin(url, f"{integration['service']}'s probe")  # before any secret is read into a header
     headers, params = _presentation(auth, secrets, fields)
     import httpx
 
     try:
         with httpx.Client(timeout=TIMEOUT_SECONDS, follow_redirects=False) as client:
-            resp = client.request(method, url, headers={"Accept": "application/json", **headers}, params=params)
+            resp = client.request(method, target.url, headers={"Accept": "application/json", **headers,
+                                                               **target.headers},
+                                  params=params, extensions=target.extensions)
     except httpx.HTTPError as e:
         raise ApiError("upstream_failed", f"Could not reach {integration['service']} to probe the credential "
                        f"({type(e).__name__}); try again shortly.") from None

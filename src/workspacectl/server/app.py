@@ -208,6 +208,16 @@ def listen_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _sweep_abandoned_stages(ws) -> None:
+    """Staged uploads of requests killed with an earlier server go now, not at the next hourly
+    housekeeping (kill -9 drills left hundreds of MB); folders other live processes use stay."""
+    from workspacectl.engine.blobs import remove_abandoned_stages
+
+    removed = remove_abandoned_stages(ws)
+    if removed:
+        log.info("housekeeping: removed %d abandoned stage folders", removed)
+
+
 def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
           memory_interval: float | None = None) -> None:
     import uvicorn
@@ -216,6 +226,7 @@ def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
 
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     ws = Workspace.open(workspace_path)
+    _sweep_abandoned_stages(ws)
     engine = Engine(ws)
     app = create_app(engine, public_url)
     from workspacectl.server.memory_timer import resolve_interval, start_memory_timer

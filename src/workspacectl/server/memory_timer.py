@@ -1,8 +1,9 @@
 """The memory agent on a timer: a daemon thread of `wsctl serve` folding every owner's pending
 notes each interval (--memory-interval, else WSCTL_MEMORY_INTERVAL, else 300 s; 0 turns it off).
 
-Several server processes on one workspace each run a timer; that is safe because a fold is one
-BEGIN IMMEDIATE transaction that re-reads the pending notes (engine/memory_agent.py).
+Several server processes on one workspace each run a timer; that is safe because each batch of
+a fold is one BEGIN IMMEDIATE transaction that re-reads the pending notes, and short, so the
+timer never holds the workspace for long (engine/memory_agent.py).
 
 The same thread runs housekeeping (engine/housekeeping.maybe_sweep: at most once an hour per
 workspace, whichever process claims it) after each run; with the memory agent off (0) it still

@@ -10,13 +10,13 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from fastapi import FastAPI, Request
-from fastapi.responses import Response as RawResponse
+from fastapi.responses import Response as RawResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from workspacectl.engine import skill_format as fmt
 from workspacectl.engine import skill_transfers as transfers
 from workspacectl.errors import ApiError
-from workspacectl.server.app import json_response, read_body
+from workspacectl.server.app import json_response, spool_body
 
 OTHER_METHODS = ["GET", "PUT", "POST", "PATCH", "DELETE"]
 
@@ -34,8 +34,11 @@ def mount(app: FastAPI, engine) -> None:
             return _refuse()
         try:
             await run_in_threadpool(transfers.verify, ws, token, "PUT")   # refuse before reading the body
-            data = await read_body(request, fmt.MAX_PACKED)
-            out = await run_in_threadpool(transfers.receive_upload, ws, token, [data])
+            body = await spool_body(request, fmt.MAX_PACKED)   # a temp file past 1 MiB, never whole in memory
+            try:
+                out = await run_in_threadpool(transfers.receive_upload, ws, token, body)
+            finally:
+                body.close()
         except ApiError as e:
             return json_response(e.status, e.body())
         return json_response(200, out)
@@ -45,10 +48,10 @@ def mount(app: FastAPI, engine) -> None:
         if request.method != "GET":
             return _refuse()
         try:
-            data, ctype, name = await run_in_threadpool(transfers.serve_download, ws, token)
+            chunks, ctype, name = await run_in_threadpool(transfers.serve_download, ws, token)
         except ApiError as e:
             return json_response(e.status, e.body())
-        return RawResponse(content=data, media_type=ctype, headers={
+        return StreamingResponse(chunks, media_type=ctype, headers={
             "Content-Disposition": content_disposition(name), "Cache-Control": "no-store"})
 
 

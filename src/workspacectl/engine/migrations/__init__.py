@@ -13,6 +13,8 @@ from workspacectl.engine.migrations import m007_workflows
 from workspacectl.engine.migrations import m008_project_files
 from workspacectl.engine.migrations import m009_memory
 from workspacectl.engine.migrations import m010_skills
+from workspacectl.engine.migrations import m011_memory_held
+from workspacectl.engine.migrations import m012_catalog_history
 
 MIGRATIONS = [
     ("m001_identity", m001_identity.up),
@@ -25,6 +27,8 @@ MIGRATIONS = [
     ("m008_project_files", m008_project_files.up),
     ("m009_memory", m009_memory.up),
     ("m010_skills", m010_skills.up),
+    ("m011_memory_held", m011_memory_held.up),
+    ("m012_catalog_history", m012_catalog_history.up),
 ]
 
 

@@ -1,27 +1,52 @@
 """Blob references SQL: does any row still hold a blob's sha256?
 
 Every table that names a blob must be listed in REFERENCES, or engine/blobs.remove_unreferenced
-may delete a blob it still needs. Each query takes :sha and answers a row when it is held.
+and the orphan sweep may delete a blob it still needs. A reference is a column holding the digest,
+or (kind "text") a JSON text that contains digests anywhere in it.
 """
 from __future__ import annotations
 
+import re
 import sqlite3
 
+# (table, column, kind)
 REFERENCES = [
-    "SELECT 1 FROM project_files WHERE sha256 = :sha LIMIT 1",
+    ("project_files", "sha256", "column"),
     # Skills (m010): a version names its bundle and lists its files in a JSON manifest; a
     # substring match on the 64-hex digest is conservative whatever the manifest's shape.
-    "SELECT 1 FROM skill_versions WHERE sha256 = :sha OR instr(manifest, :sha) > 0 LIMIT 1",
-    "SELECT 1 FROM skill_uploads WHERE blob_sha256 = :sha LIMIT 1",
+    ("skill_versions", "sha256", "column"),
+    ("skill_versions", "manifest", "text"),
+    ("skill_uploads", "blob_sha256", "column"),
 ]
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def _missing_table(e: sqlite3.OperationalError) -> bool:
+    return "no such table" in str(e)    # a table of a later migration not applied yet
 
 
 def is_referenced(conn, sha: str) -> bool:
-    for sql in REFERENCES:
+    for table, column, kind in REFERENCES:
+        test = f"{column} = :sha" if kind == "column" else f"instr({column}, :sha) > 0"
         try:
-            if conn.execute(sql, {"sha": sha}).fetchone():
+            if conn.execute(f"SELECT 1 FROM {table} WHERE {test} LIMIT 1", {"sha": sha}).fetchone():
                 return True
         except sqlite3.OperationalError as e:
-            if "no such table" not in str(e):  # a table of a later migration not applied yet
+            if not _missing_table(e):
                 raise
     return False
+
+
+def referenced_digests(conn) -> set[str]:
+    """Every digest any row names now: one read of each referencing column, for a sweep that
+    checks thousands of blobs (each one left is checked again with is_referenced under the lock)."""
+    found: set[str] = set()
+    for table, column, kind in REFERENCES:
+        try:
+            rows = conn.execute(f"SELECT {column} FROM {table} WHERE {column} IS NOT NULL")
+            for (value,) in rows:
+                found.update(_DIGEST.findall(value) if kind == "text" else (value,))
+        except sqlite3.OperationalError as e:
+            if not _missing_table(e):
+                raise
+    return found

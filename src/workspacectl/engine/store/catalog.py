@@ -214,10 +214,11 @@ def set_oauth_client(ws, service: str, client_id: str, client_secret: str | None
 
 # --- writes ----------------------------------------------------------------------------------
 
-def replace_service(conn, record: dict, source: str = "import", sealed_client_secret: bytes | None = None) -> bool:
+def replace_service(conn, record: dict, source: str = "import", sealed_client_secret: bytes | None = None,
+                    keep_client_secret: bool = True) -> bool:
     """Put a service (integration, operations, triggers) in place of any previous one, in one
     transaction. Answers True when the service is new. A previous OAuth client is kept unless the
-    record brings one."""
+    record brings one (its secret also goes when keep_client_secret is False: the token URL moved)."""
     service = record["service"]
     now = clock.now_iso()
     with transaction(conn):
@@ -237,7 +238,7 @@ def replace_service(conn, record: dict, source: str = "import", sealed_client_se
                                {"credentials": credentials})
         client_id = record.get("oauthClientId") or (existing["oauth_client_id"] if existing else None)
         secret = sealed_client_secret if sealed_client_secret is not None else (
-            existing["oauth_client_secret"] if existing else None)
+            existing["oauth_client_secret"] if existing and keep_client_secret else None)
         values = (record["name"], record["description"], record["credentialType"],
                   json.dumps(record["envVars"]), json.dumps(record["fields"]), json.dumps(record["secretFields"]),
                   json.dumps(record["setup"]), client_id, secret, source, now, service)

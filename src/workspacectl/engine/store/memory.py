@@ -38,15 +38,36 @@ def insert_note(conn, document_id: int, text: str, section: str | None, file_pat
                 file_content: bytes | None, proposed_by: str, now: str) -> str:
     note_id = new_id("note")
     conn.execute(
-        "INSERT INTO memory_notes (id, document_id, text, section, file_path, file_content, proposed_by, proposed_at)"
+        "INSERT INTO memory_notes (id, document_id, text, section, file_path, file_size, proposed_by, proposed_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (note_id, document_id, text, section, file_path, file_content, proposed_by, now))
+        (note_id, document_id, text, section, file_path, None if file_path is None else len(file_content or b""),
+         proposed_by, now))
+    if file_path is not None:
+        conn.execute("INSERT INTO memory_note_files (note_id, content) VALUES (?, ?)", (note_id, file_content or b""))
     return note_id
 
 
-def pending_notes(conn, document_id: int, limit: int) -> list:
+# A note's file bytes live in memory_note_files (m011): listing, folding or marking notes never
+# loads or rewrites up to 1 MiB per note; a fold copies the bytes inside SQLite.
+_NOTE_COLUMNS = "id, text, section, file_path, file_size, proposed_by, proposed_at, held_reason"
+
+
+def pending_notes(conn, document_id: int, limit: int, upto: int | None = None) -> list:
+    """The oldest `limit` pending notes, in the order they were queued (only those queued up to
+    rowid `upto` when given)."""
     return conn.execute(
-        "SELECT * FROM memory_notes WHERE document_id = ? AND status = 'pending' ORDER BY rowid LIMIT ?",
+        f"""SELECT {_NOTE_COLUMNS} FROM memory_notes WHERE document_id = ? AND status = 'pending' AND rowid <= ?
+            ORDER BY rowid LIMIT ?""", (document_id, (1 << 63) - 1 if upto is None else upto, limit)).fetchall()
+
+
+def last_note_rowid(conn, document_id: int) -> int:
+    return conn.execute("SELECT IFNULL(MAX(rowid), 0) FROM memory_notes WHERE document_id = ? AND status = 'pending'",
+                        (document_id,)).fetchone()[0]
+
+
+def held_notes(conn, document_id: int, limit: int) -> list:
+    return conn.execute(
+        f"SELECT {_NOTE_COLUMNS} FROM memory_notes WHERE document_id = ? AND status = 'held' ORDER BY rowid LIMIT ?",
         (document_id, limit)).fetchall()
 
 
@@ -55,9 +76,10 @@ def count_pending(conn, document_id: int) -> int:
                         (document_id,)).fetchone()[0]
 
 
-def resolve_note(conn, note_id: str, status: str, now: str) -> None:
-    conn.execute("UPDATE memory_notes SET status = ?, resolved_at = ? WHERE id = ? AND status = 'pending'",
-                 (status, now, note_id))
+def resolve_note(conn, note_id: str, status: str, now: str, held_reason: str | None = None) -> None:
+    """pending -> folded, dropped or held (with why); a note no longer pending is left alone."""
+    conn.execute("UPDATE memory_notes SET status = ?, resolved_at = ?, held_reason = ?"
+                 " WHERE id = ? AND status = 'pending'", (status, now, held_reason, note_id))
 
 
 # --- files ------------------------------------------------------------------------------------
@@ -94,9 +116,22 @@ def path_clash(conn, document_id: int, path: str) -> str | None:
     return row["path"] if row else None
 
 
-def put_file(conn, document_id: int, path: str, content: bytes, now: str) -> None:
+def note_file_stored(conn, document_id: int, note_id: str) -> bool:
+    """True when the note's file is stored already with the same bytes (compared in SQLite)."""
+    return conn.execute(
+        """SELECT 1 FROM memory_notes n JOIN memory_note_files b ON b.note_id = n.id
+           JOIN memory_files f ON f.document_id = ? AND f.path = n.file_path
+           WHERE n.id = ? AND f.content = b.content""", (document_id, note_id)).fetchone() is not None
+
+
+def put_file_from_note(conn, document_id: int, note_id: str, now: str) -> None:
+    """Write (or replace) the note's file, moving its bytes inside SQLite: once folded, they
+    live in memory_files only."""
     conn.execute(
-        """INSERT INTO memory_files (document_id, path, size, content, updated_at) VALUES (?, ?, ?, ?, ?)
+        """INSERT INTO memory_files (document_id, path, size, content, updated_at)
+           SELECT ?, n.file_path, length(b.content), b.content, ?
+           FROM memory_notes n JOIN memory_note_files b ON b.note_id = n.id WHERE n.id = ?
            ON CONFLICT(document_id, path) DO UPDATE SET size = excluded.size, content = excluded.content,
                                                         updated_at = excluded.updated_at""",
-        (document_id, path, len(content), content, now))
+        (document_id, now, note_id))
+    conn.execute("DELETE FROM memory_note_files WHERE note_id = ?", (note_id,))

@@ -11,11 +11,16 @@ from workspacectl import clock
 from workspacectl.engine.ids import new_id
 
 # The caller's role on project `p`: owner, else its own grant, else the workspace grant (nearest wins).
+# Guests are read-only: a grant gives them at most viewer, whenever it was made (a member
+# granted editor and later made a guest is capped too).
 ROLE_SQL = """
 CASE
   WHEN p.owner_member_id = :me THEN 'owner'
-  ELSE COALESCE((SELECT role FROM project_grants g WHERE g.project_id = p.id AND g.member_id = :me),
-                (SELECT role FROM project_grants g WHERE g.project_id = p.id AND g.member_id IS NULL))
+  ELSE (SELECT CASE WHEN r = 'editor' AND (SELECT role FROM members WHERE id = :me) = 'guest'
+                    THEN 'viewer' ELSE r END
+        FROM (SELECT COALESCE(
+                (SELECT role FROM project_grants g WHERE g.project_id = p.id AND g.member_id = :me),
+                (SELECT role FROM project_grants g WHERE g.project_id = p.id AND g.member_id IS NULL)) AS r))
 END
 """
 

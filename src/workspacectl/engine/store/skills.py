@@ -6,15 +6,11 @@ import sqlite3
 
 from workspacectl import clock
 from workspacectl.engine.ids import new_id
+from workspacectl.engine.store.projects import ROLE_SQL
 
-# The caller's role on the project holding the skill, from the nearest grant (CONTRACT §6).
-_PROJECT_ROLE = """
-CASE
-  WHEN s.project_id IS NULL THEN NULL
-  WHEN p.owner_member_id = :me THEN 'owner'
-  ELSE COALESCE((SELECT role FROM project_grants g WHERE g.project_id = p.id AND g.member_id = :me),
-                (SELECT role FROM project_grants g WHERE g.project_id = p.id AND g.member_id IS NULL))
-END"""
+# The caller's role on the project holding the skill: the project's own rule (nearest grant,
+# guests capped at viewer), NULL for a skill outside any project.
+_PROJECT_ROLE = f"""CASE WHEN s.project_id IS NULL THEN NULL ELSE ({ROLE_SQL}) END"""
 _SELECT = f"SELECT s.*, ({_PROJECT_ROLE}) AS project_role FROM skills s LEFT JOIN projects p ON p.id = s.project_id"
 # Rows a member who is not an owner or admin may see at all.
 _VISIBLE = f"""(s.project_id IS NULL OR s.created_by = :me OR ({_PROJECT_ROLE}) IS NOT NULL)"""
