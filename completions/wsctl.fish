@@ -262,7 +262,7 @@ complete -c wsctl -n '__wsctl_at \'vault log\'' -l 'cursor' -r -f -d 'Continue f
 complete -c wsctl -n '__wsctl_at \'vault log\'' -l 'json' -d 'Print the API\'s JSON body exactly.'
 complete -c wsctl -n '__wsctl_at \'vault log\'' -l 'help' -s 'h' -d 'Show this message and exit.'
 complete -c wsctl -n '__wsctl_at \'vault token\'' -l 'reason' -s 'r' -r -f -d 'Why you need the secret (1-500 characters); recorded in the credential\'s access log.'
-complete -c wsctl -n '__wsctl_at \'vault token\'' -l 'format' -s 'f' -r -f -d 'json (the token body), value (just the secret), env (VAR=value lines).'
+complete -c wsctl -n '__wsctl_at \'vault token\'' -l 'format' -s 'f' -r -f -d 'json (the token body), value (just the secret), env (VAR=\'value\' lines, as dotenv writes them).'
 complete -c wsctl -n '__wsctl_at \'vault token\'' -l 'json' -d 'Print the API\'s JSON body exactly.'
 complete -c wsctl -n '__wsctl_at \'vault token\'' -l 'help' -s 'h' -d 'Show this message and exit.'
 complete -c wsctl -n '__wsctl_at \'vault env\'' -l 'reason' -s 'r' -r -f -d 'Why you need the secret (1-500 characters); recorded in the credential\'s access log.'

@@ -59,11 +59,11 @@ def test_pin_needs_edit_on_both_sides(backend):
 def test_pin_bad_bodies_change_nothing(backend):
     wf = make_workflow(backend)
     pid = make_project(backend)
-    for body in ({}, {"resourceId": wf["id"]}, {"projectId": pid}, {"resourceId": "cred_x", "projectId": pid},
-                 {"resourceId": 5, "projectId": pid}, {"resourceId": wf["id"], "projectId": 5}, ["x"]):
+    for body in ({}, {"resourceId": wf["id"]}, {"projectId": pid}, {"resourceId": 5, "projectId": pid}, {"resourceId": wf["id"], "projectId": 5}, ["x"]):
         assert_error(backend.api("POST", "/v1/projects/pin", body), 400, "invalid_request")
     assert_error(pin(backend, "wf_nothing", pid), 404, "not_found")
     assert_error(pin(backend, "skl_nothing", pid), 404, "not_found")
+    assert_error(pin(backend, "cred_x", pid), 404, "not_found")  # read as a name: nothing is called that
     assert_error(pin(backend, wf["id"], "proj_nothing"), 404, "not_found")
     assert backend.ok("GET", f"/v1/workflows/{wf['id']}")["projectId"] is None
     assert_error(backend.api("POST", "/v1/projects/pin", {"resourceId": wf["id"], "projectId": pid},

@@ -23,7 +23,7 @@ from workspacectl.server.app import MAX_JSON_BODY
 FIELDS = ["code", "name", "email", "role", "kind", "scopes", "expiresAt", "next", "reason", "service", "membershipId",
           "workspace", "credentialId", "inputs", "text", "version", "section", "file", "path", "content", "description",
           "icon", "workerColor", "workerAccessories", "resourceId", "projectId", "uploadId", "baseVersion", "enabled",
-          "apiKey", "instanceUrl", "clientId", "clientSecret", "format", "nodes"]
+          "apiKey", "instanceUrl", "clientId", "clientSecret", "format", "dryRun", "nodes"]
 WRONG = [5, -1, 1e308, True, [], {}, ["\ud800"], "\ud800", "\x00", "x" * 3000, {"a": [[{}]]},
          "9999-12-31T23:59:59-01:00", "../../etc/passwd"]
 NOT_OBJECTS = [[], [{"a": 1}], "text", 7, 1.5, True]

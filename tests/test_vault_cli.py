@@ -108,10 +108,12 @@ def test_token_formats(backend, cred):
     assert backend.wsctl("vault", "token", cred["id"], "--reason", "flag", "--json").json == as_json.json
     value = backend.wsctl("vault", "token", cred["id"], "--reason", "value", "--format", "value")
     assert value.out == HOSTILE + "\n"
-    env = backend.wsctl("vault", "token", cred["id"], "--reason", "env", "--format", "env")
-    assert env.out == f"HOSTILE_KEY={HOSTILE}\nHOSTILE_URL={URL}\n"
+    # env lines are dotenv lines: this key holds ${PATH} and a quote with $, which no dotenv quoting
+    # carries exactly, so it is refused before it is issued (tests/test_vault_output.py has the corpus).
+    env = backend.wsctl("vault", "token", cred["id"], "--reason", "env", "--format", "env", expect=7)
+    assert "--format json" in env.err and env.out == "" and "sk-Q7" not in env.err
     log = backend.ok("GET", f"/v1/credentials/{cred['id']}/access-log")["entries"]
-    assert [e["reason"] for e in log] == ["env", "value", "flag", "json format"]
+    assert [e["reason"] for e in log] == ["value", "flag", "json format"]
     assert all(e["outcome"] == "issued" and e["fields"] == ["apiKey", "instanceUrl"] for e in log)
 
 
@@ -145,19 +147,10 @@ def test_env_export_lines_are_export_statements(backend, cred):
     assert out == f"export HOSTILE_KEY={shlex.quote(HOSTILE)}\nexport HOSTILE_URL={shlex.quote(URL)}\n"
 
 
-def test_env_dotenv_escapes_quotes_backslashes_and_newlines(backend, cred):
-    out = backend.wsctl("vault", "env", cred["id"], "--reason", "r", "--format", "dotenv").out
-    escaped = HOSTILE.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    assert out == f'HOSTILE_KEY="{escaped}"\nHOSTILE_URL="{URL}"\n'
-    assert len(out.splitlines()) == 2  # the newline in the value did not split the line
-
-
-def test_env_dotenv_reads_back_with_python_dotenv(backend, cred, tmp_path):
-    dotenv = pytest.importorskip("dotenv", reason="python-dotenv is not installed in this environment")
-    out = backend.wsctl("vault", "env", cred["id"], "--reason", "r", "--format", "dotenv").out
-    f = tmp_path / ".env"
-    f.write_text(out)
-    assert dotenv.dotenv_values(f, interpolate=False) == {"HOSTILE_KEY": HOSTILE, "HOSTILE_URL": URL}
+def test_env_dotenv_refuses_what_it_cannot_carry_and_issues_nothing(backend, cred):
+    r = backend.wsctl("vault", "env", cred["id"], "--reason", "r", "--format", "dotenv", expect=7)
+    assert "HOSTILE_KEY" in r.err and "--format json" in r.err and r.out == "" and "sk-Q7" not in r.err
+    assert backend.ok("GET", f"/v1/credentials/{cred['id']}/access-log")["entries"] == []
 
 
 def test_env_json_and_several_credentials(backend, cred):
@@ -368,8 +361,11 @@ def test_log_lists_issued_and_refused_requests(backend, cred):
     lines = backend.wsctl("vault", "log", cred["id"]).out.splitlines()
     assert len(lines) == 2
     refused, issued = (line.split("\t") for line in lines)
-    assert refused[1:] == [member["id"], "session", "viewer tries", "", "refused"]
-    assert issued[1:] == [backend.owner["id"], "session", "owner needs it", "apiKey, instanceUrl", "issued"]
+    # The KEY column names the key exactly as --json's keyId does (a session's id, or local in-process).
+    keys = [e["keyId"] for e in r.json["entries"]]
+    assert all(k == "local" or k.startswith("ses_") for k in keys)
+    assert refused[1:] == [member["id"], keys[0], "viewer tries", "", "refused"]
+    assert issued[1:] == [backend.owner["id"], keys[1], "owner needs it", "apiKey, instanceUrl", "issued"]
     backend.wsctl("vault", "log", cred["id"], env=backend.env_for(session), expect=4)
 
 

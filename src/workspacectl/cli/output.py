@@ -23,7 +23,18 @@ from typing import Annotated, Any, Callable, Iterable
 
 import typer
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the API's JSON body exactly.")]
+
+def json_switch(ctx: typer.Context, value: bool) -> bool:
+    """One switch: `wsctl --json CMD` and `wsctl CMD --json` mean the same in every command. The
+    command's own flag answers (and records) whichever of the two was given."""
+    from workspacectl.cli.context import state
+
+    st = state(ctx)
+    st.json = bool(st.json or value)
+    return st.json
+
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the API's JSON body exactly.", callback=json_switch)]
 
 
 # C0, DEL, C1, the line/paragraph separators and the bidi embeddings, overrides and isolates.

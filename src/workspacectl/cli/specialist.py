@@ -138,7 +138,7 @@ def connections(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False):
 
 @app.command("pin")
 def pin(ctx: typer.Context,
-        resource: Annotated[str, typer.Argument(metavar="RESOURCE", help="Workflow or app id (wf_…) or skill id (skl_…).")],
+        resource: Annotated[str, typer.Argument(metavar="RESOURCE", help="Workflow, app or skill: its id (wf_…, skl_…) or its name.")],
         into: Annotated[Optional[str], typer.Option("--into", help="The specialist to move it into (id or name).")] = None,
         unpin: Annotated[bool, typer.Option("--unpin", help="Return it to its creator instead.")] = False,
         json: JsonOpt = False):

@@ -20,7 +20,7 @@ app = typer.Typer(help="Connected accounts: list, connect, issue audited tokens,
                   no_args_is_help=True)
 
 LIST_COLUMNS = [("id", "ID"), ("service", "SERVICE"), ("name", "NAME"), ("access", "ACCESS"), ("status", "STATUS")]
-LOG_COLUMNS = [("at", "AT"), ("membershipId", "MEMBER"), ("key", "KEY"), ("reason", "REASON"), ("fields", "FIELDS"),
+LOG_COLUMNS = [("at", "AT"), ("membershipId", "MEMBER"), ("keyId", "KEY"), ("reason", "REASON"), ("fields", "FIELDS"),
                ("outcome", "OUTCOME")]
 
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="Credential id (cred_…).")]
@@ -40,8 +40,11 @@ def manage_path(cred_id: str, suffix: str = "") -> str:
     return f"/v1/vault/credentials/{seg(cred_id)}{suffix}"
 
 
-def issue(ctx, cred_id: str, reason: str) -> dict:
-    return backend(ctx).request("POST", cred_path(cred_id, "/token"), body={"reason": reason})
+def issue(ctx, cred_id: str, reason: str, form: str = "json", dry_run: bool = False) -> dict:
+    """One token request. `form` tells the engine how we will write it (workspacectl/env_text.py), so a
+    body we could not write exactly is refused before it is issued or logged."""
+    body = {"reason": reason, "format": form, **({"dryRun": True} if dry_run else {})}
+    return backend(ctx).request("POST", cred_path(cred_id, "/token"), body=body)
 
 
 def env_detail(ctx, cred_id: str) -> dict:
@@ -105,17 +108,11 @@ def log(
     body = backend(ctx).request("GET", cred_path(cred_id, "/access-log"), query=query)
 
     def render(b):
-        rows = [{**e, "key": key_label(e.get("keyId"))} for e in b.get("entries") or []]
-        table(rows, LOG_COLUMNS, "No token has been requested for this credential.")
+        table(b.get("entries") or [], LOG_COLUMNS, "No token has been requested for this credential.")
         if b.get("nextCursor"):
             info(f"More: wsctl vault log {cred_id} --cursor {b['nextCursor']}")
 
     emit(ctx, body, render, json_flag=json)
-
-
-def key_label(key_id) -> str:
-    """An API key's id, or "session" for a command-line session (its id says nothing more)."""
-    return key_id if isinstance(key_id, str) and key_id.startswith("key_") else "session"
 
 
 # --- secrets out ----------------------------------------------------------------------------
@@ -126,36 +123,47 @@ def token(
     cred_id: IdArg,
     reason: ReasonOpt,
     format: Annotated[str, typer.Option("--format", "-f", help="json (the token body), value (just the secret), "
-                                        "env (VAR=value lines).")] = "json",
+                                        "env (VAR='value' lines, as dotenv writes them).")] = "json",
     json: JsonOpt = False,
 ):
-    """Issue a token (refreshed first when near expiry) and print it. Logged with the reason."""
+    """Issue a token (refreshed first when near expiry) and print it. Logged with the reason.
+
+    A token the format cannot carry exactly is refused before it is issued (exit 7, nothing logged)."""
+    from workspacectl import env_text
     from workspacectl.cli import vault_env
 
     fmt = "json" if json else format
-    if fmt not in ("json", "value", "env"):
+    if fmt not in TOKEN_FORMS:
         raise ApiError("invalid_request", "--format must be json, value or env.")
     detail = env_detail(ctx, cred_id) if fmt == "env" else None
     if detail is not None:
         vault_env.check_injectable([detail])
-    body = issue(ctx, cred_id, reason)
+    body = issue(ctx, cred_id, reason, TOKEN_FORMS[fmt])
     if fmt == "json":
         print_json(body)
     elif fmt == "value":
-        sys.stdout.write(vault_env.primary_value(body) + "\n")
+        sys.stdout.write(env_text.primary_value(body) + "\n")
     else:
-        sys.stdout.write(vault_env.plain_lines(vault_env.env_for(detail, body)))
+        sys.stdout.write(env_text.dotenv_lines(vault_env.env_for(detail, body)))
 
 
-def issue_env(ctx, cred_ids: list[str], reason: str) -> tuple[dict[str, str], list[str]]:
-    """Variables and secret values of several credentials; every detail is read before any token is issued."""
+# `vault token --format` -> the token request's format (env lines are dotenv lines: exact and inert).
+TOKEN_FORMS = {"json": "json", "value": "value", "env": "dotenv"}
+
+
+def issue_env(ctx, cred_ids: list[str], reason: str, form: str) -> tuple[dict[str, str], list[str]]:
+    """Variables and secret values of several credentials, written in `form`. Every detail is read,
+    and with several credentials every request is tried as a dry run, before any token is issued."""
     from workspacectl.cli import vault_env
 
     details = [env_detail(ctx, c) for c in cred_ids]
     vault_env.check_injectable(details)
+    if len(cred_ids) > 1:
+        for cred_id in cred_ids:
+            issue(ctx, cred_id, reason, form, dry_run=True)
     parts, secrets = [], []
     for cred_id, detail in zip(cred_ids, details):
-        body = issue(ctx, cred_id, reason)
+        body = issue(ctx, cred_id, reason, form)
         parts.append((cred_id, vault_env.env_for(detail, body)))
         secrets += vault_env.secret_values(body)
     return vault_env.merge_env(parts), secrets
@@ -175,7 +183,7 @@ def env(
     fmt = "json" if json else format
     if fmt not in vault_env.FORMATTERS:
         raise ApiError("invalid_request", "--format must be export, dotenv or json.")
-    variables, _ = issue_env(ctx, list(dict.fromkeys(cred_ids)), reason)
+    variables, _ = issue_env(ctx, list(dict.fromkeys(cred_ids)), reason, vault_env.REQUEST_FORMS[fmt])
     sys.stdout.write(vault_env.FORMATTERS[fmt](variables))
 
 
@@ -210,7 +218,7 @@ def run(
         raise ApiError("invalid_request", "No command after --: wsctl vault run ID... --reason R -- CMD...")
     if not ids:
         raise ApiError("invalid_request", "Name at least one credential: wsctl vault run ID... --reason R -- CMD...")
-    variables, secrets = issue_env(ctx, list(dict.fromkeys(ids)), reason)
+    variables, secrets = issue_env(ctx, list(dict.fromkeys(ids)), reason, "environ")
     code = vault_run.run_command(command, variables, secrets, masking=not no_masking)
     raise typer.Exit(code)
 

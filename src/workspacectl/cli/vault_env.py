@@ -7,14 +7,9 @@ that exist to show them (`vault token`, `vault env`, `vault run`).
 """
 from __future__ import annotations
 
-import json
-import shlex
-
 from workspacectl.env_names import refusal
+from workspacectl.env_text import NON_SECRET_FIELDS, dotenv_lines, export_lines, json_text
 from workspacectl.errors import ApiError
-
-# Token fields that are metadata, not secrets: never masked, still injected when mapped.
-NON_SECRET_FIELDS = frozenset({"instanceUrl", "expiresAt", "tokenType"})
 
 
 def env_for(detail: dict, token: dict) -> dict[str, str]:
@@ -67,42 +62,9 @@ def secret_values(token: dict) -> list[str]:
     return [str(v) for k, v in token.items() if k not in NON_SECRET_FIELDS and v not in (None, "")]
 
 
-def primary_value(token: dict) -> str:
-    """The one secret `--format value` prints: accessToken, else apiKey, else the only secret field."""
-    for name in ("accessToken", "apiKey"):
-        if token.get(name):
-            return str(token[name])
-    secrets = [k for k, v in token.items() if k not in NON_SECRET_FIELDS and v]
-    if len(secrets) == 1:
-        return str(token[secrets[0]])
-    raise ApiError("invalid_request", "This credential issues several secret fields "
-                   f"({', '.join(sorted(secrets))}); use --format env or --format json.")
-
-
 # --- printing -------------------------------------------------------------------------------
 
-def plain_lines(env: dict[str, str]) -> str:
-    """VAR=value lines, unquoted (like `env` prints them)."""
-    return "".join(f"{k}={v}\n" for k, v in env.items())
-
-
-def export_lines(env: dict[str, str]) -> str:
-    """`export VAR='value'` lines that `eval` reads back exactly, whatever the value holds."""
-    return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
-
-
-def dotenv_quote(value: str) -> str:
-    """A double-quoted dotenv value: backslash, double quote, newline and carriage return escaped."""
-    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
-    return f'"{escaped}"'
-
-
-def dotenv_lines(env: dict[str, str]) -> str:
-    return "".join(f"{k}={dotenv_quote(v)}\n" for k, v in env.items())
-
-
-def json_text(env: dict[str, str]) -> str:
-    return json.dumps(env, indent=2, ensure_ascii=False) + "\n"
-
-
+# How each `vault env --format` is printed (workspacectl/env_text.py decides what each can carry),
+# and the token request's `format` that makes the engine refuse before issuing what it cannot.
 FORMATTERS = {"export": export_lines, "dotenv": dotenv_lines, "json": json_text}
+REQUEST_FORMS = {"export": "export", "dotenv": "dotenv", "json": "variables"}

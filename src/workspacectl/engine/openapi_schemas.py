@@ -15,6 +15,7 @@ into ROUTE_DOCS and COMPONENTS at the end of this module (import this one, not t
 """
 from __future__ import annotations
 
+from workspacectl import env_text
 from workspacectl.engine.catalog_import import MAX_SERVICE, SERVICE_RE
 from workspacectl.engine.catalog_search_api import DEFAULT_LIMIT as SEARCH_LIMIT, MAX_QUERY_CHARS
 from workspacectl.engine.credentials import MAX_FIELD_CHARS, MAX_SECRET_CHARS
@@ -173,12 +174,18 @@ ROUTE_DOCS: dict[tuple[str, str], dict] = {
         "responses": {200: page_of("credentials", ref("Credential"))}},
     ("GET", "/v1/credentials/{id}"): {"responses": {200: ref("CredentialDetail")}},
     ("POST", "/v1/credentials/{id}/token"): {
-        "body": obj({"reason": text(1, REASON_MAX, NOT_BLANK, description="Why; written to the access log.")},
+        "body": obj({"reason": text(1, REASON_MAX, NOT_BLANK, description="Why; written to the access log."),
+                     "format": text(enum=list(env_text.FORMS), description="How the client will write the "
+                                    "token (default json); one it cannot write exactly is 400 before anything "
+                                    "is issued or logged."),
+                     "dryRun": {**BOOL, "description": "Check only: answer {dryRun, fields} and "
+                                "issue and log nothing."}},
                     required=["reason"]),
-        "responses": {200: {"type": "object", "additionalProperties": STR,
+        "responses": {200: {"type": "object", "additionalProperties": True,
                             "description": "Only the usable fields: accessToken and tokenType (oauth2) or the "
                                            "secret fields by name (apiKey), instanceUrl and the non-secret "
-                                           "fields the env vars name, expiresAt. Never a refresh token.",
+                                           "fields the env vars name, expiresAt. Never a refresh token. "
+                                           "A dry run answers {dryRun: true, fields: [names]} instead.",
                             "properties": {"accessToken": STR, "tokenType": STR, "apiKey": STR,
                                            "instanceUrl": STR, "expiresAt": TIME}}}},
     ("PUT", "/v1/credentials/{id}/sharing"): {"body": _SHARING_BODY, "responses": {200: ref("CredentialDetail")}},

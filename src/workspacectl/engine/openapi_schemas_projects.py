@@ -127,8 +127,8 @@ ROUTE_DOCS: dict[tuple[str, str], dict] = {
     ("POST", "/v1/projects/{id}/delete"): {"responses": {200: obj({
         "id": STR, "deleted": {"const": True}, "returnedResources": INT, "deletedFiles": INT}, required="all")}},
     ("POST", "/v1/projects/pin"): {
-        "body": obj({"resourceId": text(1, 200, "^(wf_|skl_)", description="A workflow or app (wf_…) or a skill "
-                                                                           "(skl_…)."),
+        "body": obj({"resourceId": text(1, 200, description="A workflow or app (wf_…) or a skill (skl_…), or "
+                                                            "its name; a name several fit is 400, listing them."),
                      "projectId": nullable(text(1, 200, description="null returns it to its creator."))},
                     required="all"),
         "responses": {200: obj({"resource": ref("ProjectResource"), "projectId": nullable(STR),

@@ -1,7 +1,7 @@
 """What a project holds: pinning a workflow, app or skill into it, and the credentials its
 workflows are wired to.
 
-`POST /v1/projects/pin {resourceId, projectId}` moves one resource; a resource lives in at most
+`POST /v1/projects/pin {resourceId, projectId}` moves one resource (named by id or name); a resource lives in at most
 one project (`projectId: null` returns it to its creator). It needs edit on the target and on
 the project it leaves; a resource in no project may be moved by its creator or a workspace
 owner or admin.
@@ -19,15 +19,30 @@ from workspacectl.engine.store import workflows as wf_store
 from workspacectl.errors import ApiError
 
 
-def _resource(conn, rid: str):
-    """(row, type) of a workflow, app or skill by id, or (None, None)."""
-    if rid.startswith("wf_"):
-        row = wf_store.get_workflow_home(conn, rid)
+def _resource(ctx: Ctx, ref: str):
+    """(row, type) of a workflow, app or skill by id, or (None, None).
+
+    Anything else is a name: of a live skill (unique) or of workflows and apps (not unique). Only
+    what the caller can see counts, so a name never reveals a hidden resource; a name that fits
+    several is refused, listing their ids to choose from."""
+    conn = ctx.db
+    if ref.startswith("wf_"):
+        row = wf_store.get_workflow_home(conn, ref)
         return row, (row["kind"] if row else None)
-    if rid.startswith("skl_"):
-        row = store.get_skill_home(conn, rid)
+    if ref.startswith("skl_"):
+        row = store.get_skill_home(conn, ref)
         return row, ("skill" if row else None)
-    raise v.bad("'resourceId' must be a workflow or app id (wf_…) or a skill id (skl_…).")
+    hits = [(r, "skill") for r in store.skill_homes_named(conn, ref)]
+    hits += [(r, r["kind"]) for r in wf_store.workflow_homes_named(conn, ref)]
+    hits = [(r, t) for r, t in hits if _sees(ctx, r, t)]
+    if len(hits) > 1:
+        listed = ", ".join(f"{r['id']} ({t})" for r, t in hits[:MAX_LISTED])
+        more = f" and {len(hits) - MAX_LISTED} more" if len(hits) > MAX_LISTED else ""
+        raise v.bad(f"'{ref[:120]}' names {len(hits)} things you can see: {listed}{more}. Give one of these ids.")
+    return hits[0] if hits else (None, None)
+
+
+MAX_LISTED = 10
 
 
 def _sees(ctx: Ctx, row, rtype: str) -> bool:
@@ -78,18 +93,19 @@ def pin_resource(ctx: Ctx) -> dict:
         raise v.bad("'projectId' is required: the specialist to move it into, or null to return it to its creator.")
     target = v.string(body, "projectId", required=False, max_len=200)
     with transaction(ctx.db):
-        row, rtype = _resource(ctx.db, rid)
+        row, rtype = _resource(ctx, rid)
         if row is None:
-            raise ApiError("not_found", f"No workflow, app or skill '{rid[:120]}' that you can see.")
+            raise ApiError("not_found", f"No workflow, app or skill '{rid[:120]}' that you can see. Give its id "
+                                        "or name (`wsctl skill list`, `wsctl workflow list`).")
         _check_leaving(ctx, row, rtype)
         if target is not None:
             require_edit(load(ctx, target))
         previous = row["project_id"]
         if target != previous:
             if rtype == "skill":
-                store.move_skill(ctx.db, rid, target)
+                store.move_skill(ctx.db, row["id"], target)
             else:
-                wf_store.move_workflow(ctx.db, rid, target)
+                wf_store.move_workflow(ctx.db, row["id"], target)
     entry = resource_json({**dict(row), "type": rtype})
     return {"resource": entry, "projectId": target, "previousProjectId": previous}
 

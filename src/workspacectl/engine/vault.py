@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from workspacectl import clock
+from workspacectl import clock, env_text
 from workspacectl.engine import pagination, token_refresh
 from workspacectl.engine import validate as v
 from workspacectl.engine.credentials import (NEVER_ISSUED, credential_detail, env_vars, list_entry, open_secrets,
@@ -69,8 +69,12 @@ def _log(conn, ctx: Ctx, cred_id: str, reason: str, fields: list, outcome: str) 
                             caller_kind=c.kind, reason=reason, fields=fields, outcome=outcome)
 
 
-def issue_token(ctx: Ctx, cred_id: str, reason: str) -> dict:
-    """Refresh if needed (single flight), then release the token with its audit row in one transaction."""
+def issue_token(ctx: Ctx, cred_id: str, reason: str, form: str = "json", dry_run: bool = False) -> dict:
+    """Refresh if needed (single flight), then release the token with its audit row in one transaction.
+
+    `form` is how the client will write the fields (env_text.FORMS): a body it cannot write exactly
+    is refused here, before the row and the release, so a refused request gets no token. A dry run
+    stops there too, answering only the field names."""
     conn = ctx.db
     member = ctx.caller.member_id
     row = visible_credential(conn, cred_id, member)
@@ -97,6 +101,12 @@ def issue_token(ctx: Ctx, cred_id: str, reason: str) -> dict:
             if token_refresh.needs_refresh(row, since):
                 continue  # expired again between the refresh and now: go round once more
             body = token_fields(conn, row, open_secrets(ctx.ws, row))
+            mapping = env_vars(store.get_integration(conn, row["service"])) if form in env_text.ENV_FORMS else {}
+            why = env_text.refusal(form, body, mapping)
+            if why:
+                raise ApiError("invalid_request", why)
+            if dry_run:
+                return {"dryRun": True, "fields": sorted(body)}
             _log(conn, ctx, cred_id, reason, sorted(body), "issued")
             return body
     raise ApiError("upstream_failed", "The provider keeps issuing tokens that expire at once; try again shortly.")
@@ -110,7 +120,11 @@ def request_token(ctx: Ctx) -> dict:
     reason = body.get("reason")
     if not isinstance(reason, str) or not reason.strip() or len(reason) > REASON_MAX:
         raise v.bad(f"'reason' is required: say why you need the token, 1 to {REASON_MAX} characters.")
-    return issue_token(ctx, ctx.params["id"], reason)
+    form = body.get("format", "json")
+    if form not in env_text.FORMS:
+        raise v.bad(f"'format' must be one of {', '.join(env_text.FORMS)}: how you will write the token.")
+    dry_run = v.boolean(body, "dryRun", required=False, default=False)
+    return issue_token(ctx, ctx.params["id"], reason, form, bool(dry_run))
 
 
 # --- sharing -------------------------------------------------------------------------------

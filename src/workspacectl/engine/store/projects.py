@@ -138,5 +138,11 @@ def get_skill_home(conn, skill_id: str):
                         " WHERE id = ?", (skill_id,)).fetchone()
 
 
+def skill_homes_named(conn, name: str) -> list:
+    """The live (not archived) skill of this name, as get_skill_home answers it: none or one."""
+    return conn.execute("SELECT id, name, description, project_id, created_by, status, last_used_at FROM skills"
+                        " WHERE name = ? AND status != 'archived'", (name,)).fetchall()
+
+
 def move_skill(conn, skill_id: str, pid: str | None) -> None:
     conn.execute("UPDATE skills SET project_id = ? WHERE id = ?", (pid, skill_id))

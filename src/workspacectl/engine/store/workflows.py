@@ -36,6 +36,12 @@ def get_workflow_home(conn, wid: str):
                         " WHERE id = ?", (wid,)).fetchone()
 
 
+def workflow_homes_named(conn, name: str, limit: int = 200) -> list:
+    """Workflows and apps of this name (names are not unique), as get_workflow_home answers them."""
+    return conn.execute("SELECT id, name, description, kind, project_id, created_by, last_used_at FROM workflows"
+                        " WHERE name = ? ORDER BY id LIMIT ?", (name, limit)).fetchall()
+
+
 def list_workflows(conn, me: str, after, limit: int, kind: str | None, project_id: str | None) -> list:
     """Workflows the caller made or can reach through a project, in id order."""
     sql = (f"SELECT * FROM (SELECT {_COLUMNS} FROM workflows w WHERE w.id > :after"
