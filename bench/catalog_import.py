@@ -16,7 +16,7 @@ from pathlib import Path
 
 def main() -> None:
     src = Path(sys.argv[1] if len(sys.argv) > 1 else "/work/shared/data/openapi")
-    from workspacectl.engine.catalog_import import parse_document
+    from workspacectl.engine.catalog.importer import parse_document
     from workspacectl.engine.store import catalog as store
     from workspacectl.engine.workspace import Workspace
 

@@ -15,7 +15,7 @@ same bare app with rich_markup_mode=None, the stricter yardstick, run in the sam
 Then each command runs once in a probe that lists the modules it left in sys.modules (importtime
 misses modules loaded through importlib.import_module): the count of workspacectl modules, the
 engine route modules among them (engine/route_modules.py), and whether the heavy third-party
-packages were loaded. Nothing is asserted here; tests/test_imports.py holds the import rules.
+packages were loaded. Nothing is asserted here; tests/cli/test_imports.py holds the import rules.
 """
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ import httpx  # noqa: E402
 
 from bench._harness import MiB, Scratch, make_workspace, reset_hwm, vm_hwm, vm_rss  # noqa: E402
 from tests import hostile_docs as h  # noqa: E402
-from workspacectl.engine import catalog_limits as limits  # noqa: E402
+from workspacectl.engine.catalog import limits  # noqa: E402
 
 
 def cases() -> list[tuple[str, str, str]]:

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from bench.search_quality import PlainBM25  # noqa: E402
 from tests.search_labels import LABELS, make_corpus_workspace, openapi_files  # noqa: E402
 
-from workspacectl.engine import catalog_search  # noqa: E402
+from workspacectl.engine.catalog import search as catalog_search  # noqa: E402
 
 PROBES = ["refund", "send sms", "list users", "delete file", "upload", "stripe", "github issues", "webhook",
           "create customer", "search", "get", "a", "playlist tracks", "oauth token", "channel message"]
@@ -57,7 +57,7 @@ def timed(fn, queries: list[str], rounds: int) -> list[float]:
 
 
 def add_copies(conn, copies: int) -> None:
-    from workspacectl.engine.catalog_import import parse_document
+    from workspacectl.engine.catalog.importer import parse_document
     from workspacectl.engine.store import catalog as catalog_store
 
     for i in range(2, copies + 1):
@@ -69,7 +69,7 @@ def add_copies(conn, copies: int) -> None:
 def http_samples(ws_path: Path, queries: list[str], rounds: int) -> list[float]:
     import httpx
 
-    from workspacectl.engine.auth import new_session
+    from workspacectl.engine.identity.auth import new_session
     from workspacectl.engine.db import transaction
     from workspacectl.engine.store import identity
     from workspacectl.engine.workspace import Workspace

@@ -27,7 +27,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._harness import MiB, Scratch, make_workspace, mib, reset_hwm, vm_hwm, vm_rss  # noqa: E402
-from workspacectl.engine.bundle_tar import write_bundle  # noqa: E402
+from workspacectl.formats.tar_stream import write_bundle  # noqa: E402
 
 
 class Zeros(io.RawIOBase):

@@ -65,7 +65,7 @@ def main() -> None:
                     "--owner-name", "Bench Owner", "--owner-email", "bench@example.com"], env=env, check=True,
                    capture_output=True)
     ws_path = tmp / "ws"
-    from workspacectl.engine.auth import new_session
+    from workspacectl.engine.identity.auth import new_session
     from workspacectl.engine.db import transaction
     from workspacectl.engine.dispatch import Engine
     from workspacectl.engine.store import identity

@@ -276,7 +276,7 @@ class Backend:
 
 def _owner_and_token(ws_path: Path) -> tuple[dict, str]:
     """The owner record and a real session for it, made through a login code in-process."""
-    from workspacectl.engine.auth import new_session
+    from workspacectl.engine.identity.auth import new_session
     from workspacectl.engine.db import transaction
     from workspacectl.engine.store import identity
     from workspacectl.engine.workspace import Workspace

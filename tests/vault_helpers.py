@@ -53,7 +53,7 @@ def open_ws(workspace: Path):
 def install_service(workspace: Path, toml_text: str) -> str:
     """Import a service definition into the workspace (what `wsctl catalog import` does)."""
     from workspacectl.engine import crypto
-    from workspacectl.engine.catalog_import import parse_toml
+    from workspacectl.engine.catalog.importer import parse_toml
     from workspacectl.engine.db import transaction
     from workspacectl.engine.store.catalog import oauth_aad, replace_service
 
@@ -71,7 +71,7 @@ def install_service(workspace: Path, toml_text: str) -> str:
 def make_credential(workspace: Path, owner_id: str, service: str, secrets: dict, fields: dict | None = None,
                     expires_in: float | None = None, scopes: list | None = None) -> dict:
     """A credential as a completed connection makes it (engine.credentials.create_credential)."""
-    from workspacectl.engine.credentials import create_credential
+    from workspacectl.engine.vault.credentials import create_credential
     from workspacectl.engine.db import transaction
 
     ws = open_ws(workspace)

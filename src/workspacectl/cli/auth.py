@@ -73,7 +73,7 @@ def _login_local(ctx, name: str, member: str, json: bool):
     from pathlib import Path
 
     from workspacectl.cli.context import ensure_workspace_path
-    from workspacectl.engine.members import resolve_member
+    from workspacectl.engine.identity.members import resolve_member
     from workspacectl.engine.store.identity import member_json
     from workspacectl.engine.workspace import Workspace
 

@@ -128,7 +128,7 @@ def _format_of(path: Path) -> Optional[str]:
     return None
 
 
-# The engine's catalog_limits.MAX_DOCUMENT_BYTES (tests/test_hostile_definitions.py checks they
+# The engine's catalog_limits.MAX_DOCUMENT_BYTES (tests/catalog/test_hostile_definitions.py checks they
 # agree): the CLI stops reading there, so /dev/zero or a huge file cannot fill its memory.
 MAX_IMPORT_BYTES = 16 * 1024 * 1024
 

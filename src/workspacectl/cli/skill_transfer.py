@@ -12,8 +12,8 @@ from typing import BinaryIO
 
 from workspacectl.cli.config import atomic_output
 from workspacectl.cli.output import progress_bar
-from workspacectl.engine import skill_format as fmt
-from workspacectl.engine.bundle_tar import CHUNK, ArchiveError, read_tar
+from workspacectl.formats import skill_bundle as fmt
+from workspacectl.formats.tar_stream import CHUNK, ArchiveError, read_tar
 from workspacectl.errors import ApiError
 
 

@@ -106,7 +106,7 @@ def upload(ctx: typer.Context, pid: IdArg,
 def _pack_folder(root: Path):
     """The folder's regular files as a tar.gz stream, paths relative to root. A link or special
     file is refused here, before anything is sent: the server would refuse the bundle anyway."""
-    from workspacectl.engine.bundle_tar import write_bundle
+    from workspacectl.formats.tar_stream import write_bundle
 
     entries = []
     stack = [root]

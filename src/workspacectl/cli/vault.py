@@ -41,7 +41,7 @@ def manage_path(cred_id: str, suffix: str = "") -> str:
 
 
 def issue(ctx, cred_id: str, reason: str, form: str = "json", dry_run: bool = False) -> dict:
-    """One token request. `form` tells the engine how we will write it (workspacectl/env_text.py), so a
+    """One token request. `form` tells the engine how we will write it (workspacectl/formats/env_text.py), so a
     body we could not write exactly is refused before it is issued or logged."""
     body = {"reason": reason, "format": form, **({"dryRun": True} if dry_run else {})}
     return backend(ctx).request("POST", cred_path(cred_id, "/token"), body=body)
@@ -129,7 +129,7 @@ def token(
     """Issue a token (refreshed first when near expiry) and print it. Logged with the reason.
 
     A token the format cannot carry exactly is refused before it is issued (exit 7, nothing logged)."""
-    from workspacectl import env_text
+    from workspacectl.formats import env_text
     from workspacectl.cli import vault_env
 
     fmt = "json" if json else format

@@ -201,7 +201,7 @@ def _connect_remote(be, service: str, no_open: bool, wait: bool, json_out: bool,
 
 
 def _connect_local(be, service: str, no_open: bool, json_out: bool, reconnect: str | None) -> None:
-    from workspacectl.engine import connections as engine_connections
+    from workspacectl.engine.vault import connections as engine_connections
 
     conn = be.ws.conn()
     form = engine_connections.service_form(conn, service)

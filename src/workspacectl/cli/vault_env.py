@@ -7,8 +7,8 @@ that exist to show them (`vault token`, `vault env`, `vault run`).
 """
 from __future__ import annotations
 
-from workspacectl.env_names import refusal
-from workspacectl.env_text import NON_SECRET_FIELDS, dotenv_lines, export_lines, json_text
+from workspacectl.formats.env_names import refusal
+from workspacectl.formats.env_text import NON_SECRET_FIELDS, dotenv_lines, export_lines, json_text
 from workspacectl.errors import ApiError
 
 
@@ -64,7 +64,7 @@ def secret_values(token: dict) -> list[str]:
 
 # --- printing -------------------------------------------------------------------------------
 
-# How each `vault env --format` is printed (workspacectl/env_text.py decides what each can carry),
+# How each `vault env --format` is printed (workspacectl/formats/env_text.py decides what each can carry),
 # and the token request's `format` that makes the engine refuse before issuing what it cannot.
 FORMATTERS = {"export": export_lines, "dotenv": dotenv_lines, "json": json_text}
 REQUEST_FORMS = {"export": "export", "dotenv": "dotenv", "json": "variables"}

@@ -1,7 +1,7 @@
 """Generated docs: shell completions (completions/) and man pages (man/) from the command tree.
 
 Regenerate with `python -m workspacectl.docgen` from the checkout (CONTRACT §10); the test
-`tests/test_docs_generated.py` fails when the committed files differ from what this makes.
+`tests/cli/test_docs_generated.py` fails when the committed files differ from what this makes.
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from workspacectl.engine import blobs
-from workspacectl.engine.bundle_tar import Limits, read_tar
+from workspacectl.formats.tar_stream import Limits, read_tar
 
 SMALL = 256 * 1024          # files up to this size are hashed in memory before touching disk
 

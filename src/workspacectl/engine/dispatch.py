@@ -101,7 +101,7 @@ class Engine:
     def authenticate(self, secret: str | None) -> Caller | None:
         if not secret:
             return None
-        from workspacectl.engine.auth import authenticate_secret
+        from workspacectl.engine.identity.auth import authenticate_secret
 
         return authenticate_secret(self.ws.conn(), secret)
 

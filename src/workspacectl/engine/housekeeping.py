@@ -66,7 +66,7 @@ def sweep(ws, now: datetime | None = None) -> dict:
             if folder.is_dir() and _newest(folder) < file_cutoff:
                 shutil.rmtree(folder, ignore_errors=True)
                 counts["stageFolders"] += 1
-    from workspacectl.engine import skill_transfers as transfers
+    from workspacectl.engine.skills import transfers
 
     for path in _entries(root / transfers.INCOMING):
         if path.is_file() and _newest(path) < file_cutoff and not _link_recent(path.name, now):
@@ -124,7 +124,7 @@ def _newest(path: Path) -> float:
 def _link_recent(token: str, now: datetime) -> bool:
     """An incoming file's upload link expired less than FILE_AGE ago (its mtime may be an old one a
     copy preserved). The expiry is read from the token unverified: it only ever keeps a file."""
-    from workspacectl.engine.skill_transfers import _unb64
+    from workspacectl.engine.skills.transfers import _unb64
 
     try:
         expires = json.loads(_unb64(token.split(".")[0]))[3]

@@ -66,8 +66,8 @@ class Workspace:
         self._load_builtins()
 
     def _load_builtins(self) -> None:
-        """Load the package's built-in catalog once per package version (see engine/builtins.py)."""
-        from workspacectl.engine import builtins
+        """Load the package's built-in catalog once per package version (see engine/catalog/builtins.py)."""
+        from workspacectl.engine.catalog import builtins
 
         builtins.ensure_loaded(self.conn())
 

@@ -25,7 +25,7 @@ from workspacectl.errors import ApiError
 
 MAX_JSON_BODY = 64 * 1024 * 1024
 # Binary uploads (tar.gz bundles) are spooled to a temp file and handed to the engine as a
-# stream, which applies its own tighter limits (engine/project_files.py LIMITS).
+# stream, which applies its own tighter limits (engine/projects/files.py LIMITS).
 STREAM_TYPES = {"application/gzip", "application/x-gzip"}
 MAX_STREAM_BODY = 2 * 1024 * 1024 * 1024
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
@@ -225,7 +225,7 @@ def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
     from workspacectl.engine.workspace import Workspace
 
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    from workspacectl.engine.outbound import quiet_library_loggers
+    from workspacectl.engine.vault.outbound import quiet_library_loggers
 
     quiet_library_loggers()   # the HTTP library logs whole URLs (a key may be in the query) at INFO
     ws = Workspace.open(workspace_path)

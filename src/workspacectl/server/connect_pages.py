@@ -6,7 +6,7 @@
     GET  /connect/callback   the provider's redirect back: checks state, exchanges the code
 
 Every page needs the `wsctl_web` cookie of the member who created the connection (set by a
-web sign-in link). Handlers only parse, call engine/connections.py and render; a refusal is a
+web sign-in link). Handlers only parse, call engine/vault/connections.py and render; a refusal is a
 page with the reason and nothing changes. No page or log line carries a secret: the access
 log redacts /connect/... paths and never logs query strings.
 """
@@ -20,7 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
-from workspacectl.engine import connections as engine_connections
+from workspacectl.engine.vault import connections as engine_connections
 from workspacectl.errors import ApiError
 from workspacectl.server.web import COOKIE, error_page, page, web_caller
 

@@ -3,7 +3,7 @@ notes each interval (--memory-interval, else WSCTL_MEMORY_INTERVAL, else 300 s; 
 
 Several server processes on one workspace each run a timer; that is safe because each batch of
 a fold is one BEGIN IMMEDIATE transaction that re-reads the pending notes, and short, so the
-timer never holds the workspace for long (engine/memory_agent.py).
+timer never holds the workspace for long (engine/memory/agent.py).
 
 The same thread runs housekeeping (engine/housekeeping.maybe_sweep: at most once an hour per
 workspace, whichever process claims it) after each run; with the memory agent off (0) it still
@@ -40,7 +40,7 @@ def resolve_interval(flag: float | None) -> float:
 
 
 def _run_once(ws) -> None:
-    from workspacectl.engine.memory_agent import fold_all_pending
+    from workspacectl.engine.memory.agent import fold_all_pending
 
     for result in fold_all_pending(ws.conn()):
         if result["folded"] or result["dropped"]:

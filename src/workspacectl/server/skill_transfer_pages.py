@@ -1,4 +1,4 @@
-"""Presigned skill transfers over HTTP (engine/skill_transfers.py holds the rules).
+"""Presigned skill transfers over HTTP (engine/skills/transfers.py holds the rules).
 
     PUT /blobs/upload/<token>     the one object of a staged bundle upload (no API key)
     GET /blobs/download/<token>   a live bundle or one of its files (no API key)
@@ -13,8 +13,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response as RawResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from workspacectl.engine import skill_format as fmt
-from workspacectl.engine import skill_transfers as transfers
+from workspacectl.formats import skill_bundle as fmt
+from workspacectl.engine.skills import transfers
 from workspacectl.errors import ApiError
 from workspacectl.server.app import json_response, spool_body
 

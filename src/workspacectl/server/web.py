@@ -10,7 +10,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
-from workspacectl.engine.auth import authenticate_web, consume_web_link
+from workspacectl.engine.identity.auth import authenticate_web, consume_web_link
 from workspacectl.errors import ApiError
 
 COOKIE = "wsctl_web"

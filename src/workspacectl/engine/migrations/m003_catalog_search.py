@@ -1,4 +1,4 @@
-"""The operation search index (engine/catalog_search.py keeps it in step with the catalog).
+"""The operation search index (engine/catalog/search.py keeps it in step with the catalog).
 
 `operation_search` is an FTS5 table of *analyzed* text: catalog_search_text has already split,
 lower-cased, dropped stop words and stemmed it, so FTS5's tokenizer only splits on spaces.

@@ -23,7 +23,7 @@ log = logging.getLogger("wsctl.catalog")
 BUILTIN_HASH_SETTING = "catalog.builtin_hash"
 # Bump when the loader's output changes for the same data files (markdown layout, defaults).
 LOADER_VERSION = "2"
-SEARCH_MODULE = "workspacectl.engine.catalog_search"
+SEARCH_MODULE = "workspacectl.engine.catalog.search"
 
 
 def oauth_aad(service: str) -> str:
@@ -354,7 +354,7 @@ def builtin_hash(files: list[Path]) -> str:
 def load_builtin_records(data_dir: Path, strict: bool = False) -> tuple[list[dict], list[dict]]:
     """(service records, generic trigger providers) from the data files. Files whose name starts
     with '_' hold generic providers. A bad file is skipped with a log line, or raised if strict."""
-    from workspacectl.engine.catalog_import import parse_generic_toml, parse_toml
+    from workspacectl.engine.catalog.importer import parse_generic_toml, parse_toml
 
     records, generic = [], []
     for p in builtin_files(data_dir):

@@ -1,0 +1,1 @@
+"""The integration catalog: routes, import (TOML, OpenAPI), markdown, search, admin, triggers, built-ins."""

@@ -1,0 +1,67 @@
+"""The integration catalog, read-only (seed: Integration catalog; CONTRACT §5).
+
+Every route answers under `docs:read` on platform keys (engine/scopes.py); personal keys 403.
+`GET /v1/operations?q=` (ranked search) lives in catalog/search_routes.py.
+"""
+from __future__ import annotations
+
+from workspacectl.engine.pagination import page, page_args
+from workspacectl.engine.registry import Ctx, route
+from workspacectl.engine.store import catalog as store
+from workspacectl.errors import ApiError
+
+
+def require_integration(conn, service: str):
+    row = store.get_integration(conn, service)
+    if row is None:
+        raise ApiError("not_found", f"No integration '{service[:100]}'. Run `wsctl catalog integrations` to list them.")
+    return row
+
+
+def require_operation(conn, op_id: str, service: str | None = None):
+    """An operation by opId; under a service also by its bare name ('chat-post-message')."""
+    row = store.get_operation(conn, op_id)
+    if row is None and service is not None and not op_id.startswith(service + "."):
+        row = store.get_operation(conn, f"{service}.{op_id}")
+    if row is None or (service is not None and row["service"] != service):
+        where = f"`wsctl catalog operations {service}`" if service else "`wsctl catalog search PHRASE`"
+        raise ApiError("not_found", f"No operation '{op_id[:160]}'. Run {where} to find one.")
+    return row
+
+
+@route("GET", "/v1/integrations")
+def list_integrations(ctx: Ctx) -> dict:
+    """Every integration the workspace can use."""
+    limit, after = page_args(ctx)
+    rows = store.list_integrations(ctx.db, after, limit + 1)
+    return page("integrations", rows, limit, lambda r: r["service"], store.integration_summary)
+
+
+@route("GET", "/v1/integrations/{service}")
+def get_integration(ctx: Ctx) -> dict:
+    """One integration's setup metadata."""
+    return store.integration_detail(require_integration(ctx.db, ctx.params["service"]))
+
+
+@route("GET", "/v1/integrations/{service}/operations")
+def list_operations(ctx: Ctx) -> dict:
+    """One service's operations."""
+    service = require_integration(ctx.db, ctx.params["service"])["service"]
+    limit, after = page_args(ctx, int)
+    rows = store.list_operations(ctx.db, service, after, limit + 1)
+    return page("operations", rows, limit, lambda r: r["position"], store.operation_summary)
+
+
+@route("GET", "/v1/integrations/{service}/operations/{opId}")
+def get_service_operation(ctx: Ctx) -> dict:
+    """One operation's full reference, markdown included."""
+    integration = require_integration(ctx.db, ctx.params["service"])
+    row = require_operation(ctx.db, ctx.params["opId"], integration["service"])
+    return store.operation_detail(row, integration)
+
+
+@route("GET", "/v1/operations/{opId}")
+def get_operation(ctx: Ctx) -> dict:
+    """One operation by bare id (<service>.<name>)."""
+    row = require_operation(ctx.db, ctx.params["opId"])
+    return store.operation_detail(row, require_integration(ctx.db, row["service"]))

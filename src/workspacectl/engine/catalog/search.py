@@ -1,0 +1,404 @@
+"""Ranked operation search: an FTS5 index kept with the catalog, and a light re-rank.
+
+    reindex_service(conn, service)   the catalog store calls it inside its import transaction
+    remove_service(conn, service)    ... and inside its delete
+    search(conn, q, service=None, limit=20) -> [(op_id, score)], best first, score in (0, 1]
+
+How a query is answered:
+1. The phrase is analyzed like the documents (catalog_search_text), after its idioms are
+   rewritten. Words naming a service in the catalog ("stripe", "github") are taken out of the
+   text and become a service signal.
+2. Each remaining term is a *concept*: the term, its equivalents (nearly full credit) and its
+   synonyms (at a discount), weighted by idf; a verb counts half (step 4 judges it).
+3. FTS5 finds candidates with bm25() weighted per column (name and summary far above the
+   description). Terms in more than COMMON_FRACTION of the operations ("get", "user") are
+   left out of the MATCH, which they would only slow down, but still count in step 4. When
+   the phrase names a service, that service's best candidates are fetched too.
+4. Only those candidates (CANDIDATES, or twice the limit) are re-scored in Python, as a
+   weighted mean of the FEATURE_WEIGHTS features: relative bm25, how much of the phrase's
+   weight each field covers, how much of the operation's name was asked for, whether its
+   action and HTTP shape fit the verb asked for (list -> GET on a collection, delete ->
+   DELETE...), and the service signal (named, or the phrase's words belonging to a service).
+   The catalog is never scanned in Python.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import sqlite3
+
+from workspacectl.engine.catalog.search_text import (ACTION_OF_TERM, EQUIVALENTS, LIST_TERMS, NOISE_TERMS,
+                                                     STOP_WORDS, SYNONYMS, apply_idioms, clean, stem, terms,
+                                                     words)
+from workspacectl.engine.db import transaction
+from workspacectl.engine.store import catalog_search as store
+
+# Bump when the analysis changes: the index is rebuilt on the next search.
+ANALYZER_VERSION = "5"
+
+# bm25 weight per FTS column, in store.FTS_COLUMNS order: name, summary, path, tags, body, params
+BM25_WEIGHTS = (6.0, 4.0, 2.0, 1.5, 1.0, 0.5)
+# How much a concept found in each field counts in the re-rank's coverage.
+FIELD_WEIGHTS = {"name": 1.0, "summary": 0.9, "path": 0.6, "tags": 0.5, "body": 0.35, "params": 0.2}
+EQUIVALENT_WEIGHT = 0.95
+SYNONYM_WEIGHT = 0.6
+# The re-rank: a weighted mean of features in [0, 1], so the score is in [0, 1] too.
+#   bm25            the candidate's weighted bm25 relative to the best candidate's
+#   coverage        share of the phrase's weight (idf) found, field by field
+#   name_precision  share of the operation name's words the phrase asked for
+#   action          how well the operation's action fits the verb asked for
+#   named_service   the phrase names this operation's service (only when it names one)
+#   affinity        the phrase's words belong to this operation's service (when it names none)
+FEATURE_WEIGHTS = {"bm25": 0.25, "coverage": 0.40, "name_precision": 0.15, "action": 0.12,
+                   "named_service": 0.35, "affinity": 0.08}
+CANDIDATES = 120
+ONLY_SERVICE_SCORE = 0.5
+MAX_QUERY_TERMS = 24
+COMMON_FRACTION = 0.2   # terms in more than this share of documents stay out of the MATCH
+BODY_CHARS = 1500
+
+HTTP_METHOD_WORDS = {"get", "post", "put", "patch", "delete", "head", "options"}
+
+
+# --- index -----------------------------------------------------------------------------------
+
+
+def path_shape(path: str) -> str:
+    """'item' when the path ends in a parameter (/customers/{id}), else 'collection'."""
+    p = path.split("#", 1)[0].split("?", 1)[0].rstrip("/")
+    p = re.sub(r"\.json$", "", p)
+    return "item" if p.endswith("}") else "collection"
+
+
+def action_from_method(method: str, shape: str) -> str:
+    method = method.upper()
+    if method == "GET":
+        return "get" if shape == "item" else "list"
+    if method == "DELETE":
+        return "delete"
+    if method == "POST":
+        return "create" if shape == "collection" else "update"
+    if method in ("PUT", "PATCH"):
+        return "update"
+    return ""
+
+
+def operation_action(name: str, method: str, shape: str) -> str:
+    """The action an operation's name says. A name that opens with its HTTP method
+    (`post-customers`, `GET_user-scheduled_sends`) says nothing: method and path shape decide."""
+    ws = words(name)
+    if ws and ws[0] in HTTP_METHOD_WORDS and ws[0] == method.lower():
+        return action_from_method(method, shape)
+    for w in ws:
+        action = ACTION_OF_TERM.get(stem(w))
+        if action:
+            return action
+    return action_from_method(method, shape)
+
+
+def _first_sentence(text: str) -> str:
+    text = clean(text).strip()
+    m = re.search(r"[.!?](\s|$)", text)
+    return (text[: m.start()] if m else text)[:300]
+
+
+def _json_list(raw) -> list:
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []
+
+
+def _param_text(param: dict) -> str:
+    """A parameter's name; for a required one also its type and the start of its description
+    (the inputs an operation cannot do without say much about what it does)."""
+    text = str(param.get("name", ""))
+    if param.get("required") is True:
+        text += f" {param.get('type', '')} {clean(str(param.get('description', '')))[:200]}"
+    return text
+
+
+def _analyzed(text: str) -> str:
+    return " ".join(t for t in terms(text) if t not in NOISE_TERMS)
+
+
+def index_columns(row) -> dict[str, str]:
+    """The analyzed text of each FTS column for one operations row."""
+    summary = row["summary"] or _first_sentence(row["description"] or "")
+    path = " ".join(seg for seg in re.split(r"[/.#?]", row["path"] or "") if seg and not seg.startswith("{"))
+    tags = " ".join(str(t) for t in _json_list(row["tags"]) if isinstance(t, (str, int)))
+    params = " ".join(_param_text(p) for p in _json_list(row["params_json"]) if isinstance(p, dict))
+    body = clean(row["description"] or "")[:BODY_CHARS]
+    return {"name": _analyzed(row["name"] or ""), "summary": _analyzed(summary), "path": _analyzed(path),
+            "tags": _analyzed(tags), "body": _analyzed(body), "params": _analyzed(params)}
+
+
+def _index_service(conn: sqlite3.Connection, service: str) -> None:
+    store.delete_service_docs(conn, service)
+    dfs: dict[str, int] = {}
+    for row in store.operations_of_service(conn, service):
+        shape = path_shape(row["path"] or "")
+        action = operation_action(row["name"] or "", row["method"] or "", shape)
+        columns = index_columns(row)
+        store.insert_doc(conn, row["op_id"], row["service"], (row["method"] or "").upper(), shape, action, columns)
+        for t in {t for c in store.FTS_COLUMNS for t in columns[c].split()}:
+            dfs[t] = dfs.get(t, 0) + 1
+        dfs[store.DOC_COUNT_TERM] = dfs.get(store.DOC_COUNT_TERM, 0) + 1
+    store.insert_service_terms(conn, service, dfs)
+
+
+def reindex_service(conn: sqlite3.Connection, service: str) -> None:
+    """Index (again) every operation of one service. Joins the caller's transaction if any.
+    An index an older analyzer built is rebuilt whole instead, so no service is left behind."""
+    with transaction(conn):
+        if store.get_meta(conn, "analyzer_version") != ANALYZER_VERSION:
+            reindex_all(conn)
+        else:
+            _index_service(conn, service)
+
+
+def remove_service(conn: sqlite3.Connection, service: str) -> None:
+    with transaction(conn):
+        store.delete_service_docs(conn, service)
+
+
+def reindex_all(conn: sqlite3.Connection) -> None:
+    with transaction(conn):
+        store.delete_all_docs(conn)
+        for row in store.catalog_services(conn):
+            _index_service(conn, row["service"])
+        store.set_meta(conn, "analyzer_version", ANALYZER_VERSION)
+
+
+def ensure_current(conn: sqlite3.Connection) -> None:
+    """Rebuild the index once when an older analyzer built it, or when it lost step with the
+    catalog (a catalog change that did not go through reindex_service)."""
+    if (store.get_meta(conn, "analyzer_version") == ANALYZER_VERSION
+            and store.doc_count(conn) == store.operation_count(conn)):
+        return
+    with transaction(conn):
+        if (store.get_meta(conn, "analyzer_version") != ANALYZER_VERSION
+                or store.doc_count(conn) != store.operation_count(conn)):
+            reindex_all(conn)
+
+
+# --- query -----------------------------------------------------------------------------------
+
+
+def _service_keys(conn: sqlite3.Connection) -> list[tuple[tuple[str, ...], str]]:
+    """(word sequence, service) for each way a phrase may name a service: its id and its name.
+    A one-word key that is also a verb ("search", "send") would take over every phrase using
+    that verb, so it does not count."""
+    keys: dict[tuple[str, ...], str] = {}
+    for row in store.catalog_services(conn):
+        service = row["service"]
+        for key in (tuple(words(service)),
+                    tuple(w for w in words(row["name"] or "") if w not in STOP_WORDS and w not in _NAME_NOISE)):
+            if key and not (len(key) == 1 and stem(key[0]) in ACTION_OF_TERM):
+                keys.setdefault(key, service)
+    # Longest first, so "google sheets" wins over a service called "google".
+    return sorted(keys.items(), key=lambda kv: -len(kv[0]))
+
+
+_NAME_NOISE = {"api", "apis", "rest", "beta", "v1", "v2", "v3", "openapi"}
+
+
+def parse_query(conn: sqlite3.Connection, q: str) -> tuple[list[str], list[str]]:
+    """A phrase -> (content terms, services it names)."""
+    ws = words(apply_idioms(clean(q)))
+    named: list[str] = []
+    keep = [True] * len(ws)
+    for key, service in _service_keys(conn):
+        n = len(key)
+        for i in range(len(ws) - n + 1):
+            if all(keep[i:i + n]) and tuple(ws[i:i + n]) == key:
+                keep[i:i + n] = [False] * n
+                if service not in named:
+                    named.append(service)
+    content = [w for w, k in zip(ws, keep) if k and w not in STOP_WORDS and len(w) > 1]
+    out = list(dict.fromkeys(t for t in (stem(w) for w in content) if t not in NOISE_TERMS))
+    return out[:MAX_QUERY_TERMS], named
+
+
+def query_action(query_terms: list[str]) -> str:
+    action = next((ACTION_OF_TERM[t] for t in query_terms if t in ACTION_OF_TERM), "")
+    if action in ("", "get") and any(t in LIST_TERMS for t in query_terms):
+        return "list"
+    return action
+
+
+# How well an operation's action answers the action asked for (1.0 when they are the same).
+_ACTION_FIT = {
+    ("list", "get"): 0.5, ("get", "list"): 0.6, ("search", "list"): 0.7, ("list", "search"): 0.6,
+    ("get", "search"): 0.5, ("search", "get"): 0.4, ("create", "update"): 0.3, ("update", "create"): 0.3,
+    ("get", "create"): 0.3,     # "get an embedding": the thing asked for is made on request
+}
+# No verb asked: anything but a delete is as likely.
+_NO_ACTION_FIT = {"delete": 0.2}
+
+
+def action_fit(asked: str, op_action: str, method: str, shape: str) -> float:
+    if not asked:
+        return _NO_ACTION_FIT.get(op_action, 0.5)
+    fit = 1.0 if asked == op_action else _ACTION_FIT.get((asked, op_action), 0.0)
+    # The HTTP shape confirms it: a list is a GET on a collection, a delete a DELETE.
+    if asked == "list" and method == "GET" and shape == "collection":
+        fit = max(fit, 0.8)
+    if asked == "delete" and method == "DELETE":
+        fit = max(fit, 0.9)
+    return fit
+
+
+def _idf(n_docs: int, df: int) -> float:
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def _concepts(query_terms: list[str], dfs: dict[str, int], n_docs: int) -> list[tuple[float, dict[str, float]]]:
+    """[(weight, {term: credit})]: each query term with its equivalents and synonyms (at a
+    discount); words no operation uses drop out. weight is the best variant's idf x credit."""
+    concepts = []
+    for t in query_terms:
+        variants = {t: 1.0}
+        for e in EQUIVALENTS.get(t, ()):
+            variants.setdefault(e, EQUIVALENT_WEIGHT)
+        for s in SYNONYMS.get(t, ()):
+            variants.setdefault(s, SYNONYM_WEIGHT)
+            for e in EQUIVALENTS.get(s, ()):
+                variants.setdefault(e, SYNONYM_WEIGHT)
+        variants = {v: c for v, c in variants.items() if dfs.get(v, 0) > 0}
+        if not variants:
+            continue
+        # A term weighs its own idf; a word no operation uses weighs its best stand-in. A rare
+        # synonym must not make a common verb weigh much.
+        weight = _idf(n_docs, dfs[t]) if t in variants else max(c * _idf(n_docs, dfs[v]) for v, c in variants.items())
+        if t in ACTION_OF_TERM:     # the verb is judged by action_fit; here it counts half
+            weight *= 0.5
+        concepts.append((weight, variants))
+    return concepts
+
+
+def _variants(t: str) -> set[str]:
+    return {t, *EQUIVALENTS.get(t, ()), *SYNONYMS.get(t, ()),
+            *(e for s in SYNONYMS.get(t, ()) for e in EQUIVALENTS.get(s, ()))}
+
+
+def _term_index(concepts) -> dict[str, list[tuple[int, float]]]:
+    """term -> [(concept number, credit)], so an operation's words are looked up once each."""
+    index: dict[str, list[tuple[int, float]]] = {}
+    for i, (_, variants) in enumerate(concepts):
+        for v, credit in variants.items():
+            index.setdefault(v, []).append((i, credit))
+    return index
+
+
+def _coverage(fields: dict[str, list[str]], concepts, index) -> float:
+    """Share of the phrase's weight found in the operation, each field counting as it weighs."""
+    best = [0.0] * len(concepts)
+    for f, fw in FIELD_WEIGHTS.items():
+        for term in set(fields[f]).intersection(index):
+            for i, credit in index[term]:
+                if fw * credit > best[i]:
+                    best[i] = fw * credit
+    total = sum(weight for weight, _ in concepts)
+    return sum(weight * b for (weight, _), b in zip(concepts, best)) / total if total else 0.0
+
+
+def _name_precision(name_terms: list[str], wanted: set[str]) -> float:
+    """Share of the operation name's words the phrase asked for: `create-call` answers "place
+    a phone call" better than `collect-fin-voice-call-by-phone-number` does."""
+    if name_terms and name_terms[0] in HTTP_METHOD_WORDS:
+        name_terms = name_terms[1:]
+    name_terms = [t for t in name_terms if t not in STOP_WORDS]
+    if not name_terms:
+        return 0.0
+    return sum(1 for t in name_terms if t in wanted) / len(name_terms)
+
+
+class TermStats:
+    """Document frequencies of some terms, overall and per service, from one indexed query."""
+
+    def __init__(self, conn: sqlite3.Connection, wanted: set[str]):
+        self.sizes: dict[str, int] = {}                 # service -> operations indexed
+        self.by_service: dict[str, dict[str, int]] = {}  # term -> {service: df}
+        for term, service, df in store.service_term_freqs(conn, wanted | {store.DOC_COUNT_TERM}):
+            if term == store.DOC_COUNT_TERM:
+                self.sizes[service] = df
+            else:
+                self.by_service.setdefault(term, {})[service] = df
+        self.n_docs = max(sum(self.sizes.values()), 1)
+        self.df = {t: sum(per.values()) for t, per in self.by_service.items()}
+
+
+def _service_affinity(stats: TermStats, concepts) -> dict[str, float]:
+    """How much the phrase's vocabulary belongs to each service (best service = 1.0): a term's
+    rate among a service's operations, shared out over the services that use it."""
+    per_term = {t: {s: df / stats.sizes[s] for s, df in per.items() if stats.sizes.get(s)}
+                for t, per in stats.by_service.items()}
+    affinity: dict[str, float] = {}
+    for weight, variants in concepts:
+        share: dict[str, float] = {}
+        for v, credit in variants.items():
+            for service, rate in per_term.get(v, {}).items():
+                share[service] = max(share.get(service, 0.0), credit * rate)
+        norm = sum(share.values())
+        for service, x in share.items():
+            affinity[service] = affinity.get(service, 0.0) + weight * x / norm
+    top = max(affinity.values(), default=0.0)
+    return {s: a / top for s, a in affinity.items()} if top else {}
+
+
+def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int):
+    """[(op_id, score, parts)] best first; parts are the re-rank's (weight, value) features."""
+    ensure_current(conn)
+    query_terms, named = parse_query(conn, q)
+    if service:
+        named = []
+    if not query_terms:     # only a service's name ("github"): its operations in catalog order
+        return [(op_id, ONLY_SERVICE_SCORE, []) for op_id in store.first_operations(conn, named, limit)]
+    stats = TermStats(conn, {v for t in query_terms for v in _variants(t)})
+    n_docs, dfs = stats.n_docs, stats.df
+    concepts = _concepts(query_terms, dfs, n_docs)
+    if not concepts:
+        return []
+    present = list(dict.fromkeys(v for _, variants in concepts for v in variants))
+    selective = [v for v in present if dfs[v] <= COMMON_FRACTION * n_docs]
+    # Terms are [a-z0-9]+ by construction; quoting keeps FTS5 keywords (AND, NEAR) literal.
+    expression = " OR ".join(f'"{t}"' for t in (selective or present))
+    pool = max(CANDIDATES, limit * 2)
+    candidates = {r["op_id"]: r for r in store.match(conn, expression, BM25_WEIGHTS, pool,
+                                                     [service] if service else None)}
+    if named:
+        for r in store.match(conn, expression, BM25_WEIGHTS, pool, named):
+            candidates.setdefault(r["op_id"], r)
+    if not candidates:
+        return []
+    asked = query_action(query_terms)
+    wanted = {v for _, variants in concepts for v in variants}
+    index = _term_index(concepts)
+    affinity = _service_affinity(stats, concepts) if not (named or service) else {}
+    best_bm25 = min(r["bm25"] for r in candidates.values())
+    W = FEATURE_WEIGHTS
+    scored = []
+    for op_id, r in candidates.items():
+        fields = {f: (r[f] or "").split() for f in FIELD_WEIGHTS}
+        parts = [
+            (W["bm25"], r["bm25"] / best_bm25 if best_bm25 < 0 else 0.0),
+            (W["coverage"], _coverage(fields, concepts, index)),
+            (W["name_precision"], _name_precision(fields["name"], wanted)),
+            (W["action"], action_fit(asked, r["action"], r["method"], r["shape"])),
+        ]
+        if named:
+            parts.append((W["named_service"], 1.0 if r["service"] in named else 0.0))
+        elif affinity:
+            parts.append((W["affinity"], affinity.get(r["service"], 0.0)))
+        score = sum(w * x for w, x in parts) / sum(w for w, _ in parts)
+        scored.append((op_id, score, parts))
+    scored.sort(key=lambda s: (-s[1], s[0]))
+    return scored[:limit]
+
+
+def search(conn: sqlite3.Connection, q: str, service: str | None = None, limit: int = 20) -> list[tuple[str, float]]:
+    """The operations best answering a capability phrase: [(op_id, score)], score in (0, 1]."""
+    return [(op_id, round(max(score, 0.001), 3)) for op_id, score, _ in _rank(conn, q, service, limit)]

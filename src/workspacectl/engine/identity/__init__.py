@@ -1,0 +1,1 @@
+"""Identity: authentication, members, API keys, workspace key rotation."""

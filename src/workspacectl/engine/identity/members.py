@@ -1,0 +1,58 @@
+"""Members of the workspace and the login codes that sign them in."""
+from __future__ import annotations
+
+from workspacectl.engine.identity.auth import make_login_code
+from workspacectl.engine.db import transaction
+from workspacectl.engine.pagination import page, page_args
+from workspacectl.engine.registry import Ctx, Response, route
+from workspacectl.engine.store import identity as store
+from workspacectl.engine import validate as v
+from workspacectl.errors import ApiError
+
+ROLES = ("owner", "admin", "member", "guest")
+
+
+def require_admin(ctx: Ctx) -> None:
+    if not ctx.caller.is_admin:
+        raise ApiError("forbidden", "Only a workspace owner or admin may do this.")
+
+
+def resolve_member(conn, ref: str):
+    row = store.find_member(conn, ref)
+    if row is None:
+        raise ApiError("not_found", f"No member '{ref}'. Run `wsctl members list`.")
+    return row
+
+
+@route("GET", "/v1/members")
+def list_members(ctx: Ctx) -> dict:
+    limit, after = page_args(ctx)
+    rows = store.list_members(ctx.db, after, limit + 1)
+    return page("members", rows, limit, lambda r: r["id"], store.member_json)
+
+
+@route("POST", "/v1/members")
+def add_member(ctx: Ctx) -> Response:
+    require_admin(ctx)
+    body = v.body_dict(ctx)
+    email = v.email_address(v.string(body, "email", max_len=320), "'email'")
+    name = v.string(body, "name", max_len=200).strip() or email
+    role = v.choice(body, "role", ROLES, required=False, default="member")
+    if role == "owner" and ctx.caller.role != "owner":
+        raise ApiError("forbidden", "Only an owner may add another owner.")
+    with transaction(ctx.db):
+        member = store.insert_member(ctx.db, name, email, role)
+    if member is None:
+        raise ApiError("conflict", f"A member with email {email} already exists.")
+    return Response(201, member)
+
+
+@route("POST", "/v1/members/{id}/login-codes")
+def create_login_code(ctx: Ctx) -> Response:
+    require_admin(ctx)
+    member = resolve_member(ctx.db, ctx.params["id"])
+    if member["role"] == "owner" and ctx.caller.role != "owner":
+        raise ApiError("forbidden", "Only an owner may make a login code for an owner.")
+    with transaction(ctx.db):
+        code = make_login_code(ctx.db, member["id"], ctx.caller.member_id)
+    return Response(201, code)

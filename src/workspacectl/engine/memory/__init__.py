@@ -1,0 +1,1 @@
+"""Memory: guides and notes, the memory agent and its folding policies."""

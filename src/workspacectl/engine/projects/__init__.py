@@ -1,0 +1,1 @@
+"""Projects (specialists): the record, grants, contents, files, workflows."""

@@ -1,0 +1,161 @@
+"""Projects (specialists): list, create, read, edit, replace memory, delete.
+
+The caller's role comes from the nearest grant (store.ROLE_SQL): owner, else a member grant,
+else the workspace grant, else no access (404). Grants are in projects/grants.py, pinning and
+connections in projects/contents.py, files in projects/files.py.
+"""
+from __future__ import annotations
+
+import json
+
+from workspacectl.engine import validate as v
+from workspacectl.engine.db import transaction
+from workspacectl.engine.pagination import page, page_args
+from workspacectl.engine.registry import Ctx, Response, route
+from workspacectl.engine.store import projects as store
+from workspacectl.errors import ApiError
+
+ACCESSORIES = ("head", "shirt", "hand")
+
+
+def project_json(row) -> dict:
+    role = row["role"]
+    org = {"role": row["org_role"]} if row["org_role"] else None
+    return {
+        "id": row["id"], "name": row["name"], "description": row["description"], "icon": row["icon"],
+        "workerColor": row["worker_color"], "workerAccessories": json.loads(row["worker_accessories"]),
+        "role": role, "isOwner": role == "owner", "canEdit": role in ("owner", "editor"),
+        "ownerMembershipId": row["owner_member_id"], "orgGrant": org, "isShared": row["grant_count"] > 0,
+        "counts": {"workflows": row["n_workflows"], "apps": row["n_apps"], "skills": row["n_skills"],
+                   "files": row["n_files"]},
+        "createdAt": row["created_at"], "updatedAt": row["updated_at"],
+    }
+
+
+def grants_json(conn, pid: str) -> list[dict]:
+    return [{"workspace": True, "role": g["role"]} if g["member_id"] is None
+            else {"membershipId": g["member_id"], "displayName": g["name"], "role": g["role"]}
+            for g in store.list_grants(conn, pid)]
+
+
+def memory_json(conn, row) -> dict:
+    return {"text": row["memory_text"], "version": row["memory_version"], "updatedAt": row["memory_updated_at"],
+            "updatedBy": store.member_brief(conn, row["memory_updated_by"])}
+
+
+def resource_json(r) -> dict:
+    return {"id": r["id"], "name": r["name"], "description": r["description"], "type": r["type"],
+            "lastUsedAt": r["last_used_at"]}
+
+
+def full_json(conn, row) -> dict:
+    project = project_json(row)
+    project["grants"] = grants_json(conn, row["id"])
+    return {"project": project, "memory": memory_json(conn, row),
+            "resources": [resource_json(r) for r in store.list_resources(conn, row["id"])]}
+
+
+def _fields(body: dict, creating: bool) -> dict:
+    out = {}
+    if creating or "name" in body:
+        out["name"] = v.string(body, "name", max_len=200).strip()
+        if not out["name"]:
+            raise v.bad("'name' must not be blank.")
+    for key, limit in (("description", 2000), ("icon", 16), ("workerColor", 40)):
+        if key in body:
+            out[key] = v.string(body, key, required=False, min_len=0, max_len=limit)
+    if "workerAccessories" in body:
+        acc = body["workerAccessories"]
+        if not isinstance(acc, dict) or set(acc) - set(ACCESSORIES) or any(
+                x is not None and not isinstance(x, str) for x in acc.values()):
+            raise v.bad("'workerAccessories' must be an object with keys head, shirt, hand (string or null).")
+        out["workerAccessories"] = {k: acc.get(k) for k in ACCESSORIES}
+    return out
+
+
+def load(ctx: Ctx, pid: str | None = None):
+    """The project with the caller's role; 404 when the caller has no access at all."""
+    pid = ctx.params["id"] if pid is None else pid
+    row = store.get_project(ctx.db, pid, ctx.caller.member_id)
+    if row is None:
+        raise ApiError("not_found", f"No specialist '{pid[:120]}' that you can see. Run `wsctl specialist list`.")
+    return row
+
+
+def require_edit(row) -> None:
+    if row["role"] not in ("owner", "editor"):
+        raise ApiError("forbidden", f"You can view specialist {row['id']} but not change it; "
+                                    "ask its owner for edit access.")
+
+
+def require_owner(row, what: str) -> None:
+    if row["role"] != "owner":
+        raise ApiError("forbidden", f"Only the owner of specialist {row['id']} may {what}; ask them to do it.")
+
+
+@route("GET", "/v1/projects")
+def list_projects(ctx: Ctx) -> dict:
+    limit, after = page_args(ctx)
+    rows = store.list_projects(ctx.db, ctx.caller.member_id, after, limit + 1)
+    return page("projects", rows, limit, lambda r: r["id"], project_json)
+
+
+@route("POST", "/v1/projects")
+def create_project(ctx: Ctx) -> Response:
+    if ctx.caller.role == "guest":
+        raise ApiError("forbidden", "Guests cannot create specialists.")
+    values = _fields(v.body_dict(ctx, allow_empty=False), creating=True)
+    with transaction(ctx.db):
+        pid = store.insert_project(ctx.db, ctx.caller.member_id, values)
+        row = store.get_project(ctx.db, pid, ctx.caller.member_id)
+        out = full_json(ctx.db, row)
+    return Response(201, out)
+
+
+@route("GET", "/v1/projects/{id}")
+def get_project(ctx: Ctx) -> dict:
+    return full_json(ctx.db, load(ctx))
+
+
+@route("PATCH", "/v1/projects/{id}")
+def patch_project(ctx: Ctx) -> dict:
+    values = _fields(v.body_dict(ctx, allow_empty=False), creating=False)
+    with transaction(ctx.db):
+        row = load(ctx)
+        require_edit(row)
+        if values:
+            store.update_project(ctx.db, row["id"], values)
+        return full_json(ctx.db, load(ctx))
+
+
+MEMORY_MAX = 1_000_000
+
+
+@route("PUT", "/v1/projects/{id}/memory")
+def put_memory(ctx: Ctx) -> dict:
+    body = v.body_dict(ctx, allow_empty=False)
+    text = v.string(body, "text", min_len=0, max_len=MEMORY_MAX)
+    version = v.integer(body, "version")  # any integer: one that is not the current version is 409
+    with transaction(ctx.db):
+        row = load(ctx)
+        require_edit(row)
+        if not (0 <= version <= 2**62 and store.replace_memory(ctx.db, row["id"], text, version, ctx.caller.member_id)):
+            current = row["memory_version"]
+            raise ApiError("conflict", f"The memory is at version {current}, not {str(version)[:30]}; "
+                                       "read it again and write with that version.",
+                           {"version": current, "currentVersion": current})
+        return memory_json(ctx.db, load(ctx))
+
+
+@route("POST", "/v1/projects/{id}/delete")
+def delete_project(ctx: Ctx) -> dict:
+    from workspacectl.engine import blobs
+    from workspacectl.engine.store.project_files import file_shas
+
+    with transaction(ctx.db):
+        row = load(ctx)
+        require_owner(row, "delete it")
+        shas = file_shas(ctx.db, row["id"])
+        counts = store.delete_project(ctx.db, row["id"])
+    blobs.remove_unreferenced(ctx.ws, shas)  # after the commit, as engine/blobs.py requires
+    return {"id": row["id"], "deleted": True, **counts}

@@ -1,0 +1,1 @@
+"""Skills: records, versions, bundles, presigned transfers, their blobs and housekeeping."""

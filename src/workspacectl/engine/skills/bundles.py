@@ -1,0 +1,143 @@
+"""A skill's files: read the live bundle, save one file inline, and the staged bundle flow
+(presigned upload -> validate -> publish), plus presigned downloads of the live bundle."""
+from __future__ import annotations
+
+from workspacectl.engine.skills import blobs
+from workspacectl.formats import skill_bundle as fmt
+from workspacectl.engine.skills import transfers
+from workspacectl.engine import validate as v
+from workspacectl.engine.archive_staging import FileRef, stage_archive
+from workspacectl.formats.tar_stream import ArchiveError
+from workspacectl.engine.db import transaction
+from workspacectl.engine.registry import Ctx, Response, route
+from workspacectl.engine.skills.versions import (base_version_of, check_refs, invalid_bundle, live_refs, live_version,
+                                                manifest_of, publish_refs, published_answer, version_refs)
+from workspacectl.engine.skills.routes import load_skill
+from workspacectl.engine.store import skills as store
+from workspacectl.errors import ApiError
+
+MAX_INLINE_CONTENT = 8 * 1024 * 1024
+MAX_SHOWN_CONTENT = 1024 * 1024
+
+
+def _text(ws, ref: FileRef) -> str | None:
+    """A file's text when it is UTF-8 of at most MAX_SHOWN_CONTENT bytes (only those are read)."""
+    if ref.size > MAX_SHOWN_CONTENT:
+        return None
+    with blobs.open_ref(ws, {}, ref.sha256) as fh:
+        data = fh.read(MAX_SHOWN_CONTENT + 1)
+    if len(data) > MAX_SHOWN_CONTENT or b"\x00" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _mark_used(ctx: Ctx, row) -> None:
+    with transaction(ctx.db):
+        store.touch_used(ctx.db, row["id"])
+
+
+def _live_or_404(ctx: Ctx, row):
+    vrow = live_version(ctx, row)
+    if vrow is None:
+        raise ApiError("not_found", f"Skill '{row['name']}' has no published version yet; "
+                                    f"publish one with `wsctl skill publish DIR` or `wsctl skill put`.")
+    return vrow
+
+
+@route("GET", "/v1/skills/{id}/files")
+def list_files(ctx: Ctx) -> dict:
+    """The live version's files; `content` is the text of text files up to 1 MiB, else null."""
+    row = load_skill(ctx)
+    vrow = live_version(ctx, row)
+    files = version_refs(vrow) if vrow is not None else {}
+    out = [{"path": p, "size": f.size, "sha256": f.sha256, "executable": f.executable,
+            "content": _text(ctx.ws, f)} for p, f in sorted(files.items())]
+    if files:
+        _mark_used(ctx, row)
+    return {"skillId": row["id"], "version": row["version"], "files": out}
+
+
+@route("PUT", "/v1/skills/{id}/files")
+def put_file(ctx: Ctx) -> Response:
+    body = v.body_dict(ctx, allow_empty=False)
+    path = v.string(body, "path", max_len=1024)
+    if (why := fmt.path_problem(path)) is not None:
+        raise v.bad(f"'path' {path[:100]!r}: {why}")
+    content = v.string(body, "content", min_len=0, max_len=MAX_INLINE_CONTENT)
+    base = base_version_of(body)
+    with blobs.staging(ctx.ws) as folder:
+        st = blobs.stage_bytes(folder, content.encode("utf-8"))
+        with transaction(ctx.db):    # read the live files and publish under one write lock
+            row = load_skill(ctx, edit=True)
+            files = live_refs(ctx, row)
+            old = files.get(path)
+            files[path] = FileRef(st.sha256, st.size, old.executable if old else False)
+            return published_answer(ctx, publish_refs(ctx, row, files, {st.sha256: st}, "inline", base))
+
+
+@route("GET", "/v1/skills/{id}/bundle-url")
+def bundle_url(ctx: Ctx) -> dict:
+    row = load_skill(ctx)
+    vrow = _live_or_404(ctx, row)
+    out = transfers.download_url(ctx, vrow, "", f"{row['name']}-v{vrow['number']}.tar.gz")
+    _mark_used(ctx, row)
+    return out
+
+
+@route("GET", "/v1/skills/{id}/file-url")
+def file_url(ctx: Ctx) -> dict:
+    row = load_skill(ctx)
+    path = ctx.query.get("path") or ""
+    if not path:
+        raise v.bad("Query parameter 'path' is required, e.g. ?path=SKILL.md.")
+    vrow = _live_or_404(ctx, row)
+    if path not in {f["path"] for f in manifest_of(vrow)}:
+        raise ApiError("not_found", f"Version {vrow['number']} of skill '{row['name']}' has no file "
+                                    f"'{path[:200]}'. Run `wsctl skill files {row['name']}`.")
+    out = transfers.download_url(ctx, vrow, path, path.rsplit("/", 1)[-1])
+    _mark_used(ctx, row)
+    return out
+
+
+@route("POST", "/v1/skills/{id}/bundle-upload-url")
+def bundle_upload_url(ctx: Ctx) -> Response:
+    row = load_skill(ctx, edit=True)
+    return Response(201, transfers.new_upload(ctx, row))
+
+
+def _read_staged(ctx: Ctx, row, folder) -> tuple[dict, dict, list, list, dict]:
+    """(files, staged, errors, warnings, body) of the upload named in the body: the archive read
+    by the one reader as a stream, its files staged in `folder`."""
+    body = v.body_dict(ctx, allow_empty=False)
+    sha = transfers.staged_upload(ctx, row, body.get("uploadId"))
+    try:
+        with blobs.open_ref(ctx.ws, {}, sha) as fh:
+            files, staged = stage_archive(fh, folder, fmt.LIMITS)
+    except ArchiveError as e:
+        return {}, {}, fmt.archive_problems(e), [], body
+    files, top = fmt.strip_top_folder(files)
+    errors, warnings, _meta = check_refs(ctx.ws, files, staged, row["name"], top)
+    return files, staged, errors, warnings, body
+
+
+@route("POST", "/v1/skills/{id}/validate")
+def validate_upload(ctx: Ctx) -> dict:
+    row = load_skill(ctx, edit=True)
+    with blobs.staging(ctx.ws) as folder:
+        _files, _staged, errors, warnings, _body = _read_staged(ctx, row, folder)
+    return {"valid": not errors, "errors": errors, "warnings": warnings}
+
+
+@route("POST", "/v1/skills/{id}/publish")
+def publish_upload(ctx: Ctx) -> Response:
+    row = load_skill(ctx, edit=True)
+    with blobs.staging(ctx.ws) as folder:
+        files, staged, errors, warnings, body = _read_staged(ctx, row, folder)
+        base = base_version_of(body)
+        if errors:
+            raise invalid_bundle(errors, warnings)
+        vrow = publish_refs(ctx, row, files, staged, "bundle", base, upload_id=body["uploadId"])
+    return published_answer(ctx, vrow, 201)

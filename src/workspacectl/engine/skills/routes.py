@@ -1,0 +1,200 @@
+"""Skills (CONTRACT §8): the record, its lifecycle and who may see or change it.
+
+Access (docs/api.md "Skills"): a skill outside any project is seen by every member; one held by
+a project is seen by those with a role on that project (grants flow down), by its creator and by
+owners and admins. Its creator, owners and admins, and editors and owners of the holding
+project may change it; everyone else reads. Guests only read. Archived skills are read-only and
+leave the default list; their name is free again.
+"""
+from __future__ import annotations
+
+from importlib import resources
+
+from workspacectl.formats import skill_bundle as fmt
+from workspacectl.engine import validate as v
+from workspacectl.engine.db import transaction
+from workspacectl.engine.pagination import page, page_args
+from workspacectl.engine.registry import Ctx, Response, route
+from workspacectl.engine.store import skills as store
+from workspacectl.errors import ApiError
+
+STATUSES = ("draft", "published", "archived")
+
+
+def access(caller, row) -> str | None:
+    """'edit', 'read' or None (invisible) for this caller on this skill row."""
+    mine = row["created_by"] == caller.member_id
+    project_role = row["project_role"]
+    if caller.role == "guest":
+        return "read" if (row["project_id"] is None or mine or project_role) else None
+    if caller.is_admin or mine or project_role in ("owner", "editor"):
+        return "edit"
+    if row["project_id"] is None or project_role:
+        return "read"
+    return None
+
+
+def skill_json(row, caller) -> dict:
+    return {
+        "id": row["id"], "name": row["name"], "description": row["description"], "status": row["status"],
+        "enabled": bool(row["enabled"]), "version": row["version"], "projectId": row["project_id"],
+        "createdBy": row["created_by"], "createdAt": row["created_at"], "updatedAt": row["updated_at"],
+        "lastUsedAt": row["last_used_at"], "canEdit": access(caller, row) == "edit" and row["status"] != "archived",
+    }
+
+
+def find_skill(ctx: Ctx, ref: str):
+    """The row named by an id or a (live) name, or 404 when absent or invisible."""
+    me = ctx.caller.member_id
+    row = store.get_skill(ctx.db, ref, me) if ref.startswith("skl_") else store.get_skill_by_name(ctx.db, ref, me)
+    if row is None or access(ctx.caller, row) is None:
+        raise ApiError("not_found", f"No skill '{ref[:100]}'. Run `wsctl skill list`.")
+    return row
+
+
+def load_skill(ctx: Ctx, edit: bool = False):
+    row = find_skill(ctx, ctx.params["id"])
+    if edit:
+        require_edit(ctx, row)
+    return row
+
+
+def require_edit(ctx: Ctx, row) -> None:
+    """403 unless the caller may change the skill, 409 when it is archived."""
+    if access(ctx.caller, row) != "edit":
+        raise ApiError("forbidden", f"You can read skill '{row['name']}' but not change it; ask its creator "
+                                    "or an editor of its specialist.")
+    if row["status"] == "archived":
+        raise ApiError("conflict", f"Skill '{row['name']}' is archived; create a new skill instead.")
+
+
+def reload(ctx: Ctx, sid: str):
+    return store.get_skill(ctx.db, sid, ctx.caller.member_id)
+
+
+def checked_name(body: dict) -> str:
+    name = v.string(body, "name", max_len=64)
+    if (why := fmt.name_problem(name)) is not None:
+        raise v.bad(f"{why} Example: 'pdf-forms'.")
+    return name
+
+
+def checked_description(body: dict, required: bool = True) -> str | None:
+    desc = v.string(body, "description", required=required, max_len=1024)
+    if desc is not None and not desc.strip():
+        raise v.bad("'description' must not be blank.")
+    return desc
+
+
+def name_taken(name: str) -> ApiError:
+    return ApiError("conflict", f"A skill named '{name}' already exists; pick another name or archive that one.")
+
+
+@route("GET", "/v1/skills")
+def list_skills(ctx: Ctx) -> dict:
+    limit, after = page_args(ctx)
+    wanted = ctx.query.get("status") or ""
+    if wanted and wanted not in STATUSES + ("all",):
+        raise v.bad("Query parameter 'status' must be draft, published, archived or all.")
+    statuses = {"": ("draft", "published"), "all": STATUSES}.get(wanted, (wanted,))
+    rows = store.list_skills(ctx.db, ctx.caller.member_id, ctx.caller.is_admin, statuses, after, limit + 1)
+    return page("skills", rows, limit, lambda r: r["id"], lambda r: skill_json(r, ctx.caller))
+
+
+@route("POST", "/v1/skills")
+def create_skill(ctx: Ctx) -> Response:
+    if ctx.caller.role == "guest":
+        raise ApiError("forbidden", "Guests cannot create skills; ask a member to create it.")
+    body = v.body_dict(ctx, allow_empty=False)
+    name, desc = checked_name(body), checked_description(body)
+    with transaction(ctx.db):
+        sid = store.insert_skill(ctx.db, name, desc, ctx.caller.member_id)
+        if sid is None:
+            raise name_taken(name)
+        return Response(201, skill_json(reload(ctx, sid), ctx.caller))
+
+
+@route("GET", "/v1/skills/{id}")
+def get_skill(ctx: Ctx) -> dict:
+    return skill_json(load_skill(ctx), ctx.caller)
+
+
+@route("PATCH", "/v1/skills/{id}")
+def patch_skill(ctx: Ctx) -> dict:
+    """Rename or describe. On a published skill SKILL.md's frontmatter follows, as a new version."""
+    from workspacectl.engine.skills import blobs
+    from workspacectl.engine.skills.versions import live_refs, publish_refs, with_frontmatter
+
+    body = v.body_dict(ctx, allow_empty=False)
+    changes = {}
+    if "name" in body:
+        changes["name"] = checked_name(body)
+    if "description" in body:
+        changes["description"] = checked_description(body)
+    with transaction(ctx.db):
+        row = load_skill(ctx, edit=True)
+        changes = {k: val for k, val in changes.items() if val != row[k]}
+        if not changes:
+            return skill_json(row, ctx.caller)
+        if not store.update_skill(ctx.db, row["id"], changes):
+            raise name_taken(changes["name"])
+        if row["version"] > 0:
+            with blobs.staging(ctx.ws) as folder:
+                files, staged = with_frontmatter(ctx.ws, folder, live_refs(ctx, row), changes)
+                publish_refs(ctx, reload(ctx, row["id"]), files, staged, "inline", None)
+        return skill_json(reload(ctx, row["id"]), ctx.caller)
+
+
+@route("DELETE", "/v1/skills/{id}")
+def archive_skill(ctx: Ctx) -> dict:
+    with transaction(ctx.db):
+        row = load_skill(ctx)
+        if row["status"] != "archived":
+            require_edit(ctx, row)
+            store.update_skill(ctx.db, row["id"], {"status": "archived", "enabled": 0})
+        elif access(ctx.caller, row) != "edit":
+            raise ApiError("forbidden", f"You can read skill '{row['name']}' but not change it.")
+        return skill_json(reload(ctx, row["id"]), ctx.caller)
+
+
+@route("PATCH", "/v1/skills/{id}/enabled")
+def set_enabled(ctx: Ctx) -> dict:
+    enabled = v.boolean(v.body_dict(ctx, allow_empty=False), "enabled")
+    with transaction(ctx.db):
+        row = load_skill(ctx, edit=True)
+        if bool(row["enabled"]) != enabled:
+            store.update_skill(ctx.db, row["id"], {"enabled": int(enabled)})
+        return skill_json(reload(ctx, row["id"]), ctx.caller)
+
+
+# ------------------------------------------------------------------ platform skills
+
+def platform_root():
+    return resources.files("workspacectl") / "platform_skills"
+
+
+def platform_names() -> list[str]:
+    return sorted(p.name for p in platform_root().iterdir() if p.is_dir() and fmt.name_problem(p.name) is None)
+
+
+@route("GET", "/v1/skills/platform/{name}")
+def get_platform_skill(ctx: Ctx) -> dict:
+    name = ctx.params["name"]
+    if name not in platform_names():
+        raise ApiError("not_found", f"No platform skill '{name[:64]}'. Platform skills: {', '.join(platform_names())}.")
+    folder = platform_root() / name
+    out = []
+
+    def walk(node, prefix: str):
+        for child in sorted(node.iterdir(), key=lambda c: c.name):
+            if child.name in fmt.SKIPPED_NAMES:
+                continue
+            if child.is_dir():
+                walk(child, f"{prefix}{child.name}/")
+            else:
+                data = child.read_bytes()
+                out.append({"path": prefix + child.name, "size": len(data),
+                            "content": data.decode("utf-8", errors="replace")})
+
+    walk(folder, "")
+    return {"name": name, "files": sorted(out, key=lambda f: (f["path"] != fmt.SKILL_MD, f["path"]))}

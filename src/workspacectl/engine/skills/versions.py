@@ -1,0 +1,148 @@
+"""Skill versions: publishing a set of files as the next version, the history, revert.
+
+Every publish runs inside one BEGIN IMMEDIATE transaction: the live version is re-read under
+the write lock, a `baseVersion` that is not it is 409, and the new number is one more than the
+highest ever published, so numbers strictly increase and no published version is lost.
+"""
+from __future__ import annotations
+
+import json
+from itertools import chain
+
+from workspacectl.engine.skills import blobs
+from workspacectl.formats import skill_bundle as fmt
+from workspacectl.engine import validate as v
+from workspacectl.engine.archive_staging import FileRef
+from workspacectl.engine.db import transaction
+from workspacectl.engine.pagination import page, page_args
+from workspacectl.engine.registry import Ctx, Response, route
+from workspacectl.engine.skills.routes import load_skill, reload, skill_json
+from workspacectl.engine.store import skills as store
+from workspacectl.errors import ApiError
+
+
+def version_json(row) -> dict:
+    return {"id": row["id"], "skillId": row["skill_id"], "number": row["number"], "publishedAt": row["published_at"],
+            "publishedBy": row["published_by"], "source": row["source"], "sha256": row["sha256"]}
+
+
+def manifest_of(vrow) -> list[dict]:
+    return json.loads(vrow["manifest"])
+
+
+def version_refs(vrow) -> dict[str, FileRef]:
+    """A version's files by path; contents stay in the blob store (read them with blobs.open_ref)."""
+    return {f["path"]: FileRef(f["sha256"], f["size"], f.get("executable", False)) for f in manifest_of(vrow)}
+
+
+def live_version(ctx: Ctx, row):
+    if row["version"] == 0:
+        return None
+    return store.get_version_by_number(ctx.db, row["id"], row["version"])
+
+
+def live_refs(ctx: Ctx, row) -> dict[str, FileRef]:
+    vrow = live_version(ctx, row)
+    return version_refs(vrow) if vrow is not None else {}
+
+
+def invalid_bundle(errors: list, warnings: list) -> ApiError:
+    first = errors[0]
+    where = f"{first['path']}: " if first["path"] else ""
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return ApiError("unprocessable", f"The bundle is not valid: {where}{first['message']}{more}",
+                    detail={"errors": errors, "warnings": warnings})
+
+
+def check_base(row, base_version: int | None) -> None:
+    if base_version is not None and base_version != row["version"]:
+        raise ApiError("conflict", f"Skill '{row['name']}' is at version {row['version']}, not {base_version}; "
+                                   "fetch it again and retry.", detail={"currentVersion": row["version"]})
+
+
+def check_refs(ws, files: dict[str, FileRef], staged: dict, skill_name: str, top: str | None = None):
+    """(errors, warnings, frontmatter) of a bundle whose contents are blobs, staged or stored.
+    SKILL.md is read as a stream: its frontmatter is capped before any YAML is parsed."""
+    md = None
+    if (ref := files.get(fmt.SKILL_MD)) is not None:
+        with blobs.open_ref(ws, staged, ref.sha256) as fh:
+            md = fmt.read_md(iter(lambda: fh.read(blobs.CHUNK), b""))
+    return fmt.validate_bundle(files, md, skill_name=skill_name, folder=top)
+
+
+def files_digest(ws, files: dict[str, FileRef], staged: dict) -> str:
+    return fmt.digest(fmt.canonical_entries(files, lambda p: blobs.open_ref(ws, staged, files[p].sha256)))
+
+
+def publish_refs(ctx: Ctx, row, files: dict[str, FileRef], staged: dict, source: str, base_version: int | None,
+                 upload_id: str | None = None):
+    """Validate and publish `files` as the skill's next version; answers the version row. Contents
+    are staged blobs (`staged`, published in the version's transaction) or stored ones.
+    upload_id: the staged upload they came from, marked used in the same transaction."""
+    errors, warnings, meta = check_refs(ctx.ws, files, staged, row["name"])
+    if errors:
+        raise invalid_bundle(errors, warnings)
+    blobs.require_stored(ctx.ws, [f.sha256 for f in files.values() if f.sha256 not in staged])
+    manifest = [{"path": p, "size": f.size, "sha256": f.sha256, "executable": f.executable}
+                for p, f in sorted(files.items())]
+    sha = files_digest(ctx.ws, files, staged)   # the canonical tar, streamed before taking the write lock
+    with transaction(ctx.db):
+        row = reload(ctx, row["id"])   # the live version as of the write lock
+        if row["status"] == "archived":
+            raise ApiError("conflict", f"Skill '{row['name']}' is archived; create a new skill instead.")
+        check_base(row, base_version)
+        if upload_id is not None and not store.mark_used(ctx.db, upload_id):
+            raise ApiError("conflict", "This upload was already published; upload the bundle again.")
+        for st in staged.values():
+            st.publish(ctx.ws)
+        number = store.next_number(ctx.db, row["id"])
+        vid = store.insert_version(ctx.db, row["id"], number, ctx.caller.member_id, source, sha, manifest)
+        store.update_skill(ctx.db, row["id"], {"version": number, "status": "published",
+                                               "description": meta["description"]})
+        return store.get_version(ctx.db, vid)
+
+
+def with_frontmatter(ws, folder, files: dict[str, FileRef], updates: dict) -> tuple[dict[str, FileRef], dict]:
+    """(files, staged): SKILL.md's frontmatter fields replaced in a new staged blob, the body
+    streamed from the stored one; unchanged when SKILL.md has no frontmatter to change."""
+    ref = files.get(fmt.SKILL_MD)
+    if ref is None:
+        return files, {}
+    with blobs.open_ref(ws, {}, ref.sha256) as fh:
+        new_head = fmt.set_frontmatter_head(fh.read(fmt.MAX_FRONTMATTER + 1024), updates)
+        if new_head is None:
+            return files, {}
+        st = blobs.stage(folder, chain([new_head], iter(lambda: fh.read(blobs.CHUNK), b"")))
+    return {**files, fmt.SKILL_MD: FileRef(st.sha256, st.size, ref.executable)}, {st.sha256: st}
+
+
+def published_answer(ctx: Ctx, vrow, status: int = 200) -> Response:
+    body = {**version_json(vrow), "skill": skill_json(reload(ctx, vrow["skill_id"]), ctx.caller)}
+    return Response(status, body)
+
+
+def base_version_of(body: dict) -> int | None:
+    return v.integer(body, "baseVersion", required=False, minimum=0, maximum=2**53)
+
+
+@route("GET", "/v1/skills/{id}/versions")
+def list_versions(ctx: Ctx) -> dict:
+    row = load_skill(ctx)
+    limit, before = page_args(ctx, int)
+    rows = store.list_versions(ctx.db, row["id"], before, limit + 1)
+    return page("versions", rows, limit, lambda r: r["number"], version_json)
+
+
+@route("POST", "/v1/skills/{id}/versions/{versionId}/revert")
+def revert(ctx: Ctx) -> Response:
+    body = v.body_dict(ctx)
+    base = base_version_of(body)
+    row = load_skill(ctx, edit=True)
+    vrow = store.get_version(ctx.db, ctx.params["versionId"])
+    if vrow is None or vrow["skill_id"] != row["id"]:
+        raise ApiError("not_found", f"Skill '{row['name']}' has no version '{ctx.params['versionId'][:60]}'. "
+                                    f"Run `wsctl skill versions {row['name']}`.")
+    with blobs.staging(ctx.ws) as folder:
+        # the skill may have been renamed since: the old content takes today's name
+        files, staged = with_frontmatter(ctx.ws, folder, version_refs(vrow), {"name": row["name"]})
+        return published_answer(ctx, publish_refs(ctx, row, files, staged, "revert", base), 201)

@@ -1,0 +1,1 @@
+"""The vault: credentials, connections, OAuth, token refresh, sharing and probes."""

@@ -1,0 +1,449 @@
+"""Connections: a hosted link that turns into a credential (CONTRACT §4).
+
+    POST /v1/connections {service, credentialId?}
+                                    -> 201 {id, service, status: "pending", connectUrl, expiresAt, createdAt}
+    GET  /v1/connections/{id}       -> the same, status pending | connected (+credentialId) |
+                                       expired (one hour after creation) | failed (+error)
+
+With `credentialId` (a credential of that service the caller owns, typically one marked
+`needs_reconnect`) the connection is a *reconnect*: completing it puts the new secrets into that
+credential (same id, shares and access log; status back to ok) instead of making a new one.
+
+Only the member who created a connection reads it or completes it; for anyone else it does not
+exist (404 on the API, a refusal page on the link). The link token and the OAuth `state` are
+stored as SHA-256 hashes; the link URL and the PKCE verifier are sealed (engine/crypto).
+
+The hosted pages (server/connect_pages.py) call the functions below the routes:
+`open_link` (who may use which link), `csrf_token`/`check_csrf`, `complete_api_key`,
+`authorize_url` (start OAuth with state + PKCE S256) and `finish_oauth` (the callback). Each
+change is one transaction that re-checks the connection is still pending, so a link completes
+once. The provider call of the code exchange happens outside any transaction.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import math
+import re
+import secrets as _secrets
+import urllib.parse
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from workspacectl import clock
+from workspacectl.engine import crypto
+from workspacectl.engine import validate as v
+from workspacectl.engine.db import transaction
+from workspacectl.engine.ids import new_id
+from workspacectl.engine.registry import Caller, Ctx, Response, route
+from workspacectl.engine.store import connections as store
+from workspacectl.errors import ApiError
+from workspacectl.secret import sha256_hex
+
+CONNECTION_SECONDS = 3600
+CALLBACK_PATH = "/connect/callback"
+MAX_VALUE_CHARS = 16_384
+_ERROR_WORD = re.compile(r"^[a-z0-9_.\-]{1,60}$")
+_CONNECTABLE = ("apiKey", "oauth2")
+
+
+def _link_aad(conn_id: str) -> str:
+    return f"connection-link:{conn_id}"
+
+
+def _pkce_aad(conn_id: str) -> str:
+    return f"connection-pkce:{conn_id}"
+
+
+def _integration(conn, service: str):
+    from workspacectl.engine.store import vault as vault_store
+
+    return vault_store.get_integration(conn, service)
+
+
+def _json_list(text) -> list[str]:
+    try:
+        value = json.loads(text) if text else []
+    except (TypeError, ValueError):
+        return []
+    return [x for x in value if isinstance(x, str) and x] if isinstance(value, list) else []
+
+
+def _setup(integration) -> dict:
+    try:
+        value = json.loads(integration["setup_json"] or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+# --- status and the API view ------------------------------------------------------------------
+
+def is_expired(row, now: datetime | None = None) -> bool:
+    return (now or clock.now()) >= clock.parse_iso(row["expires_at"])
+
+
+def status_of(row, now: datetime | None = None) -> str:
+    if row["status"] == "pending" and is_expired(row, now):
+        return "expired"
+    return row["status"]
+
+
+def _open_link_url(ws, row) -> str | None:
+    if row["link_sealed"] is None:
+        return None
+    try:
+        return crypto.unseal(ws, _link_aad(row["id"]), row["link_sealed"]).decode()
+    except ApiError:
+        return None  # sealed under a key that was since retired: the link itself still works
+
+
+def connection_view(ws, row) -> dict:
+    out = {
+        "id": row["id"],
+        "service": row["service"],
+        "status": status_of(row),
+        "connectUrl": _open_link_url(ws, row),
+        "expiresAt": row["expires_at"],
+        "createdAt": row["created_at"],
+    }
+    if row["status"] == "connected":
+        out["credentialId"] = row["credential_id"]
+    if row["status"] == "failed":
+        out["error"] = row["error"]
+    return out
+
+
+def _expiry_from(now: datetime) -> str:
+    # Rounded up to the whole second, so the stored time is never earlier than creation + 1 h.
+    whole = datetime.fromtimestamp(math.ceil(now.timestamp()), tz=timezone.utc)
+    return clock.iso(whole + timedelta(seconds=CONNECTION_SECONDS))
+
+
+@route("POST", "/v1/connections")
+def create_connection(ctx: Ctx) -> Response:
+    """Start connecting a service; answers the hosted connectUrl."""
+    body = v.body_dict(ctx)
+    service = v.string(body, "service", max_len=100)
+    reconnect_id = v.string(body, "credentialId", required=False, max_len=100)
+    conn = ctx.db
+    integration = _integration(conn, service)
+    if integration is None:
+        raise ApiError("not_found", f"No integration '{service}'. Run `wsctl catalog integrations` to see them.")
+    ctype = integration["credential_type"]
+    if ctype not in _CONNECTABLE:
+        raise v.bad(f"{service} is a {ctype} service: there is nothing to connect; use it directly.")
+    if ctype == "oauth2":
+        from workspacectl.engine.vault import oauth
+
+        oauth.check_client(conn, service)  # no client: the provider's page would only refuse the user
+    if reconnect_id:
+        reconnect_target(conn, reconnect_id, ctx.caller.member_id, service)
+    if not ctx.base_url:
+        raise v.bad("A hosted link needs a server: run `wsctl vault connect SERVICE` (it starts one on "
+                    "loopback) or use a workspace served by `wsctl serve`.")
+    token = _secrets.token_urlsafe(32)
+    link = f"{ctx.base_url.rstrip('/')}/connect/{token}"
+    conn_id = new_id("conn")
+    now = clock.now()
+    sealed_link = crypto.seal(ctx.ws, _link_aad(conn_id), link.encode())
+    with transaction(conn):
+        store.insert_connection(conn, conn_id=conn_id, service=service, member_id=ctx.caller.member_id,
+                                link_hash=sha256_hex(token), link_sealed=sealed_link,
+                                created_at=clock.iso(now), expires_at=_expiry_from(now),
+                                reconnect_id=reconnect_id or None)
+        row = store.get_connection(conn, conn_id)
+    return Response(201, connection_view(ctx.ws, row))
+
+
+def reconnect_target(conn, cred_id: str, member_id: str, service: str):
+    """The credential a reconnect will refill: the member's own (404 unseen, 403 not owned), same service."""
+    from workspacectl.engine.vault.credentials import owned_credential
+
+    row = owned_credential(conn, cred_id, member_id)
+    if row["service"] != service:
+        raise v.bad(f"Credential {cred_id} is a {row['service']} credential; reconnect it with "
+                    f"`wsctl vault connect {row['service']} --reconnect {cred_id}`.")
+    return row
+
+
+def _store_result(ws, conn, row, **values) -> dict:
+    """Inside the completing transaction: a new credential, or fresh secrets in the reconnected one."""
+    from workspacectl.engine.vault.credentials import create_credential, reconnect_credential
+
+    if row["credential_id"]:  # a pending connection's credential_id is its reconnect target
+        reconnect_target(conn, row["credential_id"], row["member_id"], row["service"])
+        return reconnect_credential(ws, conn, row["credential_id"], secrets=values["secrets"],
+                                    fields=values.get("fields"), scopes=values.get("scopes"),
+                                    expires_at=values.get("expires_at"), token_type=values.get("token_type"))
+    return create_credential(ws, conn, owner_member_id=row["member_id"], service=row["service"], **values)
+
+
+def _own_connection(conn, conn_id, member_id: str):
+    row = store.get_connection(conn, conn_id) if isinstance(conn_id, str) else None
+    if row is None or row["member_id"] != member_id:
+        raise ApiError("not_found", f"No connection {conn_id} of yours. Start one with `wsctl vault connect SERVICE`.")
+    return row
+
+
+@route("GET", "/v1/connections/{id}")
+def get_connection(ctx: Ctx) -> dict:
+    """Poll a connection until it is connected (then credentialId is present)."""
+    return connection_view(ctx.ws, _own_connection(ctx.db, ctx.params["id"], ctx.caller.member_id))
+
+
+# --- the hosted link ----------------------------------------------------------------------------
+
+@dataclass
+class LinkForm:
+    """What the apiKey page asks for: secret inputs and plain ones, by their field names."""
+
+    service: str
+    service_name: str
+    secret_fields: list[str]
+    fields: list[str]
+
+
+def _check_usable(row) -> None:
+    if row["status"] == "connected":
+        raise ApiError("expired", "This link was already used: the account is connected. "
+                       "Start a new connection with `wsctl vault connect` to add another.")
+    if row["status"] == "failed":
+        raise ApiError("expired", "This connection failed and its link can no longer be used. "
+                       "Start again with `wsctl vault connect`.")
+    if is_expired(row):
+        raise ApiError("expired", "This link has expired (links last one hour). "
+                       "Start again with `wsctl vault connect`.")
+
+
+def _check_member(row, caller: Caller | None) -> None:
+    if caller is None:
+        raise ApiError("unauthenticated", "Sign in first: open this link through the sign-in link that "
+                       "`wsctl vault connect` prints or opens, as the member who started the connection.")
+    if caller.member_id != row["member_id"]:
+        raise ApiError("forbidden", "This link belongs to another member. Only the member who started the "
+                       "connection can complete it; nothing was changed.")
+
+
+def open_link(conn, token: str, caller: Caller | None):
+    """The connection behind a link for its creator: 404 unknown, 401 no web session,
+    403 another member, 410 expired or already used. Changes nothing."""
+    row = store.find_by_link(conn, sha256_hex(token)) if token else None
+    if row is None:
+        raise ApiError("not_found", "This connect link is not valid. Start again with `wsctl vault connect`.")
+    _check_member(row, caller)
+    _check_usable(row)
+    return row
+
+
+def service_form(conn, service: str) -> LinkForm:
+    """The secret and plain fields a connection of `service` asks for."""
+    from workspacectl.engine.vault.credentials import secret_field_names
+
+    integration = _integration(conn, service)
+    if integration is None:
+        raise ApiError("not_found", f"No integration '{service}'. Run `wsctl catalog integrations` to see them.")
+    secret_fields = secret_field_names(integration)
+    fields = [f for f in _json_list(integration["fields_json"]) if f not in secret_fields]
+    return LinkForm(service, integration["name"] or service, secret_fields, fields)
+
+
+def link_form(conn, row) -> LinkForm:
+    return service_form(conn, row["service"])
+
+
+def credential_type(conn, row) -> str:
+    integration = _integration(conn, row["service"])
+    if integration is None:
+        raise ApiError("not_found", f"The integration '{row['service']}' was removed from the catalog.")
+    return integration["credential_type"]
+
+
+def csrf_token(web_cookie: str, conn_id: str) -> str:
+    """Bound to the browser's web session (its cookie, never seen by another site) and the connection."""
+    mac = hmac.new(web_cookie.encode(), f"wsctl-connect-csrf:{conn_id}".encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
+
+
+def check_csrf(web_cookie: str | None, conn_id: str, presented) -> None:
+    if not web_cookie or not isinstance(presented, str) or not presented:
+        raise ApiError("forbidden", "The form was missing its security token; reload the link and submit again. "
+                       "Nothing was changed.")
+    if not hmac.compare_digest(csrf_token(web_cookie, conn_id), presented):
+        raise ApiError("forbidden", "The form's security token does not match this sign-in; reload the link and "
+                       "submit again. Nothing was changed.")
+
+
+def complete_api_key(ws, conn_id: str, member_id: str, values: dict) -> dict:
+    """Store the entered secrets and fields as a credential; the connection becomes connected and
+    its link used, in the same transaction. Invalid values change nothing (400)."""
+    conn = ws.conn()
+    row = _own_connection(conn, conn_id, member_id)
+    _check_usable(row)
+    form = link_form(conn, row)
+    if credential_type(conn, row) != "apiKey":
+        raise v.bad(f"{form.service_name} is connected through its provider's sign-in, not with a key.")
+    secrets, fields, missing = {}, {}, []
+    for name in form.secret_fields + form.fields:
+        raw = values.get(name)
+        value = raw.strip() if isinstance(raw, str) else ""
+        if not value:
+            missing.append(name)
+        elif len(value) > MAX_VALUE_CHARS:
+            raise v.bad(f"'{name}' is too long (at most {MAX_VALUE_CHARS} characters).")
+        (secrets if name in form.secret_fields else fields)[name] = value
+    if missing:
+        raise v.bad(f"Enter a value for: {', '.join(missing)}.")
+    with transaction(conn):
+        row = _own_connection(conn, conn_id, member_id)
+        _check_usable(row)
+        cred = _store_result(ws, conn, row, secrets=secrets, fields=fields)
+        if not store.mark_connected(conn, conn_id, cred["id"], clock.now_iso()):
+            raise ApiError("conflict", "This connection was completed by another request.")
+        row = store.get_connection(conn, conn_id)
+    return connection_view(ws, row)
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def authorize_url(ws, conn_id: str, member_id: str, base_url: str) -> str:
+    """Start (or restart) the OAuth dance: a fresh single-use `state` and PKCE S256 verifier,
+    stored hashed and sealed; answers the provider's authorize URL to redirect to."""
+    from workspacectl.engine.vault import oauth
+
+    conn = ws.conn()
+    row = _own_connection(conn, conn_id, member_id)
+    _check_usable(row)
+    integration = _integration(conn, row["service"])
+    if integration is None or integration["credential_type"] != "oauth2":
+        raise v.bad("This service is not connected through OAuth.")
+    cfg = oauth.provider_config(ws, conn, row["service"])
+    if not cfg.authorize_url:
+        raise v.bad(f"{integration['name']} has no authorize URL in the catalog; an admin must add it.")
+    if not cfg.client_id:
+        raise oauth.missing_client(row["service"])
+    from workspacectl.engine.catalog.urls import resolve_checked
+
+    resolve_checked(cfg.authorize_url, f"{row['service']}'s authorize URL", required=False)  # the browser goes next
+    setup = _setup(integration)
+    use_pkce = setup.get("pkce", True) is not False
+    state = _secrets.token_urlsafe(32)
+    verifier = _secrets.token_urlsafe(48)  # 64 characters of [A-Za-z0-9_-] (RFC 7636: 43..128)
+    redirect_uri = base_url.rstrip("/") + CALLBACK_PATH
+    params = {"response_type": "code", "client_id": cfg.client_id, "redirect_uri": redirect_uri}
+    if cfg.scopes:
+        params["scope"] = cfg.scope_separator.join(cfg.scopes)
+    params["state"] = state
+    if use_pkce:
+        params["code_challenge"] = _b64url(hashlib.sha256(verifier.encode()).digest())
+        params["code_challenge_method"] = "S256"
+    extra = setup.get("extraAuthorizeParams")
+    if isinstance(extra, dict):
+        for k, val in extra.items():
+            if isinstance(k, str) and isinstance(val, (str, int, float, bool)) and k not in params:
+                params[k] = str(val).lower() if isinstance(val, bool) else str(val)
+    sealed = crypto.seal(ws, _pkce_aad(conn_id), verifier.encode()) if use_pkce else None
+    with transaction(conn):
+        if not store.start_oauth(conn, conn_id, state_hash=sha256_hex(state), pkce_sealed=sealed,
+                                 redirect_uri=redirect_uri):
+            raise ApiError("expired", "This connection is no longer waiting; start again with `wsctl vault connect`.")
+    sep = "&" if "?" in cfg.authorize_url else "?"
+    return cfg.authorize_url + sep + urllib.parse.urlencode(params)
+
+
+def _fail(conn, conn_id: str, message: str) -> None:
+    with transaction(conn):
+        store.mark_failed(conn, conn_id, message[:300], clock.now_iso())
+
+
+def _provider_word(value) -> str:
+    return value if isinstance(value, str) and _ERROR_WORD.match(value) else "error"
+
+
+def finish_oauth(ws, *, state, code, error, caller: Caller | None) -> dict:
+    """The provider's redirect back: check `state` (known, single use, unexpired, this member's),
+    exchange the code with the PKCE verifier, store the tokens as a credential.
+
+    A bad or reused state, another member or an expired connection change nothing. A provider
+    `error=` or a refused exchange mark the connection failed (with the reason)."""
+    from workspacectl.engine.vault import oauth
+
+    conn = ws.conn()
+    if not isinstance(state, str) or not state or len(state) > 512:
+        raise v.bad("This sign-in response carries no state, so it cannot be matched to a connection. "
+                    "Start again with `wsctl vault connect`.")
+    state_hash = sha256_hex(state)
+    row = store.find_by_state(conn, state_hash)
+    if row is None:
+        raise v.bad("This sign-in response does not match any connection in progress (unknown or replaced "
+                    "state). Nothing was changed; start again with `wsctl vault connect`.")
+    _check_member(row, caller)
+    if row["state_used_at"]:
+        raise ApiError("expired", "This sign-in response was already used. Nothing was changed.")
+    _check_usable(row)
+    if error is not None:
+        word = _provider_word(error)
+        with transaction(conn):
+            if store.use_state(conn, state_hash, clock.now_iso()):
+                store.mark_failed(conn, row["id"], f"The provider refused the connection ({word}).", clock.now_iso())
+        raise ApiError("forbidden", f"The provider did not grant access ({word}). Start again with "
+                       "`wsctl vault connect` to retry.")
+    if not isinstance(code, str) or not code or len(code) > 4096:
+        raise v.bad("The provider sent no authorization code. Start again with `wsctl vault connect`.")
+    with transaction(conn):
+        if not store.use_state(conn, state_hash, clock.now_iso()):
+            raise ApiError("expired", "This sign-in response was already used. Nothing was changed.")
+    verifier = None
+    sealed = store.get_pkce_sealed(conn, row["id"])
+    try:
+        if sealed is not None:
+            verifier = crypto.unseal(ws, _pkce_aad(row["id"]), sealed).decode()
+        tokens = oauth.exchange_code(ws, conn, row["service"], code=code, redirect_uri=row["redirect_uri"],
+                                     code_verifier=verifier)
+    except ApiError as e:
+        _fail(conn, row["id"], e.message)
+        raise
+    try:
+        with transaction(conn):
+            current = store.get_connection(conn, row["id"])
+            if current is None or current["status"] != "pending":
+                raise ApiError("expired", "This connection is no longer waiting; start again with "
+                               "`wsctl vault connect`.")
+            cred = _store_result(ws, conn, current, secrets=tokens.secrets(), fields=tokens.fields,
+                                 scopes=tokens.scopes, expires_at=tokens.expires_at, token_type=tokens.token_type)
+            store.mark_connected(conn, row["id"], cred["id"], clock.now_iso())
+            row = store.get_connection(conn, row["id"])
+    except ApiError as e:
+        _fail(conn, row["id"], e.message)
+        raise
+    return connection_view(ws, row)
+
+
+def connect_in_place(ws, caller: Caller, service: str, values: dict, reconnect_id: str | None = None) -> dict:
+    """`wsctl vault connect` of an apiKey service on the local backend, with the key read from a
+    hidden prompt or stdin: the same connection record, made and completed in one transaction,
+    with no link (nothing to open, no server needed). Answers the connection view."""
+    from workspacectl.engine.dispatch import check_scope
+
+    check_scope(caller, "vault:connect")
+    conn = ws.conn()
+    integration = _integration(conn, service)
+    if integration is None:
+        raise ApiError("not_found", f"No integration '{service}'. Run `wsctl catalog integrations` to see them.")
+    if integration["credential_type"] != "apiKey":
+        raise v.bad(f"{service} is a {integration['credential_type']} service; only API-key services take a "
+                    "key at a prompt.")
+    if reconnect_id:
+        reconnect_target(conn, reconnect_id, caller.member_id, service)
+    conn_id = new_id("conn")
+    now = clock.now()
+    with transaction(conn):
+        store.insert_connection(conn, conn_id=conn_id, service=service, member_id=caller.member_id,
+                                link_hash=sha256_hex(_secrets.token_urlsafe(32)), link_sealed=None,
+                                created_at=clock.iso(now), expires_at=_expiry_from(now),
+                                reconnect_id=reconnect_id or None)
+        return complete_api_key(ws, conn_id, caller.member_id, values)

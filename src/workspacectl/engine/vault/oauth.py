@@ -1,0 +1,259 @@
+"""Calls to an OAuth2 provider: code exchange (PKCE), refresh, revoke. httpx is imported lazily.
+
+Endpoints come from the integration's setup (tokenUrl, revokeUrl); the client id and the
+sealed client secret (AAD "oauth-client:<service>") from its row. The client authenticates with
+form fields (client_secret_post), which every provider we target accepts. A provider's answer is
+never echoed: errors carry only the HTTP status and, when it is a plain word, the OAuth
+``error`` code.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from workspacectl import clock
+from workspacectl.engine import crypto
+from workspacectl.engine.store import vault as store
+from workspacectl.errors import ApiError
+from workspacectl.secret import Secret
+
+TIMEOUT_SECONDS = 10.0
+# A provider's expires_in beyond this is taken as this: a token that claims to outlive ten years
+# is refreshed then, and no number can overflow the clock.
+MAX_EXPIRES_IN = 10 * 365 * 24 * 3600
+_ERROR_WORD = re.compile(r"^[a-z_]{1,40}$")
+
+
+class InvalidGrant(ApiError):
+    """The provider refused the grant (revoked or expired refresh token): the user must reconnect."""
+
+    def __init__(self, service: str):
+        super().__init__("upstream_failed", f"{service} refused the stored grant; reconnect with "
+                         f"`wsctl vault connect {service}`.")
+
+
+class OAuthNotConfigured(ApiError):
+    """The catalog lacks what an OAuth call needs (the integration, its client, its token URL).
+
+    An admin's configuration problem, not a provider failure: answered 409 before any provider
+    call, and a token refresh records no back-off for it."""
+
+    def __init__(self, message: str):
+        super().__init__("conflict", message)
+
+
+def missing_client(service: str) -> OAuthNotConfigured:
+    return OAuthNotConfigured(
+        f"The {service} integration has no OAuth client; an owner or admin sets it with `wsctl api PUT "
+        f"/v1/admin/catalog/{service}/oauth-client --data @-` (reading {{\"clientId\": \"…\", \"clientSecret\": \"…\"}} "
+        "from stdin), then try again.")
+
+
+def check_client(conn, service: str) -> None:
+    """Refuse up front (409) when an oauth2 integration has no client id: nothing can be exchanged."""
+    client = store.get_oauth_client_sealed(conn, service)
+    if client is None or not client["oauth_client_id"]:
+        raise missing_client(service)
+
+
+@dataclass(repr=False)
+class TokenSet:
+    access_token: Secret
+    refresh_token: Secret | None = None
+    expires_at: str | None = None
+    token_type: str = "Bearer"
+    scopes: list[str] | None = None
+    fields: dict = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"TokenSet(expires_at={self.expires_at!r}, token_type={self.token_type!r})"
+
+    def secrets(self, previous_refresh: Secret | None = None) -> dict[str, str]:
+        """The secrets to store: a refresh token the provider omitted keeps the old one."""
+        out = {"accessToken": self.access_token.reveal()}
+        rt = self.refresh_token or previous_refresh
+        if rt is not None:
+            out["refreshToken"] = rt.reveal()
+        return out
+
+
+@dataclass(repr=False)
+class ProviderConfig:
+    service: str
+    token_url: str | None
+    revoke_url: str | None
+    authorize_url: str | None
+    scopes: list[str]
+    scope_separator: str
+    client_id: str | None
+    client_secret: Secret | None
+
+    def __repr__(self) -> str:
+        return f"ProviderConfig({self.service!r})"
+
+
+def provider_config(ws, conn, service: str) -> ProviderConfig:
+    integration = store.get_integration(conn, service)
+    if integration is None or integration["credential_type"] != "oauth2":
+        raise OAuthNotConfigured(f"The catalog has no OAuth integration '{service}' any more; an owner or admin "
+                                 "imports it again with `wsctl catalog import FILE`.")
+    try:
+        setup = json.loads(integration["setup_json"] or "{}")
+    except ValueError:
+        setup = {}
+    client = store.get_oauth_client_sealed(conn, service)
+    secret = None
+    if client is not None and client["oauth_client_secret"] is not None:
+        secret = Secret(crypto.unseal(ws, f"oauth-client:{service}", client["oauth_client_secret"]).decode())
+    return ProviderConfig(
+        service=service,
+        token_url=setup.get("tokenUrl"),
+        revoke_url=setup.get("revokeUrl"),
+        authorize_url=setup.get("authorizeUrl"),
+        scopes=[s for s in setup.get("scopes") or [] if isinstance(s, str)],
+        scope_separator=setup.get("scopeSeparator") or " ",
+        client_id=client["oauth_client_id"] if client is not None else None,
+        client_secret=secret,
+    )
+
+
+def _client_form(cfg: ProviderConfig) -> dict:
+    if not cfg.client_id:
+        raise missing_client(cfg.service)
+    form = {"client_id": cfg.client_id}
+    if cfg.client_secret is not None:
+        form["client_secret"] = cfg.client_secret.reveal()
+    return form
+
+
+def _post_form(cfg: ProviderConfig, url: str | None, form: dict, what: str):
+    if not url:
+        raise OAuthNotConfigured(f"The {cfg.service} integration has no {what} URL in the catalog; an owner or "
+                                 "admin adds it with `wsctl catalog import FILE`.")
+    from workspacectl.engine.catalog.urls import BlockedAddress, pin
+
+    try:
+        target = pin(url, f"{cfg.service}'s {what} endpoint")
+    except BlockedAddress as e:
+        raise OAuthNotConfigured(e.message) from None  # the catalog's fault: no refresh back-off
+    import httpx
+
+    from workspacectl.engine.vault import outbound
+
+    try:
+        return outbound.request("POST", url, target, f"{cfg.service} {what}", timeout=TIMEOUT_SECONDS,
+                                headers={"Accept": "application/json"}, data=form)
+    except httpx.HTTPError as e:
+        raise ApiError("upstream_failed", f"Could not reach {cfg.service}'s {what} endpoint "
+                       f"({type(e).__name__}); try again shortly.") from None
+
+
+def _error_word(resp) -> str | None:
+    try:
+        word = resp.json().get("error")
+    except (ValueError, AttributeError):
+        return None
+    return word if isinstance(word, str) and _ERROR_WORD.match(word) else None
+
+
+def _parse_tokens(cfg: ProviderConfig, resp) -> TokenSet:
+    try:
+        body = resp.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        # GitHub answers form-encoded bodies unless asked for JSON; accept both.
+        import urllib.parse
+
+        body = dict(urllib.parse.parse_qsl(resp.text or ""))
+    if body.get("error"):
+        word = body["error"] if isinstance(body["error"], str) and _ERROR_WORD.match(body["error"]) else "error"
+        if word == "invalid_grant":
+            raise InvalidGrant(cfg.service)
+        raise ApiError("upstream_failed", f"{cfg.service}'s token endpoint refused the request ({word}).")
+    access = body.get("access_token")
+    if not isinstance(access, str) or not access:
+        raise ApiError("upstream_failed", f"{cfg.service}'s token endpoint answered without an access token.")
+    refresh = body.get("refresh_token")
+    expires_at = expiry_from(body.get("expires_in"))
+    scope = body.get("scope")
+    scopes = None
+    if isinstance(scope, str):
+        scopes = [s for s in re.split(r"[\s,]+", scope) if s]
+    elif isinstance(scope, list):
+        scopes = [s for s in scope if isinstance(s, str)]
+    fields = {}
+    if isinstance(body.get("instance_url"), str):
+        fields["instanceUrl"] = body["instance_url"]
+    token_type = body.get("token_type") if isinstance(body.get("token_type"), str) else "Bearer"
+    if token_type.lower() == "bearer":
+        token_type = "Bearer"
+    return TokenSet(Secret(access), Secret(refresh) if isinstance(refresh, str) and refresh else None,
+                    expires_at, token_type, scopes, fields)
+
+
+def expiry_from(expires_in) -> str | None:
+    """expiresAt for a provider's expires_in (a number, or a numeric string in form-encoded answers).
+
+    Longer than MAX_EXPIRES_IN (1e20, Infinity) -> MAX_EXPIRES_IN. Zero, negative, NaN or not a
+    number (true, "abc", a list) -> no expiry, as if the provider had sent none: calling such a token
+    expired would refresh it on every request and, with a provider that keeps answering 0, make the
+    credential unusable. A token that stops working is renewed with `wsctl vault sync`."""
+    if isinstance(expires_in, str):
+        try:
+            expires_in = float(expires_in.strip())
+        except ValueError:
+            return None
+    if isinstance(expires_in, bool) or not isinstance(expires_in, (int, float)):
+        return None
+    if expires_in != expires_in or expires_in <= 0:  # NaN, or nothing left
+        return None
+    seconds = float(min(expires_in, MAX_EXPIRES_IN))  # min first: a huge int does not fit a float
+    try:
+        return clock.later(seconds)
+    except OverflowError:  # a clock shifted (WSCTL_NOW_OFFSET_SECONDS) near year 9999
+        return None
+
+
+def _answer(cfg: ProviderConfig, resp) -> TokenSet:
+    if resp.status_code >= 500:
+        raise ApiError("upstream_failed", f"{cfg.service}'s token endpoint answered HTTP {resp.status_code}; "
+                       "try again shortly.")
+    if resp.status_code >= 400:
+        word = _error_word(resp)
+        if word == "invalid_grant":
+            raise InvalidGrant(cfg.service)
+        detail = f" ({word})" if word else ""
+        raise ApiError("upstream_failed", f"{cfg.service}'s token endpoint refused the request with HTTP "
+                       f"{resp.status_code}{detail}; check the integration's OAuth client settings.")
+    return _parse_tokens(cfg, resp)
+
+
+def exchange_code(ws, conn, service: str, *, code: str, redirect_uri: str, code_verifier: str | None) -> TokenSet:
+    """authorization_code grant (with the PKCE verifier when one was used)."""
+    cfg = provider_config(ws, conn, service)
+    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri, **_client_form(cfg)}
+    if code_verifier:
+        form["code_verifier"] = code_verifier
+    return _answer(cfg, _post_form(cfg, cfg.token_url, form, "token"))
+
+
+def refresh(ws, conn, service: str, refresh_token: Secret, scopes: list[str] | None = None) -> TokenSet:
+    """refresh_token grant. Raises InvalidGrant when the provider refuses the grant itself."""
+    cfg = provider_config(ws, conn, service)
+    form = {"grant_type": "refresh_token", "refresh_token": refresh_token.reveal(), **_client_form(cfg)}
+    return _answer(cfg, _post_form(cfg, cfg.token_url, form, "token"))
+
+
+def revoke(ws, conn, service: str, token: Secret, hint: str = "refresh_token") -> bool:
+    """RFC 7009 revocation; answers False when the integration has no revoke URL."""
+    cfg = provider_config(ws, conn, service)
+    if not cfg.revoke_url:
+        return False
+    form = {"token": token.reveal(), "token_type_hint": hint, **_client_form(cfg)}
+    resp = _post_form(cfg, cfg.revoke_url, form, "revoke")
+    if resp.status_code >= 400 and resp.status_code != 400:
+        raise ApiError("upstream_failed", f"{service}'s revoke endpoint answered HTTP {resp.status_code}; "
+                       "try again shortly.")
+    return True

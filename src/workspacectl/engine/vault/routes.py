@@ -1,0 +1,181 @@
+"""Vault routes: list and read credentials, issue audited tokens, share, read the access log.
+
+Visibility: a credential the caller neither owns nor was granted is 404 (its existence is not
+leaked); one it can see but may not change is 403. A platform key acts as its creator.
+"""
+from __future__ import annotations
+
+import json
+
+from workspacectl import clock
+from workspacectl.formats import env_text
+from workspacectl.engine import pagination
+from workspacectl.engine.vault import token_refresh
+from workspacectl.engine import validate as v
+from workspacectl.engine.vault.credentials import (NEVER_ISSUED, credential_detail, env_vars, list_entry, open_secrets,
+                                             owned_credential, visible_credential)
+from workspacectl.engine.db import transaction
+from workspacectl.engine.registry import Ctx, route
+from workspacectl.engine.store import identity as identity_store
+from workspacectl.engine.store import vault as store
+from workspacectl.errors import ApiError
+
+REASON_MAX = 500
+TOKEN_ATTEMPTS = 3
+
+
+@route("GET", "/v1/credentials")
+def list_credentials(ctx: Ctx) -> dict:
+    limit, after = pagination.page_args(ctx, str)
+    service = ctx.query.get("service") or None
+    rows = store.list_credentials_for(ctx.db, ctx.caller.member_id, after, limit + 1, service)
+    cache: dict = {}
+    return pagination.page("credentials", rows, limit, lambda r: r["id"], lambda r: list_entry(ctx.db, r, cache))
+
+
+@route("GET", "/v1/credentials/{id}")
+def get_credential(ctx: Ctx) -> dict:
+    return credential_detail(ctx.db, visible_credential(ctx.db, ctx.params["id"], ctx.caller.member_id))
+
+
+# --- tokens --------------------------------------------------------------------------------
+
+def token_fields(conn, row, secrets: dict) -> dict:
+    """Only the usable fields: the access token or the integration's secret fields, plus the
+    non-secret fields its env vars name (instanceUrl, a Twilio accountSid...). Never a refresh token."""
+    out: dict = {}
+    if row["credential_type"] == "oauth2":
+        if "accessToken" in secrets:
+            out["accessToken"] = secrets["accessToken"].reveal()
+            out["tokenType"] = row["token_type"] or "Bearer"
+    else:
+        for name in sorted(secrets):
+            if name not in NEVER_ISSUED and name != "accessToken":
+                out[name] = secrets[name].reveal()
+    try:
+        fields = json.loads(row["fields_json"] or "{}")
+    except ValueError:
+        fields = {}
+    usable = set(env_vars(store.get_integration(conn, row["service"]))) | {"instanceUrl"}
+    for name in sorted(usable):
+        if name not in out and name not in NEVER_ISSUED and isinstance(fields.get(name), str) and fields[name]:
+            out[name] = fields[name]
+    if row["expires_at"]:
+        out["expiresAt"] = row["expires_at"]
+    return out
+
+
+def _log(conn, ctx: Ctx, cred_id: str, reason: str, fields: list, outcome: str) -> None:
+    c = ctx.caller
+    store.insert_access_log(conn, cred_id=cred_id, at=clock.now_iso(), member_id=c.member_id, key_id=c.key_id,
+                            caller_kind=c.kind, reason=reason, fields=fields, outcome=outcome)
+
+
+def issue_token(ctx: Ctx, cred_id: str, reason: str, form: str = "json", dry_run: bool = False) -> dict:
+    """Refresh if needed (single flight), then release the token with its audit row in one transaction.
+
+    `form` is how the client will write the fields (env_text.FORMS): a body it cannot write exactly
+    is refused here, before the row and the release, so a refused request gets no token. A dry run
+    stops there too, answering only the field names."""
+    conn = ctx.db
+    member = ctx.caller.member_id
+    row = visible_credential(conn, cred_id, member)
+    if row["access"] == "viewer":
+        with transaction(conn):
+            _log(conn, ctx, cred_id, reason, [], "refused")
+        raise ApiError("forbidden", "This credential is shared with you as viewer only; ask its owner for "
+                       "user access to request tokens.")
+    if row["status"] == "needs_reconnect":
+        raise token_refresh.reconnect_error(row["service"], cred_id)
+    since = None
+    for _ in range(TOKEN_ATTEMPTS):
+        since = token_refresh.ensure_fresh(ctx.ws, cred_id, since=since)
+        with transaction(conn):
+            row = store.get_credential_sealed(conn, cred_id)
+            access = store.get_credential_for(conn, cred_id, member)
+            if row is None or access is None or access["access"] is None:
+                raise ApiError("not_found", f"No credential {cred_id} that you can see. Run `wsctl vault list`.")
+            if access["access"] == "viewer":
+                raise ApiError("forbidden", "This credential is shared with you as viewer only; ask its owner "
+                               "for user access to request tokens.")
+            if row["status"] == "needs_reconnect":
+                raise token_refresh.reconnect_error(row["service"], cred_id)
+            if token_refresh.needs_refresh(row, since):
+                continue  # expired again between the refresh and now: go round once more
+            body = token_fields(conn, row, open_secrets(ctx.ws, row))
+            mapping = env_vars(store.get_integration(conn, row["service"])) if form in env_text.ENV_FORMS else {}
+            why = env_text.refusal(form, body, mapping)
+            if why:
+                raise ApiError("invalid_request", why)
+            if dry_run:
+                return {"dryRun": True, "fields": sorted(body)}
+            _log(conn, ctx, cred_id, reason, sorted(body), "issued")
+            return body
+    raise ApiError("upstream_failed", "The provider keeps issuing tokens that expire at once; try again shortly.")
+
+
+@route("POST", "/v1/credentials/{id}/token")
+def request_token(ctx: Ctx) -> dict:
+    body = ctx.body if ctx.body is not None else {}
+    if not isinstance(body, dict):
+        raise v.bad('The body must be a JSON object like {"reason": "why you need the token"}.')
+    reason = body.get("reason")
+    if not isinstance(reason, str) or not reason.strip() or len(reason) > REASON_MAX:
+        raise v.bad(f"'reason' is required: say why you need the token, 1 to {REASON_MAX} characters.")
+    form = body.get("format", "json")
+    if form not in env_text.FORMS:
+        raise v.bad(f"'format' must be one of {', '.join(env_text.FORMS)}: how you will write the token.")
+    dry_run = v.boolean(body, "dryRun", required=False, default=False)
+    return issue_token(ctx, ctx.params["id"], reason, form, bool(dry_run))
+
+
+# --- sharing -------------------------------------------------------------------------------
+
+@route("PUT", "/v1/credentials/{id}/sharing")
+def put_sharing(ctx: Ctx) -> dict:
+    body = v.body_dict(ctx, allow_empty=False)
+    conn = ctx.db
+    row = owned_credential(conn, ctx.params["id"], ctx.caller.member_id)
+    workspace = v.boolean(body, "workspace", required=False, default=False)
+    member_ref = v.string(body, "membershipId", required=False, max_len=320)
+    if "role" not in body:
+        raise v.bad("'role' is required: user, viewer, or null to remove the share.")
+    role = body["role"]
+    if role is not None and role not in ("user", "viewer"):
+        raise v.bad("'role' must be user, viewer, or null to remove the share.")
+    if bool(workspace) == bool(member_ref):
+        raise v.bad("Give exactly one of 'membershipId' or 'workspace': true.")
+    if workspace:
+        grantee = "workspace"
+    else:
+        member = identity_store.find_member(conn, member_ref)
+        if member is None:
+            raise ApiError("not_found", f"No member {member_ref}. Run `wsctl members list`.")
+        grantee = member["id"]
+        if grantee == row["owner_member_id"]:
+            raise v.bad("The owner always has full access; share with another member or the workspace.")
+    with transaction(conn):
+        if role is None:
+            store.delete_grant(conn, row["id"], grantee)
+        else:
+            store.set_grant(conn, row["id"], grantee, role, clock.now_iso())
+        return credential_detail(conn, store.get_credential_for(conn, row["id"], ctx.caller.member_id))
+
+
+# --- access log ----------------------------------------------------------------------------
+
+def _log_entry(r) -> dict:
+    try:
+        fields = json.loads(r["fields_json"] or "[]")
+    except ValueError:
+        fields = []
+    return {"at": r["at"], "membershipId": r["member_id"], "keyId": r["key_id"], "reason": r["reason"],
+            "fields": fields, "outcome": r["outcome"]}
+
+
+@route("GET", "/v1/credentials/{id}/access-log")
+def access_log(ctx: Ctx) -> dict:
+    row = owned_credential(ctx.db, ctx.params["id"], ctx.caller.member_id)
+    limit, before = pagination.page_args(ctx, int)
+    rows = store.list_access_log(ctx.db, row["id"], before, limit + 1)
+    return pagination.page("entries", rows, limit, lambda r: r["id"], _log_entry)

@@ -1,0 +1,170 @@
+"""Single-flight OAuth refresh, across threads and processes sharing one workspace.
+
+A refresh is claimed as a lease on the credential row (`refresh_lease_owner/until`) in a short
+write transaction; the provider call runs outside any transaction, so unrelated writes are not
+blocked while the provider thinks; the new tokens (and a rotated refresh token, or the old one
+when the provider omits it) are saved in one transaction that also frees the lease. Everyone
+else waits by polling the row with plain reads, then re-reads and finds the token fresh.
+
+After a refused grant (`invalid_grant`) the credential is `needs_reconnect` and nothing calls
+the provider again until it is reconnected. After any other provider failure the credential
+backs off for BACKOFF_SECONDS: requests in that window answer 502 without calling the provider.
+A catalog that cannot refresh (no OAuth client, no token URL) answers 409 and records no back-off,
+so the first request after an admin fixes it refreshes.
+A lease outlives a crashed holder by at most LEASE_SECONDS.
+"""
+from __future__ import annotations
+
+import json
+import random
+import secrets as _secrets
+import time
+
+from workspacectl import clock
+from workspacectl.engine.vault import oauth
+from workspacectl.engine.vault.credentials import open_secrets, precise_now, reveal_all, seal_secrets
+from workspacectl.engine.db import transaction
+from workspacectl.engine.store import vault as store
+from workspacectl.errors import ApiError
+
+REFRESH_MARGIN_SECONDS = 60
+LEASE_SECONDS = 2 * oauth.TIMEOUT_SECONDS + 5
+WAIT_SECONDS = LEASE_SECONDS + 5
+BACKOFF_SECONDS = 30
+
+
+def reconnect_error(service: str, cred_id: str) -> ApiError:
+    return ApiError("upstream_failed", f"This {service} credential needs to be reconnected: the provider refused "
+                    f"its grant. Run `wsctl vault connect {service} --reconnect {cred_id}` (same id, same shares).")
+
+
+def _later_than(iso: str | None, seconds: float = 0) -> bool:
+    """True when the ISO time is after now + seconds."""
+    if not iso:
+        return False
+    try:
+        return clock.parse_iso(iso).timestamp() > clock.now().timestamp() + seconds
+    except ValueError:
+        return False
+
+
+def needs_refresh(row, since: str | None = None, force: bool = False) -> bool:
+    """An OAuth access token within the margin of its expiry (with force: any not refreshed since).
+
+    A token refreshed after `since` (when this request started) is accepted while it is still
+    valid, even inside the margin, so a provider issuing short-lived tokens cannot make us loop.
+    """
+    if row["credential_type"] != "oauth2":
+        return False
+    refreshed_after = bool(since) and (row["refreshed_at"] or "") >= since
+    if force and not refreshed_after:
+        return True
+    if row["expires_at"] is None:
+        return False
+    if "refreshToken" not in (row["secret_names_json"] or ""):
+        return not _later_than(row["expires_at"])  # nothing to refresh with: use it until it ends
+    if _later_than(row["expires_at"], REFRESH_MARGIN_SECONDS):
+        return False
+    return not (refreshed_after and _later_than(row["expires_at"]))
+
+
+def _decide(row, since: str | None, force: bool) -> str:
+    """'fresh', 'wait' or 'refresh'; raises for a credential that must not be refreshed now."""
+    if row is None:
+        raise ApiError("not_found", "That credential no longer exists. Run `wsctl vault list`.")
+    if row["status"] == "needs_reconnect":
+        raise reconnect_error(row["service"], row["id"])
+    if not needs_refresh(row, since, force):
+        return "fresh"
+    if _later_than(row["refresh_lease_until"]):
+        return "wait"
+    if _later_than(row["refresh_retry_at"]):
+        wait = max(1, int(clock.parse_iso(row["refresh_retry_at"]).timestamp() - clock.now().timestamp()))
+        raise ApiError("upstream_failed", f"The last token refresh for this {row['service']} credential failed; "
+                       f"retrying is paused for {wait} s. Try again then, or run `wsctl vault sync`.")
+    return "refresh"
+
+
+def ensure_fresh(ws, cred_id: str, *, force: bool = False, since: str | None = None) -> str:
+    """Make sure the credential's access token is usable; answers the `since` mark to re-check with.
+
+    force=True refreshes even a fresh token, unless another refresh completes after this call
+    started (then that one counts).
+    """
+    conn = ws.conn()
+    since = since or precise_now()
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        decision = _decide(store.get_credential(conn, cred_id), since, force)
+        if decision == "fresh":
+            return since
+        if decision == "refresh":
+            owner = _secrets.token_hex(12)
+            claimed = None
+            with transaction(conn):
+                row = store.get_credential_sealed(conn, cred_id)
+                decision = _decide(row, since, force)
+                if decision == "refresh" and store.claim_refresh_lease(
+                        conn, cred_id, owner, clock.later(LEASE_SECONDS), clock.now_iso()):
+                    claimed = row
+            if decision == "fresh":
+                return since
+            if claimed is not None and _refresh_with_lease(ws, conn, claimed, owner):
+                return since
+        if time.monotonic() > deadline:
+            raise ApiError("upstream_failed", "Another request has been refreshing this credential's token for "
+                           "too long; try again in a minute.")
+        time.sleep(random.uniform(0.02, 0.06))
+
+
+def _refresh_with_lease(ws, conn, row, owner: str) -> bool:
+    """Call the provider holding the lease; save the result. False if the lease was lost meanwhile."""
+    cred_id, service = row["id"], row["service"]
+    held = open_secrets(ws, row)
+    refresh_token = held.get("refreshToken")
+    try:
+        if refresh_token is None:
+            if _later_than(row["expires_at"]):
+                with transaction(conn):
+                    store.release_refresh_lease(conn, cred_id, owner)
+                return True  # nothing to refresh with; the token is still valid for now
+            raise oauth.InvalidGrant(service)
+        try:
+            scopes = json.loads(row["scopes_json"] or "[]")
+        except ValueError:
+            scopes = []
+        tokens = oauth.refresh(ws, conn, service, refresh_token, scopes)
+    except oauth.InvalidGrant:
+        with transaction(conn):
+            store.set_status(conn, cred_id, "needs_reconnect", clock.now_iso(), "invalid_grant")
+            store.release_refresh_lease(conn, cred_id, owner)
+        raise reconnect_error(service, cred_id) from None
+    except oauth.OAuthNotConfigured:
+        with transaction(conn):  # the catalog's fault, not the provider's: no back-off
+            store.release_refresh_lease(conn, cred_id, owner)
+        raise
+    except ApiError as e:
+        with transaction(conn):
+            store.record_refresh_failure(conn, cred_id, clock.later(BACKOFF_SECONDS), e.code, clock.now_iso())
+            store.release_refresh_lease(conn, cred_id, owner)
+        raise ApiError("upstream_failed", f"{e.message} Token refresh for this credential pauses "
+                       f"{BACKOFF_SECONDS} s.") from None
+    except BaseException:
+        with transaction(conn):
+            store.release_refresh_lease(conn, cred_id, owner)
+        raise
+    with transaction(conn):
+        if not store.holds_refresh_lease(conn, cred_id, owner):
+            return False  # our lease ran out and another process took over: its result wins
+        kept = {k: v for k, v in reveal_all(held).items() if k not in ("accessToken", "refreshToken")}
+        new = {**kept, **tokens.secrets(previous_refresh=refresh_token)}
+        try:
+            fields = {**json.loads(row["fields_json"] or "{}"), **tokens.fields}
+        except ValueError:
+            fields = dict(tokens.fields)
+        store.update_secrets(conn, cred_id, secret_blob=seal_secrets(ws, cred_id, new), secret_names=sorted(new),
+                             now=clock.now_iso(), refreshed_at=precise_now(), expires_at=tokens.expires_at,
+                             token_type=tokens.token_type, scopes=tokens.scopes,
+                             fields=fields if tokens.fields else None)
+        store.release_refresh_lease(conn, cred_id, owner)
+    return True

@@ -1,0 +1,1 @@
+"""Tests of the CLI as a whole (start-up, exit codes, config, docs)."""

@@ -1,0 +1,113 @@
+"""Import hygiene (STYLE: import lazily on the command path): local commands and --help never
+load the HTTP stack, and `python -m workspacectl` works."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from workspacectl import __version__
+
+from tests.conftest import OWNER, base_env, run_wsctl
+
+HTTP_STACK = ("httpx", "httpcore", "fastapi", "starlette", "uvicorn")
+
+# Runs several commands in one interpreter, as `wsctl` would run each, and reports after each
+# one the top-level packages it imported, its exit code and its output; then all packages loaded.
+PROBE = r"""
+import contextlib, io, json, sys
+from workspacectl.cli.main import main
+
+report = []
+for argv in json.loads(sys.argv[1]):
+    before = set(sys.modules)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            main(argv)
+            code = None
+        except SystemExit as e:
+            code = e.code
+    new = sorted({m.split(".")[0] for m in set(sys.modules) - before})
+    report.append({"argv": argv, "code": code, "out": out.getvalue(), "imported": new})
+print(json.dumps({"runs": report, "loaded": sorted({m.split(".")[0] for m in sys.modules})}))
+"""
+
+
+def test_help_and_local_commands_do_not_import_the_http_stack(workspace, home):
+    commands = [["--help"], ["members", "list"], ["vault", "list", "--json"]]
+    env = {**base_env(home), "WSCTL_WORKSPACE": str(workspace)}
+    p = subprocess.run([sys.executable, "-c", PROBE, json.dumps(commands)], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    answer = json.loads(p.stdout)
+    report = answer["runs"]
+    assert [r["code"] for r in report] == [0, 0, 0], report
+    assert "members" in report[0]["out"] and OWNER["email"] in report[1]["out"]
+    assert json.loads(report[2]["out"])["credentials"] == []
+    for r in report:
+        assert not set(r["imported"]) & set(HTTP_STACK), (r["argv"], sorted(set(r["imported"]) & set(HTTP_STACK)))
+    assert not set(answer["loaded"]) & set(HTTP_STACK)  # nor by importing the CLI itself
+
+
+def test_python_m_workspacectl_version(tmp_path):
+    assert run_wsctl(["--version"], base_env(tmp_path / "home")).out == f"wsctl {__version__}\n"
+
+
+# The engine's areas are its wing packages (engine/<area>/). Modules every area shares (registry,
+# dispatch, db, workspace, validate, pagination, housekeeping, store/...) sit at engine/'s top level
+# and are in none; formats/ (the tar reader/writer, skill bundle format, env text) is below them all.
+WINGS = ("identity", "vault", "catalog", "projects", "memory", "skills", "openapi")
+# Opening a workspace checks that the built-in catalog is loaded (a new version may ship more).
+OPENED_BY_EVERY_COMMAND = {"workspacectl.engine.catalog.builtins"}
+
+
+def area_of(module: str) -> str | None:
+    """The wing a module belongs to (a wing's bare package __init__ holds only a docstring: none)."""
+    parts = module.split(".")
+    if module in OPENED_BY_EVERY_COMMAND:
+        return None
+    if len(parts) >= 4 and parts[:2] == ["workspacectl", "engine"] and parts[2] in WINGS:
+        return parts[2]
+    return None
+
+# One command in a fresh interpreter, as `wsctl` runs it; then the workspacectl modules it loaded.
+ONE_COMMAND = r"""
+import contextlib, io, json, sys
+from workspacectl.cli.main import main
+
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main(json.loads(sys.argv[1]))
+    except SystemExit as e:
+        code = e.code
+print(json.dumps({"code": code, "modules": sorted(m for m in sys.modules if m.startswith("workspacectl."))}))
+"""
+
+
+def test_a_local_command_loads_its_own_area_only(workspace, home):
+    from workspacectl.engine.route_modules import ROUTE_MODULES
+
+    env = {**base_env(home), "WSCTL_WORKSPACE": str(workspace)}
+    run_wsctl(["members", "list"], env)   # the hourly housekeeping runs here, not in the probes below
+    commands = {("vault", "list", "--json"): ("vault", {"workspacectl.engine.vault.routes"}),
+                ("members", "list", "--json"): ("identity", {"workspacectl.engine.identity.members",
+                                                                "workspacectl.engine.identity.auth"}),  # login codes
+                ("skill", "list", "--json"): ("skills", {"workspacectl.engine.skills.routes"}),
+                ("specialist", "list", "--json"): ("projects", {"workspacectl.engine.projects.routes"}),
+                ("catalog", "integrations", "--json"): ("catalog", {"workspacectl.engine.catalog.routes"})}
+    for argv, (area, route_modules) in commands.items():
+        p = subprocess.run([sys.executable, "-c", ONE_COMMAND, json.dumps(argv)], env=env, capture_output=True,
+                           text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        report = json.loads(p.stdout)
+        assert report["code"] == 0, (argv, p.stderr)
+        loaded = set(report["modules"])
+        assert loaded & set(ROUTE_MODULES.values()) == route_modules, argv
+        foreign = sorted(m for m in loaded if area_of(m) not in (None, area))
+        assert foreign == [], (argv, foreign)
+        cli_groups = {m for m in loaded if m.startswith("workspacectl.cli.")} - {
+            "workspacectl.cli.app", "workspacectl.cli.main", "workspacectl.cli.context", "workspacectl.cli.config",
+            "workspacectl.cli.paths", "workspacectl.cli.output", "workspacectl.cli.init", "workspacectl.cli.serve",
+            "workspacectl.cli.api", "workspacectl.cli.secrets_store"}
+        assert {m.rsplit(".", 1)[-1].split("_")[0] for m in cli_groups} == {argv[0]}, (argv, sorted(cli_groups))

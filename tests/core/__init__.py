@@ -1,0 +1,1 @@
+"""Tests of what every area shares (dispatch, scopes, crypto, the test fixtures)."""
