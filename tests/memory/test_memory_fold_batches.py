@@ -160,7 +160,7 @@ def test_an_agent_killed_between_batches_loses_nothing_and_folds_nothing_twice(b
         env = {**base_env(backend.home), "WSCTL_WORKSPACE": str(backend.workspace),
                "WSCTL_MEMORY_POLICY": env["WSCTL_MEMORY_POLICY"]}
     p = subprocess.run([*WSCTL, "memory", "agent", "run", "--json"], env=env, capture_output=True, text=True,
-                       check=False, timeout=300, cwd=Path(__file__).resolve().parent.parent)
+                       check=False, timeout=300, cwd=Path(__file__).resolve().parents[2])
     assert p.returncode == -signal.SIGKILL, (p.returncode, p.stderr[-2000:])
     body = backend.ok("GET", ORG)
     pending = [x["id"] for x in body["pendingNotes"]]
