@@ -3,284 +3,400 @@
 # ~/.local/share/bash-completion/completions/wsctl (or /usr/share/bash-completion/completions/wsctl).
 
 _wsctl_spec() {
-    cmds='' opts='' argopts='' fileopts='' diropts='' args='' argchoices=''
+    cmds='' opts='' argopts='' fileopts='' diropts='' args='' argchoices='' argvalues='' argmulti=''
     case "$1" in
         '')
-            cmds='init serve api auth members keys vault catalog specialist memory skill trigger workflow admin' opts='--profile -p --json --debug --version --help -h' argopts='--profile -p'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='init serve api auth members keys vault catalog specialist memory skill trigger workflow admin completion man' opts='--profile -p --json --debug --version --jq --help -h' argopts='--profile -p --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'init')
-            cmds='' opts='--workspace -w --name --owner-name --owner-email --json --help -h' argopts='--workspace -w --name --owner-name --owner-email'
-            fileopts='--workspace -w' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--workspace -w --name --owner-name --owner-email --json --jq --help -h' argopts='--workspace -w --name --owner-name --owner-email --jq'
+            fileopts='--workspace -w' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'serve')
             cmds='' opts='--workspace -w --host --port --public-url --memory-interval --help -h' argopts='--workspace -w --host --port --public-url --memory-interval'
-            fileopts='--workspace -w' diropts='' args='' argchoices='' ;;
+            fileopts='--workspace -w' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'api')
-            cmds='' opts='--data -d --json --help -h' argopts='--data -d'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--data --raw-field -f --field -F --header -H --include -i --paginate --json --jq --help -h' argopts='--data --raw-field -f --field -F --header -H --jq'
+            fileopts='' diropts='' args='' argchoices='GET POST PUT PATCH DELETE'
+            argvalues='' argmulti='' ;;
         'auth')
             cmds='login status whoami token logout' opts='--help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'auth login')
-            cmds='' opts='--server --code --member --profile -p --json --help -h' argopts='--server --code --member --profile -p'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--server --code --member --profile -p --json --jq --help -h' argopts='--server --code --member --profile -p --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'auth status')
-            cmds='' opts='--profile -p --json --help -h' argopts='--profile -p'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--profile -p --json --jq --help -h' argopts='--profile -p --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'auth whoami')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'auth token')
             cmds='' opts='--profile -p --help -h' argopts='--profile -p'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'auth logout')
-            cmds='' opts='--profile -p --json --help -h' argopts='--profile -p'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--profile -p --json --jq --help -h' argopts='--profile -p --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'members')
             cmds='list add login-code' opts='--help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'members list')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --limit -L --all --help -h' argopts='--jq --limit -L'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'members add')
-            cmds='' opts='--name --role --json --help -h' argopts='--name --role'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--name --role --json --jq --help -h' argopts='--name --role --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'members login-code')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'keys')
             cmds='list create revoke' opts='--help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'keys list')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --limit -L --all --help -h' argopts='--jq --limit -L'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'keys create')
-            cmds='' opts='--kind --scope -s --name --expires --json --help -h' argopts='--kind --scope -s --name --expires'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--kind --scope -s --name --expires --json --jq --help -h' argopts='--kind --scope -s --name --expires --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'keys revoke')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'vault')
-            cmds='list show log token env run connect fields set-key sync delete share' opts='--help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='list show log token env inject run connect fields set-key sync delete share' opts='--help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'vault list')
-            cmds='' opts='--service --json --help -h' argopts='--service'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--service --json --jq --limit -L --all --help -h' argopts='--service --jq --limit -L'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'vault show')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='credential' argmulti='' ;;
         'vault log')
-            cmds='' opts='--limit --cursor --json --help -h' argopts='--limit --cursor'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--cursor --json --jq --limit -L --all --help -h' argopts='--cursor --jq --limit -L'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='credential' argmulti='' ;;
         'vault token')
-            cmds='' opts='--reason -r --format -f --json --help -h' argopts='--reason -r --format -f'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--reason -r --format --json --jq --help -h' argopts='--reason -r --format --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='credential' argmulti='' ;;
         'vault env')
-            cmds='' opts='--reason -r --format -f --json --help -h' argopts='--reason -r --format -f'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--reason -r --format --json --jq --help -h' argopts='--reason -r --format --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='credential' argmulti='1' ;;
+        'vault inject')
+            cmds='' opts='--reason -r --in-file -i --output -o --force --help -h' argopts='--reason -r --in-file -i --output -o'
+            fileopts='--output -o' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'vault run')
             cmds='' opts='--reason -r --no-masking --help -h' argopts='--reason -r'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='credential' argmulti='1' ;;
         'vault connect')
-            cmds='' opts='--no-open --wait --reconnect --json --help -h' argopts='--reconnect'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--no-open --wait --reconnect --json --jq --help -h' argopts='--reconnect --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'vault fields')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='credential' argmulti='' ;;
         'vault set-key')
-            cmds='' opts='--field --json --help -h' argopts='--field'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--field --json --jq --help -h' argopts='--field --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='credential' argmulti='' ;;
         'vault sync')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='credential' argmulti='' ;;
         'vault delete')
-            cmds='' opts='--yes -y --force --json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--yes -y --force --json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='credential' argmulti='' ;;
         'vault share')
-            cmds='' opts='--role --member --workspace --json --help -h' argopts='--role --member'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--role --member --workspace --json --jq --help -h' argopts='--role --member --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='credential' argmulti='' ;;
         'catalog')
-            cmds='integrations integration operations operation search import history' opts='--help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='integrations integration operations operation search import oauth-client history' opts='--help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'catalog integrations')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --limit -L --all --help -h' argopts='--jq --limit -L'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'catalog integration')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'catalog operations')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --limit -L --all --help -h' argopts='--jq --limit -L'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'catalog operation')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'catalog search')
-            cmds='' opts='--service --limit -n --json --help -h' argopts='--service --limit -n'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--service --limit -L --json --jq --help -h' argopts='--service --limit -L --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'catalog import')
-            cmds='' opts='--service --force --json --help -h' argopts='--service'
-            fileopts='' diropts='' args='file' argchoices='' ;;
+            cmds='' opts='--service --force --json --jq --help -h' argopts='--service --jq'
+            fileopts='' diropts='' args='file' argchoices=''
+            argvalues='' argmulti='' ;;
+        'catalog oauth-client')
+            cmds='' opts='--client-id --json --jq --help -h' argopts='--client-id --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'catalog history')
-            cmds='' opts='--service --json --help -h' argopts='--service'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--service --json --jq --limit -L --all --help -h' argopts='--service --jq --limit -L'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'specialist')
             cmds='list create show edit delete connections pin grant memory files' opts='--help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'specialist list')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --limit -L --all --help -h' argopts='--jq --limit -L'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'specialist create')
-            cmds='' opts='--description -d --icon --color --head --shirt --hand --json --help -h' argopts='--description -d --icon --color --head --shirt --hand'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--description -d --icon --color --head --shirt --hand --json --jq --help -h' argopts='--description -d --icon --color --head --shirt --hand --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'specialist show')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='specialist' argmulti='' ;;
         'specialist edit')
-            cmds='' opts='--name -n --description -d --icon --color --head --shirt --hand --json --help -h' argopts='--name -n --description -d --icon --color --head --shirt --hand'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--name -n --description -d --icon --color --head --shirt --hand --json --jq --help -h' argopts='--name -n --description -d --icon --color --head --shirt --hand --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='specialist' argmulti='' ;;
         'specialist delete')
-            cmds='' opts='--yes -y --json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--yes -y --json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='specialist' argmulti='' ;;
         'specialist connections')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --limit -L --all --help -h' argopts='--jq --limit -L'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='specialist' argmulti='' ;;
         'specialist pin')
-            cmds='' opts='--into --unpin --json --help -h' argopts='--into'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--into --unpin --json --jq --help -h' argopts='--into --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'specialist grant')
-            cmds='' opts='--role --member -m --workspace --json --help -h' argopts='--role --member -m'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--role --member -m --workspace --json --jq --help -h' argopts='--role --member -m --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='specialist' argmulti='' ;;
         'specialist memory')
             cmds='show set edit' opts='--help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'specialist memory show')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='specialist' argmulti='' ;;
         'specialist memory set')
-            cmds='' opts='--version --json --help -h' argopts='--version'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--version --json --jq --help -h' argopts='--version --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='specialist -' argmulti='' ;;
         'specialist memory edit')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='specialist' argmulti='' ;;
         'specialist files')
             cmds='list rm bundle' opts='--help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'specialist files list')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --limit -L --all --help -h' argopts='--jq --limit -L'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='specialist' argmulti='' ;;
         'specialist files rm')
-            cmds='' opts='--yes -y --json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--yes -y --json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='specialist -' argmulti='' ;;
         'specialist files bundle')
             cmds='download upload' opts='--help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'specialist files bundle download')
-            cmds='' opts='--output -o --json --help -h' argopts='--output -o'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--output -o --json --jq --help -h' argopts='--output -o --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='specialist' argmulti='' ;;
         'specialist files bundle upload')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='file' argchoices='' ;;
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='file' argchoices=''
+            argvalues='specialist -' argmulti='' ;;
         'memory')
             cmds='show files propose agent' opts='--help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'memory show')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'memory files')
-            cmds='' opts='--path --output -o --tar --json --help -h' argopts='--path --output -o'
-            fileopts='--output -o' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--path --output -o --tar --json --jq --limit -L --all --help -h' argopts='--path --output -o --jq --limit -L'
+            fileopts='--output -o' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'memory propose')
-            cmds='' opts='--section -s --file --file-path --json --help -h' argopts='--section -s --file --file-path'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--section --file --file-path --json --jq --help -h' argopts='--section --file --file-path --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'memory agent')
             cmds='run' opts='--help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'memory agent run')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'skill')
             cmds='list create show edit archive enable disable files put versions revert platform validate publish pull' opts='--help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'skill list')
-            cmds='' opts='--status --json --help -h' argopts='--status'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--status --json --jq --limit -L --all --help -h' argopts='--status --jq --limit -L'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'skill create')
-            cmds='' opts='--description -d --json --help -h' argopts='--description -d'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--description -d --json --jq --help -h' argopts='--description -d --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'skill show')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='skill' argmulti='' ;;
         'skill edit')
-            cmds='' opts='--name --description -d --json --help -h' argopts='--name --description -d'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--name --description -d --json --jq --help -h' argopts='--name --description -d --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='skill' argmulti='' ;;
         'skill archive')
-            cmds='' opts='--yes -y --json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--yes -y --json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='skill' argmulti='' ;;
         'skill enable')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='skill' argmulti='' ;;
         'skill disable')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='skill' argmulti='' ;;
         'skill files')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='skill' argmulti='' ;;
         'skill put')
-            cmds='' opts='--base-version --json --help -h' argopts='--base-version'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--base-version --json --jq --help -h' argopts='--base-version --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='skill - -' argmulti='' ;;
         'skill versions')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --limit -L --all --help -h' argopts='--jq --limit -L'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='skill' argmulti='' ;;
         'skill revert')
-            cmds='' opts='--base-version --json --help -h' argopts='--base-version'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--base-version --json --jq --help -h' argopts='--base-version --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='skill -' argmulti='' ;;
         'skill platform')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'skill validate')
-            cmds='' opts='--upload-id --skill --json --help -h' argopts='--upload-id --skill'
-            fileopts='' diropts='' args='file' argchoices='' ;;
+            cmds='' opts='--upload-id --skill --json --jq --help -h' argopts='--upload-id --skill --jq'
+            fileopts='' diropts='' args='file' argchoices=''
+            argvalues='' argmulti='' ;;
         'skill publish')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='file' argchoices='' ;;
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='file' argchoices=''
+            argvalues='' argmulti='1' ;;
         'skill pull')
-            cmds='' opts='--force --json --help -h' argopts=''
-            fileopts='' diropts='' args='file' argchoices='' ;;
+            cmds='' opts='--force --json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='file' argchoices=''
+            argvalues='' argmulti='' ;;
         'trigger')
             cmds='list show' opts='--help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'trigger list')
-            cmds='' opts='--query -q --json --help -h' argopts='--query -q'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--query -q --json --jq --limit -L --all --help -h' argopts='--query -q --jq --limit -L'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'trigger show')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'workflow')
             cmds='import list show configure' opts='--help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'workflow import')
-            cmds='' opts='--into --json --help -h' argopts='--into'
-            fileopts='' diropts='' args='file' argchoices='' ;;
+            cmds='' opts='--into --json --jq --help -h' argopts='--into --jq'
+            fileopts='' diropts='' args='file' argchoices=''
+            argvalues='' argmulti='' ;;
         'workflow list')
-            cmds='' opts='--kind --specialist --json --help -h' argopts='--kind --specialist'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--kind --specialist --json --jq --limit -L --all --help -h' argopts='--kind --specialist --jq --limit -L'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'workflow show')
-            cmds='' opts='--json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'workflow configure')
-            cmds='' opts='--credential --input --json --help -h' argopts='--credential --input'
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--credential --input --json --jq --help -h' argopts='--credential --input --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'admin')
             cmds='rotate-key' opts='--help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'admin rotate-key')
-            cmds='' opts='--yes -y --json --help -h' argopts=''
-            fileopts='' diropts='' args='' argchoices='' ;;
+            cmds='' opts='--yes -y --json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
+        'completion')
+            cmds='' opts='--help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices='bash zsh fish'
+            argvalues='' argmulti='' ;;
+        'man')
+            cmds='' opts='--roff --help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='1' ;;
     esac
 }
 
 _wsctl_values() {
     case "$1" in
-        *) ;;
+        'members add|--role') printf '%s\n' 'owner' 'admin' 'member' 'guest' ;;
+        'keys create|--kind') printf '%s\n' 'platform' 'personal' ;;
+        'keys create|--scope') printf '%s\n' 'vault:read' 'vault:token' 'vault:connect' 'vault:manage' 'docs:read' 'projects:manage' 'memory:manage' 'skills:manage' 'triggers:manage' ;;
+        'keys create|-s') printf '%s\n' 'vault:read' 'vault:token' 'vault:connect' 'vault:manage' 'docs:read' 'projects:manage' 'memory:manage' 'skills:manage' 'triggers:manage' ;;
+        'vault token|--format') printf '%s\n' 'json' 'value' 'env' ;;
+        'vault env|--format') printf '%s\n' 'export' 'dotenv' 'json' ;;
+        'vault share|--role') printf '%s\n' 'user' 'viewer' 'none' ;;
+        'specialist pin|--into') printf '%s\n' '@specialist' ;;
+        'specialist grant|--role') printf '%s\n' 'editor' 'viewer' 'none' ;;
+        'skill list|--status') printf '%s\n' 'draft' 'published' 'archived' 'all' ;;
+        'workflow list|--kind') printf '%s\n' 'workflow' 'app' ;;
     esac
 }
 
@@ -289,11 +405,24 @@ _wsctl_has() {
     return 1
 }
 
+_wsctl_dynamic() {
+    # ids and names of KIND ($1) starting with $2, from the workspace (names with spaces left out)
+    local value rest
+    local -a prof=()
+    [[ -n $profile ]] && prof=(--profile "$profile")
+    COMPREPLY=()
+    while IFS=$'	' read -r value rest; do
+        [[ -n $value && $value != *[[:space:]]* ]] && COMPREPLY+=("$value")
+    done < <("${COMP_WORDS[0]}" "${prof[@]}" complete-values "$1" "$2" 2>/dev/null)
+}
+
 _wsctl_complete_value() {
     # $1: the option whose value is being completed, $2: what is typed so far
     local choices
     choices=$(_wsctl_values "$path|$1")
-    if [[ -n $choices ]]; then
+    if [[ $choices == @* ]]; then
+        _wsctl_dynamic "${choices#@}" "$2"
+    elif [[ -n $choices ]]; then
         local IFS=$'\n'
         COMPREPLY=($(compgen -W "$choices" -- "$2"))
     elif _wsctl_has "$diropts" "$1"; then
@@ -307,7 +436,8 @@ _wsctl_complete_value() {
 
 _wsctl() {
     local cur=${COMP_WORDS[COMP_CWORD]}
-    local path='' i=1 w cmds opts argopts fileopts diropts args argchoices
+    local path='' i=1 w cmds opts argopts fileopts diropts args argchoices argvalues argmulti
+    local profile='' npos=0
     COMPREPLY=()
     _wsctl_spec ''
     while (( i < COMP_CWORD )); do
@@ -324,11 +454,14 @@ _wsctl() {
                 (( i += 2 ))
             elif [[ $w != *=* ]] && _wsctl_has "$argopts" "$w"; then
                 if (( i + 1 == COMP_CWORD )); then _wsctl_complete_value "$w" "$cur"; return 0; fi
+                [[ $w == -p || $w == --profile ]] && profile=${COMP_WORDS[i+1]}
                 (( i += 1 ))
             fi
         elif _wsctl_has "$cmds" "$w"; then
             path=${path:+$path }$w
             _wsctl_spec "$path"
+        else
+            (( npos += 1 ))
         fi
         (( i += 1 ))
     done
@@ -338,6 +471,11 @@ _wsctl() {
         COMPREPLY=($(compgen -W "$cmds" -- "$cur"))
     elif [[ -n $argchoices ]]; then
         COMPREPLY=($(compgen -W "$argchoices" -- "$cur"))
+    elif [[ -n $argvalues ]]; then
+        local -a kinds=($argvalues)
+        local kind=${kinds[npos]}
+        [[ -z $kind && -n $argmulti ]] && kind=${kinds[${#kinds[@]}-1]}
+        [[ -n $kind && $kind != - ]] && _wsctl_dynamic "$kind" "$cur"
     elif [[ $args == dir ]]; then
         compopt -o filenames 2>/dev/null
         COMPREPLY=($(compgen -d -- "$cur"))

@@ -405,3 +405,37 @@ def door(backend):
     d = open_door(backend)
     yield d
     d.close()
+
+
+# The browser tests: Debian's chromium driven by playwright (skips, saying how to install, when absent).
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def chromium_executable() -> str | None:
+    for path in ("/usr/bin/chromium", shutil.which("chromium")):
+        if path and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+@pytest.fixture
+def chromium(tmp_path):
+    """A headless Chromium with a fresh user-data-dir; yields its (persistent) browser context."""
+    path = chromium_executable()
+    if path is None:
+        pytest.skip("browser test skipped: Chromium is not installed (no /usr/bin/chromium and no `chromium` on "
+                    "PATH). Install Debian's package (`apt-get install chromium`; .ci/run does) to run it.")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("browser test skipped: the `playwright` Python package is missing; "
+                    "`pip install -e '.[test]'` installs it (the browser itself is Debian's chromium).")
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(str(tmp_path / "chromium-profile"), executable_path=path,
+                                                       headless=True, args=CHROMIUM_ARGS)
+        context.set_default_timeout(30_000)
+        try:
+            yield context
+        finally:
+            context.close()

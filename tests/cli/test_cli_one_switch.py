@@ -42,8 +42,8 @@ def test_top_level_and_command_json_flags_mean_the_same(backend):
         {"TWO_ACCOUNT_SID": "AC1", "TWO_AUTH_TOKEN": "t1"}
     # --format value cannot carry two secrets, but --json (either place) asks for the body instead.
     backend.wsctl("vault", "token", c["id"], "--reason", "r", "--format", "value", expect=7)
-    for args in (["--json", "vault", "token", c["id"], "--reason", "r", "-f", "value"],
-                 ["vault", "token", c["id"], "--reason", "r", "-f", "value", "--json"]):
+    for args in (["--json", "vault", "token", c["id"], "--reason", "r", "--format", "value"],
+                 ["vault", "token", c["id"], "--reason", "r", "--format", "value", "--json"]):
         assert backend.wsctl(*args).json == {"accountSid": "AC1", "authToken": "t1"}
 
 

@@ -95,7 +95,13 @@ BASH_CASES = {
     "wsctl -p vault keys l": "list",                           # an option's value is skipped, even a
     "wsctl --profile = vault keys c": "create",                # command name; --opt=value as bash splits it
     "wsctl vault token cred_1 --f": "--format",
-    "wsctl keys create -": "--kind --scope -s --name --expires --json --help -h",
+    "wsctl keys create -": "--kind --scope -s --name --expires --json --jq --help -h",
+    "wsctl keys create --kind ": "personal platform",            # choices complete
+    "wsctl members add x --role ": "admin guest member owner",
+    "wsctl vault token cred_1 --format ": "env json value",
+    "wsctl api ": "DELETE GET PATCH POST PUT",
+    "wsctl completion ": "bash fish zsh",
+    "wsctl vault list --l": "--limit",
     "wsctl catalog import afile.t": "afile.toml",              # a path argument completes files
     "wsctl init --workspace ad": "adir",
     "wsctl vault show cred_1 ": "",                            # ids are not guessed

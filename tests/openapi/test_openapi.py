@@ -92,3 +92,23 @@ def test_answers_validate_against_the_documented_schemas(backend):
     gone = call("POST", "/v1/projects/{id}/delete", 200, id=pid)
     assert gone["returnedResources"] == 1
 
+
+
+def test_every_operation_has_a_summary_that_says_what_it_does_and_a_declared_tag():
+    from workspacectl.engine.openapi.routes import build_openapi
+
+    spec = build_openapi()
+    declared = [t["name"] for t in spec["tags"]]
+    assert len(declared) == len(set(declared)) and all(t["description"] for t in spec["tags"])
+    used, count = set(), 0
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            count += 1
+            summary = op["summary"].strip()
+            assert summary and summary != f"{method.upper()} {path}", (method, path)
+            assert len(summary.split()) >= 3 and not summary.endswith((";", ",")), (method, path, summary)
+            assert len(op["tags"]) == 1 and op["tags"][0] in declared, (method, path, op["tags"])
+            assert op["tags"][0] != "meta" or path == "/v1/openapi.json", (method, path)
+            used.add(op["tags"][0])
+    assert count == len(ROUTE_SCOPES)
+    assert used == set(declared), set(declared) - used  # no area declared without a route

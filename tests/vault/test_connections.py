@@ -384,8 +384,8 @@ def test_oauth_without_a_client_is_refused_up_front_saying_how_to_set_it(backend
         before = con.execute("SELECT count(*) FROM connections").fetchone()[0]
     r = door.api("POST", "/v1/connections", {"service": "loopcrm"})
     assert (r.status, r.code) == (409, "conflict"), r.body
-    assert "/v1/admin/catalog/loopcrm/oauth-client" in r.body["error"]["message"]
-    assert "wsctl api PUT" in r.body["error"]["message"]
+    assert "wsctl catalog oauth-client loopcrm --client-id" in r.body["error"]["message"]
+    assert "wsctl catalog oauth-client" in r.body["error"]["message"]
     with con:
         assert con.execute("SELECT count(*) FROM connections").fetchone()[0] == before
     con.close()

@@ -10,8 +10,6 @@ says which and how to install it.
 """
 from __future__ import annotations
 
-import os
-import shutil
 import urllib.parse
 
 import pytest
@@ -20,39 +18,6 @@ from tests.connect_helpers import credential_ids, path_of
 from tests.vault_helpers import APIKEY_TOML, canary_scan, install_service, member_with_session, token  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("canary_scan")
-
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def chromium_executable() -> str | None:
-    for path in ("/usr/bin/chromium", shutil.which("chromium")):
-        if path and os.access(path, os.X_OK):
-            return path
-    return None
-
-
-@pytest.fixture
-def chromium(tmp_path):
-    """A headless Chromium with a fresh user-data-dir; yields its (persistent) browser context."""
-    path = chromium_executable()
-    if path is None:
-        pytest.skip("browser test skipped: Chromium is not installed (no /usr/bin/chromium and no `chromium` on "
-                    "PATH). Install Debian's package (`apt-get install chromium`; .ci/run does) to run it.")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("browser test skipped: the `playwright` Python package is missing; "
-                    "`pip install -e '.[test]'` installs it (the browser itself is Debian's chromium).")
-    with sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(str(tmp_path / "chromium-profile"), executable_path=path,
-                                                       headless=True, args=CHROMIUM_ARGS)
-        context.set_default_timeout(30_000)
-        try:
-            yield context
-        finally:
-            context.close()
-
 
 def redirect_chain(response) -> list[str]:
     urls, req = [], response.request
@@ -65,6 +30,7 @@ def redirect_chain(response) -> list[str]:
 def test_connect_pages_in_headless_chromium(backend, door, provider, chromium):
     install_service(backend.workspace, APIKEY_TOML.format(base=provider.url))
     install_service(backend.workspace, provider.service_toml("loopcrm"))
+    provider.api_keys.add("sk-CANARY-chromium")  # keysvc's probe checks the key before connecting
     page = chromium.pages[0] if chromium.pages else chromium.new_page()
 
     # Another member signed in on this browser: a page that says so, no form, nothing changes.

@@ -36,6 +36,7 @@ pytestmark = pytest.mark.usefixtures("canary_scan")
 def services(backend, provider):
     install_service(backend.workspace, APIKEY_TOML.format(base=provider.url))
     install_service(backend.workspace, provider.service_toml("loopcrm"))
+    provider.api_keys.update({"sk-CANARY-cli-1", "sk-CANARY-later"})  # keysvc's probe checks the key first
     return backend
 
 

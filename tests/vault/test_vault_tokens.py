@@ -272,7 +272,7 @@ def test_a_missing_oauth_client_is_a_409_that_says_how_to_fix_it_and_never_backs
         r = token(backend, cred["id"])
         assert (r.status, r.code) == (409, "conflict"), r.body
         message = r.body["error"]["message"]
-        assert "no OAuth client" in message and "PUT /v1/admin/catalog/noclient/oauth-client" in message
+        assert "no OAuth client" in message and "wsctl catalog oauth-client noclient --client-id" in message
         assert "paused" not in message
     sync = backend.api("POST", f"/v1/vault/credentials/{cred['id']}/sync")
     assert (sync.status, sync.code) == (409, "conflict"), sync.body

@@ -11,6 +11,11 @@ class Backend(Protocol):
     def request(self, method: str, path: str, query: dict | None = None, body: Any = None) -> Any:
         """Call one route; answer its JSON body (None for 204). Raise ApiError on an error."""
 
+    def exchange(self, method: str, path: str, query: dict | None = None, body: Any = None,
+                 headers: dict | None = None) -> tuple[int, list[tuple[str, str]], Any]:
+        """One call as `wsctl api` shows it: (status, response headers, body); never raises on an
+        HTTP error status (its error body is the body)."""
+
     def download(self, path: str, out: BinaryIO, progress: Callable[[int], None] | None = None) -> int:
         """Stream a binary route's body into out; answer the number of bytes."""
 

@@ -28,6 +28,22 @@ class LocalBackend:
         # The same bytes the server would send: JSON types only, in the same key order.
         return json.loads(json.dumps(resp.body))
 
+    def exchange(self, method: str, path: str, query: dict | None = None, body: Any = None,
+                 headers: dict | None = None) -> tuple[int, list[tuple[str, str]], Any]:
+        """One call as `wsctl api` shows it: (status, response headers, body); an error is its body.
+        The engine reads no request header, so `headers` change nothing here."""
+        from workspacectl.errors import ApiError
+
+        try:
+            resp = self.engine.call(self.caller, method, path, query, body, self.base_url)
+        except ApiError as e:
+            return e.status, [("content-type", "application/json")], e.body()
+        out = [("content-type", resp.content_type), *((k.lower(), str(v)) for k, v in resp.headers.items())]
+        if resp.stream is not None:
+            return resp.status, out, b"".join(resp.stream)
+        answer = None if resp.status == 204 or resp.body is None else json.loads(json.dumps(resp.body))
+        return resp.status, out, answer
+
     def download(self, path, out, progress=None) -> int:
         resp = self.engine.call(self.caller, "GET", path, None, None, self.base_url)
         total = 0

@@ -53,6 +53,25 @@ class RemoteBackend:
             kw["json"] = body
         return self._answer(self._send(method, path, **kw))
 
+    def exchange(self, method: str, path: str, query: dict | None = None, body: Any = None,
+                 headers: dict | None = None) -> tuple[int, list[tuple[str, str]], Any]:
+        """One call as `wsctl api` shows it: (status, response headers, body), never raising on an
+        HTTP error status (the error body is the body)."""
+        kw: dict = {"params": query or None, "headers": dict(headers or {})}
+        if body is not None:
+            kw["json"] = body
+        resp = self._send(method, path, **kw)
+        if not resp.content:
+            answer = None
+        elif "json" in resp.headers.get("content-type", ""):
+            try:
+                answer = resp.json()
+            except ValueError:
+                answer = resp.content
+        else:
+            answer = resp.content
+        return resp.status_code, list(resp.headers.items()), answer
+
     def download(self, path, out, progress=None) -> int:
         total = 0
         try:

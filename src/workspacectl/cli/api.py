@@ -1,10 +1,18 @@
-"""`wsctl api METHOD PATH [--data JSON]`: a raw call, like `gh api`."""
+"""`wsctl api METHOD PATH`: a raw call, like `gh api`.
+
+- `-f key=value` adds a string field, `-F key=value` a typed one (true, false, null and numbers
+  become JSON values; `@FILE` reads a file's text, `@-` stdin). For GET and DELETE the fields go into
+  the query string, otherwise into a JSON body. `--data JSON` gives the whole body instead.
+- `-H 'Name: value'` adds a request header (a remote server sees it; the local engine reads none).
+- `-i` prints the status line and the response headers before the body.
+- `--paginate` follows `nextCursor` on a GET list route and prints one body holding every entry.
+"""
 from __future__ import annotations
 
 import json as jsonlib
 import re
 import sys
-from typing import Annotated, Optional
+from typing import Annotated, List, Literal, Optional
 
 import typer
 
@@ -13,43 +21,140 @@ from workspacectl.cli.output import print_json
 from workspacectl.errors import ApiError
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+QUERY_METHODS = ("GET", "DELETE")
 
 
 def api(
     ctx: typer.Context,
-    method: Annotated[str, typer.Argument(help="GET, POST, PUT, PATCH or DELETE.")],
+    method: Annotated[Literal["GET", "POST", "PUT", "PATCH", "DELETE"],
+                      typer.Argument(case_sensitive=False, help="GET, POST, PUT, PATCH or DELETE.")],
     path: Annotated[str, typer.Argument(help="A route path such as /v1/members (the /v1 may be left out).")],
-    data: Annotated[Optional[str], typer.Option("--data", "-d", help="JSON body; '@FILE' reads a file, '@-' stdin.")] = None,
+    data: Annotated[Optional[str], typer.Option("--data", help="JSON body; '@FILE' reads a file, '@-' stdin.")] = None,
+    raw_field: Annotated[Optional[List[str]], typer.Option(
+        "--raw-field", "-f", metavar="KEY=VALUE", help="A string field (repeatable): query for GET/DELETE, "
+        "JSON body otherwise.")] = None,
+    field: Annotated[Optional[List[str]], typer.Option(
+        "--field", "-F", metavar="KEY=VALUE", help="A typed field (repeatable): true, false, null and numbers "
+        "as JSON; @FILE reads a file, @- stdin.")] = None,
+    header: Annotated[Optional[List[str]], typer.Option(
+        "--header", "-H", metavar="'NAME: VALUE'", help="A request header (repeatable).")] = None,
+    include: Annotated[bool, typer.Option("--include", "-i", help="Print the status line and response headers "
+                                          "before the body.")] = False,
+    paginate: Annotated[bool, typer.Option("--paginate", help="GET: follow nextCursor and print every entry "
+                                           "in one body.")] = False,
     json: Annotated[bool, typer.Option("--json", help="Accepted for symmetry; the body is always printed as JSON.")] = False,
 ):
     """Call any route of the API and print its JSON body. On an error the error body is printed
     to stdout too, and the exit code says which class of error it was."""
     method = method.upper()
-    if method not in METHODS:
-        raise typer.BadParameter(f"must be one of {', '.join(METHODS)}", param_hint="METHOD")
     # control characters and spaces are sent percent-encoded, the same on both backends
     path = re.sub(r"[\x00-\x20\x7f]", lambda m: "%%%02X" % ord(m.group()), path)
     if not path.startswith("/"):
         path = "/" + path
     if not path.startswith("/v1/"):
         path = "/v1" + path
-    body = None
+    headers = _headers(header or [])
+    fields = {**_fields(raw_field or [], typed=False), **_fields(field or [], typed=True)}
+    if paginate and method != "GET":
+        raise typer.BadParameter("--paginate follows pages of a GET list route", param_hint="--paginate")
+    body = query = None
     if data is not None:
+        if fields:
+            raise typer.BadParameter("give the body with --data or as -f/-F fields, not both", param_hint="--data")
         text = sys.stdin.read() if data == "@-" else (_read(data[1:]) if data.startswith("@") else data)
         try:
             body = jsonlib.loads(text) if text.strip() else None
         except ValueError as e:
             raise ApiError("invalid_request", f"--data is not valid JSON ({e.msg} at line {e.lineno}).") from None
-    try:
-        answer = backend(ctx).request(method, path, body=body)
-    except ApiError as e:
-        if e.code != "unreachable":
-            print_json(e.body())
-        raise
+    elif fields and method in QUERY_METHODS:
+        query = {k: v if isinstance(v, str) else jsonlib.dumps(v) for k, v in fields.items()}
+    elif fields:
+        body = fields
+    b = backend(ctx)
+    status, answer_headers, answer = b.exchange(method, path, query=query, body=body, headers=headers)
+    pages = 1
+    if paginate and status < 400:
+        answer, status, answer_headers, pages = _follow(b, path, query, headers, answer, status, answer_headers)
+    if include:
+        _print_head(status, answer_headers)
+    if status >= 400:
+        if isinstance(answer, dict):
+            print_json(answer, filtered=False)
+        raise ApiError.from_body(status, answer)
     if isinstance(answer, (bytes, bytearray)):
+        sys.stdout.flush()
         sys.stdout.buffer.write(answer)
     elif answer is not None:
         print_json(answer)
+
+
+def _follow(b, path, query, headers, first, status, answer_headers):
+    """Every page of a list route: the entries joined under its one list key, nextCursor null."""
+    from workspacectl.cli.scripting import _list_key
+
+    if not isinstance(first, dict) or not _list_key(first):
+        return first, status, answer_headers, 1
+    key = _list_key(first)
+    items, answer, pages = list(first[key]), first, 1
+    query = dict(query or {})
+    while answer.get("nextCursor"):
+        query["cursor"] = answer["nextCursor"]
+        status, answer_headers, answer = b.exchange("GET", path, query=query, headers=headers)
+        pages += 1
+        if status >= 400 or not isinstance(answer, dict):
+            return answer, status, answer_headers, pages
+        items += answer.get(key) or []
+    return {**first, key: items, "nextCursor": None}, status, answer_headers, pages
+
+
+def _print_head(status: int, headers: list[tuple[str, str]]) -> None:
+    from http import HTTPStatus
+
+    from workspacectl.cli.output import visible
+
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = ""
+    lines = [f"HTTP/1.1 {status} {phrase}".rstrip()]
+    lines += [f"{visible(k.title())}: {visible(v)}" for k, v in headers]
+    sys.stdout.write("\n".join(lines) + "\n\n")
+
+
+def _headers(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition(":")
+        name, value = name.strip(), value.strip()
+        if not sep or not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", name) or re.search(r"[\x00-\x1f\x7f]", value):
+            raise typer.BadParameter(f"{item!r} is not 'Name: value'", param_hint="--header")
+        if name.lower() == "authorization":
+            raise typer.BadParameter("the key is sent for you (WSCTL_TOKEN, WSCTL_API_KEY or the profile's); "
+                                     "a secret on the command line would stay in shell history", param_hint="--header")
+        out[name] = value
+    return out
+
+
+def _fields(items: list[str], typed: bool) -> dict:
+    out: dict = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--field" if typed else "--raw-field")
+        out[key] = _typed(value) if typed else value
+    return out
+
+
+def _typed(value: str):
+    if value.startswith("@"):
+        return sys.stdin.read() if value == "@-" else _read(value[1:])
+    if value in ("true", "false", "null"):
+        return {"true": True, "false": False, "null": None}[value]
+    if re.fullmatch(r"-?(0|[1-9][0-9]*)", value):
+        return int(value)
+    if re.fullmatch(r"-?(0|[1-9][0-9]*)\.[0-9]+", value):
+        return float(value)
+    return value
 
 
 def _read(name: str) -> str:
@@ -59,4 +164,4 @@ def _read(name: str) -> str:
     except OSError as e:
         raise ApiError("invalid_request", f"Cannot read {name}: {e.strerror}.") from None
     except UnicodeDecodeError:
-        raise ApiError("invalid_request", f"{name} is not UTF-8 text; --data takes JSON.") from None
+        raise ApiError("invalid_request", f"{name} is not UTF-8 text; --data and -F @FILE take text.") from None

@@ -38,6 +38,13 @@ COMMANDS = [
     ("serve", "serve", "serve"),
     ("api", "api", "api"),
 ]
+# Top-level commands built only when used, as the groups are: (module, function, name, help, hidden).
+LAZY_COMMANDS = [
+    ("completion", "completion", "completion", "Print the shell completion script.", False),
+    ("completion", "man", "man", "Show the manual page of wsctl or of one of its commands.", False),
+    # what the completion scripts call for ids and names; not a command for people
+    ("completion", "complete_values", "complete-values", "Ids and names for shell completion.", True),
+]
 
 
 def _version(value: bool):
@@ -69,17 +76,46 @@ def _exists(module: str) -> bool:
 
 
 class _Unloaded(TyperCommand):
-    """A group not imported yet: its name and one-line help, all a command listing needs."""
+    """A group (or a command: `func`) not imported yet: its name and one-line help, all a command
+    listing needs."""
 
-    def __init__(self, module: str, name: str, help_text: str):
-        super().__init__(name=name, help=help_text)
+    def __init__(self, module: str, name: str, help_text: str, func: str | None = None, hidden: bool = False):
+        super().__init__(name=name, help=help_text, hidden=hidden)
         self.module = module
+        self.func = func
+
+
+def _build_command(module: str, func: str, name: str, hidden: bool) -> _click.Command:
+    holder = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False, add_completion=False)
+    holder.command(name, hidden=hidden)(getattr(importlib.import_module(f"workspacectl.cli.{module}"), func))
+    holder.command("-")(lambda: None)  # two commands, so typer answers a group and we take ours from it
+    return typer.main.get_group(holder).commands[name]
 
 
 def _build_group(module: str, name: str, help_text: str) -> _click.Command:
     holder = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False, add_completion=False)
     holder.add_typer(importlib.import_module(f"workspacectl.cli.{module}").app, name=name, help=help_text)
     return typer.main.get_group(holder).commands[name]
+
+
+# Lists: each takes --limit N and --all (cli/scripting.py; the command reads them through all_pages).
+LISTS = {("vault", "list"), ("vault", "log"), ("members", "list"), ("keys", "list"), ("specialist", "list"),
+         ("specialist", "connections"), ("specialist", "files", "list"), ("skill", "list"), ("skill", "versions"),
+         ("trigger", "list"), ("workflow", "list"), ("catalog", "integrations"), ("catalog", "operations"),
+         ("catalog", "history"), ("memory", "files")}
+
+
+def add_scripting_options(command: _click.Command, path: tuple[str, ...]) -> None:
+    """Every command with --json also takes --jq EXPR; every list takes --limit N and --all."""
+    from workspacectl.cli import scripting
+
+    for name, sub in (getattr(command, "commands", None) or {}).items():
+        add_scripting_options(sub, (*path, name))
+    names = {p.name for p in command.params}
+    if "json" in names and "jq" not in names:
+        command.params.append(scripting.jq_option())
+    if path in LISTS and "limit" not in names:
+        command.params.extend(scripting.list_options())
 
 
 class LazyRoot(TyperGroup):
@@ -90,13 +126,24 @@ class LazyRoot(TyperGroup):
 
     def __init__(self, **attrs):
         super().__init__(**attrs)
+        for name, command in self.commands.items():
+            add_scripting_options(command, (name,))
         for module, name, help_text in GROUPS:
             self.commands.setdefault(name, _Unloaded(module, name, help_text))
+        for module, func, name, help_text, hidden in LAZY_COMMANDS:
+            self.commands.setdefault(name, _Unloaded(module, name, help_text, func, hidden))
+        from workspacectl.cli import scripting
+
+        self.params.append(scripting.jq_option())
 
     def get_command(self, ctx, cmd_name: str):
         cmd = self.commands.get(cmd_name)
         if isinstance(cmd, _Unloaded) and not self._listing:
-            cmd = self.commands[cmd_name] = _build_group(cmd.module, cmd_name, cmd.help)
+            if cmd.func:
+                cmd = self.commands[cmd_name] = _build_command(cmd.module, cmd.func, cmd_name, cmd.hidden)
+            else:
+                cmd = self.commands[cmd_name] = _build_group(cmd.module, cmd_name, cmd.help)
+            add_scripting_options(cmd, (cmd_name,))
         return cmd
 
     def format_commands(self, ctx, formatter) -> None:

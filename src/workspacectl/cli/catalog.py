@@ -98,7 +98,7 @@ def search(
     ctx: typer.Context,
     phrase: Annotated[str, typer.Argument(help="What you want to do, e.g. 'send a text message'.")],
     service: Annotated[Optional[str], typer.Option("--service", help="Only this service's operations.")] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="How many results (1-500).")] = 10,
+    limit: Annotated[int, typer.Option("--limit", "-L", min=1, max=500, help="How many results (1-500).")] = 10,
     json: JsonOpt = False,
 ):
     """Find operations by what they do, best match first."""
@@ -173,6 +173,37 @@ def import_(
     def render(b):
         verb = "Imported" if b.get("created") else "Replaced"
         info(f"{verb} {b['service']}: {b['operationCount']} operations, {b['triggerCount']} trigger providers.")
+        print(b["service"])
+
+    emit(ctx, answer, render, json_flag=json)
+
+
+@app.command("oauth-client")
+def oauth_client(
+    ctx: typer.Context,
+    service: Annotated[str, typer.Argument(help="An oauth2 service, e.g. github.")],
+    client_id: Annotated[str, typer.Option("--client-id", help="The OAuth client id the provider issued.")],
+    json: JsonOpt = False,
+):
+    """Set an oauth2 service's OAuth client (owner or admin). The secret is read hidden or from stdin."""
+    import getpass
+    import sys
+
+    if not client_id.strip():
+        raise ApiError("invalid_request", "--client-id is empty; pass the client id the provider issued.")
+    if sys.stdin.isatty():
+        secret = getpass.getpass(f"{service} OAuth client secret (hidden): ")
+    else:
+        text = sys.stdin.read()
+        secret = text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
+    if not secret.strip():
+        raise ApiError("invalid_request", "No client secret given (type it at the prompt or pipe it on stdin); "
+                       "nothing changed.")
+    answer = backend(ctx).request("PUT", f"/v1/admin/catalog/{seg(service, 'SERVICE')}/oauth-client",
+                                  body={"clientId": utf8(client_id.strip(), "--client-id"), "clientSecret": secret})
+
+    def render(b):
+        info(f"Set the OAuth client of {b['service']}; members can now run `wsctl vault connect {b['service']}`.")
         print(b["service"])
 
     emit(ctx, answer, render, json_flag=json)

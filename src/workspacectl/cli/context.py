@@ -190,16 +190,23 @@ def backend(ctx):
     return st._backend
 
 
-def all_pages(ctx, path: str, key: str, query: dict | None = None) -> dict:
+def all_pages(ctx, path: str, key: str, query: dict | None = None, default_limit: int | None = None) -> dict:
     """Every page of a list route, as one body {key: [...], "nextCursor": null}.
 
     A list command shows the whole list: it follows nextCursor rather than stopping at one page.
+    With `--limit N` (cli/scripting.py) it stops after N entries, asking each page for at most the
+    entries still wanted, so the nextCursor answered is exactly where the next run continues.
     """
+    from workspacectl.cli.scripting import page_limit
+
+    cap = page_limit(default_limit)
     query = {**(query or {}), "limit": "500"}
     items: list = []
     while True:
+        if cap is not None:
+            query["limit"] = str(min(500, cap - len(items)))
         body = backend(ctx).request("GET", path, query=query)
         items.extend(body.get(key) or [])
-        if not body.get("nextCursor"):
-            return {key: items, "nextCursor": None}
+        if not body.get("nextCursor") or (cap is not None and len(items) >= cap):
+            return {key: items[:cap] if cap is not None else items, "nextCursor": body.get("nextCursor")}
         query["cursor"] = body["nextCursor"]

@@ -1,10 +1,11 @@
 """`wsctl keys`: personal and platform API keys (the secret is shown once)."""
 from __future__ import annotations
 
-from typing import Annotated, List, Optional
+from typing import Annotated, List, Literal, Optional
 
 import typer
 
+from workspacectl.cli.choices import scope_list
 from workspacectl.cli.context import all_pages, backend
 from workspacectl.cli.output import JsonOpt, emit, info, table
 
@@ -24,8 +25,8 @@ def list_(ctx: typer.Context, json: JsonOpt = False):
 @app.command("create")
 def create(
     ctx: typer.Context,
-    kind: Annotated[str, typer.Option("--kind", help="platform (vault:*, docs:read) or personal (projects/memory/skills/triggers).")],
-    scope: Annotated[List[str], typer.Option("--scope", "-s", help="A scope; repeat for several.")],
+    kind: Annotated[Literal["platform", "personal"], typer.Option("--kind", help="platform (vault:*, docs:read) or personal (projects/memory/skills/triggers).")],
+    scope: Annotated[List[str], typer.Option("--scope", "-s", click_type=scope_list(), help="A scope; repeat or comma-separate for several.")],
     name: Annotated[str, typer.Option("--name", help="A name to recognise the key by.")] = "",
     expires: Annotated[Optional[str], typer.Option("--expires", help="Expiry: an ISO timestamp or a duration such as 30d, 12h.")] = None,
     json: JsonOpt = False,

@@ -29,12 +29,24 @@ def main(argv: list[str] | None = None) -> None:
     from workspacectl.cli.output import visible  # error text may quote a server or another member
     from workspacectl.errors import EXIT_CODES, ApiError, one_line
 
+    from workspacectl.cli import scripting
+    from workspacectl.cli.app import COMMANDS, GROUPS, LAZY_COMMANDS
+
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_requested(argv)
     app = build_app()
     command = __import__("typer").main.get_command(app)
     try:
-        rv = command.main(args=argv, prog_name="wsctl", standalone_mode=False)
+        try:
+            parsed = scripting.take_json_fields(argv, {g[1] for g in GROUPS} | {c[2] for c in COMMANDS + LAZY_COMMANDS})
+            rv = command.main(args=parsed, prog_name="wsctl", standalone_mode=False)
+        except click.exceptions.MissingParameter:
+            if not scripting.FILTERS.consumed:
+                raise
+            # the word after --json was the command's argument, not a field list: parse it as given
+            scripting.reset()
+            command = __import__("typer").main.get_command(build_app())
+            rv = command.main(args=argv, prog_name="wsctl", standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
     except ApiError as e:
         if debug:

@@ -1,7 +1,7 @@
 """`wsctl members`: list, add, and make login codes."""
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -31,7 +31,7 @@ def add(
     ctx: typer.Context,
     email: Annotated[str, typer.Argument(help="The new member's email.")],
     name: Annotated[str, typer.Option("--name", help="Display name.")] = "",
-    role: Annotated[str, typer.Option("--role", help="owner, admin, member or guest.")] = "member",
+    role: Annotated[Literal["owner", "admin", "member", "guest"], typer.Option("--role", help="owner, admin, member or guest.")] = "member",
     json: JsonOpt = False,
 ):
     """Add a member (owner or admin). Then give them a login code with `wsctl members login-code`."""

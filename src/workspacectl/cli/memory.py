@@ -112,7 +112,7 @@ def propose(
     ctx: typer.Context,
     owner: OwnerArg,
     text: Annotated[str, typer.Argument(help="The note; '-' reads it from stdin.", metavar="TEXT")],
-    section: Annotated[Optional[str], typer.Option("--section", "-s", metavar="SECTION", help="Guide section to fold it under (default Notes).")] = None,
+    section: Annotated[Optional[str], typer.Option("--section", metavar="SECTION", help="Guide section to fold it under (default Notes).")] = None,
     file: Annotated[Optional[str], typer.Option("--file", metavar="LOCAL_FILE", help="A local text file to add as a reference file.")] = None,
     file_path: Annotated[Optional[str], typer.Option("--file-path", metavar="PATH", help="Path of --file inside memory (default: its name).")] = None,
     json: JsonOpt = False,

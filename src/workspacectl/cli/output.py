@@ -68,7 +68,25 @@ def is_tty() -> bool:
     return sys.stdout.isatty()
 
 
-def print_json(body: Any) -> None:
+def print_json(body: Any, filtered: bool = True) -> None:
+    """The body as JSON; `--json FIELDS` and `--jq EXPR` apply unless filtered=False (an error body)."""
+    if filtered:
+        from workspacectl.cli import scripting
+
+        if scripting.active():
+            is_jq, body = scripting.apply(body)
+            if is_jq:
+                for value in body:  # each result on its own line, strings raw (as `gh --jq`)
+                    _write_json(value, raw_string=True)
+                return
+    _write_json(body)
+
+
+def _write_json(body: Any, raw_string: bool = False) -> None:
+    if raw_string and isinstance(body, str):
+        # raw for a pipe (scripts read the value); a terminal sees control characters escaped
+        sys.stdout.write((visible(body, multiline=True) if is_tty() else body) + "\n")
+        return
     text = json.dumps(body, indent=2, ensure_ascii=False)
     sys.stdout.write(_JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
 
@@ -76,7 +94,9 @@ def print_json(body: Any) -> None:
 def emit(ctx: typer.Context, body: Any, render: Callable[[Any], None] | None = None, json_flag: bool = False) -> None:
     from workspacectl.cli.context import state
 
-    if json_flag or state(ctx).json or render is None:
+    from workspacectl.cli import scripting
+
+    if json_flag or state(ctx).json or render is None or scripting.active():
         if body is not None:
             print_json(body)
         return

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Literal, Optional
 from urllib.parse import quote
 
 import typer
 
+from workspacectl.cli import choices
 from workspacectl.cli.context import all_pages, backend
 from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, fields, info, table
 from workspacectl.cli.skill_publish import skill_path
@@ -19,7 +20,7 @@ from workspacectl.errors import ApiError
 
 app = typer.Typer(no_args_is_help=True)
 
-IdArg = Annotated[str, typer.Argument(metavar="ID", help="Skill id (skl_…) or name.")]
+IdArg = Annotated[str, typer.Argument(metavar="ID", click_type=choices.skill(), help="Skill id (skl_…) or name.")]
 BaseOpt = Annotated[Optional[int], typer.Option("--base-version", help="Fail with a conflict unless this is "
                                                                        "the live version.")]
 COLUMNS = [("id", "ID"), ("name", "NAME"), ("status", "STATUS"), ("version", "VERSION"), ("enabled", "ENABLED"),
@@ -42,7 +43,7 @@ def show_published(b: dict) -> None:
 @app.command("list")
 def list_(
     ctx: typer.Context,
-    status: Annotated[Optional[str], typer.Option("--status", help="draft, published, archived or all "
+    status: Annotated[Optional[Literal["draft", "published", "archived", "all"]], typer.Option("--status", help="draft, published, archived or all "
                                                                    "(default: draft and published).")] = None,
     json: JsonOpt = False,
 ):

@@ -5,18 +5,19 @@ you can see. `memory` lives in specialist_memory.py, `files` in specialist_files
 """
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, Literal, Optional
 from urllib.parse import quote
 
 import typer
 
+from workspacectl.cli import choices
 from workspacectl.cli.context import all_pages, backend
 from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, fields, info, table
 from workspacectl.errors import ApiError
 
 app = typer.Typer(help="Specialists (projects): workflows, apps, skills and files.", no_args_is_help=True)
 
-SpecArg = Annotated[str, typer.Argument(metavar="ID", help="Specialist id (proj_…) or its exact name.")]
+SpecArg = Annotated[str, typer.Argument(metavar="ID", click_type=choices.specialist(), help="Specialist id (proj_…) or its exact name.")]
 LIST_COLUMNS = [("id", "ID"), ("name", "NAME"), ("role", "ROLE"), ("shared", "SHARED"), ("workflows", "WORKFLOWS"),
                 ("apps", "APPS"), ("skills", "SKILLS"), ("files", "FILES")]
 RESOURCE_COLUMNS = [("id", "ID"), ("type", "TYPE"), ("name", "NAME"), ("lastUsedAt", "LAST USED")]
@@ -127,7 +128,9 @@ def delete(ctx: typer.Context, ref: SpecArg,
 @app.command("connections")
 def connections(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False):
     """List the credentials the specialist's workflows and apps are wired to (no secrets)."""
-    body = backend(ctx).request("GET", project_path(ctx, ref, "/connections"))
+    from workspacectl.cli.scripting import cap_items
+
+    body = cap_items(backend(ctx).request("GET", project_path(ctx, ref, "/connections")), "connections")
 
     def render(b):
         rows = [{**c, "usedBy": [u["id"] for u in c["usedBy"]]} for c in b["connections"]]
@@ -139,7 +142,7 @@ def connections(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False):
 @app.command("pin")
 def pin(ctx: typer.Context,
         resource: Annotated[str, typer.Argument(metavar="RESOURCE", help="Workflow, app or skill: its id (wf_…, skl_…) or its name.")],
-        into: Annotated[Optional[str], typer.Option("--into", help="The specialist to move it into (id or name).")] = None,
+        into: Annotated[Optional[str], typer.Option("--into", click_type=choices.specialist(), help="The specialist to move it into (id or name).")] = None,
         unpin: Annotated[bool, typer.Option("--unpin", help="Return it to its creator instead.")] = False,
         json: JsonOpt = False):
     """Move a workflow, app or skill into a specialist (it leaves any other one)."""
@@ -153,7 +156,7 @@ def pin(ctx: typer.Context,
 
 @app.command("grant")
 def grant(ctx: typer.Context, ref: SpecArg,
-          role: Annotated[str, typer.Option("--role", help="editor, viewer, or none to remove the grant.")],
+          role: Annotated[Literal["editor", "viewer", "none"], typer.Option("--role", help="editor, viewer, or none to remove the grant.")],
           member: Annotated[Optional[str], typer.Option("--member", "-m", help="Member id or email.")] = None,
           workspace: Annotated[bool, typer.Option("--workspace", help="Grant the whole workspace.")] = False,
           json: JsonOpt = False):

@@ -14,6 +14,7 @@ from urllib.parse import quote
 import typer
 
 from workspacectl.cli.config import atomic_output
+from workspacectl.cli import choices
 from workspacectl.cli.context import all_pages, backend, state
 from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, info, progress_bar, table
 from workspacectl.errors import ApiError
@@ -22,7 +23,7 @@ app = typer.Typer(no_args_is_help=True, help="A specialist's shared files: list,
 bundle_app = typer.Typer(no_args_is_help=True, help="Download or upload all files as one tar.gz.")
 app.add_typer(bundle_app, name="bundle")
 
-IdArg = Annotated[str, typer.Argument(metavar="ID", help="Specialist id (proj_…) or its exact name.")]
+IdArg = Annotated[str, typer.Argument(metavar="ID", click_type=choices.specialist(), help="Specialist id (proj_…) or its exact name.")]
 COLUMNS = [("path", "PATH"), ("size", "SIZE"), ("sha256", "SHA256"), ("updatedAt", "UPDATED")]
 
 

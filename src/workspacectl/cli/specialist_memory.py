@@ -11,13 +11,14 @@ from typing import Annotated, Optional
 
 import typer
 
+from workspacectl.cli import choices
 from workspacectl.cli.context import backend
 from workspacectl.cli.output import JsonOpt, emit, info
 from workspacectl.errors import ApiError
 
 app = typer.Typer(help="The specialist's own memory document, written by version.", no_args_is_help=True)
 
-SpecArg = Annotated[str, typer.Argument(metavar="ID", help="Specialist id (proj_…) or its exact name.")]
+SpecArg = Annotated[str, typer.Argument(metavar="ID", click_type=choices.specialist(), help="Specialist id (proj_…) or its exact name.")]
 
 
 def _path(ctx, ref: str, suffix: str = "") -> str:

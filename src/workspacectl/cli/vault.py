@@ -6,12 +6,14 @@ by `token`, `env` and inside `run`'s child; every other command shows names, nev
 from __future__ import annotations
 
 import sys
-from typing import Annotated, List, Optional
+from pathlib import Path
+from typing import Annotated, List, Literal, Optional
 from urllib.parse import quote
 
 import typer
 from typer.core import TyperCommand
 
+from workspacectl.cli import choices
 from workspacectl.cli.context import all_pages, backend
 from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, fields, info, print_json, table
 from workspacectl.errors import ApiError
@@ -23,7 +25,7 @@ LIST_COLUMNS = [("id", "ID"), ("service", "SERVICE"), ("name", "NAME"), ("access
 LOG_COLUMNS = [("at", "AT"), ("membershipId", "MEMBER"), ("keyId", "KEY"), ("reason", "REASON"), ("fields", "FIELDS"),
                ("outcome", "OUTCOME")]
 
-IdArg = Annotated[str, typer.Argument(metavar="ID", help="Credential id (cred_…).")]
+IdArg = Annotated[str, typer.Argument(metavar="ID", click_type=choices.credential(), help="Credential id (cred_…).")]
 ReasonOpt = Annotated[str, typer.Option("--reason", "-r", help="Why you need the secret (1-500 characters); "
                                         "recorded in the credential's access log.")]
 
@@ -97,15 +99,14 @@ def render_detail(b: dict) -> None:
 def log(
     ctx: typer.Context,
     cred_id: IdArg,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=500, help="How many entries, newest first.")] = 100,
     cursor: Annotated[Optional[str], typer.Option("--cursor", help="Continue from a previous page's nextCursor.")] = None,
     json: JsonOpt = False,
 ):
-    """Show who was issued this credential's secrets, when and why (owner only)."""
-    query = {"limit": str(limit)}
-    if cursor:
-        query["cursor"] = cursor
-    body = backend(ctx).request("GET", cred_path(cred_id, "/access-log"), query=query)
+    """Show who was issued this credential's secrets, when and why (owner only).
+
+    The newest 100 entries unless --limit N or --all says otherwise."""
+    body = all_pages(ctx, cred_path(cred_id, "/access-log"), "entries", {"cursor": cursor} if cursor else None,
+                     default_limit=100)
 
     def render(b):
         table(b.get("entries") or [], LOG_COLUMNS, "No token has been requested for this credential.")
@@ -122,7 +123,7 @@ def token(
     ctx: typer.Context,
     cred_id: IdArg,
     reason: ReasonOpt,
-    format: Annotated[str, typer.Option("--format", "-f", help="json (the token body), value (just the secret), "
+    format: Annotated[Literal["json", "value", "env"], typer.Option("--format", help="json (the token body), value (just the secret), "
                                         "env (VAR='value' lines, as dotenv writes them).")] = "json",
     json: JsonOpt = False,
 ):
@@ -172,9 +173,9 @@ def issue_env(ctx, cred_ids: list[str], reason: str, form: str) -> tuple[dict[st
 @app.command("env")
 def env(
     ctx: typer.Context,
-    cred_ids: Annotated[List[str], typer.Argument(metavar="ID...", help="One or more credential ids.")],
+    cred_ids: Annotated[List[str], typer.Argument(metavar="ID...", click_type=choices.credential(), help="One or more credential ids.")],
     reason: ReasonOpt,
-    format: Annotated[str, typer.Option("--format", "-f", help="export (for eval), dotenv, or json.")] = "export",
+    format: Annotated[Literal["export", "dotenv", "json"], typer.Option("--format", help="export (for eval), dotenv, or json.")] = "export",
     json: JsonOpt = False,
 ):
     """Print the credentials' environment variables: eval "$(wsctl vault env ID --reason R)"."""
@@ -184,7 +185,40 @@ def env(
     if fmt not in vault_env.FORMATTERS:
         raise ApiError("invalid_request", "--format must be export, dotenv or json.")
     variables, _ = issue_env(ctx, list(dict.fromkeys(cred_ids)), reason, vault_env.REQUEST_FORMS[fmt])
+    from workspacectl.cli import scripting
+
+    if fmt == "json" and scripting.active():  # --json FIELDS or --jq: the same JSON, filtered
+        print_json(variables)
+        return
     sys.stdout.write(vault_env.FORMATTERS[fmt](variables))
+
+
+@app.command("inject")
+def inject(
+    ctx: typer.Context,
+    reason: ReasonOpt,
+    in_file: Annotated[Optional[str], typer.Option("--in-file", "-i", metavar="TEMPLATE", help="The template "
+                                                   "(default: stdin).")] = None,
+    out_file: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", dir_okay=False,
+                                                     help="Write here, mode 0600 (default: stdout).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace FILE if it exists.")] = False,
+):
+    """Fill {{ wsctl://CREDENTIAL/FIELD }} references in a template with issued secrets, as `op inject`.
+
+    Each credential's token is issued once with the reason and logged; every one is tried as a dry
+    run first, so a refusal issues nothing. The file is written 0600 by a temporary file and a rename."""
+    from workspacectl.cli import vault_inject
+
+    text = vault_inject.read_template(in_file)
+    vault_inject.references(text)  # a malformed reference before anything else
+    if out_file is not None:
+        vault_inject.check_output(out_file, force)
+    filled = vault_inject.fill(ctx, text, reason)
+    if out_file is None:
+        sys.stdout.write(filled)
+    else:
+        vault_inject.write_private(out_file, filled)
+        info(f"Wrote {out_file} (mode 0600).")
 
 
 class RunCommand(TyperCommand):
@@ -198,14 +232,17 @@ class RunCommand(TyperCommand):
 @app.command("run", cls=RunCommand)
 def run(
     ctx: typer.Context,
-    words: Annotated[List[str], typer.Argument(metavar="ID -- CMD", help="Credential ids, then -- and the "
+    words: Annotated[List[str], typer.Argument(metavar="ID -- CMD", click_type=choices.credential(), help="Credential ids, then -- and the "
                                                "command to run (no shell unless you run one).")],
     reason: ReasonOpt,
-    no_masking: Annotated[bool, typer.Option("--no-masking", help="Do not mask secret values in the output.")] = False,
+    no_masking: Annotated[bool, typer.Option("--no-masking", help="Do not mask secret values in the output: the "
+                                             "command writes straight to wsctl's stdout and stderr.")] = False,
 ):
     """Run CMD with the credentials' env vars set; secrets in its output are masked as ***.
 
-    The command's exit code is passed through, and SIGINT, SIGTERM and SIGHUP are forwarded.
+    The command's exit code is passed through, and SIGINT, SIGTERM and SIGHUP are forwarded. On a
+    terminal it still writes to a terminal (a pty), so it colours and line-buffers as usual. It never
+    outlives wsctl: if wsctl dies, even by SIGKILL, the command is killed too.
     """
     from workspacectl.cli import vault_run
 
@@ -341,7 +378,7 @@ def delete(
 def share(
     ctx: typer.Context,
     cred_id: IdArg,
-    role: Annotated[str, typer.Option("--role", help="user (may request tokens), viewer (sees it), none (removes).")],
+    role: Annotated[Literal["user", "viewer", "none"], typer.Option("--role", help="user (may request tokens), viewer (sees it), none (removes).")],
     member: Annotated[Optional[str], typer.Option("--member", help="Member id or email.")] = None,
     workspace: Annotated[bool, typer.Option("--workspace", help="Share with the whole workspace.")] = False,
     json: JsonOpt = False,

@@ -8,6 +8,16 @@
 - Masking: the child's stdout and stderr are pipes read by two threads; every occurrence of a
   secret value becomes ``***``. A chunk that ends with the start of a secret keeps that start back
   until the next chunk decides it, so a secret split across writes or reads is still masked.
+- The terminal is kept: with masking on, each of stdout and stderr that is a terminal for wsctl
+  is a pseudo-terminal for the child (its own pty, so the two streams stay apart), sized like
+  ours and resized with it; the child line-buffers and colours as it would on the terminal.
+  stdin is the child's as it is ours. The pty passes bytes as written (no CR added).
+- The child never outlives wsctl: on Linux it is started with PR_SET_PDEATHSIG (SIGKILL when
+  wsctl dies, even by SIGKILL), and everywhere a watchdog process forked from wsctl holds the
+  read end of a pipe whose write end only wsctl holds: when wsctl goes without saying the child
+  finished, the pipe reads end-of-file and the watchdog kills the child (the fallback where
+  PDEATHSIG does not exist or is dropped, as on exec of a setuid program). Only the child itself
+  is killed: processes it started in the background are its own to stop.
 """
 from __future__ import annotations
 
@@ -16,6 +26,8 @@ import signal
 import subprocess
 import sys
 import threading
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 MASK = b"***"
 FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP")
@@ -101,23 +113,155 @@ def _terminal_foreground() -> bool:
     return False
 
 
+def _death_signal_setter():
+    """A function for the child's pre-exec: die with wsctl (Linux prctl), or None elsewhere.
+    libc is loaded here, before the fork; the child only calls into it."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec():
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # wsctl died between the fork and the prctl
+            os._exit(1)
+
+    return preexec
+
+
+DONE = b"d"  # what wsctl writes to the watchdog once it has reaped the child itself
+
+
+def start_watchdog(child_pid: int) -> int:
+    """Fork a watchdog that kills child_pid when wsctl goes away without writing DONE. Answers
+    the pipe's write end (wsctl's alone; close it after writing DONE)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the watchdog: no Python cleanup, no buffered output, only the pipe
+        try:
+            for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP, signal.SIGTSTP,
+                        signal.SIGTTIN, signal.SIGTTOU, signal.SIGPIPE):
+                signal.signal(sig, signal.SIG_IGN)
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            os.closerange(3, r)
+            os.closerange(r + 1, 65536)
+            said = b""
+            while True:
+                try:
+                    chunk = os.read(r, 16)
+                except InterruptedError:
+                    continue
+                if not chunk:
+                    break
+                said += chunk
+            if DONE not in said:
+                try:
+                    os.kill(child_pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        finally:
+            os._exit(0)
+    os.close(r)
+    os.set_inheritable(w, False)
+    # reap the watchdog without waiting on it (it exits once our end of the pipe closes)
+    threading.Thread(target=_reap, args=(pid,), daemon=True).start()
+    return w
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+def _open_pty(like) -> tuple[int, int] | None:
+    """(master, slave) of a new pty sized like the terminal `like`, output passed as written."""
+    try:
+        import pty
+        import termios
+
+        master, slave = pty.openpty()
+    except (ImportError, OSError):
+        return None
+    try:
+        attrs = termios.tcgetattr(slave)
+        attrs[1] &= ~termios.OPOST  # no \n -> \r\n: the bytes reach our terminal as the child wrote them
+        termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    except (OSError, termios.error):
+        pass
+    _copy_size(like, master)
+    os.set_inheritable(master, False)
+    return master, slave
+
+
+def _copy_size(src, dst_fd: int) -> None:
+    try:
+        import fcntl
+        import termios
+
+        size = fcntl.ioctl(src.fileno(), termios.TIOCGWINSZ, b"\0" * 8)
+        fcntl.ioctl(dst_fd, termios.TIOCSWINSZ, size)
+    except (OSError, ValueError, ImportError):
+        pass
+
+
+def _is_tty(stream) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (ValueError, OSError):
+        return False
+
+
 def run_command(argv: list[str], env: dict[str, str], secrets: list[str], masking: bool = True) -> int:
     """Run argv with env (our environment plus the injected variables); answers the exit code."""
     child_env = {**os.environ, **env}
-    pipe = subprocess.PIPE if masking else None
     sys.stdout.flush()
     sys.stderr.flush()
+    # per stream: (what the child writes to, what we read, where it goes)
+    streams = []
+    ptys = []
+    for ours in (sys.stdout, sys.stderr):
+        if not masking:
+            streams.append((None, None, None))
+            continue
+        made = _open_pty(ours) if _is_tty(ours) else None
+        if made:
+            ptys.append((ours, made[0]))
+            streams.append((made[1], made[0], ours.buffer))
+        else:
+            r, w = os.pipe()
+            os.set_inheritable(r, False)
+            streams.append((w, r, ours.buffer))
+    child_ends = [s[0] for s in streams]
     try:
-        proc = subprocess.Popen(argv, env=child_env, stdout=pipe, stderr=pipe, close_fds=True)
-    except FileNotFoundError:
-        print(f"error: command not found: {argv[0]}", file=sys.stderr)
-        return 127
-    except PermissionError:
-        print(f"error: permission denied: {argv[0]}", file=sys.stderr)
-        return 126
-    except OSError as e:
+        proc = subprocess.Popen(argv, env=child_env, stdout=child_ends[0], stderr=child_ends[1], close_fds=True,
+                                preexec_fn=_death_signal_setter())
+    except (FileNotFoundError, PermissionError, OSError) as e:
+        for child_end, ours_end, _ in streams:
+            for fd in (child_end, ours_end):
+                if fd is not None:
+                    os.close(fd)
+        if isinstance(e, FileNotFoundError):
+            print(f"error: command not found: {argv[0]}", file=sys.stderr)
+            return 127
+        if isinstance(e, PermissionError):
+            print(f"error: permission denied: {argv[0]}", file=sys.stderr)
+            return 126
         print(f"error: could not run {argv[0]}: {e.strerror or e}", file=sys.stderr)
         return 126
+    for fd in child_ends:
+        if fd is not None:
+            os.close(fd)  # the child holds them now; the pty reads EIO / the pipe EOF once it is done
+    watchdog = start_watchdog(proc.pid) if hasattr(os, "fork") else None
 
     def forward(signum, _frame):
         if signum == signal.SIGINT and _terminal_foreground():
@@ -127,23 +271,36 @@ def run_command(argv: list[str], env: dict[str, str], secrets: list[str], maskin
         except ProcessLookupError:
             pass
 
+    def resize(_signum, _frame):
+        for ours, master in ptys:
+            _copy_size(ours, master)
+
     previous = {}
     for name in FORWARDED:
         sig = getattr(signal, name, None)
         if sig is not None:
             previous[sig] = signal.signal(sig, forward)
+    if ptys and hasattr(signal, "SIGWINCH"):
+        previous[signal.SIGWINCH] = signal.signal(signal.SIGWINCH, resize)
     threads = []
     try:
-        if masking:
-            for src, dst in ((proc.stdout, sys.stdout.buffer), (proc.stderr, sys.stderr.buffer)):
-                t = threading.Thread(target=_pump, args=(os.dup(src.fileno()), dst, Masker(secrets)), daemon=True)
-                src.close()
-                t.start()
-                threads.append(t)
+        for _, ours_end, dst in streams:
+            if ours_end is None:
+                continue
+            t = threading.Thread(target=_pump, args=(ours_end, dst, Masker(secrets)), daemon=True)
+            t.start()
+            threads.append(t)
         code = proc.wait()
+        if watchdog is not None:
+            try:
+                os.write(watchdog, DONE)
+            except OSError:
+                pass
         for t in threads:
             t.join()
     finally:
+        if watchdog is not None:
+            os.close(watchdog)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 128 - code if code < 0 else code

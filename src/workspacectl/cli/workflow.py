@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json as jsonlib
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated, List, Literal, Optional
 from urllib.parse import quote
 
 import typer
@@ -65,7 +65,7 @@ def import_(ctx: typer.Context,
 
 @app.command("list")
 def list_(ctx: typer.Context,
-          kind: Annotated[Optional[str], typer.Option("--kind", help="workflow or app.")] = None,
+          kind: Annotated[Optional[Literal["workflow", "app"]], typer.Option("--kind", help="workflow or app.")] = None,
           specialist: Annotated[Optional[str], typer.Option("--specialist", help="Only those in this specialist.")] = None,
           json: JsonOpt = False):
     """List the workflows and apps you made or can reach through a specialist."""

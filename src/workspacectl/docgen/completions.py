@@ -1,7 +1,9 @@
 """Static bash, zsh and fish completion scripts made from the command tree.
 
 The scripts hold the whole tree (command names, options, which options take a value, choices,
-file and folder arguments), so completing never starts Python. Each script finds the command
+file and folder arguments), so completing those never starts Python. Ids and names of credentials,
+specialists and skills come from the workspace: the script runs `wsctl complete-values KIND
+PREFIX` (cli/completion.py: at most one page, gives up after two seconds, never makes a workspace). Each script finds the command
 path typed so far by skipping options and their values, then offers what fits there.
 """
 from __future__ import annotations
@@ -41,21 +43,27 @@ def bash(tree: Node) -> str:
         dirs = " ".join(n for o in node.options if o.path_kind == "dir" for n in o.names)
         arg_kind = next((a.path_kind for a in node.arguments if a.path_kind), "")
         arg_choices = " ".join(c for a in node.arguments for c in a.choices)
+        arg_values = " ".join(a.values or "-" for a in node.arguments) if any(a.values for a in node.arguments) else ""
+        arg_multi = "1" if node.arguments and node.arguments[-1].multiple else ""
         spec.append(f"        {_sh(key)})\n"
                     f"            cmds={_sh(cmds)} opts={_sh(opts)} argopts={_sh(argopts)}\n"
                     f"            fileopts={_sh(files)} diropts={_sh(dirs)} args={_sh(arg_kind)}"
-                    f" argchoices={_sh(arg_choices)} ;;")
+                    f" argchoices={_sh(arg_choices)}\n"
+                    f"            argvalues={_sh(arg_values)} argmulti={_sh(arg_multi)} ;;")
         for o in node.options:
             if o.choices:
                 for n in o.names:
                     values.append(f"        {_sh(key + '|' + n)}) printf '%s\\n' {' '.join(_sh(c) for c in o.choices)} ;;")
+            elif o.values:
+                for n in o.names:
+                    values.append(f"        {_sh(key + '|' + n)}) printf '%s\\n' {_sh('@' + o.values)} ;;")
     values_body = "\n".join(values) or "        *) ;;"
     return f"""# bash completion for wsctl. {HEADER}
 # Use: `source completions/wsctl.bash`, or copy it to
 # ~/.local/share/bash-completion/completions/wsctl (or /usr/share/bash-completion/completions/wsctl).
 
 _wsctl_spec() {{
-    cmds='' opts='' argopts='' fileopts='' diropts='' args='' argchoices=''
+    cmds='' opts='' argopts='' fileopts='' diropts='' args='' argchoices='' argvalues='' argmulti=''
     case "$1" in
 {chr(10).join(spec)}
     esac
@@ -72,11 +80,24 @@ _wsctl_has() {{
     return 1
 }}
 
+_wsctl_dynamic() {{
+    # ids and names of KIND ($1) starting with $2, from the workspace (names with spaces left out)
+    local value rest
+    local -a prof=()
+    [[ -n $profile ]] && prof=(--profile "$profile")
+    COMPREPLY=()
+    while IFS=$'\t' read -r value rest; do
+        [[ -n $value && $value != *[[:space:]]* ]] && COMPREPLY+=("$value")
+    done < <("${{COMP_WORDS[0]}}" "${{prof[@]}}" complete-values "$1" "$2" 2>/dev/null)
+}}
+
 _wsctl_complete_value() {{
     # $1: the option whose value is being completed, $2: what is typed so far
     local choices
     choices=$(_wsctl_values "$path|$1")
-    if [[ -n $choices ]]; then
+    if [[ $choices == @* ]]; then
+        _wsctl_dynamic "${{choices#@}}" "$2"
+    elif [[ -n $choices ]]; then
         local IFS=$'\\n'
         COMPREPLY=($(compgen -W "$choices" -- "$2"))
     elif _wsctl_has "$diropts" "$1"; then
@@ -90,7 +111,8 @@ _wsctl_complete_value() {{
 
 _wsctl() {{
     local cur=${{COMP_WORDS[COMP_CWORD]}}
-    local path='' i=1 w cmds opts argopts fileopts diropts args argchoices
+    local path='' i=1 w cmds opts argopts fileopts diropts args argchoices argvalues argmulti
+    local profile='' npos=0
     COMPREPLY=()
     _wsctl_spec ''
     while (( i < COMP_CWORD )); do
@@ -107,11 +129,14 @@ _wsctl() {{
                 (( i += 2 ))
             elif [[ $w != *=* ]] && _wsctl_has "$argopts" "$w"; then
                 if (( i + 1 == COMP_CWORD )); then _wsctl_complete_value "$w" "$cur"; return 0; fi
+                [[ $w == -p || $w == --profile ]] && profile=${{COMP_WORDS[i+1]}}
                 (( i += 1 ))
             fi
         elif _wsctl_has "$cmds" "$w"; then
             path=${{path:+$path }}$w
             _wsctl_spec "$path"
+        else
+            (( npos += 1 ))
         fi
         (( i += 1 ))
     done
@@ -121,6 +146,11 @@ _wsctl() {{
         COMPREPLY=($(compgen -W "$cmds" -- "$cur"))
     elif [[ -n $argchoices ]]; then
         COMPREPLY=($(compgen -W "$argchoices" -- "$cur"))
+    elif [[ -n $argvalues ]]; then
+        local -a kinds=($argvalues)
+        local kind=${{kinds[npos]}}
+        [[ -z $kind && -n $argmulti ]] && kind=${{kinds[${{#kinds[@]}}-1]}}
+        [[ -n $kind && $kind != - ]] && _wsctl_dynamic "$kind" "$cur"
     elif [[ $args == dir ]]; then
         compopt -o filenames 2>/dev/null
         COMPREPLY=($(compgen -d -- "$cur"))
@@ -143,6 +173,8 @@ def _zsh_desc(text: str) -> str:
 
 
 def _zsh_action(p: Param) -> str:
+    if p.values:
+        return f"_wsctl_dynamic {p.values}"
     if p.choices:
         return "(" + " ".join("".join("\\" + ch if ch in " ()\\:'\"$`" else ch for ch in c) for c in p.choices) + ")"
     if p.path_kind == "dir":
@@ -172,7 +204,16 @@ def _zsh_fn(node: Node) -> str:
 
 def zsh(tree: Node) -> str:
     out = [f"#compdef wsctl\n# zsh completion for wsctl. {HEADER}\n"
-           "# Use: put this file, named _wsctl, in a folder on $fpath, then run compinit.\n"]
+           "# Use: put this file, named _wsctl, in a folder on $fpath, then run compinit.\n",
+           "# ids and names of KIND ($1) from the workspace, each with what it is\n"
+           "_wsctl_dynamic() {\n"
+           "    local -a items\n"
+           "    local line\n"
+           "    for line in \"${(@f)$(${words[1]} complete-values $1 \"$PREFIX\" 2>/dev/null)}\"; do\n"
+           "        [[ -n $line ]] && items+=(\"${${line%%$'\\t'*}//:/\\:}:${line#*$'\\t'}\")\n"
+           "    done\n"
+           "    _describe -t values $1 items\n"
+           "}\n"]
     for node in tree.walk():
         specs = _zsh_param_specs(node)
         fn = _zsh_fn(node)
@@ -235,7 +276,9 @@ def fish(tree: Node) -> str:
                     parts.append(f"-o {_fish_quote(n[1:])}")
             if o.takes_value:
                 parts.append("-r")
-                if o.choices:
+                if o.values:
+                    parts.append(f"-f -a '(__wsctl_dynamic {o.values})'")
+                elif o.choices:
                     parts.append("-f -a " + _fish_quote(" ".join(o.choices)))
                 elif o.path_kind == "dir":
                     parts.append("-f -a '(__fish_complete_directories)'")
@@ -246,7 +289,9 @@ def fish(tree: Node) -> str:
             parts.append(f"-d {_fish_quote(summary(o.help))}")
             lines.append(" ".join(parts))
         for a in node.arguments:
-            if a.choices:
+            if a.values:
+                lines.append(f"complete -c wsctl -n {_fish_quote(cond)} -f -a '(__wsctl_dynamic {a.values})'")
+            elif a.choices:
                 lines.append(f"complete -c wsctl -n {_fish_quote(cond)} -f -a {_fish_quote(' '.join(a.choices))}")
             elif a.path_kind == "dir":
                 lines.append(f"complete -c wsctl -n {_fish_quote(cond)} -f -a '(__fish_complete_directories)'")
@@ -298,6 +343,11 @@ end
 function __wsctl_at
     set -l path (__wsctl_path)
     test "$path" = "$argv[1]"
+end
+
+# ids and names of a kind from the workspace (`wsctl complete-values`), each with what it is
+function __wsctl_dynamic
+    wsctl complete-values $argv[1] (commandline -ct) 2>/dev/null
 end
 
 complete -c wsctl -f

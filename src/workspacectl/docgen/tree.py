@@ -24,6 +24,7 @@ class Param:
     required: bool = False
     default: str | None = None       # shown as the default, already a string
     value_range: str | None = None   # "1 to 500", "at least 1"
+    values: str | None = None        # "credential", "specialist", "skill": completed from the workspace
 
     @property
     def is_option(self) -> bool:
@@ -105,14 +106,20 @@ def _option(p) -> Param:
     return Param(names=names, metavar=metavar, help=clean_help(getattr(p, "help", None) or ""),
                  takes_value=not flag, choices=_choices(p), path_kind=_path_kind(p),
                  multiple=bool(p.multiple), required=bool(p.required), default=default,
-                 value_range=_range(p))
+                 value_range=_range(p), values=_values(p))
 
 
 def _argument(p) -> Param:
     metavar = p.metavar or p.name.upper()
     return Param(names=[], metavar=metavar, help=clean_help(getattr(p, "help", None) or ""), takes_value=True,
                  choices=_choices(p), path_kind=_path_kind(p), multiple=p.nargs == -1 or p.nargs > 1,
-                 required=bool(p.required))
+                 required=bool(p.required), values=_values(p))
+
+
+def _values(p) -> str | None:
+    """The kind of workspace object a parameter names (cli/choices.Ref), completed at run time."""
+    kind = getattr(getattr(p, "type", None), "kind", None)
+    return kind if isinstance(kind, str) else None
 
 
 def _choices(p) -> list[str]:

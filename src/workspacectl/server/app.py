@@ -190,6 +190,9 @@ def create_app(engine: Engine, public_url: str | None = None) -> FastAPI:
     from workspacectl.server import skill_transfer_pages
 
     skill_transfer_pages.mount(app, engine)
+    from workspacectl.server import docs_page
+
+    docs_page.mount(app)
     return app
 
 

@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 
 from workspacectl.engine.vault import connections as engine_connections
 from workspacectl.errors import ApiError
-from workspacectl.server.web import COOKIE, error_page, page, web_caller
+from workspacectl.server.web import COOKIE, error_page, page, web_caller, who_header
 
 MAX_FORM_BYTES = 64 * 1024
 CSRF_FIELD = "csrf"
@@ -49,37 +49,56 @@ def _label(name: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def _hint(name: str, secret: bool) -> str:
+    if secret:
+        return "Stored encrypted in the vault; never shown again."
+    if name.lower().endswith("url"):
+        return "The address of your account, e.g. https://yourcompany.example."
+    return "Shown in the credential's details; not secret."
+
+
 def form_page(token: str, form: engine_connections.LinkForm, csrf: str, error: str | None = None,
-              values: dict | None = None, status: int = 200) -> HTMLResponse:
+              values: dict | None = None, status: int = 200, header: str = "") -> HTMLResponse:
     values = values or {}
     rows = []
-    for name in form.secret_fields:
-        rows.append(f'<label for="f-{html.escape(name)}">{html.escape(_label(name))}</label>'
-                    f'<input id="f-{html.escape(name)}" name="{html.escape(name)}" type="password" '
-                    f'autocomplete="off" required>')
-    for name in form.fields:
-        value = values.get(name) if isinstance(values.get(name), str) else ""
-        rows.append(f'<label for="f-{html.escape(name)}">{html.escape(_label(name))}</label>'
-                    f'<input id="f-{html.escape(name)}" name="{html.escape(name)}" type="text" '
-                    f'autocomplete="off" value="{html.escape(value)}" required>')
+    first = True
+    for name, secret in [(n, True) for n in form.secret_fields] + [(n, False) for n in form.fields]:
+        fid = f"f-{html.escape(name)}"
+        value = "" if secret or not isinstance(values.get(name), str) else values[name]
+        kind = "password" if secret else "text"
+        rows.append(f'<label for="{fid}">{html.escape(_label(name))}</label>'
+                    f'<input id="{fid}" name="{html.escape(name)}" type="{kind}" autocomplete="off" '
+                    f'aria-describedby="{fid}-hint" value="{html.escape(value)}" required'
+                    f'{" autofocus" if first else ""}>'
+                    f'<p class="hint" id="{fid}-hint">{html.escape(_hint(name, secret))}</p>')
+        first = False
     err = f'<p class="err" role="alert">{html.escape(error)}</p>' if error else ""
     action = f"/connect/{urllib.parse.quote(token, safe='')}"
-    body = (f"<p>Enter the credentials for <strong>{html.escape(form.service_name)}</strong>. "
+    desc = f'<p class="desc">{html.escape(form.description)}</p>' if form.description else ""
+    help_link = (f'<p class="help">Where to find the key: <a href="{html.escape(form.docs_url)}" target="_blank" '
+                 f'rel="noopener noreferrer">{html.escape(form.service_name)} documentation</a></p>'
+                 if form.docs_url else "")
+    body = (f'{desc}{help_link}<p>Enter the credentials for <strong class="service">'
+            f'{html.escape(form.service_name)}</strong>. '
             "They are stored encrypted in the workspace vault and never shown again.</p>"
             f'{err}<form method="post" action="{html.escape(action)}" autocomplete="off">'
             f'<input type="hidden" name="{CSRF_FIELD}" value="{html.escape(csrf)}">'
             f'{"".join(rows)}<button type="submit">Connect</button></form>')
-    resp = _secure(page(f"Connect {form.service_name}", body, status))
+    resp = _secure(page(f"Connect {form.service_name}", body, status, header))
     # Not no-referrer here: under no-referrer a browser posts this very form with `Origin: null`,
     # which _same_origin must refuse. same-origin still sends no Referer (the link) off-site.
     resp.headers["Referrer-Policy"] = "same-origin"
     return resp
 
 
-def connected_page(view: dict) -> HTMLResponse:
-    return _secure(page("Connected", "<p>Connected. You can close this tab.</p>"
+def connected_page(view: dict, header: str = "", service_name: str | None = None) -> HTMLResponse:
+    name = service_name or view["service"]
+    return _secure(page(f"{name} is connected",
+                        f'<p class="ok" role="status">Connected. You can close this tab.</p>'
                         f"<p>Credential <code>{html.escape(view.get('credentialId') or '')}</code> "
-                        f"for {html.escape(view['service'])} is in your vault.</p>"))
+                        f"for {html.escape(name)} is in your vault. Use it with "
+                        f"<code>wsctl vault env {html.escape(view.get('credentialId') or '')}</code>.</p>",
+                        header_html=header))
 
 
 def _same_origin(request: Request) -> bool:
@@ -126,11 +145,13 @@ def mount(app: FastAPI, engine) -> None:
             view = await run_in_threadpool(
                 lambda: engine_connections.finish_oauth(ws, state=q.get("state"), code=q.get("code"),
                                                         error=q.get("error"), caller=caller))
+            header = await run_in_threadpool(who_header, engine, caller)
+            name = await run_in_threadpool(lambda: engine_connections.service_form(ws.conn(), view["service"]).service_name)
         except ApiError as e:
             return _error(e)
         except ValueError:
             return _error(ApiError("invalid_request", "This sign-in response is malformed."))
-        return connected_page(view)
+        return connected_page(view, header, name)
 
     @app.get("/connect/{token}")
     async def connect_link(token: str, request: Request):
@@ -143,7 +164,7 @@ def mount(app: FastAPI, engine) -> None:
                 return "redirect", engine_connections.authorize_url(ws, row["id"], caller.member_id,
                                                                     base_url(request))
             form = engine_connections.link_form(ws.conn(), row)
-            return "form", (form, engine_connections.csrf_token(cookie, row["id"]))
+            return "form", (form, engine_connections.csrf_token(cookie, row["id"]), who_header(engine, caller))
 
         try:
             kind, data = await run_in_threadpool(work)
@@ -151,8 +172,8 @@ def mount(app: FastAPI, engine) -> None:
             return _error(e)
         if kind == "redirect":
             return _secure(RedirectResponse(data, status_code=303))
-        form, csrf = data
-        return form_page(token, form, csrf)
+        form, csrf, header = data
+        return form_page(token, form, csrf, header=header)
 
     @app.post("/connect/{token}")
     async def connect_submit(token: str, request: Request):
@@ -169,19 +190,21 @@ def mount(app: FastAPI, engine) -> None:
             row = engine_connections.open_link(ws.conn(), token, caller)
             engine_connections.check_csrf(cookie, row["id"], values.get(CSRF_FIELD))
             form = engine_connections.link_form(ws.conn(), row)
+            header = who_header(engine, caller)
             try:
-                return "done", engine_connections.complete_api_key(ws, row["id"], caller.member_id, values)
+                view = engine_connections.complete_api_key(ws, row["id"], caller.member_id, values)
+                return "done", (view, header, form.service_name)
             except ApiError as e:
                 if e.code != "invalid_request":
                     raise
-                return "retry", (form, engine_connections.csrf_token(cookie, row["id"]), e)
+                return "retry", (form, engine_connections.csrf_token(cookie, row["id"]), e, header)
 
         try:
             kind, data = await run_in_threadpool(work)
         except ApiError as e:
             return _error(e)
         if kind == "done":
-            return connected_page(data)
-        form, csrf, err = data
+            return connected_page(*data)
+        form, csrf, err, header = data
         plain = {k: val for k, val in values.items() if k in form.fields}
-        return form_page(token, form, csrf, error=err.message, values=plain, status=400)
+        return form_page(token, form, csrf, error=err.message, values=plain, status=400, header=header)

@@ -29,15 +29,18 @@ def _responses(doc: dict | None) -> dict:
 
 def _operation(method: str, path: str, scope: str) -> dict:
     from workspacectl.engine.openapi.schemas import ROUTE_DOCS  # only this route needs the schemas
+    from workspacectl.engine.openapi.summaries import SUMMARIES, tag_of
 
     doc = ROUTE_DOCS.get((method, path)) if (method, path) in HANDLERS else None
     params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
               for n in re.findall(r"\{(\w+)\}", path)] + list((doc or {}).get("query", []))
     handler = HANDLERS.get((method, path))
     summary = (handler.__doc__ or "").strip().splitlines()[0] if handler and handler.__doc__ else ""
+    summary = SUMMARIES.get((method, path)) or summary
     op = {
         "operationId": f"{method.lower()}_{re.sub(r'[^a-z0-9]+', '_', path.lower()).strip('_')}",
         "summary": summary or f"{method} {path}",
+        "tags": [tag_of(path) or "meta"],
         "parameters": params,
         "responses": _responses(doc),
         "x-wsctl-scope": scope,
@@ -61,6 +64,7 @@ def _operation(method: str, path: str, scope: str) -> dict:
 
 def build_openapi() -> dict:
     from workspacectl.engine.openapi.schemas import COMPONENTS
+    from workspacectl.engine.openapi.summaries import TAGS
 
     load_all()   # a request imports only its own route module; the listing describes them all
     paths: dict = {}
@@ -69,6 +73,7 @@ def build_openapi() -> dict:
     return {
         "openapi": "3.1.0",
         "info": {"title": "workspacectl API", "version": __version__},
+        "tags": TAGS,
         "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
                        "schemas": COMPONENTS},
         "paths": paths,

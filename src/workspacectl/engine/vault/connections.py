@@ -204,6 +204,8 @@ class LinkForm:
     service_name: str
     secret_fields: list[str]
     fields: list[str]
+    description: str = ""
+    docs_url: str | None = None   # the catalog's help link: where the provider shows the key
 
 
 def _check_usable(row) -> None:
@@ -247,7 +249,32 @@ def service_form(conn, service: str) -> LinkForm:
         raise ApiError("not_found", f"No integration '{service}'. Run `wsctl catalog integrations` to see them.")
     secret_fields = secret_field_names(integration)
     fields = [f for f in _json_list(integration["fields_json"]) if f not in secret_fields]
-    return LinkForm(service, integration["name"] or service, secret_fields, fields)
+    docs = _setup(integration).get("docsUrl")
+    docs = docs if isinstance(docs, str) and docs.startswith(("https://", "http://")) else None
+    return LinkForm(service, integration["name"] or service, secret_fields, fields,
+                    integration["description"] or "", docs)
+
+
+def check_key(ws, conn, service: str, secrets: dict, fields: dict) -> None:
+    """An apiKey service whose definition names a probe: call it with the entered key before
+    anything is stored. A key the provider refuses is 400 with what to do; nothing is stored.
+    A probe that proves nothing (or a provider out of reach) does not block the connection."""
+    from workspacectl.engine.vault import probe
+    from workspacectl.secret import Secret
+
+    integration = _integration(conn, service)
+    if integration is None:
+        return
+    try:
+        found = probe.run_probe(conn, integration, {k: Secret(val) for k, val in secrets.items()}, fields, "apiKey")
+    except ApiError as e:
+        if e.code in ("upstream_failed", "conflict"):
+            return
+        raise
+    if found == "invalid":
+        name = integration["name"] or service
+        raise v.bad(f"{name} refused this key: it is wrong, revoked or lacks access. Check it and try again; "
+                    "nothing was stored.")
 
 
 def link_form(conn, row) -> LinkForm:
@@ -296,6 +323,7 @@ def complete_api_key(ws, conn_id: str, member_id: str, values: dict) -> dict:
         (secrets if name in form.secret_fields else fields)[name] = value
     if missing:
         raise v.bad(f"Enter a value for: {', '.join(missing)}.")
+    check_key(ws, conn, row["service"], secrets, fields)   # outside the transaction: a network call
     with transaction(conn):
         row = _own_connection(conn, conn_id, member_id)
         _check_usable(row)

@@ -45,9 +45,8 @@ class OAuthNotConfigured(ApiError):
 
 def missing_client(service: str) -> OAuthNotConfigured:
     return OAuthNotConfigured(
-        f"The {service} integration has no OAuth client; an owner or admin sets it with `wsctl api PUT "
-        f"/v1/admin/catalog/{service}/oauth-client --data @-` (reading {{\"clientId\": \"…\", \"clientSecret\": \"…\"}} "
-        "from stdin), then try again.")
+        f"The {service} integration has no OAuth client; an owner or admin sets it with `wsctl catalog "
+        f"oauth-client {service} --client-id ID` (the secret is read hidden or from stdin), then try again.")
 
 
 def check_client(conn, service: str) -> None:

@@ -1,0 +1,134 @@
+"""`wsctl completion SHELL`, `wsctl man [COMMAND...]`, and the hidden `wsctl complete-values KIND`.
+
+- `completion` prints the bash, zsh or fish script, made from the command tree as `completions/`
+  is (docgen/completions.py): commands, options, choices and paths complete without starting
+  Python; ids and names of credentials, specialists and skills are asked of `complete-values`.
+- `complete-values KIND` prints `VALUE<TAB>DESCRIPTION` lines (ids, then names) from the current
+  profile's workspace or server. It never makes a workspace (a missing one answers nothing), reads
+  at most one page, and gives up silently after TIME_LIMIT seconds: a completion must never hang
+  a shell or print an error into the command line.
+- `man` shows a page of the installed version (`man -l` when `man` is there, else the roff text).
+
+This module is imported on every run (app.COMMANDS): it imports nothing heavy at the top.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated, List, Literal, Optional
+
+import typer
+
+TIME_LIMIT = 2.0
+ROUTES = {"credential": ("/v1/credentials", "credentials", "service"),
+          "specialist": ("/v1/projects", "projects", "description"),
+          "skill": ("/v1/skills", "skills", "description")}
+
+
+def completion(shell: Annotated[Literal["bash", "zsh", "fish"], typer.Argument(help="bash, zsh or fish.")]):
+    """Print the shell completion script.
+
+    \b
+    bash:  wsctl completion bash > ~/.local/share/bash-completion/completions/wsctl
+    zsh:   wsctl completion zsh > "${fpath[1]}/_wsctl"   (then: compinit)
+    fish:  wsctl completion fish > ~/.config/fish/completions/wsctl.fish
+    """
+    from workspacectl.docgen import completions
+    from workspacectl.docgen.tree import load_tree
+
+    sys.stdout.write(getattr(completions, shell)(load_tree()))
+
+
+def man(
+    command: Annotated[Optional[List[str]], typer.Argument(metavar="[COMMAND...]", help="A command, e.g. "
+                                                          "`vault token` (default: wsctl itself).")] = None,
+    roff: Annotated[bool, typer.Option("--roff", help="Print the page's roff source instead.")] = False,
+):
+    """Show the manual page of wsctl or of one of its commands."""
+    import shutil
+    import subprocess
+
+    from workspacectl.docgen import manpages
+    from workspacectl.docgen.tree import load_tree
+    from workspacectl.errors import ApiError
+
+    name = "-".join(("wsctl", *(command or [])))
+    pages = manpages.pages(load_tree())
+    text = pages.get(f"{name}.1")
+    if text is None:
+        raise ApiError("not_found", f"No manual page {name}; `wsctl man` lists the commands under SEE ALSO.")
+    sys.stdout.flush()
+    if roff or shutil.which("man") is None:
+        sys.stdout.write(text)
+        return
+    code = subprocess.run(["man", "-l", "-"], input=text.encode()).returncode
+    if code:
+        raise typer.Exit(code)
+
+
+def complete_values(ctx: typer.Context,
+                    kind: Annotated[str, typer.Argument(help="credential, specialist or skill.")],
+                    prefix: Annotated[str, typer.Argument(help="What is typed so far.")] = ""):
+    """Ids and names for shell completion (hidden)."""
+    import signal
+
+    if hasattr(signal, "setitimer"):
+        signal.signal(signal.SIGALRM, lambda *_: os._exit(0))
+        signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT)
+    try:
+        from workspacectl.cli.context import state
+
+        lines = _values(kind, prefix, state(ctx).profile_flag)
+    except Exception:  # a completion prints nothing rather than an error
+        lines = []
+    if hasattr(signal, "setitimer"):
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    sys.stdout.write("".join(f"{line}\n" for line in lines))
+
+
+def _values(kind: str, prefix: str, profile: str | None) -> list[str]:
+    from workspacectl.cli.context import resolve
+    from workspacectl.cli.output import visible
+
+    if kind not in ROUTES:
+        return []
+    path, key, about = ROUTES[kind]
+    target = resolve(profile)
+    if target.kind == "remote":
+        from workspacectl.backend.remote import RemoteBackend
+
+        backend = RemoteBackend(target.location, target.secret, timeout=TIME_LIMIT)
+    else:
+        backend = _open_existing(target)
+        if backend is None:
+            return []
+    body = backend.request("GET", path, query={"limit": "500"})
+    out, names = [], []
+    for row in body.get(key) or []:
+        label = visible(row.get("name") or "")
+        out.append(f"{visible(row.get('id'))}\t{label or visible(row.get(about) or '')}")
+        if row.get("name"):
+            names.append(f"{label}\t{visible(row.get('id'))}")
+    return [line for line in out + names if line.startswith(prefix)]
+
+
+def _open_existing(target):
+    """A local backend on a workspace that already exists, or None: completing never makes one."""
+    from pathlib import Path
+
+    from workspacectl.backend.local import LocalBackend
+    from workspacectl.engine.registry import Caller
+    from workspacectl.engine.store import identity as store
+    from workspacectl.engine.workspace import Workspace
+
+    path = Path(target.location)
+    if not Workspace.exists_at(path):
+        return None
+    ws = Workspace.open(path)
+    if target.secret:
+        from workspacectl.engine.dispatch import Engine
+
+        return LocalBackend(ws, Engine(ws).authenticate(target.secret))
+    row = store.get_member(ws.conn(), target.member) if target.member else None
+    row = row or store.first_owner(ws.conn())
+    return LocalBackend(ws, Caller(row["id"], row["role"], "session", "local")) if row else None

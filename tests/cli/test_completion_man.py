@@ -1,0 +1,173 @@
+"""`wsctl completion`, completion of ids and names from the workspace in real shells, `wsctl man`,
+and the man pages installed by a wheel (`man wsctl` after pip install)."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import base_env, run_wsctl
+from tests.vault_helpers import install_service, make_credential
+
+ROOT = Path(__file__).resolve().parents[2]
+SHELLS = {"bash": "completions/wsctl.bash", "zsh": "completions/_wsctl", "fish": "completions/wsctl.fish"}
+
+
+def _shell(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.skip(f"{name} is not installed here, so completion in it cannot be run")
+    return path
+
+
+@pytest.mark.parametrize("shell", sorted(SHELLS))
+def test_completion_prints_the_generated_script(home, shell):
+    r = run_wsctl(["completion", shell], base_env(home))
+    assert r.out == (ROOT / SHELLS[shell]).read_text()
+    assert not (home / "data").exists() and not list(home.glob("**/workspace.db"))  # nothing was made
+
+
+def test_completion_of_an_unknown_shell_is_a_usage_error(home):
+    r = run_wsctl(["completion", "tcsh"], base_env(home), expect=2)
+    assert "bash" in r.err and "Traceback" not in r.err
+
+
+# ------------------------------------------------------------------ values from the workspace
+
+def _shim(tmp_path: Path) -> Path:
+    """A `wsctl` on PATH for the shells, running this checkout's code."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "wsctl"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m workspacectl "$@"\n')
+    shim.chmod(0o755)
+    return bin_dir
+
+
+@pytest.fixture
+def filled(backend, tmp_path):
+    """A workspace holding a credential, two specialists (one name with a space) and a skill."""
+    install_service(backend.workspace, 'service = "compsvc"\nname = "Comp"\ndescription = "d"\n'
+                                       'credentialType = "apiKey"\nenvVars = { apiKey = "COMP_KEY" }\n')
+    cred = make_credential(backend.workspace, backend.owner["id"], "compsvc", {"apiKey": "sk-COMP-CANARY"})
+    ops = backend.wsctl("specialist", "create", "ops-desk", "--json").json["project"]
+    team = backend.wsctl("specialist", "create", "Ops Team", "--json").json["project"]
+    env = {**backend.env, "PATH": f"{_shim(tmp_path)}{os.pathsep}{os.environ['PATH']}"}
+    return env, cred, ops, team
+
+
+BASH_DRIVER = r'''
+source {script}
+c() {{ read -ra COMP_WORDS <<< "$1"; [[ $1 == *" " ]] && COMP_WORDS+=(""); COMP_CWORD=$((${{#COMP_WORDS[@]}}-1));
+      COMPREPLY=(); _wsctl; printf "%s=>%s\n" "$1" "$(printf "%s\n" "${{COMPREPLY[@]}}" | sort | tr "\n" " " | sed "s/ $//")"; }}
+'''
+
+
+def test_bash_completes_ids_and_names_from_the_workspace(filled):
+    env, cred, ops, team = filled
+    cases = {
+        "wsctl specialist show ": " ".join(sorted([ops["id"], team["id"], "ops-desk"])),  # "Ops Team": a space
+        "wsctl specialist show ops": "ops-desk",
+        "wsctl specialist show ops-desk ": "",                        # one ID only
+        "wsctl specialist pin x --into proj": " ".join(sorted([ops["id"], team["id"]])),
+        "wsctl vault show c": cred["id"],
+        "wsctl vault env x ": " ".join(sorted([cred["id"], "Comp"])),  # ID...: every position; its name too
+        "wsctl vault token cred_x --format ": "env json value",
+    }
+    script = BASH_DRIVER.format(script=ROOT / SHELLS["bash"]) + "".join(f"c '{k}'\n" for k in cases)
+    p = subprocess.run([_shell("bash"), "--norc", "--noprofile"], input=script, env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert dict(line.split("=>", 1) for line in p.stdout.splitlines()) == cases
+
+
+def test_fish_completes_ids_and_names_with_what_they_are(filled):
+    env, cred, ops, team = filled
+    fish = _shell("fish")
+    p = subprocess.run([fish, "--no-config", "-c", f"source {ROOT / SHELLS['fish']}; "
+                        "complete -C'wsctl specialist show Ops'; echo ==; complete -C'wsctl vault show '"],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    first, second = p.stdout.split("==\n")
+    assert first.splitlines() == [f"Ops Team\t{team['id']}"]
+    assert sorted(second.splitlines()) == sorted([f"{cred['id']}\tComp", f"Comp\t{cred['id']}"])
+
+
+def test_zsh_value_function_describes_ids_and_names(filled):
+    env, cred, ops, team = filled
+    zsh = _shell("zsh")
+    script = (f"source <(sed '$d' {ROOT / SHELLS['zsh']})\n"  # the functions, without the final call
+              "_describe() { print -rl -- \"${(@P)4}\" }\n"    # what would be offered
+              "words=(wsctl); PREFIX=ops-; _wsctl_dynamic specialist\n"
+              "PREFIX=cred; _wsctl_dynamic credential\n")
+    p = subprocess.run([zsh, "-f", "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == [f"ops-desk:{ops['id']}", f"{cred['id']}:Comp"]
+
+
+def test_complete_values_never_makes_a_workspace(home):
+    env = base_env(home)
+    r = run_wsctl(["complete-values", "credential"], env)
+    assert r.out == "" and r.err == ""
+    assert not [p for p in home.rglob("*") if p.is_file() or p.name == "workspace"]
+
+
+def test_complete_values_gives_up_on_a_server_that_never_answers(home):
+    """A listening socket that accepts nothing: the completion ends (empty), it does not hang the shell."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        env = {**base_env(home), "WSCTL_SERVER": f"http://127.0.0.1:{s.getsockname()[1]}", "WSCTL_TOKEN": "x"}
+        r = run_wsctl(["complete-values", "specialist"], env, timeout=120)
+    assert r.out == "" and r.err == ""
+
+
+# ------------------------------------------------------------------ man
+
+def test_man_shows_a_page_and_its_roff(home):
+    env = base_env(home)
+    r = run_wsctl(["man", "vault", "inject", "--roff"], env)
+    assert r.out.startswith('.\\" Generated') and "wsctl-vault-inject \\- Fill" in r.out
+    if shutil.which("man"):
+        r = run_wsctl(["man", "vault", "inject"], {**env, "MANPAGER": "cat", "PAGER": "cat"})
+        assert "wsctl-vault-inject" in r.out and "--in-file" in r.out.replace("‐", "-")
+    r = run_wsctl(["man", "vault", "nope"], env, expect=5)
+    assert r.err.startswith("error: No manual page wsctl-vault-nope")
+
+
+def test_the_wheel_installs_man_pages_and_completions(tmp_path):
+    """`man wsctl` works after pip install: the pages are the wheel's data, under share/man/man1."""
+    pytest.importorskip("hatchling", reason="building the wheel needs hatchling (a test extra)")
+    out = tmp_path / "wheel"
+    p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                        "-w", str(out), str(ROOT)], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    wheel = next(out.glob("workspacectl-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    data = [n.split(".data/data/", 1)[1] for n in names if ".data/data/" in n]
+    pages = sorted(n for n in data if n.startswith("share/man/man1/"))
+    assert "share/man/man1/wsctl.1" in pages and "share/man/man1/wsctl-vault-inject.1" in pages
+    assert len(pages) == len(list((ROOT / "man").glob("wsctl*.1")))
+    assert {"share/bash-completion/completions/wsctl", "share/zsh/site-functions/_wsctl",
+            "share/fish/vendor_completions.d/wsctl.fish"} <= set(data)
+    # a throwaway environment of its own: installing with --prefix into a shared one would first
+    # uninstall the workspacectl already installed there
+    env_dir = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(env_dir)], check=True, timeout=600)
+    pip = env_dir / "bin" / "pip"
+    p = subprocess.run([str(pip), "install", "--no-deps", "--no-index", "-q", str(wheel)], capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    man1 = env_dir / "share" / "man" / "man1"
+    assert (man1 / "wsctl.1").read_text() == (ROOT / "man/wsctl.1").read_text()
+    assert (env_dir / "share/bash-completion/completions/wsctl").read_text() == (ROOT / SHELLS["bash"]).read_text()
+    if shutil.which("man"):
+        found = subprocess.run(["man", "-w", "wsctl"], env={**os.environ, "MANPATH": str(env_dir / "share/man")},
+                               capture_output=True, text=True, timeout=60)
+        assert found.stdout.strip() == str(man1 / "wsctl.1")
