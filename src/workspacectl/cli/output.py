@@ -166,3 +166,25 @@ def progress_bar(label: str, total: int | None):
 
         task = bar.add_task(escape(visible(label)), total=total)
         yield lambda n: bar.advance(task, n)
+
+
+@contextmanager
+def step_progress():
+    """A callback (what, done, total) showing one bar per step on stderr (a no-op off a terminal)."""
+    if not sys.stderr.isatty():
+        yield lambda what, done, total: None
+        return
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress
+
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        tasks: dict = {}
+
+        def advance(what: str, done: int, total: int) -> None:
+            if what not in tasks:
+                tasks[what] = bar.add_task(escape(visible(what)), total=total)
+            bar.update(tasks[what], completed=done, total=total)
+
+        yield advance
