@@ -25,17 +25,22 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from workspacectl.engine.db import transaction
+from workspacectl.engine.store import workspace_copy as sql
 from workspacectl.errors import ApiError
 
 # Derived or per-store bookkeeping: the migrations table (the target ran its own), the search
 # index (rebuilt on the target by the catalog wing), SQLite internals.
 SKIP_PREFIXES = ("sqlite_", "operation_search")
 SKIP = {"migrations"}
+# Tables whose SQLite rowid is data (memory_notes: the order notes were queued in, a `rowid`
+# column on PostgreSQL): copied as a column of its own.
+ROWID_TABLES = {"memory_notes"}
 BATCH = 500
 
 Progress = Callable[[str, int, int], None]   # (what, done, total)
@@ -58,13 +63,12 @@ def schema() -> list[Table]:
     try:
         apply_migrations(conn)
         tables = []
-        rows = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY rowid").fetchall()
-        for name, sql in rows:
-            if name in SKIP or name.startswith(SKIP_PREFIXES) or "VIRTUAL TABLE" in (sql or "").upper():
+        for name, create in sql.sqlite_tables(conn):
+            if name in SKIP or name.startswith(SKIP_PREFIXES) or "VIRTUAL TABLE" in create.upper():
                 continue
-            info = conn.execute(f'PRAGMA table_info("{name}")').fetchall()
-            columns = tuple(r[1] for r in info)
-            pk = tuple(r[1] for r in sorted((r for r in info if r[5]), key=lambda r: r[5]))
+            info = sql.sqlite_columns(conn, name)
+            columns = tuple(c for c, _ in info) + (("rowid",) if name in ROWID_TABLES else ())
+            pk = tuple(c for c, _ in sorted((i for i in info if i[1]), key=lambda i: i[1]))
             tables.append(Table(name, columns, pk or columns))
         return tables
     finally:
@@ -73,7 +77,7 @@ def schema() -> list[Table]:
 
 def row_counts(ws, tables: list[Table]) -> dict[str, int]:
     conn = ws.conn()
-    return {t.name: conn.execute(f'SELECT count(*) FROM "{t.name}"').fetchone()[0] for t in tables}
+    return {t.name: sql.count_rows(conn, t.name) for t in tables}
 
 
 def require_empty(ws, tables: list[Table], shown: str) -> None:
@@ -180,17 +184,17 @@ def copy_workspace(src, dst, progress: Progress | None = None, tables: list[Tabl
     with _snapshot(src_conn), transaction(dst_conn):
         for t in tables:
             digest, n = hashlib.sha256(), 0
-            total = src_conn.execute(f'SELECT count(*) FROM "{t.name}"').fetchone()[0]
+            total = sql.count_rows(src_conn, t.name)
             for batch in _batches(src_conn, t):
                 for row in batch:
                     _fold(digest, row)
-                _insert(dst_conn, t, batch)
+                sql.insert_rows(dst_conn, t.name, t.columns, batch)
                 n += len(batch)
                 progress(t.name, n, total)
             if n != total:
                 raise ApiError("internal", f"Table {t.name} changed while it was copied ({total} then {n} rows); "
                                            "stop writers to the source and copy again.")
-            _after_insert(dst_conn, t)
+            sql.after_copy(dst_conn, t.name)
             summary["tables"][t.name] = {"rows": n, "sha256": digest.hexdigest()}
             summary["rows"] += n
         _require_keys(src, dst)
@@ -202,23 +206,15 @@ def copy_workspace(src, dst, progress: Progress | None = None, tables: list[Tabl
     return summary
 
 
-class _snapshot:
-    """The source read as of one moment: a read transaction (SQLite WAL snapshot, PostgreSQL
-    REPEATABLE READ), so rows copied from one table agree with those of the next."""
-
-    def __init__(self, conn):
-        self.conn = conn
-
-    def __enter__(self):
-        if getattr(self.conn, "dialect", "sqlite") == "postgres":
-            self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        else:
-            self.conn.execute("BEGIN")
-        return self
-
-    def __exit__(self, *exc):
-        self.conn.execute("ROLLBACK")     # nothing was written
-        return False
+@contextmanager
+def _snapshot(conn):
+    """The source read as of one moment (SQLite WAL snapshot, PostgreSQL REPEATABLE READ), so
+    rows copied from one table agree with those of the next."""
+    sql.begin_snapshot(conn)
+    try:
+        yield
+    finally:
+        sql.end_snapshot(conn)     # nothing was written
 
 
 def _give_key_file(src, dst) -> None:
@@ -265,30 +261,13 @@ def _reachable(ws) -> set[bytes]:
     found = {k.fp for k in ([current] if current else []) + previous}
     store = KeyStore(ws)
     found |= {k.fp for k in store.read_file()}
-    if ws.conn().execute("SELECT 1 FROM settings WHERE key = ?", (SETTING_WS_ID,)).fetchone():
+    if sql.has_setting(ws.conn(), SETTING_WS_ID):
         found |= {k.fp for k in store.read_keyring()}
     return found
 
 
 def _batches(conn, t: Table):
-    cols = ", ".join(f'"{c}"' for c in t.columns)
-    order = ", ".join(f'"{c}"' for c in t.order)
-    cur = conn.execute(f'SELECT {cols} FROM "{t.name}" ORDER BY {order}')
-    while batch := cur.fetchmany(BATCH):
-        yield [tuple(r) for r in batch]
-
-
-def _insert(conn, t: Table, rows: list[tuple]) -> None:
-    cols = ", ".join(f'"{c}"' for c in t.columns)
-    marks = ", ".join("?" * len(t.columns))
-    conn.executemany(f'INSERT INTO "{t.name}" ({cols}) VALUES ({marks})', rows)
-
-
-def _after_insert(conn, t: Table) -> None:
-    """A store that draws ids from a sequence moves it past the copied ids (engine/db_postgres.py)."""
-    bump = getattr(conn, "after_bulk_insert", None)
-    if bump is not None:
-        bump(t.name)
+    return sql.read_rows(conn, t.name, t.columns, t.order, BATCH)
 
 
 def _fold(digest, row: tuple) -> None:
