@@ -256,7 +256,7 @@ complete -c wsctl -n '__wsctl_at \'\'' -a 'completion' -d 'Print the shell compl
 complete -c wsctl -n '__wsctl_at \'\'' -a 'man' -d 'Show the manual page of wsctl or of one of its commands.'
 complete -c wsctl -n '__wsctl_at \'\'' -l 'profile' -s 'p' -r -f -d 'Profile in config.toml to use.'
 complete -c wsctl -n '__wsctl_at \'\'' -l 'json' -d 'Print the API\'s JSON body exactly.'
-complete -c wsctl -n '__wsctl_at \'\'' -l 'debug' -d 'Show tracebacks and HTTP details on errors.'
+complete -c wsctl -n '__wsctl_at \'\'' -l 'debug' -d 'Print each HTTP request (method, URL, status, time; secrets redacted) and tracebacks on stderr; works anywhere on the line.'
 complete -c wsctl -n '__wsctl_at \'\'' -l 'version' -d 'Print the version.'
 complete -c wsctl -n '__wsctl_at \'\'' -l 'jq' -r -f -d 'Filter the JSON output with a jq expression (implies --json); strings print raw.'
 complete -c wsctl -n '__wsctl_at \'\'' -l 'help' -s 'h' -d 'Show this message and exit.'

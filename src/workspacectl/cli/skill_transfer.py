@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 import urllib.parse
 from pathlib import Path
 from typing import BinaryIO
@@ -50,12 +51,17 @@ def put_to_url(url: str, data: BinaryIO, size: int, label: str, local: bool = Fa
                 advance(len(chunk))
                 yield chunk
 
+    from workspacectl.backend.http_trace import trace
+
+    started = time.monotonic()
     try:
         resp = httpx.put(url, content=chunks(), headers={"Content-Type": "application/gzip",
                                                          "Content-Length": str(size)},
                          timeout=300, trust_env=False)
     except httpx.TransportError as e:
+        trace("PUT", url, type(e).__name__, time.monotonic() - started)
         raise ApiError("unreachable", f"Cannot reach the upload URL ({type(e).__name__}); check the server.") from None
+    trace("PUT", url, str(resp.status_code), time.monotonic() - started)
     if resp.status_code >= 400:
         raise ApiError.from_body(resp.status_code, _json(resp))
 
@@ -72,8 +78,12 @@ def get_from_url(url: str, out: BinaryIO, label: str, local: bool = False) -> No
             raise ApiError("expired", "The download link's file is gone; ask for a new link.") from None
     import httpx
 
+    from workspacectl.backend.http_trace import trace
+
+    started = time.monotonic()
     try:
         with httpx.stream("GET", url, timeout=300, trust_env=False) as resp:
+            trace("GET", url, str(resp.status_code), time.monotonic() - started)
             if resp.status_code >= 400:
                 resp.read()
                 raise ApiError.from_body(resp.status_code, _json(resp))
