@@ -144,7 +144,10 @@ class RemoteBackend:
                 return body
         raise not_a_workspace_server(resp)
 
-    def request(self, method: str, path: str, query: dict | None = None, body: Any = None) -> Any:
+    def request(self, method: str, path: str, query: dict | None = None, body: Any = None, progress=None) -> Any:
+        """progress(phase, done, total) hears "server" once: the work happens there, unseen."""
+        if progress is not None:
+            progress("server", None, None)
         kw: dict = {"params": query or None}
         if isinstance(body, (bytes, bytearray)):
             kw["content"] = bytes(body)
