@@ -87,12 +87,12 @@ def packed(files: list[LocalFile], advance: Callable[[int], None]) -> Iterator[b
     from workspacectl.formats.tar_stream import write_bundle
 
     def opener(f: LocalFile):
-        return lambda: _Counting(open(f.full, "rb"), advance)
+        return lambda: CountingReader(open(f.full, "rb"), advance)
 
     return write_bundle((f.path, f.size, f.mtime, opener(f)) for f in files)
 
 
-class _Counting:
+class CountingReader:
     """A file whose reads are told to advance(n)."""
 
     def __init__(self, fh, advance):

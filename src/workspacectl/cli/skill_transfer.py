@@ -103,11 +103,16 @@ def _json(resp):
         return None
 
 
-def packed(files: dict) -> tuple[BinaryIO, int]:
-    """(file, size): a folder's files as the canonical tar.gz, spooled to disk past 8 MiB."""
+def packed(files: dict, label: str = "pack") -> tuple[BinaryIO, int]:
+    """(file, size): a folder's files as the canonical tar.gz, spooled to disk past 8 MiB. A bar
+    against the folder's measured size moves as the files are packed (before the upload's bar)."""
+    from workspacectl.cli.folder_sync import CountingReader
+
     out = tempfile.SpooledTemporaryFile(max_size=8 << 20)
-    for chunk in fmt.pack(fmt.canonical_entries(files, lambda p: open(files[p].full, "rb"))):
-        out.write(chunk)
+    with progress_bar(label, sum(f.size for f in files.values())) as advance:
+        opener = lambda p: CountingReader(open(files[p].full, "rb"), advance)
+        for chunk in fmt.pack(fmt.canonical_entries(files, opener)):
+            out.write(chunk)
     size = out.tell()
     out.seek(0)
     return out, size
