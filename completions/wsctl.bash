@@ -242,7 +242,7 @@ _wsctl_spec() {
             fileopts='' diropts='' args='' argchoices=''
             argvalues='specialist' argmulti='' ;;
         'specialist files bundle upload')
-            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            cmds='' opts='--delete --json --jq --help -h' argopts='--jq'
             fileopts='' diropts='' args='file' argchoices=''
             argvalues='specialist -' argmulti='' ;;
         'memory')

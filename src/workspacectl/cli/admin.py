@@ -45,9 +45,9 @@ def copy_workspace(
     3 the target cannot reach the key, 1 verification failed (nothing is left in the target).
     """
     from workspacectl.backend.local import copy_workspace as copy
-    from workspacectl.cli.output import step_progress
+    from workspacectl.cli.output import phases
 
-    with step_progress() as progress:
+    with phases("Copying the workspace") as progress:
         body = copy(source, target, progress)
 
     def render(b):
