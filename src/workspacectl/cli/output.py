@@ -217,7 +217,7 @@ def phases(title: str):
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task(escape(visible(title)), total=None)
-        shown = [None]
+        shown: list[str | None] = [None]
 
         def show(phase: str, done: int | None = None, total: int | None = None) -> None:
             what = PHASES.get(phase, phase)
