@@ -60,7 +60,7 @@ _wsctl_spec() {
         'members login-code')
             cmds='' opts='--json --jq --help -h' argopts='--jq'
             fileopts='' diropts='' args='' argchoices=''
-            argvalues='' argmulti='' ;;
+            argvalues='member' argmulti='' ;;
         'keys')
             cmds='list create revoke' opts='--help -h' argopts=''
             fileopts='' diropts='' args='' argchoices=''
@@ -76,9 +76,9 @@ _wsctl_spec() {
         'keys revoke')
             cmds='' opts='--json --jq --help -h' argopts='--jq'
             fileopts='' diropts='' args='' argchoices=''
-            argvalues='' argmulti='' ;;
+            argvalues='key' argmulti='' ;;
         'vault')
-            cmds='list show log token env inject run connect fields set-key sync delete share' opts='--help -h' argopts=''
+            cmds='list show log token env inject run connect fields set-key sync delete share rename' opts='--help -h' argopts=''
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'vault list')
@@ -110,7 +110,7 @@ _wsctl_spec() {
             fileopts='' diropts='' args='' argchoices=''
             argvalues='credential' argmulti='1' ;;
         'vault connect')
-            cmds='' opts='--no-open --wait --reconnect --json --jq --help -h' argopts='--reconnect --jq'
+            cmds='' opts='--no-open --wait --name -n --reconnect --json --jq --help -h' argopts='--name -n --reconnect --jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'vault fields')
@@ -133,6 +133,10 @@ _wsctl_spec() {
             cmds='' opts='--role --member --workspace --json --jq --help -h' argopts='--role --member --jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='credential' argmulti='' ;;
+        'vault rename')
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='credential -' argmulti='' ;;
         'catalog')
             cmds='integrations integration operations operation search import oauth-client history' opts='--help -h' argopts=''
             fileopts='' diropts='' args='' argchoices=''
@@ -392,9 +396,13 @@ _wsctl_values() {
         'keys create|-s') printf '%s\n' 'vault:read' 'vault:token' 'vault:connect' 'vault:manage' 'docs:read' 'projects:manage' 'memory:manage' 'skills:manage' 'triggers:manage' ;;
         'vault token|--format') printf '%s\n' 'json' 'value' 'env' ;;
         'vault env|--format') printf '%s\n' 'export' 'dotenv' 'json' ;;
+        'vault connect|--reconnect') printf '%s\n' '@credential' ;;
         'vault share|--role') printf '%s\n' 'user' 'viewer' 'none' ;;
+        'vault share|--member') printf '%s\n' '@member' ;;
         'specialist pin|--into') printf '%s\n' '@specialist' ;;
         'specialist grant|--role') printf '%s\n' 'editor' 'viewer' 'none' ;;
+        'specialist grant|--member') printf '%s\n' '@member' ;;
+        'specialist grant|-m') printf '%s\n' '@member' ;;
         'skill list|--status') printf '%s\n' 'draft' 'published' 'archived' 'all' ;;
         'workflow list|--kind') printf '%s\n' 'workflow' 'app' ;;
     esac
