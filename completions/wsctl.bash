@@ -6,11 +6,11 @@ _wsctl_spec() {
     cmds='' opts='' argopts='' fileopts='' diropts='' args='' argchoices='' argvalues='' argmulti=''
     case "$1" in
         '')
-            cmds='init serve api auth members keys vault catalog specialist memory skill trigger workflow admin completion man' opts='--profile -p --json --debug --version --jq --help -h' argopts='--profile -p --jq'
+            cmds='init serve api auth profile members keys vault catalog specialist memory skill trigger workflow admin completion man' opts='--profile -p --json --debug --version --jq --help -h' argopts='--profile -p --jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'init')
-            cmds='' opts='--workspace -w --name --owner-name --owner-email --json --jq --help -h' argopts='--workspace -w --name --owner-name --owner-email --jq'
+            cmds='' opts='--workspace -w --name --owner-name --owner-email --activate --json --jq --help -h' argopts='--workspace -w --name --owner-name --owner-email --jq'
             fileopts='--workspace -w' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'serve')
@@ -26,7 +26,7 @@ _wsctl_spec() {
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'auth login')
-            cmds='' opts='--server --code --member --profile -p --json --jq --help -h' argopts='--server --code --member --profile -p --jq'
+            cmds='' opts='--server --code --member --profile -p --activate --json --jq --help -h' argopts='--server --code --member --profile -p --jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'auth status')
@@ -43,6 +43,26 @@ _wsctl_spec() {
             argvalues='' argmulti='' ;;
         'auth logout')
             cmds='' opts='--profile -p --json --jq --help -h' argopts='--profile -p --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
+        'profile')
+            cmds='list show use remove' opts='--help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
+        'profile list')
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
+        'profile show')
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
+        'profile use')
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
+        'profile remove')
+            cmds='' opts='--yes -y --json --jq --help -h' argopts='--jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'members')
