@@ -27,21 +27,20 @@ def init(
     The profile is the one named by --profile (or WSCTL_PROFILE); else the active profile when it
     is new or already points here; else a new profile named after the folder, which is not made
     active (--activate does): another workspace never silently takes over the one you use."""
-    from workspacectl.engine.validate import email_address
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.backend.local import create_workspace
 
     user = getpass.getuser() or "owner"
     path = (workspace or default_workspace()).expanduser().resolve()
-    email = email_address(owner_email or f"{user}@localhost", "--owner-email")
-    ws, owner = Workspace.create(path, name=name or f"{user}'s workspace",
-                                 owner_name=owner_name or user, owner_email=email)
-    profile, before = choose_profile(state(ctx).profile_flag, ws.path)
-    active = config.set_profile(profile, {"workspace": str(ws.path), "member": owner["id"]}, make_default=activate)
-    body = {"workspace": str(ws.path), "name": ws.setting("name"), "profile": profile, "active": active,
+    made = create_workspace(path, name or f"{user}'s workspace", owner_name or user,
+                            owner_email or f"{user}@localhost", email_flag="--owner-email")
+    owner = made["owner"]
+    profile, before = choose_profile(state(ctx).profile_flag, Path(made["workspace"]))
+    active = config.set_profile(profile, {"workspace": made["workspace"], "member": owner["id"]}, make_default=activate)
+    body = {"workspace": made["workspace"], "name": made["name"], "profile": profile, "active": active,
             "owner": owner}
     if before is None:
         said = f"new profile '{profile}'"
-    elif before.get("workspace") and Path(before["workspace"]) == ws.path:
+    elif before.get("workspace") and Path(before["workspace"]) == Path(made["workspace"]):
         said = f"profile '{profile}'"
     else:
         said = f"profile '{profile}' (which pointed at {before.get('server') or before.get('workspace')}) now"
