@@ -26,3 +26,17 @@ def up(conn):
     CREATE UNIQUE INDEX credentials_name ON credentials(lower(name));
     ALTER TABLE connections ADD COLUMN name TEXT;
     """)
+
+
+# The same change for a PostgreSQL workspace, as one script: names after the service in creation
+# order (services are lower kebab case already, so the service is the base).
+POSTGRES_SQL = """
+WITH ranked AS (
+    SELECT id, left(service, 60) AS base, row_number() OVER (PARTITION BY left(service, 60) ORDER BY id) AS n
+    FROM credentials
+)
+UPDATE credentials c SET name = CASE WHEN r.n = 1 THEN r.base ELSE r.base || '-' || r.n END
+FROM ranked r WHERE c.id = r.id;
+CREATE UNIQUE INDEX credentials_name ON credentials(lower(name));
+ALTER TABLE connections ADD COLUMN name TEXT COLLATE "C";
+"""
