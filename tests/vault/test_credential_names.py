@@ -131,6 +131,10 @@ def test_names_of_specialists_members_and_keys(backend):
     backend.wsctl("keys", "revoke", "ci-bot")
     assert key["id"] not in [k["id"] for k in backend.ok("GET", "/v1/keys")["keys"]]
     backend.wsctl("keys", "revoke", "ci-bot", expect=5)
+    if backend.kind == "local":  # acting locally as another member, named by name
+        backend.ok("PATCH", f"/v1/projects/{b}", {"name": "Ops"})
+        r = backend.wsctl("auth", "login", "--member", "max\x1b[31m park", "--json")
+        assert r.json["member"]["email"] == "max@example.com"
 
 
 def test_migration_names_existing_credentials(workspace, home):

@@ -29,7 +29,7 @@ def login(
     ctx: typer.Context,
     server: Annotated[Optional[str], typer.Option("--server", help="Server base URL, e.g. https://wsctl.example.com.")] = None,
     code: Annotated[Optional[str], typer.Option("--code", help="The login code from `wsctl members login-code` (asked for when left out).")] = None,
-    member: Annotated[Optional[str], typer.Option("--member", help="Local workspaces: act as this member (id or email).")] = None,
+    member: Annotated[Optional[str], typer.Option("--member", help="Local workspaces: act as this member (id, email or name).")] = None,
     profile: ProfileOpt = None,
     activate: Annotated[bool, typer.Option("--activate", help="Make this profile the active one.")] = False,
     json: JsonOpt = False,
@@ -83,6 +83,10 @@ def _login_local(ctx, name: str, member: str, json: bool, activate: bool = False
         raise ApiError("invalid_request", f"Profile '{name}' points at a server; --member is for local workspaces.")
     path = Path(target.location)
     ensure_workspace_path(path, name)
+    if not member.startswith("um_") and "@" not in member:  # a name: looked up as the workspace's owner
+        from workspacectl.cli.refs import resolve
+
+        member = resolve(ctx, "member", member, be=LocalBackend.open(path))
     be = LocalBackend.open(path, member=member, exact=True)
     rec = be.request("GET", "/v1/auth/whoami")["member"]
     active = config.set_profile(name, {"workspace": be.location, "member": rec["id"]}, make_default=activate)

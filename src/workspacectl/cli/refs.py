@@ -45,12 +45,13 @@ KINDS = {
 MAX_CANDIDATES = 20
 
 
-def resolve(ctx, kind: str, ref: str) -> str:
-    """The id `ref` names (see the module docstring)."""
+def resolve(ctx, kind: str, ref: str, be=None) -> str:
+    """The id `ref` names (see the module docstring), looked up through the command's backend
+    (or `be`)."""
     if kind == "skill" or ref.startswith(KINDS[kind].prefix) or (kind == "member" and "@" in ref):
         return ref  # an id; a skill name or an email, which the server resolves itself
     k = KINDS[kind]
-    rows = _visible(ctx, k)
+    rows = _visible(be or _backend(ctx), k)
     hits = [r for r in rows if any(r.get(f) == ref for f in k.keys)]
     if not hits:
         folded = ref.casefold()
@@ -71,15 +72,19 @@ def resolve_all(ctx, kind: str, refs: list[str]) -> list[str]:
     return list(dict.fromkeys(resolve(ctx, kind, r) for r in refs))
 
 
-def _visible(ctx, k: Kind) -> list[dict]:
-    """Every entry of the kind's list route (all pages; --limit does not apply to a lookup)."""
+def _backend(ctx):
     from workspacectl.cli.context import backend
 
+    return backend(ctx)
+
+
+def _visible(be, k: Kind) -> list[dict]:
+    """Every entry of the kind's list route (all pages; --limit does not apply to a lookup)."""
     query: dict = {"limit": "500"}
     rows: list[dict] = []
     while True:
         try:
-            body = backend(ctx).request("GET", k.path, query=query)
+            body = be.request("GET", k.path, query=query)
         except ApiError as e:
             if e.code in ("insufficient_scope", "forbidden"):
                 raise ApiError(e.code, f"{e.message.rstrip('.')}: looking up a {k.label} by name needs to list them "
