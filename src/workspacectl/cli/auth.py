@@ -84,9 +84,9 @@ def _login_local(ctx, name: str, member: str, json: bool, activate: bool = False
     path = Path(target.location)
     ensure_workspace_path(path, name)
     if not member.startswith("um_") and "@" not in member:  # a name: looked up as the workspace's owner
-        from workspacectl.cli.refs import resolve
+        from workspacectl.cli.refs import resolve as resolve_ref
 
-        member = resolve(ctx, "member", member, be=LocalBackend.open(path))
+        member = resolve_ref(ctx, "member", member, be=LocalBackend.open(path))
     be = LocalBackend.open(path, member=member, exact=True)
     rec = be.request("GET", "/v1/auth/whoami")["member"]
     active = config.set_profile(name, {"workspace": be.location, "member": rec["id"]}, make_default=activate)
