@@ -50,7 +50,7 @@ _wsctl_spec() {
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'profile list')
-            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            cmds='' opts='--json --jq --limit -L --all --help -h' argopts='--jq --limit -L'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'profile show')

@@ -103,7 +103,7 @@ def _build_group(module: str, name: str, help_text: str) -> _click.Command:
 LISTS = {("vault", "list"), ("vault", "log"), ("members", "list"), ("keys", "list"), ("specialist", "list"),
          ("specialist", "connections"), ("specialist", "files", "list"), ("skill", "list"), ("skill", "versions"),
          ("trigger", "list"), ("workflow", "list"), ("catalog", "integrations"), ("catalog", "operations"),
-         ("catalog", "history"), ("memory", "files")}
+         ("catalog", "history"), ("memory", "files"), ("profile", "list")}
 
 
 def add_scripting_options(command: _click.Command, path: tuple[str, ...]) -> None:

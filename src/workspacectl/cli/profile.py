@@ -60,8 +60,10 @@ def list_(ctx: typer.Context, json: JsonOpt = False):
     data = config.load()
     active = data.get("profile") or "default"
     using = in_use(ctx)
+    from workspacectl.cli.scripting import cap_items
+
     rows = [entry(n, p, active, using) for n, p in sorted(data.get("profiles", {}).items())]
-    body = {"profiles": rows, "active": active}
+    body = cap_items({"profiles": rows, "active": active}, "profiles")
 
     def render(b):
         table([{**r, "mark": "*" if r["active"] else ""} for r in b["profiles"]], COLUMNS,
