@@ -88,12 +88,12 @@ def test_phrases_without_a_shared_word_find_their_operation(backend):
 def test_the_lexical_half_alone_cannot_answer_them(tmp_path):
     """The test above can fail: without the vectors these phrases find nothing right."""
     from workspacectl.engine.catalog.importer import parse_document
-    from workspacectl.engine.store import catalog as catalog_store
+    from workspacectl.engine.catalog import services
     from workspacectl.engine.workspace import Workspace
 
     ws, _ = Workspace.create(tmp_path / "ws", name="t", owner_name="O", owner_email="o@example.com")
     conn = ws.conn()
-    catalog_store.replace_service(conn, parse_document(MELODIA, "toml"), source="import")
+    services.replace_service(conn, parse_document(MELODIA, "toml"), source="import")
     for phrase, op_id in MEANINGS.items():
         lexical = [op for op, _ in catalog_search.search(conn, phrase, service="melodia", mode="lexical")]
         assert lexical[:1] != [op_id], phrase
