@@ -27,25 +27,37 @@ MAX_WORD_CHARS = 60
 MAX_TOKENS = 256
 
 _lock = threading.Lock()
-_table: tuple[dict[str, int], np.ndarray] | None = None
+_table: tuple[dict[str, int], "_Rows"] | None = None
 
 
-def _load() -> tuple[dict[str, int], np.ndarray]:
+def _load() -> tuple[dict[str, int], "_Rows"]:
     global _table
     if _table is None:
         with _lock:
             if _table is None:
                 tokens = (DATA / "tokens.txt").read_text(encoding="utf-8").split()
-                with np.load(DATA / "vectors.npz") as z:
-                    matrix = z["q"].astype(np.float32) * z["scale"][:, None]
-                _table = ({t: i for i, t in enumerate(tokens)}, matrix)
+                # Mapped, not read: a phrase touches a handful of rows, so a local search
+                # does not pay for reading 7 MB.
+                _table = ({t: i for i, t in enumerate(tokens)},
+                          _Rows(np.load(DATA / "vectors.npy", mmap_mode="r"), np.load(DATA / "scales.npy")))
     return _table
+
+
+class _Rows:
+    """int8 rows and their float32 scales; rows[ids] -> float32 vectors."""
+
+    def __init__(self, q, scales):
+        self.q, self.scales = q, scales
+        self.shape = q.shape
+
+    def __getitem__(self, ids):
+        return np.asarray(self.q[ids], dtype=np.float32) * self.scales[ids][:, None]
 
 
 @lru_cache(maxsize=1)
 def model_id() -> str:
     """Names the shipped vectors; stored operation vectors made under another are rebuilt."""
-    # MODEL.md carries the sha256 of tokens.txt and vectors.npz: hashing it is hashing them,
+    # MODEL.md carries the sha256 of tokens.txt, vectors.npy and scales.npy: hashing it is hashing them,
     # without reading 6 MB on every start.
     return "minilm-l6-static-" + hashlib.sha256((DATA / "MODEL.md").read_bytes()).hexdigest()[:12]
 
