@@ -16,7 +16,7 @@ class LocalBackend:
         self.ws = ws
         self.engine = Engine(ws)
         self.caller = caller
-        self.location = str(ws.path)
+        self.location = ws.shown
         self.base_url = base_url
 
     def request(self, method: str, path: str, query: dict | None = None, body: Any = None) -> Any:

@@ -114,17 +114,15 @@ def _values(kind: str, prefix: str, profile: str | None) -> list[str]:
 
 def _open_existing(target):
     """A local backend on a workspace that already exists, or None: completing never makes one."""
-    from pathlib import Path
-
     from workspacectl.backend.local import LocalBackend
     from workspacectl.engine.registry import Caller
     from workspacectl.engine.store import identity as store
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.engine.workspace import workspace_type
 
-    path = Path(target.location)
-    if not Workspace.exists_at(path):
+    kind = workspace_type(target.location)
+    if not kind.exists_at(target.location):
         return None
-    ws = Workspace.open(path)
+    ws = kind.open(target.location)
     if target.secret:
         from workspacectl.engine.dispatch import Engine
 

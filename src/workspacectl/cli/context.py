@@ -91,7 +91,7 @@ def resolve(profile_flag: str | None = None, new_profile_ok: bool = False) -> Ta
         if token is None and fallback:
             token, source = fallback
         return Target(name, "remote", server.rstrip("/"), token, source)
-    path = str(Path(local_path).expanduser()) if local_path else str(default_workspace())
+    path = _local_location(local_path) if local_path else str(default_workspace())
     if env_secret:
         return Target(name, "local", path, env_secret[0], env_secret[1])
     member = prof.get("member") if prof.get("workspace") and _same(prof["workspace"], path) else None
@@ -111,15 +111,33 @@ def server_url(url: str, where: str) -> str:
     return url.rstrip("/")
 
 
+def _local_location(raw: str) -> str:
+    """A workspace folder (user-expanded) or a postgresql:// URL (as given)."""
+    from workspacectl.engine.pg_url import is_postgres_url
+
+    return raw if is_postgres_url(raw) else str(Path(raw).expanduser())
+
+
 def _same(a: str, b: str) -> bool:
+    from workspacectl.engine.pg_url import is_postgres_url, without_password
+
+    if is_postgres_url(a) or is_postgres_url(b):
+        return is_postgres_url(a) and is_postgres_url(b) and without_password(a) == without_password(b)
     return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
 
 
-def ensure_workspace_path(path: Path, profile: str | None) -> None:
+def ensure_workspace_path(path, profile: str | None) -> None:
     """The embedded default is made on first use (kept only if the command succeeds,
-    cli/first_use.py); any other missing folder is an error."""
-    from workspacectl.engine.workspace import Workspace
+    cli/first_use.py); any other missing folder (or empty database) is an error."""
+    from workspacectl.engine.pg_url import is_postgres_url
+    from workspacectl.engine.workspace import Workspace, workspace_type
 
+    if is_postgres_url(str(path)):
+        if workspace_type(path).exists_at(path):
+            return
+        from workspacectl.engine.pg_url import redacted
+
+        raise ApiError("not_found", f"No workspace in {redacted(path)}. Run `wsctl init --workspace URL` to make one there.")
     if _same(str(path), str(default_workspace())):
         from workspacectl.cli import first_use
 
@@ -134,11 +152,11 @@ def open_local(target: Target):
     from workspacectl.backend.local import LocalBackend
     from workspacectl.engine.registry import Caller
     from workspacectl.engine.store import identity as store
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.engine.workspace import open_workspace
 
-    path = Path(target.location)
+    path = target.location
     ensure_workspace_path(path, target.profile)
-    ws = Workspace.open(path)
+    ws = open_workspace(path)
     _opened.append(ws)
     if target.secret:
         from workspacectl.engine.dispatch import Engine
@@ -148,7 +166,7 @@ def open_local(target: Target):
     row = store.get_member(ws.conn(), target.member) if target.member else None
     row = row or store.first_owner(ws.conn())
     if row is None:
-        raise ApiError("not_found", f"The workspace at {path} has no members. Run `wsctl init`.")
+        raise ApiError("not_found", f"The workspace at {ws.shown} has no members. Run `wsctl init`.")
     return LocalBackend(ws, Caller(row["id"], row["role"], "session", "local"))
 
 

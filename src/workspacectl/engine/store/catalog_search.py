@@ -82,6 +82,8 @@ def doc_count(conn: sqlite3.Connection) -> int:
 def match(conn: sqlite3.Connection, expression: str, weights: tuple[float, ...], limit: int,
           services: list[str] | None = None) -> list[sqlite3.Row]:
     """The best `limit` rows for an FTS5 expression by weighted bm25 (lower is better)."""
+    if getattr(conn, "dialect", "sqlite") == "postgres":
+        return _match_postgres(conn, expression, weights, limit, services)
     where, args = "", [expression]
     if services:
         where = f" AND d.service IN ({', '.join('?' * len(services))})"
@@ -94,6 +96,37 @@ def match(conn: sqlite3.Connection, expression: str, weights: tuple[float, ...],
         f"FROM operation_search s JOIN operation_search_docs d ON d.rowid = s.rowid "
         f"WHERE operation_search MATCH ?{where} ORDER BY bm25 LIMIT ?",
         (*args, limit)).fetchall()
+
+
+# PostgreSQL's tsvector weights (D, C, B, A) for body+params, path+tags, summary, name
+# (migrations/m003_catalog_search.py), from the bm25 column weights
+def _tsrank_weights(weights: tuple[float, ...]) -> str:
+    name, summary, path, tags, body, params = weights
+    top = max(weights)
+    return "{%s}" % ", ".join(f"{w / top:.4f}" for w in (max(body, params), max(path, tags), summary, name))
+
+
+def _match_postgres(conn, expression: str, weights: tuple[float, ...], limit: int,
+                    services: list[str] | None) -> list:
+    """The PostgreSQL half of match(): the same candidates, found through the GIN index on the
+    weighted tsvector. `bm25` is minus ts_rank (lower is better, negative, as FTS5's), which the
+    shared re-rank reads only relative to the best candidate."""
+    terms = [t.strip('"') for t in expression.split(" OR ")]
+    query = " | ".join(t for t in terms if t.isalnum())
+    if not query:
+        return []
+    where, args = "", []
+    if services:
+        where = f" AND d.service IN ({', '.join('?' * len(services))})"
+        args += services
+    return conn.execute(
+        f"SELECT d.op_id, d.service, d.method, d.shape, d.action, "
+        f"s.name, s.summary, s.path, s.tags, s.body, s.params, "
+        f"-ts_rank(?::real[], s.document, q, 1) AS bm25 "
+        f"FROM operation_search s JOIN operation_search_docs d ON d.rowid = s.rowid, "
+        f"to_tsquery('simple', ?) q "
+        f"WHERE s.document @@ q{where} ORDER BY bm25, d.op_id LIMIT ?",
+        (_tsrank_weights(weights), query, *args, limit)).fetchall()
 
 
 def first_operations(conn: sqlite3.Connection, services: list[str], limit: int) -> list[str]:
