@@ -70,21 +70,20 @@ def _ask_code() -> str:
 
 
 def _login_local(ctx, name: str, member: str, json: bool):
+    from workspacectl.backend.local import LocalBackend
     from workspacectl.cli.context import ensure_workspace_path
-    from workspacectl.engine.identity.members import resolve_member
-    from workspacectl.engine.store.identity import member_json
-    from workspacectl.engine.workspace import open_workspace
 
     target = resolve(state(ctx).profile_flag, new_profile_ok=True)
     if target.kind == "remote":
         raise ApiError("invalid_request", f"Profile '{name}' points at a server; --member is for local workspaces.")
-    ensure_workspace_path(target.location, name)
-    ws = open_workspace(target.location)
-    rec = member_json(resolve_member(ws.conn(), member))
-    config.set_profile(name, {"workspace": ws.location, "member": rec["id"]})
-    body = {"profile": name, "workspace": ws.shown, "member": rec}
+    path = target.location
+    ensure_workspace_path(path, name)
+    be = LocalBackend.open(path, member=member, exact=True)
+    rec = be.request("GET", "/v1/auth/whoami")["member"]
+    config.set_profile(name, {"workspace": be.stored_location, "member": rec["id"]})
+    body = {"profile": name, "workspace": be.location, "member": rec}
     emit(ctx, body, lambda b: info(f"Profile '{name}' now acts as {rec['name']} <{rec['email']}> ({rec['role']}) "
-                                   f"on {ws.shown}."), json_flag=json)
+                                   f"on {be.location}."), json_flag=json)
 
 
 @app.command("status")
@@ -92,7 +91,7 @@ def status(ctx: typer.Context, profile: ProfileOpt = None, json: JsonOpt = False
     """Show the profile in use, where its data lives, who it acts as, and where the token came from."""
     name = _profile(ctx, profile)
     target = resolve(state(ctx).profile_flag)
-    from workspacectl.engine.pg_url import shown
+    from workspacectl.formats.workspace_url import shown
 
     body = {"profile": name, "backend": target.kind, "location": shown(target.location),
             "tokenSource": target.secret_source, "signedIn": False, "member": None}
@@ -138,7 +137,7 @@ def _require_workspace(target) -> None:
 
     from workspacectl.cli.first_use import not_made_yet
 
-    from workspacectl.engine.pg_url import is_postgres_url
+    from workspacectl.formats.workspace_url import is_postgres_url
 
     local_folder = target.kind == "local" and not is_postgres_url(target.location)
     missing = not_made_yet(Path(target.location)) if local_folder else None

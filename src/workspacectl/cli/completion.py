@@ -114,19 +114,9 @@ def _values(kind: str, prefix: str, profile: str | None) -> list[str]:
 
 def _open_existing(target):
     """A local backend on a workspace that already exists, or None: completing never makes one."""
-    from workspacectl.backend.local import LocalBackend
-    from workspacectl.engine.registry import Caller
-    from workspacectl.engine.store import identity as store
-    from workspacectl.engine.workspace import workspace_type
+    from workspacectl.backend.local import LocalBackend, workspace_exists
 
-    kind = workspace_type(target.location)
-    if not kind.exists_at(target.location):
+    path = target.location
+    if not workspace_exists(path):
         return None
-    ws = kind.open(target.location)
-    if target.secret:
-        from workspacectl.engine.dispatch import Engine
-
-        return LocalBackend(ws, Engine(ws).authenticate(target.secret))
-    row = store.get_member(ws.conn(), target.member) if target.member else None
-    row = row or store.first_owner(ws.conn())
-    return LocalBackend(ws, Caller(row["id"], row["role"], "session", "local")) if row else None
+    return LocalBackend.open(path, secret=target.secret, member=target.member)

@@ -91,7 +91,7 @@ def resolve(profile_flag: str | None = None, new_profile_ok: bool = False) -> Ta
         if token is None and fallback:
             token, source = fallback
         return Target(name, "remote", server.rstrip("/"), token, source)
-    path = _local_location(local_path) if local_path else str(default_workspace())
+    path = local_location(local_path) if local_path else str(default_workspace())
     if env_secret:
         return Target(name, "local", path, env_secret[0], env_secret[1])
     member = prof.get("member") if prof.get("workspace") and _same(prof["workspace"], path) else None
@@ -111,71 +111,58 @@ def server_url(url: str, where: str) -> str:
     return url.rstrip("/")
 
 
-def _local_location(raw: str) -> str:
+def local_location(raw: str) -> str:
     """A workspace folder (user-expanded) or a postgresql:// URL (as given)."""
-    from workspacectl.engine.pg_url import is_postgres_url
+    from workspacectl.formats.workspace_url import is_postgres_url
 
     return raw if is_postgres_url(raw) else str(Path(raw).expanduser())
 
 
 def _same(a: str, b: str) -> bool:
-    from workspacectl.engine.pg_url import is_postgres_url, without_password
+    from workspacectl.formats.workspace_url import is_postgres_url, without_password
 
     if is_postgres_url(a) or is_postgres_url(b):
         return is_postgres_url(a) and is_postgres_url(b) and without_password(a) == without_password(b)
     return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
 
 
-def ensure_workspace_path(path, profile: str | None) -> None:
+def ensure_workspace_path(path: Path | str, profile: str | None) -> None:
     """The embedded default is made on first use (kept only if the command succeeds,
-    cli/first_use.py); any other missing folder (or empty database) is an error."""
-    from workspacectl.engine.pg_url import is_postgres_url
-    from workspacectl.engine.workspace import Workspace, workspace_type
+    cli/first_use.py); any other missing folder (or database without a workspace) is an error."""
+    from workspacectl.backend.local import workspace_exists
+    from workspacectl.formats.workspace_url import is_postgres_url, redacted
 
     if is_postgres_url(str(path)):
-        if workspace_type(path).exists_at(path):
+        if workspace_exists(str(path)):
             return
-        from workspacectl.engine.pg_url import redacted
-
-        raise ApiError("not_found", f"No workspace in {redacted(path)}. Run `wsctl init --workspace URL` to make one there.")
+        raise ApiError("not_found", f"No workspace in {redacted(str(path))}. "
+                                    "Run `wsctl init --workspace URL` to make one there.")
     if _same(str(path), str(default_workspace())):
         from workspacectl.cli import first_use
 
         first_use.ensure_default(default_workspace(), profile or config.profile_name(None, config.load()))
         return
-    if Workspace.exists_at(path):
+    if workspace_exists(path):
         return
     raise ApiError("not_found", f"No workspace at {path}. Run `wsctl init --workspace {path}` to make one.")
 
 
 def open_local(target: Target):
     from workspacectl.backend.local import LocalBackend
-    from workspacectl.engine.registry import Caller
-    from workspacectl.engine.store import identity as store
-    from workspacectl.engine.workspace import open_workspace
 
     path = target.location
     ensure_workspace_path(path, target.profile)
-    ws = open_workspace(path)
-    _opened.append(ws)
-    if target.secret:
-        from workspacectl.engine.dispatch import Engine
-
-        caller = Engine(ws).authenticate(target.secret)
-        return LocalBackend(ws, caller)
-    row = store.get_member(ws.conn(), target.member) if target.member else None
-    row = row or store.first_owner(ws.conn())
-    if row is None:
-        raise ApiError("not_found", f"The workspace at {ws.shown} has no members. Run `wsctl init`.")
-    return LocalBackend(ws, Caller(row["id"], row["role"], "session", "local"))
+    be = LocalBackend.open(path, secret=target.secret, member=target.member)
+    _opened.append(be)
+    return be
 
 
-_opened: list = []   # workspaces a local backend opened in this process (housekeeping after the command)
+_opened: list = []   # local backends opened in this process (housekeeping after the command)
 
 
 def after_command() -> None:
     """Once a command's output is out: housekeeping of the workspaces it opened locally, at most
-    once an hour per workspace (engine/housekeeping.maybe_sweep). Never fails the command."""
+    once an hour per workspace (LocalBackend.housekeeping). Never fails the command."""
     if not _opened:
         return
     try:
@@ -183,11 +170,9 @@ def after_command() -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-    from workspacectl.engine.housekeeping import maybe_sweep
-
-    for ws in _opened:
+    for be in _opened:
         try:
-            maybe_sweep(ws)
+            be.housekeeping()
         except Exception:  # a locked database, a read-only folder: the next command tries again
             pass
     _opened.clear()

@@ -22,25 +22,25 @@ def init(
     json: JsonOpt = False,
 ):
     """Make a workspace (SQLite + blobs folder) and sign the local profile in as its owner."""
-    from workspacectl.engine.pg_url import is_postgres_url
-    from workspacectl.engine.validate import email_address
-    from workspacectl.engine.workspace import workspace_type
+    from workspacectl.backend.local import create_workspace
+
+    from workspacectl.formats.workspace_url import is_postgres_url
 
     user = getpass.getuser() or "owner"
     if workspace and is_postgres_url(workspace):
-        location = workspace
+        path = workspace
     else:
-        location = (Path(workspace) if workspace else default_workspace()).expanduser().resolve()
-    email = email_address(owner_email or f"{user}@localhost", "--owner-email")
-    ws, owner = workspace_type(location).create(location, name=name or f"{user}'s workspace",
-                                                owner_name=owner_name or user, owner_email=email)
+        path = (Path(workspace) if workspace else default_workspace()).expanduser().resolve()
+    made = create_workspace(path, name or f"{user}'s workspace", owner_name or user,
+                            owner_email or f"{user}@localhost", email_flag="--owner-email")
+    owner = made["owner"]
     st = state(ctx)
     profile = config.profile_name(st.profile_flag, config.load())
-    config.set_profile(profile, {"workspace": ws.location, "member": owner["id"]})
-    if ws.location != str(location) and is_postgres_url(str(location)):
+    config.set_profile(profile, {"workspace": made["workspace"], "member": owner["id"]})
+    if made["workspace"] != str(path):
         info("The database password is not kept in config.toml; give it to later commands through "
              "PGPASSWORD or ~/.pgpass (or WSCTL_WORKSPACE with the full URL).")
-    body = {"workspace": ws.shown, "name": ws.setting("name"), "profile": profile, "owner": owner}
+    body = {"workspace": made["shown"], "name": made["name"], "profile": profile, "owner": owner}
     emit(ctx, body, lambda b: info(f"Made workspace '{b['name']}' at {b['workspace']}; "
                                    f"profile '{profile}' acts as {owner['name']} <{owner['email']}> (owner)."),
          json_flag=json)

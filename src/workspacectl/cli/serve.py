@@ -18,11 +18,11 @@ def serve(
     memory_interval: Annotated[Optional[float], typer.Option("--memory-interval", metavar="SECONDS", help="Seconds between memory agent runs (default: WSCTL_MEMORY_INTERVAL or 300; 0 turns the agent off; housekeeping still runs every 300 s).")] = None,
 ):
     """Serve a workspace over HTTP at /v1, with the hosted sign-in and connect pages."""
-    from workspacectl.cli.context import _local_location, ensure_workspace_path
+    from workspacectl.cli.context import ensure_workspace_path, local_location
     from workspacectl.server.app import listen_socket, serve as run
     from workspacectl.server.memory_timer import resolve_interval
 
-    path = _local_location(workspace) if workspace else None
+    path = local_location(workspace) if workspace else None
     if path is None:
         target = resolve(state(ctx).profile_flag)
         if target.kind == "remote":

@@ -32,7 +32,7 @@ from psycopg.adapt import Loader
 from psycopg.pq import TransactionStatus
 
 from workspacectl.engine.db import BUSY_TIMEOUT_MS, WorkspaceBusy
-from workspacectl.engine.pg_url import redacted
+from workspacectl.formats.workspace_url import redacted
 from workspacectl.errors import ApiError
 
 # pg_advisory_xact_lock keys (two int4 halves: "wsctl", purpose)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from workspacectl import clock
 from workspacectl.engine.db import open_db, transaction
-from workspacectl.engine.pg_url import is_postgres_url
+from workspacectl.formats.workspace_url import is_postgres_url
 from workspacectl.errors import ApiError
 
 DB_NAME = "workspace.db"
@@ -39,6 +39,7 @@ class Workspace:
         self.db_path = self.path / DB_NAME
         self.blobs = self.path / "blobs"
         self._local = threading.local()
+        self._blob_store = None
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.path)!r})"
@@ -103,7 +104,7 @@ class Workspace:
     def _migrate(self) -> None:
         from workspacectl.engine.migrations import apply_migrations
 
-        self.blobs.mkdir(exist_ok=True)
+        self.blobs.mkdir(parents=True, exist_ok=True)
         apply_migrations(self.conn())
         self._load_builtins()
 
@@ -115,6 +116,18 @@ class Workspace:
 
     def _after_create(self) -> None:
         pass
+
+    @property
+    def blob_store(self):
+        """Where this workspace's blobs live (engine/blobs.py BlobStore); made on first use."""
+        if self._blob_store is None:
+            self._blob_store = self._make_blob_store()
+        return self._blob_store
+
+    def _make_blob_store(self):
+        from workspacectl.engine.blobs_folder import FolderBlobStore
+
+        return FolderBlobStore(self, self.blobs)
 
     def conn(self) -> sqlite3.Connection:
         c = getattr(self._local, "conn", None)

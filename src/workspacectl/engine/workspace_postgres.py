@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 from workspacectl.engine.db_postgres import PgConnection
-from workspacectl.engine.pg_url import redacted, without_password
+from workspacectl.formats.workspace_url import redacted, without_password
 from workspacectl.engine.workspace import Workspace
 from workspacectl.errors import ApiError
 
@@ -40,7 +40,9 @@ class PgWorkspace(Workspace):
         self.path = local_state_dir(url)
         self.db_path = None
         self._local = threading.local()
-        self.blobs = self._make_blob_store()
+        raw = os.environ.get("WSCTL_BLOB_DIR")
+        self.blobs = Path(raw).expanduser() if raw else self.path / "blobs"
+        self._blob_store = None
 
     def __repr__(self) -> str:
         return f"PgWorkspace({redacted(self.url)!r})"
@@ -55,12 +57,13 @@ class PgWorkspace(Workspace):
     def shown(self) -> str:
         return redacted(self.url)
 
-    def _make_blob_store(self) -> Path:
-        """The blob folder of this workspace on this machine (to be replaced by blobs in PostgreSQL)."""
-        raw = os.environ.get("WSCTL_BLOB_DIR")
-        blobs = Path(raw).expanduser() if raw else self.path / "blobs"
-        blobs.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return blobs
+    def _make_blob_store(self):
+        """Until blobs move into PostgreSQL: the blob folder of this workspace on this machine
+        (WSCTL_BLOB_DIR, e.g. a mount every replica shares, or the local state folder)."""
+        from workspacectl.engine.blobs_folder import FolderBlobStore
+
+        self.blobs.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return FolderBlobStore(self, self.blobs)
 
     def _connect(self) -> PgConnection:
         return PgConnection(self.url)
