@@ -45,9 +45,16 @@ def up(conn):
 # The same schema in PostgreSQL (engine/db_postgres.py): TEXT compares and sorts in byte order
 # (COLLATE "C", as SQLite's BINARY), INTEGER is BIGINT, BLOB is BYTEA, rowids are identity columns.
 POSTGRES_SQL = """
--- FTS5 becomes a table of the same analyzed columns with a weighted tsvector (name A, summary B,
--- path and tags C, body and params D) and a GIN index: it finds candidates, the shared re-rank
--- in engine/catalog/search.py orders them (store/catalog_search.match is the named pair).
+-- FTS5 becomes a table of the same analyzed columns with a tsvector and a GIN index to find the
+-- rows a query matches; store/catalog_search.match (the named pair) ranks them with FTS5's own
+-- bm25 formula over the weighted columns, so the shared re-rank sees the same candidates and
+-- scores as on SQLite. Kept per row for that formula: `ntokens`, its length in tokens, and
+-- `term_counts`, per column (FTS column order) how often each term occurs.
+CREATE FUNCTION wsctl_word_count(text) RETURNS bigint LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT COALESCE(cardinality(string_to_array(NULLIF($1, ''), ' ')), 0) $$;
+CREATE FUNCTION wsctl_term_counts(text) RETURNS jsonb LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT COALESCE(jsonb_object_agg(w, n), '{}'::jsonb)
+          FROM (SELECT w, count(*) AS n FROM unnest(string_to_array(NULLIF($1, ''), ' ')) AS w GROUP BY w) c $$;
 CREATE TABLE operation_search (
     rowid BIGINT PRIMARY KEY,
     name TEXT COLLATE "C" NOT NULL DEFAULT '',
@@ -57,9 +64,13 @@ CREATE TABLE operation_search (
     body TEXT COLLATE "C" NOT NULL DEFAULT '',
     params TEXT COLLATE "C" NOT NULL DEFAULT '',
     document tsvector GENERATED ALWAYS AS (
-        setweight(to_tsvector('simple', name), 'A') || setweight(to_tsvector('simple', summary), 'B') ||
-        setweight(to_tsvector('simple', path), 'C') || setweight(to_tsvector('simple', tags), 'C') ||
-        setweight(to_tsvector('simple', body), 'D') || setweight(to_tsvector('simple', params), 'D')) STORED
+        to_tsvector('simple', name || ' ' || summary || ' ' || path || ' ' || tags || ' ' || body || ' ' || params)) STORED,
+    ntokens BIGINT GENERATED ALWAYS AS (
+        wsctl_word_count(name) + wsctl_word_count(summary) + wsctl_word_count(path) +
+        wsctl_word_count(tags) + wsctl_word_count(body) + wsctl_word_count(params)) STORED,
+    term_counts jsonb[] GENERATED ALWAYS AS (ARRAY[
+        wsctl_term_counts(name), wsctl_term_counts(summary), wsctl_term_counts(path),
+        wsctl_term_counts(tags), wsctl_term_counts(body), wsctl_term_counts(params)]) STORED
 );
 CREATE INDEX operation_search_document ON operation_search USING GIN (document);
 CREATE TABLE operation_search_docs (
