@@ -11,22 +11,11 @@ import urllib.parse
 
 from workspacectl.engine import registry
 from workspacectl.engine.registry import Caller, Ctx, Response
-from workspacectl.engine.scopes import AUTHENTICATED, PUBLIC, SESSION
+from workspacectl.engine.scopes import check_scope
 from workspacectl.errors import ApiError
 
 # Every route module, for the server and the API listing; one request imports only its own.
 load_routes = registry.load_all
-
-
-def check_scope(caller: Caller | None, required: str) -> None:
-    if required == PUBLIC:
-        return
-    if caller is None:
-        raise ApiError("unauthenticated", "Authentication required. Sign in with `wsctl auth login` or pass an API key.")
-    if required == AUTHENTICATED or caller.is_session:
-        return
-    if required == SESSION or required not in caller.scopes:
-        raise ApiError("insufficient_scope", "Insufficient scope")
 
 
 def check_text(*values: dict) -> None:
@@ -106,7 +95,8 @@ class Engine:
         return authenticate_secret(self.ws.conn(), secret)
 
     def call(self, caller: Caller | None, method: str, path: str, query: dict | None = None,
-             body=None, base_url: str | None = None) -> Response:
+             body=None, base_url: str | None = None, progress=None) -> Response:
+        """progress(phase, done, total), when given, hears how long work goes (Ctx.report)."""
         method = method.upper()
         path, inline_query = split_path(path)
         query = {**inline_query, **(query or {})}
@@ -116,7 +106,8 @@ class Engine:
         params = {k: urllib.parse.unquote(v) for k, v in params.items()}
         check_text(params, query)
         check_body(body)
-        ctx = Ctx(ws=self.ws, caller=caller, params=params, query=query, body=body, base_url=base_url)
+        ctx = Ctx(ws=self.ws, caller=caller, params=params, query=query, body=body, base_url=base_url,
+                  progress=progress)
         try:
             result = handler(ctx)
         except sqlite3.OperationalError as e:
