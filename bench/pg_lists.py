@@ -76,7 +76,7 @@ def main() -> None:
     from workspacectl.engine.dispatch import Engine
     from workspacectl.engine.identity.auth import new_session
     from workspacectl.engine.store import identity
-    from workspacectl.engine.workspace import open_workspace
+    from workspacectl.engine.workspaces import open_workspace
 
     tmp = Path(tempfile.mkdtemp(prefix="wsctl-pg-lists-"))
     key = base64.b64encode(os.urandom(32)).decode()

@@ -67,7 +67,7 @@ def owner_session(location: str, home: Path) -> str:
     from workspacectl.engine.db import transaction
     from workspacectl.engine.identity.auth import new_session
     from workspacectl.engine.store import identity
-    from workspacectl.engine.workspace import open_workspace
+    from workspacectl.engine.workspaces import open_workspace
 
     ws = open_workspace(location)
     conn = ws.conn()

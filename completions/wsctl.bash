@@ -11,11 +11,11 @@ _wsctl_spec() {
             argvalues='' argmulti='' ;;
         'init')
             cmds='' opts='--workspace -w --name --owner-name --owner-email --json --jq --help -h' argopts='--workspace -w --name --owner-name --owner-email --jq'
-            fileopts='' diropts='' args='' argchoices=''
+            fileopts='--workspace -w' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'serve')
             cmds='' opts='--workspace -w --host --port --public-url --memory-interval --help -h' argopts='--workspace -w --host --port --public-url --memory-interval'
-            fileopts='' diropts='' args='' argchoices=''
+            fileopts='--workspace -w' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'api')
             cmds='' opts='--data --raw-field -f --field -F --header -H --include -i --paginate --json --jq --help -h' argopts='--data --raw-field -f --field -F --header -H --jq'

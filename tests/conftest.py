@@ -290,7 +290,7 @@ def _owner_and_token(ws_path: Path) -> tuple[dict, str]:
     from workspacectl.engine.identity.auth import new_session
     from workspacectl.engine.db import transaction
     from workspacectl.engine.store import identity
-    from workspacectl.engine.workspace import open_workspace
+    from workspacectl.engine.workspaces import open_workspace
 
     ws = open_workspace(str(ws_path))
     conn = ws.conn()
@@ -313,7 +313,7 @@ def make_backend(kind: str, workspace: Path, home: Path, server: Server | None =
         env.update({"WSCTL_SERVER": b.base_url, "WSCTL_TOKEN": token})
     else:
         from workspacectl.engine.dispatch import Engine
-        from workspacectl.engine.workspace import open_workspace
+        from workspacectl.engine.workspaces import open_workspace
 
         b._engine = Engine(open_workspace(str(workspace)))
         env["WSCTL_WORKSPACE"] = str(workspace)

@@ -150,7 +150,7 @@ def make_corpus_workspace(path: Path, answers: dict | None = None):
     """A workspace at `path` holding exactly the shared corpus: made and imported (through the
     admin route; each document's answer put in `answers`) when new; when it exists, opened
     (which may load newer built-in services) and trimmed again."""
-    from workspacectl.engine.workspace import workspace_type
+    from workspacectl.engine.workspaces import workspace_type
 
     kind = workspace_type(path)   # a folder, or a postgresql:// URL (bench/pg_search.py)
     if kind.exists_at(path):

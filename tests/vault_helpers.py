@@ -46,7 +46,7 @@ path = "/messages"
 
 def open_ws(workspace: Path):
     """The workspace in-process: a folder, or a PostgreSQL door's URL (tests/conftest.PgLocation)."""
-    from workspacectl.engine.workspace import open_workspace
+    from workspacectl.engine.workspaces import open_workspace
 
     return open_workspace(str(workspace))
 

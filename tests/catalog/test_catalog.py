@@ -285,7 +285,7 @@ def test_oauth_client_secret_is_sealed(backend):
     con.close()
     assert "client-SECRET" not in dump
     from workspacectl.engine.catalog.services import get_oauth_client
-    from workspacectl.engine.workspace import open_workspace
+    from workspacectl.engine.workspaces import open_workspace
 
     ws = open_workspace(str(backend.workspace))
     client_id, client_secret = get_oauth_client(ws, service)
@@ -413,7 +413,7 @@ config = { schedule = "0 9 * * *" }
 
 
 def _open(workspace: Path):
-    from workspacectl.engine.workspace import open_workspace
+    from workspacectl.engine.workspaces import open_workspace
 
     return open_workspace(str(workspace))
 

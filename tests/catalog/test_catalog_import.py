@@ -294,7 +294,7 @@ def test_a_reimport_failing_mid_transaction_leaves_the_old_service(workspace):
     from workspacectl.engine.catalog.importer import parse_toml
     from workspacectl.engine.catalog import services
     from workspacectl.engine.store import catalog as store
-    from workspacectl.engine.workspace import open_workspace
+    from workspacectl.engine.workspaces import open_workspace
 
     ws = open_workspace(str(workspace))
     conn = ws.conn()
@@ -371,7 +371,7 @@ def corpus_engine(shared_corpus):
     from workspacectl.engine.dispatch import Engine
     from workspacectl.engine.registry import Caller
     from workspacectl.engine.store import identity
-    from workspacectl.engine.workspace import open_workspace
+    from workspacectl.engine.workspaces import open_workspace
 
     path, answers = shared_corpus
     ws = open_workspace(str(path))

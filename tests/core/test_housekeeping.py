@@ -15,7 +15,7 @@ from tests.conftest import WSCTL, answers_health, base_env, make_backend, start_
 from tests.skill_helpers import create, file_path, publish_bundle, put_url, skill_md, stage, targz
 from workspacectl import clock
 from workspacectl.engine import housekeeping
-from workspacectl.engine.workspace import open_workspace
+from workspacectl.engine.workspaces import open_workspace
 
 OLD = 3 * 3600
 
@@ -152,7 +152,7 @@ def test_the_server_timer_sweeps(workspace, home, tmp_path):
 
 _KILLED_MID_UPLOAD = """
 import os, signal, sys
-from workspacectl.engine.workspace import open_workspace
+from workspacectl.engine.workspaces import open_workspace
 ws = open_workspace(str(sys.argv[1]))
 with ws.blob_store.staging() as stage:
     stage.put([b"\\0" * (1 << 20)] * 8)
@@ -240,7 +240,7 @@ def test_an_old_orphan_reused_by_a_new_upload_is_kept(backend):
 _KILLED_IN_COMMIT = """
 import io, os, signal, sys, tarfile
 from workspacectl.engine.dispatch import Engine
-from workspacectl.engine.workspace import open_workspace
+from workspacectl.engine.workspaces import open_workspace
 ws = open_workspace(str(sys.argv[1]))
 engine = Engine(ws)
 seen = []

@@ -110,6 +110,19 @@ def test_failed_write_rolls_back_to_its_savepoint(pg_workspace):
         conn.close()
 
 
+def test_insert_or_replace_is_an_upsert_on_the_primary_key(pg_workspace):
+    from tests.vault_helpers import open_ws
+
+    conn = open_ws(pg_workspace).conn()
+    try:
+        conn.executemany("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", [("rep.a", "1"), ("rep.b", "2")])
+        conn.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", ("rep.a", "3"))
+        rows = conn.execute("SELECT key, value FROM settings WHERE key LIKE 'rep.%' ORDER BY key").fetchall()
+        assert [tuple(r) for r in rows] == [("rep.a", "3"), ("rep.b", "2")]
+    finally:
+        conn.close()
+
+
 def test_init_refuses_a_workspace_already_there(pg_env_for, pg_workspace):
     r = _cli(pg_env_for, "init", "--workspace", str(pg_workspace), expect=6)
     assert "already exists" in r.err
@@ -174,7 +187,7 @@ def test_local_path_imports_no_psycopg(home):
     import subprocess
     import sys
 
-    code = ("import sys; from workspacectl.engine.workspace import workspace_type; "
+    code = ("import sys; from workspacectl.engine.workspaces import workspace_type; "
             "workspace_type('/tmp/x'); print('psycopg' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

@@ -13,7 +13,7 @@ from tests.api_helpers import assert_error
 from tests.conftest import base_env, serve
 from tests.skill_helpers import create, file_path, put_url, skill_md, stage, targz
 from workspacectl.engine.skills import transfers
-from workspacectl.engine.workspace import open_workspace
+from workspacectl.engine.workspaces import open_workspace
 from workspacectl.errors import ApiError
 
 BUNDLE = targz({"SKILL.md": skill_md("signed")})

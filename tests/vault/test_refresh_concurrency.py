@@ -84,7 +84,7 @@ def test_fifty_threads_in_one_process_cause_one_refresh(local, provider):
     """The same rule through the in-process engine (local backend): threads, not processes."""
     backend = local
     from workspacectl.engine.dispatch import Engine
-    from workspacectl.engine.workspace import open_workspace
+    from workspacectl.engine.workspaces import open_workspace
 
     install_service(backend.workspace, provider.service_toml("loopcrm"))
     grant = provider.grant()

@@ -14,7 +14,8 @@ from typing import Any, Iterator
 
 from workspacectl.engine.dispatch import Engine
 from workspacectl.engine.registry import Caller
-from workspacectl.engine.workspace import Workspace, workspace_type
+from workspacectl.engine.workspaces import workspace_type
+from workspacectl.engine.workspace import Workspace
 from workspacectl.errors import ApiError
 
 

@@ -126,6 +126,18 @@ def server_url(url: str, where: str) -> str:
     return url[:-3].rstrip("/") if url.endswith("/v1") else url
 
 
+def location_arg(value: Path | None) -> str | None:
+    """A --workspace value: options are typed Path (shells complete folders), which folds the //
+    of a postgresql:// URL; this gives the URL back as typed."""
+    if value is None:
+        return None
+    text = str(value)
+    for scheme in ("postgresql:", "postgres:"):
+        if text.startswith(scheme + "/") and not text.startswith(scheme + "//"):
+            return scheme + "//" + text[len(scheme) + 1:]
+    return text
+
+
 def local_location(raw: str) -> str:
     """A workspace folder (user-expanded) or a postgresql:// URL (as given)."""
     from workspacectl.formats.workspace_url import is_postgres_url

@@ -15,7 +15,7 @@ from workspacectl.cli.paths import default_workspace
 
 def init(
     ctx: typer.Context,
-    workspace: Annotated[Optional[str], typer.Option("--workspace", "-w", help="Folder for the workspace, or a postgresql:// URL of an empty database (default: the embedded one).")] = None,
+    workspace: Annotated[Optional[Path], typer.Option("--workspace", "-w", help="Folder for the workspace, or a postgresql:// URL of an empty database (default: the embedded one).")] = None,
     name: Annotated[Optional[str], typer.Option("--name", help="Workspace name.")] = None,
     owner_name: Annotated[Optional[str], typer.Option("--owner-name", help="The owner's display name.")] = None,
     owner_email: Annotated[Optional[str], typer.Option("--owner-email", help="The owner's email.")] = None,
@@ -24,13 +24,15 @@ def init(
     """Make a workspace (SQLite + blobs folder) and sign the local profile in as its owner."""
     from workspacectl.backend.local import create_workspace
 
+    from workspacectl.cli.context import location_arg
     from workspacectl.formats.workspace_url import is_postgres_url
 
     user = getpass.getuser() or "owner"
-    if workspace and is_postgres_url(workspace):
-        path = workspace
+    given = location_arg(workspace)
+    if given and is_postgres_url(given):
+        path = given
     else:
-        path = (Path(workspace) if workspace else default_workspace()).expanduser().resolve()
+        path = (Path(given) if given else default_workspace()).expanduser().resolve()
     made = create_workspace(path, name or f"{user}'s workspace", owner_name or user,
                             owner_email or f"{user}@localhost", email_flag="--owner-email")
     owner = made["owner"]

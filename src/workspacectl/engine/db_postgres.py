@@ -53,6 +53,7 @@ _REWRITES = [
     (re.compile(r"datetime\('now'\)", re.I), "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')"),
 ]
 _OR_IGNORE = re.compile(r"^(\s*)INSERT\s+OR\s+IGNORE\s+INTO\b", re.I)
+_OR_REPLACE = re.compile(r"^\s*INSERT\s+OR\s+REPLACE\s+INTO\s+(\w+)\s*\(([^)]*)\)", re.I)
 
 
 @functools.lru_cache(maxsize=2048)
@@ -223,6 +224,7 @@ class PgConnection:
                                           f"{first.replace(url, redacted(url))}. Check the URL and that the server runs.") from None
         self._pg.adapters.register_loader("numeric", _NumericLoader)
         self._pg.row_factory = _row_factory
+        self._primary_keys: dict[str, list[str]] = {}
         self.url = url
 
     def __repr__(self) -> str:
@@ -248,7 +250,26 @@ class PgConnection:
             self._pg.execute("ROLLBACK")
             raise _sqlite_error(e) from None
 
+    def _upsert(self, sql: str) -> str:
+        """INSERT OR REPLACE INTO t (cols) ... -> INSERT ... ON CONFLICT (t's primary key) DO
+        UPDATE SET every other column: SQLite's REPLACE of the row with the same key."""
+        m = _OR_REPLACE.match(sql)
+        if m is None:
+            return sql
+        table, cols = m.group(1), [c.strip() for c in m.group(2).split(",")]
+        key = self._primary_keys.get(table)
+        if key is None:
+            key = self._primary_keys[table] = [r[0] for r in self._pg.execute(
+                "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+                "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary "
+                "ORDER BY array_position(i.indkey, a.attnum)", (table,)).fetchall()]
+        rest = [c for c in cols if c not in key]
+        action = ("DO UPDATE SET " + ", ".join(f"{c} = EXCLUDED.{c}" for c in rest)) if rest else "DO NOTHING"
+        body = re.sub(r"INSERT\s+OR\s+REPLACE\s+INTO", "INSERT INTO", sql, count=1, flags=re.I)
+        return f"{body.rstrip().rstrip(';')} ON CONFLICT ({', '.join(key)}) {action}"
+
     def execute(self, sql: str, params=None) -> Cursor:
+        sql = self._upsert(sql)
         head = sql.lstrip()[:16].upper()
         if head.startswith("BEGIN IMMEDIATE"):
             self._begin_writer()
@@ -258,7 +279,7 @@ class PgConnection:
         return self._run(translate(sql), _params(params), many=False)
 
     def executemany(self, sql: str, seq) -> Cursor:
-        return self._run(translate(sql), [_params(p) for p in seq], many=True)
+        return self._run(translate(self._upsert(sql)), [_params(p) for p in seq], many=True)
 
     def _run(self, sql: str, params, many: bool) -> Cursor:
         guard = self.in_transaction and _WRITE.match(sql) is not None

@@ -1,7 +1,8 @@
 """A workspace is a folder: workspace.db (SQLite) and blobs/. Several processes may open one.
 
 Or a PostgreSQL database named by a postgresql:// URL (engine/workspace_postgres.py, imported only
-for such a URL): `workspace_type(location)` picks the class; both answer the same methods.
+for such a URL): engine/workspaces.py `workspace_type(location)` picks the class; both answer the
+same methods.
 """
 from __future__ import annotations
 
@@ -12,27 +13,9 @@ from pathlib import Path
 
 from workspacectl import clock
 from workspacectl.engine.db import open_db, transaction
-from workspacectl.formats.workspace_url import is_postgres_url
 from workspacectl.errors import ApiError
 
 DB_NAME = "workspace.db"
-def workspace_type(location) -> type["Workspace"]:
-    """Workspace for a folder, PgWorkspace for a postgresql:// URL (a str: a Path loses the //)."""
-    if is_postgres_url(location):
-        try:
-            from workspacectl.engine.workspace_postgres import PgWorkspace
-        except ImportError:
-            raise ApiError("invalid_request", "A PostgreSQL workspace needs psycopg: "
-                           "run `pip install 'workspacectl[postgres]'`.") from None
-
-        return PgWorkspace
-    return Workspace
-
-
-def open_workspace(location) -> "Workspace":
-    return workspace_type(location).open(location)
-
-
 class Workspace:
     def __init__(self, path: Path):
         self.path = Path(path).expanduser().resolve()

@@ -223,7 +223,7 @@ def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
           memory_interval: float | None = None) -> None:
     import uvicorn
 
-    from workspacectl.engine.workspace import open_workspace
+    from workspacectl.engine.workspaces import open_workspace
 
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     from workspacectl.engine.vault.outbound import quiet_library_loggers
