@@ -14,7 +14,7 @@ import time
 import httpx
 import pytest
 
-from tests.conftest import WSCTL, answers_health, free_port, make_backend, pg_env, start_server, wait_until
+from tests.conftest import WSCTL, free_port, make_backend, pg_env, start_server
 from tests.oauth_provider import OAuthProvider
 from tests.project_helpers import make_project
 from tests.skill_helpers import create, put_url, skill_md, targz
@@ -34,7 +34,7 @@ def replicas(pg_workspace, pg_databases, home, tmp_path, monkeypatch):
     b = start_server(pg_workspace, _replica_env(pg_databases, pg_workspace, tmp_path / "b-home"), log=tmp_path / "b.log")
     backend = make_backend("remote", pg_workspace, home, server=a)
     try:
-        yield backend, b
+        yield backend, b.url
     finally:
         backend.close()
         b.stop()
@@ -92,37 +92,37 @@ def test_fifty_token_requests_over_both_replicas_cause_one_refresh(replicas):
     assert len(log) == 50
 
 
-def test_replicas_starting_together_apply_a_migration_once(pg_workspace, pg_databases, tmp_path):
-    """An older schema (the last migration undone) and two replicas started at once: both come up,
-    the migration ran once (its table exists, one row records it)."""
+def test_processes_starting_together_apply_each_migration_once(pg_databases, tmp_path):
+    """Two processes migrating one empty database at the same moment (as replicas of a new
+    version do on start): every migration is applied exactly once, by one of them, and neither
+    fails on a table the other made."""
+    import json
+    import sys
+
     from workspacectl.engine.migrations import MIGRATIONS
 
-    ws = open_ws(pg_workspace)
-    conn = ws.conn()
-    last = MIGRATIONS[-1][0]
-    conn.execute("DELETE FROM migrations WHERE name = ?", (last,))
-    conn.execute("DROP TABLE catalog_changes") if last == "m012_catalog_history" else None
-    conn.close()
-    procs, logs, ports = [], [], []
-    for name in ("a", "b"):
-        port = free_port()
-        log = tmp_path / f"{name}.log"
-        env = _replica_env(pg_databases, pg_workspace, tmp_path / f"{name}-home")
-        procs.append(subprocess.Popen([*WSCTL, "serve", "--workspace", str(pg_workspace), "--port", str(port)],
-                                      env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT))
-        logs.append(log)
-        ports.append(port)
-    try:
-        for proc, log, port in zip(procs, logs, ports):
-            wait_until(lambda: answers_health(f"http://127.0.0.1:{port}"), "a replica did not start", proc, log)
-        conn = open_ws(pg_workspace).conn()
-        assert conn.execute("SELECT count(*) FROM migrations WHERE name = ?", (last,)).fetchone()[0] == 1
-        assert conn.execute("SELECT count(*) FROM migrations").fetchone()[0] == len(MIGRATIONS)
-        conn.close()
-    finally:
-        for p in procs:
-            p.terminate()
-            p.wait(60)
+    url = pg_databases.fresh(tmp_path)
+    pg_databases._sql(f"DROP DATABASE {url.rpartition('/')[2]} WITH (FORCE)")
+    pg_databases._sql(f"CREATE DATABASE {url.rpartition('/')[2]}")
+    code = ("import json, sys; from workspacectl.engine.db_postgres import PgConnection; "
+            "from workspacectl.engine.migrations import apply_migrations; "
+            "sys.stdin.readline(); print(json.dumps(apply_migrations(PgConnection(sys.argv[1]))))")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(url)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for p in procs:                      # both are up and connected to nothing yet: go together
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in outs]
+
+    applied = [json.loads(out) for out, _ in outs]
+    assert sorted(applied[0] + applied[1]) == sorted(name for name, _ in MIGRATIONS)
+    import psycopg
+
+    with psycopg.connect(str(url)) as c:
+        rows = c.execute("SELECT name, count(*) FROM migrations GROUP BY name").fetchall()
+    assert sorted(rows) == sorted((name, 1) for name, _ in MIGRATIONS)
+    pg_databases.drop(url)
 
 
 def test_a_replica_with_the_wrong_key_refuses_to_start(pg_workspace, pg_databases, tmp_path):
