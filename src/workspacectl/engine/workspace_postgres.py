@@ -58,12 +58,12 @@ class PgWorkspace(Workspace):
         return redacted(self.url)
 
     def _make_blob_store(self):
-        """Until blobs move into PostgreSQL: the blob folder of this workspace on this machine
-        (WSCTL_BLOB_DIR, e.g. a mount every replica shares, or the local state folder)."""
-        from workspacectl.engine.blobs_folder import FolderBlobStore
+        """Blobs in PostgreSQL beside the rows (engine/blobs_postgres.py); the local folder
+        (WSCTL_BLOB_DIR or the local state folder) only stages uploads on their way in."""
+        from workspacectl.engine.blobs_postgres import PgBlobStore
 
         self.blobs.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return FolderBlobStore(self, self.blobs)
+        return PgBlobStore(self, self.blobs)
 
     def _connect(self) -> PgConnection:
         return PgConnection(self.url)
