@@ -4,8 +4,9 @@
 What stays on the machine, in a folder named after the URL (without its password):
 `<WSCTL_HOME or the data dir>/postgres/<sha256 of the URL>/` holds the key file when neither
 WSCTL_MASTER_KEY nor WSCTL_MASTER_KEY_FILE gives the key (one machine only: replicas on several
-machines are given the key the same way, see docs/team-server.md), and the blob folder until blobs
-move into PostgreSQL (`_make_blob_store`; WSCTL_BLOB_DIR overrides it, e.g. a shared mount).
+machines are given the key the same way, see docs/team-server.md), and the folder uploads are
+staged in on their way into PostgreSQL, where blobs live (`_make_blob_store`: PgBlobStore;
+WSCTL_BLOB_DIR overrides the folder).
 """
 from __future__ import annotations
 
