@@ -4,85 +4,26 @@ Handlers here only parse the request, call the engine and serialize; the rules l
 """
 from __future__ import annotations
 
-import json
 import logging
-import re
 import socket
 import sys
 import tempfile
-import time
-import urllib.parse
 
 from fastapi import FastAPI, Request
-from fastapi.responses import Response as RawResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
-from workspacectl.engine.dispatch import Engine, load_routes, parse_json_body
-from workspacectl.engine.registry import Response
+from workspacectl.engine.dispatch import Engine, load_routes
 from workspacectl.errors import ApiError
+from workspacectl.server.access_log import AccessLog, redact_path  # noqa: F401 (redact_path: tests)
+from workspacectl.server.api_path import MAX_JSON_BODY, LeanApi, bearer_of, json_response, raw_path, to_http  # noqa: F401
 
-MAX_JSON_BODY = 64 * 1024 * 1024
 # Binary uploads (tar.gz bundles) are spooled to a temp file and handed to the engine as a
 # stream, which applies its own tighter limits (engine/projects/files.py LIMITS).
-STREAM_TYPES = {"application/gzip", "application/x-gzip"}
 MAX_STREAM_BODY = 2 * 1024 * 1024 * 1024
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 log = logging.getLogger("wsctl.server")
-# Path segments that carry one-time secrets: never written to the log.
-_SECRET_PATH = re.compile(r"^/(signin|connect|uploads|blobs)/[^?]+")
-
-
-def redact_path(path: str) -> str:
-    """The path for the log, secrets out. Matched on the decoded path with slashes collapsed too:
-    '/%62lobs/download/<token>' or '//blobs/<token>' must not write a token out either."""
-    decoded = re.sub(r"/+", "/", urllib.parse.unquote(path))
-    for candidate in (path, decoded):
-        if m := _SECRET_PATH.match(candidate):
-            return f"/{m.group(1)}/***"
-    if re.search(r"/(signin|connect|uploads|blobs)/", decoded):  # e.g. '/x/../blobs/<token>'
-        return "/***"
-    return path
-
-
-def json_response(status: int, body) -> RawResponse:
-    if status == 204 or body is None:
-        return RawResponse(status_code=status)
-    data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-    return RawResponse(content=data, status_code=status, media_type="application/json")
-
-
-def to_http(resp: Response) -> RawResponse:
-    if resp.stream is not None:
-        return StreamingResponse(resp.stream, status_code=resp.status, media_type=resp.content_type,
-                                 headers=resp.headers)
-    if resp.content_type != "application/json":
-        return RawResponse(content=resp.body, status_code=resp.status, media_type=resp.content_type,
-                           headers=resp.headers)
-    out = json_response(resp.status, resp.body)
-    out.headers.update(resp.headers)
-    return out
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise ApiError("payload_too_large", f"The request body is over {limit // (1024 * 1024)} MiB.")
-    chunks, size = [], 0
-    try:
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise ApiError("payload_too_large", f"The request body is over {limit // (1024 * 1024)} MiB.")
-            chunks.append(chunk)
-    except ClientDisconnect:  # the body was cut off (or badly framed): not a server error
-        raise ApiError("invalid_request", "The request body ended early.") from None
-    return b"".join(chunks)
-
-
-def is_stream_type(content_type: str) -> bool:
-    return content_type.split(";")[0].strip().lower() in STREAM_TYPES
 
 
 async def spool_body(request: Request, limit: int):
@@ -114,36 +55,23 @@ def engine_path(request: Request) -> str:
     """The path as sent, still percent-encoded. The engine decodes path parameters itself, as it
     does for the local backend; handing it the decoded path would decode twice ('%2541' -> 'A')
     and split an id holding an encoded '/'."""
-    raw = request.scope.get("raw_path")
-    return raw.decode("latin-1") if raw else urllib.parse.quote(request.url.path)
+    return raw_path(request.scope)
 
 
 def bearer(request: Request) -> str | None:
-    header = request.headers.get("authorization", "")
-    scheme, _, value = header.partition(" ")
-    return value.strip() if scheme.lower() == "bearer" and value.strip() else None
+    return bearer_of(request.headers.get("authorization", ""))
 
 
 def base_url_of(request: Request, public_url: str | None) -> str:
     return (public_url or str(request.base_url)).rstrip("/")
 
 
-def create_app(engine: Engine, public_url: str | None = None) -> FastAPI:
+def create_app(engine: Engine, public_url: str | None = None):
+    """The ASGI app: the access log around the lean /v1 path (server/api_path.py), around FastAPI
+    for the rest."""
     app = FastAPI(title="workspacectl", openapi_url=None, docs_url=None, redoc_url=None)
     app.state.engine = engine
     app.state.public_url = public_url
-
-    @app.middleware("http")
-    async def access_log(request: Request, call_next):
-        started = time.perf_counter()
-        try:
-            response = await call_next(request)
-        except Exception:  # a bug: answer the contract's body, never a traceback to the client
-            log.exception("unhandled error on %s %s", request.method, redact_path(engine_path(request)))
-            response = json_response(500, ApiError("internal", "Internal error; see the server log.").body())
-        log.info("%s %s %d %.1fms", request.method, redact_path(engine_path(request)), response.status_code,
-                 (time.perf_counter() - started) * 1000)
-        return response
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
@@ -159,29 +87,21 @@ def create_app(engine: Engine, public_url: str | None = None) -> FastAPI:
         return {"ok": True}
 
     @app.api_route("/v1/{rest:path}", methods=METHODS)
-    async def api(request: Request, rest: str):
-        ctype = request.headers.get("content-type", "")
-        if is_stream_type(ctype):
-            try:  # refuse a stranger before spooling up to MAX_STREAM_BODY to disk
-                await run_in_threadpool(engine.precheck, request.method, engine_path(request), bearer(request))
-            except ApiError as e:
-                refused = json_response(e.status, e.body())
-                refused.headers["Connection"] = "close"  # the unread body is not worth draining
-                return refused
-            body = await spool_body(request, MAX_STREAM_BODY)  # a temp file the engine reads
-        else:
-            raw = await read_body(request, MAX_JSON_BODY)
-            try:
-                body = raw if raw and "json" not in ctype and not raw.lstrip().startswith((b"{", b"[")) else parse_json_body(raw)
-            except ApiError as e:
-                body = e  # answered by the engine after authentication and the scope check
+    async def api_upload(request: Request, rest: str):
+        """gzip uploads only: every other /v1 request is answered by api_path.LeanApi first."""
+        try:  # refuse a stranger before spooling up to MAX_STREAM_BODY to disk
+            await run_in_threadpool(engine.precheck, request.method, engine_path(request), bearer(request))
+        except ApiError as e:
+            refused = json_response(e.status, e.body())
+            refused.headers["Connection"] = "close"  # the unread body is not worth draining
+            return refused
+        body = await spool_body(request, MAX_STREAM_BODY)  # a temp file the engine reads
         try:
             resp = await run_in_threadpool(engine.handle, request.method, engine_path(request),
                                            dict(request.query_params), body, bearer(request),
                                            base_url_of(request, app.state.public_url))
         finally:
-            if isinstance(body, tempfile.SpooledTemporaryFile):
-                body.close()
+            body.close()
         return to_http(resp)
 
     from workspacectl.server import web
@@ -193,7 +113,7 @@ def create_app(engine: Engine, public_url: str | None = None) -> FastAPI:
     from workspacectl.server import docs_page
 
     docs_page.mount(app)
-    return app
+    return AccessLog(LeanApi(engine, app, public_url))
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
