@@ -4,6 +4,7 @@ Handlers here only parse the request, call the engine and serialize; the rules l
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import sys
@@ -22,6 +23,7 @@ from workspacectl.server.api_path import MAX_JSON_BODY, LeanApi, bearer_of, json
 # Binary uploads (tar.gz bundles) are spooled to a temp file and handed to the engine as a
 # stream, which applies its own tighter limits (engine/projects/files.py LIMITS).
 MAX_STREAM_BODY = 2 * 1024 * 1024 * 1024
+GRACEFUL_SECONDS = 10   # on SIGTERM, requests in flight get this long to finish
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 log = logging.getLogger("wsctl.server")
 
@@ -66,10 +68,19 @@ def base_url_of(request: Request, public_url: str | None) -> str:
     return (public_url or str(request.base_url)).rstrip("/")
 
 
-def create_app(engine: Engine, public_url: str | None = None):
+def create_app(engine: Engine, public_url: str | None = None, worker: int | None = None, on_shutdown=None):
     """The ASGI app: the access log around the lean /v1 path (server/api_path.py), around FastAPI
-    for the rest."""
-    app = FastAPI(title="workspacectl", openapi_url=None, docs_url=None, redoc_url=None)
+    for the rest. `worker`: this process's number among `wsctl serve --workers N` (N > 1), which
+    /healthz answers so a client can tell the workers apart (a number, not a pid). `on_shutdown`
+    runs (in a thread) once the server stops taking requests, before the process exits."""
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        yield
+        if on_shutdown is not None:
+            await run_in_threadpool(on_shutdown)
+
+    app = FastAPI(title="workspacectl", openapi_url=None, docs_url=None, redoc_url=None, lifespan=lifespan)
+    health = {"ok": True} if worker is None else {"ok": True, "worker": worker}
     app.state.engine = engine
     app.state.public_url = public_url
 
@@ -84,7 +95,7 @@ def create_app(engine: Engine, public_url: str | None = None):
 
     @app.get("/healthz")
     async def healthz():
-        return {"ok": True}
+        return health
 
     @app.api_route("/v1/{rest:path}", methods=METHODS)
     async def api_upload(request: Request, rest: str):
@@ -141,13 +152,23 @@ def _sweep_abandoned_stages(ws) -> None:
         log.info("housekeeping: removed %d abandoned stage folders", removed)
 
 
+def announce(ws_path, sock: socket.socket, workers: int = 1) -> None:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    several = f" with {workers} workers" if workers > 1 else ""
+    print(f"wsctl serving {ws_path} on http://{shown}:{port}{several}", file=sys.stderr, flush=True)
+
+
 def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
-          memory_interval: float | None = None) -> None:
+          memory_interval: float | None = None, worker: int | None = None) -> None:
+    """Serve until SIGTERM or SIGINT. `worker` is set in a worker of `wsctl serve --workers N`
+    (server/workers.py), whose parent announced the address."""
     import uvicorn
 
     from workspacectl.engine.workspace import Workspace
 
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    prefix = "" if worker is None else f"w{worker} "
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format=f"%(asctime)s {prefix}%(name)s %(message)s")
     from workspacectl.engine.vault.outbound import quiet_library_loggers
 
     quiet_library_loggers()   # the HTTP library logs whole URLs (a key may be in the query) at INFO
@@ -155,15 +176,16 @@ def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
     _sweep_abandoned_stages(ws)
     load_routes()   # every route module now, so no first request pays for an import
     engine = Engine(ws)
-    app = create_app(engine, public_url)
     from workspacectl.server.memory_timer import resolve_interval, start_memory_timer
 
-    start_memory_timer(ws, resolve_interval(memory_interval))
-    host, port = sock.getsockname()[:2]
-    shown = f"[{host}]" if ":" in host else host
-    print(f"wsctl serving {ws.path} on http://{shown}:{port}", file=sys.stderr, flush=True)
+    timer = start_memory_timer(ws, resolve_interval(memory_interval))
+    # uvicorn re-raises SIGTERM once it has shut down (the process then ends by the signal), so
+    # the timer is stopped and its lease handed on in the app's shutdown, not after run().
+    app = create_app(engine, public_url, worker, on_shutdown=timer.stop)
+    if worker is None:
+        announce(ws.path, sock)
     from workspacectl.server.http_protocol import ContractH11Protocol
 
     config = uvicorn.Config(app, http=ContractH11Protocol, access_log=False, log_level="warning",
-                            server_header=False)
+                            server_header=False, timeout_graceful_shutdown=GRACEFUL_SECONDS)
     uvicorn.Server(config).run(sockets=[sock])
