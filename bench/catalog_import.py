@@ -17,7 +17,7 @@ from pathlib import Path
 def main() -> None:
     src = Path(sys.argv[1] if len(sys.argv) > 1 else "/work/shared/data/openapi")
     from workspacectl.engine.catalog.importer import parse_document
-    from workspacectl.engine.store import catalog as store
+    from workspacectl.engine.catalog import builtins, services
     from workspacectl.engine.workspace import Workspace
 
     docs = sorted(p for p in src.iterdir() if p.suffix in (".json", ".yaml", ".yml"))
@@ -33,9 +33,9 @@ def main() -> None:
             t0 = time.perf_counter()
             record = parse_document(text, "openapi", "bench-" + p.stem, p.name)
             t1 = time.perf_counter()
-            store.replace_service(conn, record, source="import")
+            services.replace_service(conn, record, source="import")
             t2 = time.perf_counter()
-            store.replace_service(conn, record, source="import")
+            services.replace_service(conn, record, source="import")
             t3 = time.perf_counter()
             n = len(record["operations"])
             print(f"{p.name:16} {len(text) / 1e6:6.2f} {n:5d} {t1 - t0:8.2f} {t2 - t1:8.2f} {t3 - t2:9.2f}")
@@ -48,7 +48,7 @@ def main() -> None:
         print(f"operations stored: {stored}; database size: {(ws.db_path.stat().st_size) / 1e6:.1f} MB")
         t0 = time.perf_counter()
         for _ in range(100):
-            store.ensure_builtin_catalog(conn)
+            builtins.ensure_builtin_catalog(conn)
         print(f"ensure_builtin_catalog when unchanged: {(time.perf_counter() - t0) * 10:.2f} ms per call")
         conn.close()
 

@@ -1,4 +1,5 @@
-"""Operation search quality on the labelled set (tests/search_labels.py), against plain BM25.
+"""Operation search quality on the tuning set (tests/search_labels.py) and, reported apart, on
+the fresh holdout of issue 13 (tests/search_holdout.py, never used for tuning), against baselines.
 
     python bench/search_quality.py [--misses] [--workspace DIR]
 
@@ -15,7 +16,9 @@ prints recall@1, recall@5 and MRR@10 for:
 
 recall@k: share of phrases with at least one correct opId in the first k results.
 MRR@10: mean of 1/rank of the first correct opId (0 when not in the first 10).
-Rows are given for all phrases and for the dev / holdout split (see search_labels.py).
+Rows are given for the tuning set (all, and its old dev / holdout thirds, see search_labels.py)
+and for `holdout13`, the fresh set written before any ranking work on issue 13; tune on the
+tuning set only and read holdout13 last.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
+from tests.search_holdout import HOLDOUT  # noqa: E402
 from tests.search_labels import LABELS, evaluate, make_corpus_workspace  # noqa: E402
 
 from workspacectl.engine.catalog import search as catalog_search  # noqa: E402
@@ -78,6 +82,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workspace", help="reuse a workspace made by an earlier run (with the corpus imported)")
     ap.add_argument("--misses", action="store_true", help="list the phrases each system misses at 5")
+    ap.add_argument("--holdout-misses", action="store_true",
+                    help="with --misses, also list holdout13's misses (for the report, not for tuning)")
     ap.add_argument("--ablation", action="store_true", help="also rank with one part of ours switched off at a time")
     args = ap.parse_args()
 
@@ -102,14 +108,15 @@ def main() -> int:
         "bm25+porter": PlainBM25(conn, "porter unicode61").search,
     }
     splits = {"all": LABELS, "dev": [l for l in LABELS if l[2] == "dev"],
-              "holdout": [l for l in LABELS if l[2] == "holdout"]}
-    print(f"\n{'system':<12} {'split':<8} {'n':>3} {'recall@1':>9} {'recall@5':>9} {'MRR@10':>8}")
+              "holdout": [l for l in LABELS if l[2] == "holdout"],
+              "holdout13": [(p, frozenset(ops), kind) for p, ops, kind in HOLDOUT]}
+    print(f"\n{'system':<12} {'split':<9} {'n':>3} {'recall@1':>9} {'recall@5':>9} {'MRR@10':>8}")
     results = {}
     for name, fn in systems.items():
         for split, labels in splits.items():
             r = evaluate(fn, labels)
             results[(name, split)] = r
-            print(f"{name:<12} {split:<8} {r['n']:>3} {r['recall@1']:>9.3f} {r['recall@5']:>9.3f} {r['mrr@10']:>8.3f}")
+            print(f"{name:<12} {split:<9} {r['n']:>3} {r['recall@1']:>9.3f} {r['recall@5']:>9.3f} {r['mrr@10']:>8.3f}")
     if args.ablation:
         print("\nablation (all phrases): ours with one part switched off")
         for label, patch in ABLATIONS.items():
@@ -127,6 +134,11 @@ def main() -> int:
             print(f"\nmissed at 5 by {name}:")
             for phrase, top in results[(name, "all")]["misses"]:
                 print(f"  {phrase!r}: {', '.join(top) or '(nothing)'}")
+        if args.holdout_misses:     # read only after tuning is over
+            for name in systems:
+                print(f"\nholdout13 missed at 5 by {name}:")
+                for phrase, top in results[(name, "holdout13")]["misses"]:
+                    print(f"  {phrase!r}: {', '.join(top) or '(nothing)'}")
     if tmp is not None:
         conn.close()
         tmp.cleanup()

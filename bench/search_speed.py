@@ -58,12 +58,12 @@ def timed(fn, queries: list[str], rounds: int) -> list[float]:
 
 def add_copies(conn, copies: int) -> None:
     from workspacectl.engine.catalog.importer import parse_document
-    from workspacectl.engine.store import catalog as catalog_store
+    from workspacectl.engine.catalog import services as catalog_services
 
     for i in range(2, copies + 1):
         for service, path in openapi_files():
             record = parse_document(path.read_text(encoding="utf-8"), None, f"{service}-{i}", path.name)
-            catalog_store.replace_service(conn, record, source="import")
+            catalog_services.replace_service(conn, record, source="import")
 
 
 def http_samples(ws_path: Path, queries: list[str], rounds: int) -> list[float]:

@@ -1,7 +1,7 @@
 """Helpers for the connection tests: a `Door` that serves the hosted pages on either backend.
 
 - remote: the backend's own `wsctl serve` subprocess (its URL is the connect pages' base).
-- local: the pages on a loopback server in this process (`cli.vault_connect.LoopbackServer`,
+- local: the pages on a loopback server in this process (`server.loopback.LoopbackServer`,
   what `wsctl vault connect` starts), and API calls go to the in-process engine with that
   server's URL as base_url, exactly as the local `wsctl vault connect` calls it.
 
@@ -90,9 +90,9 @@ class Door:
 def open_door(backend) -> Door:
     if backend.kind == "remote":
         return Door(backend, backend.base_url)
-    from workspacectl.cli.vault_connect import LoopbackServer
+    from workspacectl.server.loopback import LoopbackServer
 
-    server = LoopbackServer(backend._engine.ws).__enter__()
+    server = LoopbackServer(backend._engine).__enter__()
     return Door(backend, server.url, server)
 
 

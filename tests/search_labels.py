@@ -119,11 +119,11 @@ def openapi_files() -> list[tuple[str, Path]]:
 
 def drop_other_services(conn) -> None:
     """Remove every service that is not one of the shared documents (the built-in catalog)."""
-    from workspacectl.engine.store import catalog as catalog_store
+    from workspacectl.engine.catalog import services as catalog_services
 
     for (service,) in conn.execute("SELECT service FROM integrations").fetchall():
         if service not in SERVICES:
-            catalog_store.delete_service(conn, service)
+            catalog_services.delete_service(conn, service)
 
 
 def import_shared_corpus_through_the_route(ws) -> dict[str, tuple[int, dict]]:

@@ -55,7 +55,7 @@ def install_service(workspace: Path, toml_text: str) -> str:
     from workspacectl.engine import crypto
     from workspacectl.engine.catalog.importer import parse_toml
     from workspacectl.engine.db import transaction
-    from workspacectl.engine.store.catalog import oauth_aad, replace_service
+    from workspacectl.engine.catalog.services import oauth_aad, replace_service
 
     record = parse_toml(toml_text, "test service")
     ws = open_ws(workspace)

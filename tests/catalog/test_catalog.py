@@ -284,7 +284,7 @@ def test_oauth_client_secret_is_sealed(backend):
     dump = "\n".join(con.iterdump())
     con.close()
     assert "client-SECRET" not in dump
-    from workspacectl.engine.store.catalog import get_oauth_client
+    from workspacectl.engine.catalog.services import get_oauth_client
     from workspacectl.engine.workspace import Workspace
 
     ws = Workspace.open(backend.workspace)
@@ -356,7 +356,7 @@ def test_operation_reference_renders_with_rich_on_a_terminal(workspace, home):
 
 
 def test_builtin_catalog_is_loaded_in_new_workspaces(backend):
-    from workspacectl.engine.store.catalog import default_data_dir, load_builtin_records
+    from workspacectl.engine.catalog.builtins import default_data_dir, load_builtin_records
 
     records, generic = load_builtin_records(default_data_dir())
     body = backend.ok("GET", "/v1/integrations", query={"limit": "500"})
@@ -371,7 +371,7 @@ def test_builtin_catalog_is_loaded_in_new_workspaces(backend):
 def test_shipped_catalog_data_is_complete():
     """The package's data files load strictly: >=15 services, every credential type, >=5 ops each,
     and the generic webhook and cron providers."""
-    from workspacectl.engine.store.catalog import default_data_dir, load_builtin_records
+    from workspacectl.engine.catalog.builtins import default_data_dir, load_builtin_records
 
     records, generic = load_builtin_records(default_data_dir(), strict=True)
     assert len(records) >= 15, [r["service"] for r in records]
@@ -419,6 +419,7 @@ def _open(workspace: Path):
 
 
 def test_ensure_builtin_catalog_loads_once_per_content(workspace, tmp_path):
+    from workspacectl.engine.catalog import builtins, services
     from workspacectl.engine.store import catalog as store
 
     data = tmp_path / "data"
@@ -427,16 +428,16 @@ def test_ensure_builtin_catalog_loads_once_per_content(workspace, tmp_path):
     (data / "_generic.toml").write_text(GENERIC)
     ws = _open(workspace)
     conn = ws.conn()
-    assert store.ensure_builtin_catalog(conn, data) is True
+    assert builtins.ensure_builtin_catalog(conn, data) is True
     assert store.get_integration(conn, "one")["name"] == "One"
     assert store.get_trigger(conn, "one-new-thing")["cadence_seconds"] == 300
     assert store.get_trigger(conn, "cron")["service"] is None
     # the previous built-ins are gone: this directory is now the whole built-in catalog
     assert conn.execute("SELECT count(*) FROM integrations WHERE source = 'builtin'").fetchone()[0] == 1
-    assert store.ensure_builtin_catalog(conn, data) is False  # unchanged: nothing to do
+    assert builtins.ensure_builtin_catalog(conn, data) is False  # unchanged: nothing to do
     (data / "one.toml").write_text(SVC.format(service="one", name="One v2"))
     (data / "two.toml").write_text(SVC.format(service="two", name="Two"))
-    assert store.ensure_builtin_catalog(conn, data) is True
+    assert builtins.ensure_builtin_catalog(conn, data) is True
     assert store.get_integration(conn, "one")["name"] == "One v2"
     assert store.get_integration(conn, "two")["operation_count"] == 1
     # a retired built-in stays while a credential uses it; once unused an admin can delete it
@@ -446,28 +447,29 @@ def test_ensure_builtin_catalog_loads_once_per_content(workspace, tmp_path):
     cred = create_credential(ws, conn, owner_member_id=first_owner(conn)["id"], service="two",
                              secrets={"apiKey": "k-two"}, fields={})
     (data / "two.toml").unlink()
-    assert store.ensure_builtin_catalog(conn, data) is True
+    assert builtins.ensure_builtin_catalog(conn, data) is True
     assert store.get_integration(conn, "two")["source"] == "builtin"
     conn.execute("DELETE FROM credentials WHERE id = ?", (cred["id"],))
-    assert store.delete_service(conn, "two") is True and store.get_integration(conn, "two") is None
+    assert services.delete_service(conn, "two") is True and store.get_integration(conn, "two") is None
     (data / "one.toml").unlink()
-    assert store.ensure_builtin_catalog(conn, data) is True
+    assert builtins.ensure_builtin_catalog(conn, data) is True
     assert store.get_integration(conn, "one") is None
     conn.close()
 
 
 def test_ensure_builtin_catalog_never_clobbers_an_import(workspace, tmp_path):
     from workspacectl.engine.catalog.importer import parse_toml
+    from workspacectl.engine.catalog import builtins, services
     from workspacectl.engine.store import catalog as store
 
     conn = _open(workspace).conn()
-    store.replace_service(conn, parse_toml(SVC.format(service="one", name="Admin's One"), "x.toml"), source="import")
+    services.replace_service(conn, parse_toml(SVC.format(service="one", name="Admin's One"), "x.toml"), source="import")
     data = tmp_path / "data"
     data.mkdir()
     (data / "one.toml").write_text(SVC.format(service="one", name="Shipped One"))
     (data / "bad.toml").write_text("service = ")  # a broken file is skipped, the rest loads
     (data / "three.toml").write_text(SVC.format(service="three", name="Three"))
-    assert store.ensure_builtin_catalog(conn, data) is True
+    assert builtins.ensure_builtin_catalog(conn, data) is True
     row = store.get_integration(conn, "one")
     assert (row["name"], row["source"]) == ("Admin's One", "import")
     assert store.get_integration(conn, "three")["source"] == "builtin"
@@ -486,6 +488,7 @@ def test_cli_search(acme):
 
 
 def test_an_admins_oauth_client_survives_a_builtin_reload(workspace, tmp_path):
+    from workspacectl.engine.catalog import builtins, services
     from workspacectl.engine.store import catalog as store
 
     ws = _open(workspace)
@@ -495,11 +498,11 @@ def test_an_admins_oauth_client_survives_a_builtin_reload(workspace, tmp_path):
     oauth = SVC.replace('credentialType = "apiKey"', 'credentialType = "oauth2"\n[oauth2]\n'
                         'authorizeUrl = "https://o.example/a"\ntokenUrl = "https://o.example/t"\nclientId = "shipped"')
     (data / "one.toml").write_text(oauth.format(service="one", name="One"))
-    store.ensure_builtin_catalog(conn, data)
-    store.set_oauth_client(ws, "one", "admin-client", "admin-SECRET")
+    builtins.ensure_builtin_catalog(conn, data)
+    services.set_oauth_client(ws, "one", "admin-client", "admin-SECRET")
     (data / "one.toml").write_text(oauth.format(service="one", name="One v2"))
-    assert store.ensure_builtin_catalog(conn, data) is True
-    client_id, secret = store.get_oauth_client(ws, "one")
+    assert builtins.ensure_builtin_catalog(conn, data) is True
+    client_id, secret = services.get_oauth_client(ws, "one")
     assert (client_id, secret.reveal()) == ("admin-client", "admin-SECRET")
     assert store.get_integration(conn, "one")["name"] == "One v2"
     conn.close()

@@ -292,6 +292,7 @@ def test_a_reimport_failing_mid_transaction_leaves_the_old_service(workspace):
     insert) rolls the whole replace back: integration, operations, triggers and search index."""
     from workspacectl.engine.catalog import search as catalog_search
     from workspacectl.engine.catalog.importer import parse_toml
+    from workspacectl.engine.catalog import services
     from workspacectl.engine.store import catalog as store
     from workspacectl.engine.workspace import Workspace
 
@@ -304,7 +305,7 @@ def test_a_reimport_failing_mid_transaction_leaves_the_old_service(workspace):
                 [dict(r) for r in conn.execute("SELECT * FROM trigger_providers WHERE service = 'testkey'")],
                 catalog_search.search(conn, "create a widget", service="testkey"))
 
-    store.replace_service(conn, parse_toml(TESTKEY, "t.toml"), source="import")
+    services.replace_service(conn, parse_toml(TESTKEY, "t.toml"), source="import")
     before = snapshot()
     assert before[3][0][0] == "testkey.create-widget"
     changed = TESTKEY.replace("Test Key Service", "Changed").replace("cadenceSeconds = 120", "cadenceSeconds = 60") + \
@@ -313,7 +314,7 @@ def test_a_reimport_failing_mid_transaction_leaves_the_old_service(workspace):
                  "BEGIN SELECT RAISE(ABORT, 'simulated disk fault'); END")
     try:
         with pytest.raises(sqlite3.IntegrityError, match="simulated disk fault"):
-            store.replace_service(conn, parse_toml(changed, "t.toml"), source="import")
+            services.replace_service(conn, parse_toml(changed, "t.toml"), source="import")
     finally:
         conn.execute("DROP TRIGGER fail_insert")
     assert not conn.in_transaction

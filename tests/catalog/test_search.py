@@ -14,6 +14,7 @@ import textwrap
 import pytest
 
 from tests.conftest import make_backend
+from tests.search_holdout import HOLDOUT
 from tests.search_labels import LABELS, OPENAPI_DIR, all_label_op_ids, evaluate, openapi_files
 from workspacectl.engine.catalog import search as catalog_search
 from workspacectl.engine.catalog.search_text import clean, stem, terms, words
@@ -296,6 +297,16 @@ def test_labelled_set_is_sound(corpus):
     assert len({phrase for phrase, _, _ in LABELS}) == len(LABELS)
     missing = all_label_op_ids() - present
     assert not missing, f"label opIds the importer does not produce: {sorted(missing)}"
+
+
+def test_holdout_is_sound_and_apart_from_the_tuning_set(corpus):
+    _, present, _ = corpus
+    phrases = [phrase for phrase, _, _ in HOLDOUT]
+    assert len(phrases) >= 60 and len(set(phrases)) == len(phrases)
+    assert not set(phrases) & {phrase for phrase, _, _ in LABELS}
+    assert {kind for _, _, kind in HOLDOUT} == {"short", "vague", "typo", "named"}
+    missing = {op for _, ops, _ in HOLDOUT for op in ops} - present
+    assert not missing, f"holdout opIds the importer does not produce: {sorted(missing)}"
 
 
 @pytest.fixture(params=["local", "remote"])

@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import WSCTL, answers_health, base_env, make_backend, start_server, wait_until
 from tests.skill_helpers import create, file_path, publish_bundle, put_url, skill_md, stage, targz
 from workspacectl import clock
-from workspacectl.engine import blobs, housekeeping
+from workspacectl.engine import housekeeping
 from workspacectl.engine.workspace import Workspace
 
 OLD = 3 * 3600
@@ -65,7 +65,8 @@ def test_expired_uploads_and_old_stage_folders_go_the_rest_stays(backend):
     _backdate(ws, used["id"])
     version_shas = [f["sha256"] for f in b.ok("GET", f"/v1/skills/{s['id']}/files")["files"]]
     stale, young = _stage_folder(ws, OLD), _stage_folder(ws)   # no live process holds them
-    with blobs.staging(ws) as busy:                             # this one is in use (its flock is held)
+    with ws.blob_store.staging() as stage:                      # this one is in use (its flock is held)
+        busy = stage.folder
         (busy / "blob-y").write_bytes(b"being written")
         os.utime(busy, (time.time() - OLD,) * 2)
         counts = housekeeping.sweep(ws)
@@ -73,9 +74,9 @@ def test_expired_uploads_and_old_stage_folders_go_the_rest_stays(backend):
 
     assert counts["uploads"] == 2 and counts["stageFolders"] == 2, counts
     assert _row(ws, old) is None and _row(ws, used["id"]) is None
-    assert not blobs.blob_path(ws, old_sha).exists() and not blobs.blob_path(ws, used["blob_sha256"]).exists()
-    assert _row(ws, fresh) is not None and blobs.blob_path(ws, fresh_sha).exists()
-    assert all(blobs.blob_path(ws, sha).exists() for sha in version_shas)
+    assert not ws.blob_store.path(old_sha).exists() and not ws.blob_store.path(used["blob_sha256"]).exists()
+    assert _row(ws, fresh) is not None and ws.blob_store.path(fresh_sha).exists()
+    assert all(ws.blob_store.path(sha).exists() for sha in version_shas)
     assert not stale.exists() and not young.exists()
     # the published version still reads whole, and the fresh upload still publishes
     files = {f["path"]: f["content"] for f in b.ok("GET", f"/v1/skills/{s['id']}/files")["files"]}
@@ -134,14 +135,15 @@ def test_the_server_timer_sweeps(workspace, home, tmp_path):
     stale = _stage_folder(ws, OLD)
     log = tmp_path / "serve.log"
     # the server's clock is three hours on: the upload is long expired, the files' ages are real
-    with blobs.staging(ws) as young:     # held by a live process (this one): stays
+    with ws.blob_store.staging() as stage:     # held by a live process (this one): stays
+        young = stage.folder
         server = start_server(workspace, base_env(tmp_path / "srv-home"), offset=OLD, log=log,
                               args=("--memory-interval", "0.2"))
         try:
             wait_until(lambda: _row(ws, uid) is None and not stale.exists(), "the server's timer did not sweep",
                        server.proc, log)
             assert _row(ws, uid) is None and not stale.exists(), log.read_text()
-            assert not blobs.blob_path(ws, sha).exists() and young.exists()
+            assert not ws.blob_store.path(sha).exists() and young.exists()
             assert ws.setting(housekeeping.SETTING) is not None
             assert answers_health(server.url)
         finally:
@@ -150,12 +152,11 @@ def test_the_server_timer_sweeps(workspace, home, tmp_path):
 
 _KILLED_MID_UPLOAD = """
 import os, signal, sys
-from workspacectl.engine import blobs
 from workspacectl.engine.workspace import Workspace
 ws = Workspace.open(sys.argv[1])
-with blobs.staging(ws) as folder:
-    blobs.stage(folder, [b"\\0" * (1 << 20)] * 8)
-    print(folder, flush=True)
+with ws.blob_store.staging() as stage:
+    stage.put([b"\\0" * (1 << 20)] * 8)
+    print(stage.folder, flush=True)
     os.kill(os.getpid(), signal.SIGKILL)
 """
 
@@ -173,7 +174,8 @@ def test_serve_sweeps_stage_folders_of_killed_requests_when_it_starts(workspace,
     ws = Workspace.open(workspace)
     from tests.conftest import start_server
 
-    with blobs.staging(ws) as live:
+    with ws.blob_store.staging() as stage:
+        live = stage.folder
         (live / "blob-live").write_bytes(b"still being written")
         server = start_server(workspace, base_env(tmp_path / "srv-home"), log=tmp_path / "serve.log")
         try:
@@ -189,7 +191,7 @@ def test_serve_sweeps_stage_folders_of_killed_requests_when_it_starts(workspace,
 def _plant_blob(ws, data: bytes, age: float) -> Path:
     import hashlib
 
-    path = blobs.blob_path(ws, hashlib.sha256(data).hexdigest())
+    path = ws.blob_store.path(hashlib.sha256(data).hexdigest())
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     then = time.time() - age

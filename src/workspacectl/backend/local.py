@@ -1,12 +1,38 @@
-"""Local backend: the engine in-process, acting as the profile's member (or an API key)."""
+"""Local backend: the engine in-process, acting as the profile's member (or an API key).
+
+Besides the Backend protocol it holds what only an in-process door can do, so the CLI never
+reaches into the engine: make a workspace (`create_workspace`), open one as a member or with a
+key (`LocalBackend.open`), housekeeping after a command, the connect pages on a loopback server,
+and an apiKey connect with the key read in this process (`connect_form`, `connect_key`).
+"""
 from __future__ import annotations
 
 import json
-from typing import Any
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
 
 from workspacectl.engine.dispatch import Engine
 from workspacectl.engine.registry import Caller
 from workspacectl.engine.workspace import Workspace
+from workspacectl.errors import ApiError
+
+
+def workspace_exists(path: Path) -> bool:
+    return Workspace.exists_at(path)
+
+
+def create_workspace(path: Path, name: str, owner_name: str, owner_email: str,
+                     email_flag: str | None = None) -> dict:
+    """Make the folder, its database and the first owner: {workspace, name, owner}. A conflict
+    when one is there already. With `email_flag` the email is checked (and lowercased) first, a
+    malformed one refused naming that flag."""
+    if email_flag:
+        from workspacectl.engine.validate import email_address
+
+        owner_email = email_address(owner_email, email_flag)
+    ws, owner = Workspace.create(path, name=name, owner_name=owner_name, owner_email=owner_email)
+    return {"workspace": str(ws.path), "name": ws.setting("name"), "owner": owner}
 
 
 class LocalBackend:
@@ -18,6 +44,75 @@ class LocalBackend:
         self.caller = caller
         self.location = str(ws.path)
         self.base_url = base_url
+
+    @classmethod
+    def open(cls, path: Path, secret: str | None = None, member: str | None = None,
+             exact: bool = False) -> "LocalBackend":
+        """The workspace at `path` (migrated on open), acting with `secret` (a token or key, with
+        its scopes) or as `member` in a command-line session. `member` is an id; when it is gone
+        the first owner acts (a profile outliving its member). With exact=True `member` may be an
+        id or an email and must exist (404 otherwise)."""
+        ws = Workspace.open(path)
+        if secret:
+            return cls(ws, Engine(ws).authenticate(secret))
+        from workspacectl.engine.store import identity as store
+
+        if exact and member:
+            from workspacectl.engine.identity.members import resolve_member
+
+            row = resolve_member(ws.conn(), member)
+        else:
+            row = store.get_member(ws.conn(), member) if member else None
+            row = row or store.first_owner(ws.conn())
+        if row is None:
+            raise ApiError("not_found", f"The workspace at {ws.path} has no members. Run `wsctl init`.")
+        return cls(ws, Caller(row["id"], row["role"], "session", "local"))
+
+    def housekeeping(self) -> None:
+        """At most once an hour per workspace (engine/housekeeping.maybe_sweep)."""
+        from workspacectl.engine.housekeeping import maybe_sweep
+
+        maybe_sweep(self.ws)
+
+    @contextmanager
+    def loopback_pages(self) -> Iterator[str]:
+        """The server's pages (and API) on 127.0.0.1:<free port> while the block runs; answers
+        their base URL, which the routes called meanwhile use for the links they make."""
+        from workspacectl.server.loopback import LoopbackServer
+
+        with LoopbackServer(self.engine) as server:
+            assert server.url is not None
+            self.base_url = server.url
+            try:
+                yield server.url
+            finally:
+                self.base_url = None
+
+    def connect_form(self, service: str) -> dict:
+        """What connecting `service` asks for (404 for an unknown service):
+        {service, name, credentialType ("apiKey", "oauth2", ...), secretFields, fields}."""
+        from workspacectl.engine.vault import connections
+
+        conn = self.ws.conn()
+        form = connections.service_form(conn, service)
+        return {"service": service, "name": form.service_name,
+                "credentialType": connections.credential_type(conn, {"service": service}),
+                "secretFields": list(form.secret_fields), "fields": list(form.fields)}
+
+    def check_reconnect(self, service: str, credential_id: str) -> None:
+        """Refuse a reconnect of a credential the caller may not refill, before a key is asked for."""
+        from workspacectl.engine.dispatch import check_scope
+        from workspacectl.engine.vault import connections
+
+        check_scope(self.caller, "vault:connect")
+        connections.reconnect_target(self.ws.conn(), credential_id, self.caller.member_id, service)
+
+    def connect_key(self, service: str, values: dict, reconnect: str | None = None) -> dict:
+        """An apiKey connection made and completed in one step with the values read here (no link,
+        no server): the final connection body."""
+        from workspacectl.engine.vault import connections
+
+        return connections.connect_in_place(self.ws, self.caller, service, values, reconnect)
 
     def request(self, method: str, path: str, query: dict | None = None, body: Any = None) -> Any:
         resp = self.engine.call(self.caller, method, path, query, body, self.base_url)
@@ -32,8 +127,6 @@ class LocalBackend:
                  headers: dict | None = None) -> tuple[int, list[tuple[str, str]], Any]:
         """One call as `wsctl api` shows it: (status, response headers, body); an error is its body.
         The engine reads no request header, so `headers` change nothing here."""
-        from workspacectl.errors import ApiError
-
         try:
             resp = self.engine.call(self.caller, method, path, query, body, self.base_url)
         except ApiError as e:

@@ -72,22 +72,20 @@ def _ask_code() -> str:
 def _login_local(ctx, name: str, member: str, json: bool):
     from pathlib import Path
 
+    from workspacectl.backend.local import LocalBackend
     from workspacectl.cli.context import ensure_workspace_path
-    from workspacectl.engine.identity.members import resolve_member
-    from workspacectl.engine.store.identity import member_json
-    from workspacectl.engine.workspace import Workspace
 
     target = resolve(state(ctx).profile_flag, new_profile_ok=True)
     if target.kind == "remote":
         raise ApiError("invalid_request", f"Profile '{name}' points at a server; --member is for local workspaces.")
     path = Path(target.location)
     ensure_workspace_path(path, name)
-    ws = Workspace.open(path)
-    rec = member_json(resolve_member(ws.conn(), member))
-    config.set_profile(name, {"workspace": str(ws.path), "member": rec["id"]})
-    body = {"profile": name, "workspace": str(ws.path), "member": rec}
+    be = LocalBackend.open(path, member=member, exact=True)
+    rec = be.request("GET", "/v1/auth/whoami")["member"]
+    config.set_profile(name, {"workspace": be.location, "member": rec["id"]})
+    body = {"profile": name, "workspace": be.location, "member": rec}
     emit(ctx, body, lambda b: info(f"Profile '{name}' now acts as {rec['name']} <{rec['email']}> ({rec['role']}) "
-                                   f"on {ws.path}."), json_flag=json)
+                                   f"on {be.location}."), json_flag=json)
 
 
 @app.command("status")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typer._click.types import ParamType
 from typer._types import TyperChoice
 
-from workspacectl.engine.scopes import PERSONAL_SCOPES, PLATFORM_SCOPES
+from workspacectl.formats.key_scopes import PERSONAL_SCOPES, PLATFORM_SCOPES
 
 SCOPES = (*PLATFORM_SCOPES, *PERSONAL_SCOPES)
 

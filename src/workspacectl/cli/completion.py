@@ -116,19 +116,9 @@ def _open_existing(target):
     """A local backend on a workspace that already exists, or None: completing never makes one."""
     from pathlib import Path
 
-    from workspacectl.backend.local import LocalBackend
-    from workspacectl.engine.registry import Caller
-    from workspacectl.engine.store import identity as store
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.backend.local import LocalBackend, workspace_exists
 
     path = Path(target.location)
-    if not Workspace.exists_at(path):
+    if not workspace_exists(path):
         return None
-    ws = Workspace.open(path)
-    if target.secret:
-        from workspacectl.engine.dispatch import Engine
-
-        return LocalBackend(ws, Engine(ws).authenticate(target.secret))
-    row = store.get_member(ws.conn(), target.member) if target.member else None
-    row = row or store.first_owner(ws.conn())
-    return LocalBackend(ws, Caller(row["id"], row["role"], "session", "local")) if row else None
+    return LocalBackend.open(path, secret=target.secret, member=target.member)

@@ -118,46 +118,34 @@ def _same(a: str, b: str) -> bool:
 def ensure_workspace_path(path: Path, profile: str | None) -> None:
     """The embedded default is made on first use (kept only if the command succeeds,
     cli/first_use.py); any other missing folder is an error."""
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.backend.local import workspace_exists
 
     if _same(str(path), str(default_workspace())):
         from workspacectl.cli import first_use
 
         first_use.ensure_default(default_workspace(), profile or config.profile_name(None, config.load()))
         return
-    if Workspace.exists_at(path):
+    if workspace_exists(path):
         return
     raise ApiError("not_found", f"No workspace at {path}. Run `wsctl init --workspace {path}` to make one.")
 
 
 def open_local(target: Target):
     from workspacectl.backend.local import LocalBackend
-    from workspacectl.engine.registry import Caller
-    from workspacectl.engine.store import identity as store
-    from workspacectl.engine.workspace import Workspace
 
     path = Path(target.location)
     ensure_workspace_path(path, target.profile)
-    ws = Workspace.open(path)
-    _opened.append(ws)
-    if target.secret:
-        from workspacectl.engine.dispatch import Engine
-
-        caller = Engine(ws).authenticate(target.secret)
-        return LocalBackend(ws, caller)
-    row = store.get_member(ws.conn(), target.member) if target.member else None
-    row = row or store.first_owner(ws.conn())
-    if row is None:
-        raise ApiError("not_found", f"The workspace at {path} has no members. Run `wsctl init`.")
-    return LocalBackend(ws, Caller(row["id"], row["role"], "session", "local"))
+    be = LocalBackend.open(path, secret=target.secret, member=target.member)
+    _opened.append(be)
+    return be
 
 
-_opened: list = []   # workspaces a local backend opened in this process (housekeeping after the command)
+_opened: list = []   # local backends opened in this process (housekeeping after the command)
 
 
 def after_command() -> None:
     """Once a command's output is out: housekeeping of the workspaces it opened locally, at most
-    once an hour per workspace (engine/housekeeping.maybe_sweep). Never fails the command."""
+    once an hour per workspace (LocalBackend.housekeeping). Never fails the command."""
     if not _opened:
         return
     try:
@@ -165,11 +153,9 @@ def after_command() -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-    from workspacectl.engine.housekeeping import maybe_sweep
-
-    for ws in _opened:
+    for be in _opened:
         try:
-            maybe_sweep(ws)
+            be.housekeeping()
         except Exception:  # a locked database, a read-only folder: the next command tries again
             pass
     _opened.clear()

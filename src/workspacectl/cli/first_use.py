@@ -45,7 +45,7 @@ def ensure_default(path: Path, profile: str) -> None:
     """The embedded workspace at `path` exists after this call: already there, or made now
     (provisionally, until `settle`)."""
     global _provisional
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.backend.local import create_workspace, workspace_exists
 
     if _provisional is not None and _provisional.path == path:
         return
@@ -53,14 +53,14 @@ def ensure_default(path: Path, profile: str) -> None:
     shared = _lock(folder, exclusive=False)
     if shared is not False:
         try:  # a maker still deciding holds the lock exclusively: wait for its verdict
-            if Workspace.exists_at(path):
+            if workspace_exists(path):
                 return
         finally:
             _unlock(shared)
     made = _missing_dirs(folder) + _missing_dirs(config_file().parent)
     folder.mkdir(parents=True, exist_ok=True)
     lock = _lock(folder, exclusive=True)
-    if Workspace.exists_at(path):  # another command made it while this one waited
+    if workspace_exists(path):  # another command made it while this one waited
         _unlock(lock)
         return
     before = config.load()
@@ -68,8 +68,8 @@ def ensure_default(path: Path, profile: str) -> None:
     _provisional = _Provisional(path, profile, lock, f"Created a new workspace at {path} (owner: {user}).",
                                 before, _read(config_file()),
                                 made_dirs=sorted(set(made), key=lambda p: -len(p.parts)))
-    ws, owner = Workspace.create(path, name=f"{user}'s workspace", owner_name=user, owner_email=f"{user}@localhost")
-    config.set_profile(profile, {"workspace": str(ws.path), "member": owner["id"]})
+    made = create_workspace(path, f"{user}'s workspace", user, f"{user}@localhost")
+    config.set_profile(profile, {"workspace": made["workspace"], "member": made["owner"]["id"]})
     _provisional.config_written = _read(config_file())
 
 
@@ -98,9 +98,9 @@ def settle(ok: bool) -> None:
 def not_made_yet(path: Path) -> str | None:
     """For read-only commands (`auth status`, `auth whoami`): a sentence when `path` is the
     embedded default and it is not made yet, so they report that instead of making it."""
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.backend.local import workspace_exists
 
-    if Workspace.exists_at(path) or path.expanduser().resolve() != default_workspace().expanduser().resolve():
+    if workspace_exists(path) or path.expanduser().resolve() != default_workspace().expanduser().resolve():
         return None
     return (f"No workspace yet at {path}; the first command that needs one makes it with you as owner "
             "(or run `wsctl init`).")

@@ -22,18 +22,17 @@ def init(
     json: JsonOpt = False,
 ):
     """Make a workspace (SQLite + blobs folder) and sign the local profile in as its owner."""
-    from workspacectl.engine.validate import email_address
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.backend.local import create_workspace
 
     user = getpass.getuser() or "owner"
     path = (workspace or default_workspace()).expanduser().resolve()
-    email = email_address(owner_email or f"{user}@localhost", "--owner-email")
-    ws, owner = Workspace.create(path, name=name or f"{user}'s workspace",
-                                 owner_name=owner_name or user, owner_email=email)
+    made = create_workspace(path, name or f"{user}'s workspace", owner_name or user,
+                            owner_email or f"{user}@localhost", email_flag="--owner-email")
+    owner = made["owner"]
     st = state(ctx)
     profile = config.profile_name(st.profile_flag, config.load())
-    config.set_profile(profile, {"workspace": str(ws.path), "member": owner["id"]})
-    body = {"workspace": str(ws.path), "name": ws.setting("name"), "profile": profile, "owner": owner}
+    config.set_profile(profile, {"workspace": made["workspace"], "member": owner["id"]})
+    body = {"workspace": made["workspace"], "name": made["name"], "profile": profile, "owner": owner}
     emit(ctx, body, lambda b: info(f"Made workspace '{b['name']}' at {b['workspace']}; "
                                    f"profile '{profile}' acts as {owner['name']} <{owner['email']}> (owner)."),
          json_flag=json)

@@ -21,7 +21,6 @@ No secret is ever taken from argv.
 from __future__ import annotations
 
 import sys
-import threading
 import time
 
 from workspacectl.cli.context import backend, state
@@ -30,50 +29,6 @@ from workspacectl.errors import ApiError
 
 POLL_REMOTE_SECONDS = 1.0
 POLL_LOCAL_SECONDS = 0.3
-
-
-class LoopbackServer:
-    """The server app (API and pages) on 127.0.0.1:<free port> in a background thread."""
-
-    def __init__(self, ws):
-        self.ws = ws
-        self.url: str | None = None
-        self._server = None
-        self._thread = None
-        self._sock = None
-
-    def __enter__(self) -> "LoopbackServer":
-        import socket
-
-        import uvicorn
-
-        from workspacectl.engine.dispatch import Engine
-        from workspacectl.server.app import create_app
-
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
-        app = create_app(Engine(self.ws), public_url=self.url)
-        config = uvicorn.Config(app, log_level="warning", access_log=False, server_header=False, lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
-                                        name="wsctl-loopback", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 15
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                self.__exit__(None, None, None)
-                raise ApiError("internal", "Could not start the loopback server for the connect page.")
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(10)
-        if self._sock is not None:
-            self._sock.close()
 
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -161,17 +116,17 @@ def render_pending(body: dict) -> None:
 
 # --- reading a key locally ----------------------------------------------------------------------
 
-def read_values(form) -> dict[str, str]:
+def read_values(form: dict) -> dict[str, str]:
     """The key (and plain fields) from a hidden prompt on a terminal, else from stdin lines."""
-    names = list(form.secret_fields) + list(form.fields)
+    names = list(form["secretFields"]) + list(form["fields"])
     if sys.stdin.isatty():
         import getpass
 
         values = {}
-        for n in form.secret_fields:
-            values[n] = getpass.getpass(f"{form.service_name} {n} (hidden): ")
-        for n in form.fields:
-            values[n] = input(f"{form.service_name} {n}: ")
+        for n in form["secretFields"]:
+            values[n] = getpass.getpass(f"{form['name']} {n} (hidden): ")
+        for n in form["fields"]:
+            values[n] = input(f"{form['name']} {n}: ")
         return values
     lines = sys.stdin.read().splitlines()
     if len(lines) < len(names) or not any(line.strip() for line in lines):
@@ -201,30 +156,19 @@ def _connect_remote(be, service: str, no_open: bool, wait: bool, json_out: bool,
 
 
 def _connect_local(be, service: str, no_open: bool, json_out: bool, reconnect: str | None) -> None:
-    from workspacectl.engine.vault import connections as engine_connections
-
-    conn = be.ws.conn()
-    form = engine_connections.service_form(conn, service)
-    ctype = engine_connections.credential_type(conn, {"service": service})
-    if ctype == "apiKey" and not no_open:
+    form = be.connect_form(service)
+    if form["credentialType"] == "apiKey" and not no_open:
         if reconnect:  # refuse a wrong id before asking for the key
-            from workspacectl.engine.dispatch import check_scope
-
-            check_scope(be.caller, "vault:connect")
-            engine_connections.reconnect_target(conn, reconnect, be.caller.member_id, service)
-        final = engine_connections.connect_in_place(be.ws, be.caller, service, read_values(form), reconnect)
+            be.check_reconnect(service, reconnect)
+        final = be.connect_key(service, read_values(form), reconnect)
         finish(final, service, json_out)
         return
-    with LoopbackServer(be.ws) as server:
-        be.base_url = server.url
-        try:
-            created = be.request("POST", "/v1/connections", body=_start_body(service, reconnect))
-            present_link(signin_link(be, created), service, no_open)
-            info("Keep this command running until the page says you are connected (Ctrl-C cancels).")
-            final = wait_for(lambda: be.request("GET", f"/v1/connections/{created['id']}"), POLL_LOCAL_SECONDS,
-                             created.get("expiresAt"))
-        finally:
-            be.base_url = None
+    with be.loopback_pages():
+        created = be.request("POST", "/v1/connections", body=_start_body(service, reconnect))
+        present_link(signin_link(be, created), service, no_open)
+        info("Keep this command running until the page says you are connected (Ctrl-C cancels).")
+        final = wait_for(lambda: be.request("GET", f"/v1/connections/{created['id']}"), POLL_LOCAL_SECONDS,
+                         created.get("expiresAt"))
     finish(final, service, json_out)
 
 

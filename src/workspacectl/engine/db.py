@@ -72,6 +72,20 @@ def transaction(conn: sqlite3.Connection):
 
 
 @contextmanager
+def savepoint(conn: sqlite3.Connection, name: str = "wsctl_step"):
+    """A step inside a transaction that can fail alone: on an exception its changes are rolled
+    back (the transaction goes on) and the exception propagates."""
+    conn.execute(f"SAVEPOINT {name}")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute(f"ROLLBACK TO {name}")
+        conn.execute(f"RELEASE {name}")
+        raise
+    conn.execute(f"RELEASE {name}")
+
+
+@contextmanager
 def checkpoints_by_hand(conn: sqlite3.Connection):
     """For a writer of many large transactions (the memory agent): its commits skip SQLite's
     automatic WAL checkpoint (copying the WAL into the database and syncing it, ~0.2 s after an

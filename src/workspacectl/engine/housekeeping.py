@@ -6,17 +6,17 @@
 
 A pass removes
 - skill_uploads rows past their usable lifetime (expires_at) plus GRACE, used or not, then their
-  blobs with blobs.remove_unreferenced after that commit (engine/blobs.py's rule; a blob a
+  blobs with blob_store.remove_unreferenced after that commit (engine/blobs.py's rule; a blob a
   version's manifest still names stays);
 - blobs/tmp/stage-* folders a killed request left: any whose flock no live process holds
-  (engine/blobs.remove_abandoned_stages; `wsctl serve` also runs this when it starts), or where
+  (BlobStore.remove_abandoned_stages, engine/blobs.py; `wsctl serve` also runs this when it starts), or where
   flock does not exist, those not touched for FILE_AGE seconds;
 - local blobs/incoming/<token> files (uploads never validated or published) not touched for
   FILE_AGE seconds: never younger ones, another process may be writing them right now;
 - expired local download copies in blobs/outbox (also swept on every local download link);
 - blobs no row names whose file is older than ORPHAN_AGE (a process killed inside a commit
   publishes blobs whose rows never land: 142 MB in one drill), each re-checked under the write
-  lock before it is unlinked (engine/blobs.collect_orphans).
+  lock before it is deleted (BlobStore.collect_orphans).
 
 File ages are compared in the clock's frame (mtime + WSCTL_NOW_OFFSET_SECONDS, as
 skill_transfers does), so an offset never makes a live file look old.
@@ -44,7 +44,6 @@ SETTING = "housekeeping_last_sweep"
 
 def sweep(ws, now: datetime | None = None) -> dict:
     # Imported here: every local command calls maybe_sweep, and a sweep is due once an hour.
-    from workspacectl.engine import blobs
     from workspacectl.engine.store import skills as skill_store
 
     now = now or clock.now()
@@ -54,11 +53,11 @@ def sweep(ws, now: datetime | None = None) -> dict:
     with transaction(conn):
         shas = skill_store.delete_uploads_expired_before(conn, cutoff)
     counts["uploads"] = len(shas)
-    counts["blobs"] = blobs.remove_unreferenced(ws, shas)   # after the commit, in its own transaction
+    counts["blobs"] = ws.blob_store.remove_unreferenced(shas)   # after the commit, in its own transaction
 
     file_cutoff = now.timestamp() - clock.offset_seconds() - FILE_AGE   # in the filesystem's frame
     root = Path(ws.blobs)
-    abandoned = blobs.remove_abandoned_stages(ws)
+    abandoned = ws.blob_store.remove_abandoned_stages()
     if abandoned is not None:
         counts["stageFolders"] = abandoned
     else:
@@ -74,7 +73,7 @@ def sweep(ws, now: datetime | None = None) -> dict:
             counts["incomingFiles"] += 1
     transfers.sweep_outbox(root / transfers.OUTBOX)
     orphan_cutoff = now.timestamp() - clock.offset_seconds() - ORPHAN_AGE
-    counts["orphanBlobs"] = blobs.collect_orphans(ws, orphan_cutoff)
+    counts["orphanBlobs"] = ws.blob_store.collect_orphans(orphan_cutoff)
     return counts
 
 

@@ -11,13 +11,11 @@ Required values:
 """
 from __future__ import annotations
 
+from workspacectl.formats.key_scopes import KIND_SCOPES, PERSONAL_SCOPES, PLATFORM_SCOPES  # noqa: F401
+
 PUBLIC = "public"
 AUTHENTICATED = "authenticated"
 SESSION = "session"
-
-PLATFORM_SCOPES = ("vault:read", "vault:token", "vault:connect", "vault:manage", "docs:read")
-PERSONAL_SCOPES = ("projects:manage", "memory:manage", "skills:manage", "triggers:manage")
-KIND_SCOPES = {"platform": PLATFORM_SCOPES, "personal": PERSONAL_SCOPES}
 
 ROUTE_SCOPES: dict[tuple[str, str], str] = {
     # Identity (contract §2)

@@ -19,6 +19,7 @@ class Workspace:
         self.db_path = self.path / DB_NAME
         self.blobs = self.path / "blobs"
         self._local = threading.local()
+        self._blob_store = None
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.path)!r})"
@@ -73,6 +74,18 @@ class Workspace:
 
     def _after_create(self) -> None:
         pass
+
+    @property
+    def blob_store(self):
+        """Where this workspace's blobs live (engine/blobs.py BlobStore); made on first use."""
+        if self._blob_store is None:
+            self._blob_store = self._make_blob_store()
+        return self._blob_store
+
+    def _make_blob_store(self):
+        from workspacectl.engine.blobs_folder import FolderBlobStore
+
+        return FolderBlobStore(self, self.blobs)
 
     def conn(self) -> sqlite3.Connection:
         c = getattr(self._local, "conn", None)

@@ -145,9 +145,7 @@ def listen_socket(host: str, port: int) -> socket.socket:
 def _sweep_abandoned_stages(ws) -> None:
     """Staged uploads of requests killed with an earlier server go now, not at the next hourly
     housekeeping (kill -9 drills left hundreds of MB); folders other live processes use stay."""
-    from workspacectl.engine.blobs import remove_abandoned_stages
-
-    removed = remove_abandoned_stages(ws)
+    removed = ws.blob_store.remove_abandoned_stages()
     if removed:
         log.info("housekeeping: removed %d abandoned stage folders", removed)
 

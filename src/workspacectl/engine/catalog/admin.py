@@ -18,6 +18,8 @@ from workspacectl.engine import validate as v
 from workspacectl.engine.catalog.routes import require_integration
 from workspacectl.engine.db import transaction
 from workspacectl.engine.registry import Ctx, Response, route
+from workspacectl.engine.catalog import services
+from workspacectl.engine.catalog.render import integration_detail
 from workspacectl.engine.store import catalog as store
 from workspacectl.errors import ApiError
 
@@ -117,16 +119,16 @@ def import_service(ctx: Ctx) -> Response:
         if secret:
             from workspacectl.engine import crypto
 
-            sealed = crypto.seal(ctx.ws, store.oauth_aad(service), secret.encode())
+            sealed = crypto.seal(ctx.ws, services.oauth_aad(service), secret.encode())
         keep_secret = not catalog_history.client_secret_moves(moved)
         if not keep_secret and not secret and existing is not None and existing["oauth_client_secret"] is not None:
             changes.append({"field": "oauthClientSecret", "from": "set", "to": None})
-        created = store.replace_service(conn, record, source="import", sealed_client_secret=sealed,
+        created = services.replace_service(conn, record, source="import", sealed_client_secret=sealed,
                                         keep_client_secret=keep_secret)
         reset_count = catalog_history.reset_credentials(ctx.ws, conn, service) if reset else 0
         catalog_history.record(conn, ctx, service, "create" if created else "replace", changes,
                                forced=reset, credentials_reset=reset_count)
-    detail = store.integration_detail(store.get_integration(conn, service))
+    detail = integration_detail(store.get_integration(conn, service))
     body = {"service": service, "created": created, "operationCount": len(record["operations"]),
             "triggerCount": len(record["triggers"]), "integration": detail}
     return Response(201 if created else 200, body)
@@ -140,7 +142,7 @@ def delete_service(ctx: Ctx) -> Response:
     require_catalog_admin(ctx)
     conn = ctx.db
     with transaction(conn):
-        if not store.delete_service(conn, ctx.params["service"]):
+        if not services.delete_service(conn, ctx.params["service"]):
             require_integration(conn, ctx.params["service"])
         catalog_history.record(conn, ctx, ctx.params["service"], "delete", [])
     return Response(204)
@@ -174,8 +176,8 @@ def set_oauth_client(ctx: Ctx) -> dict:
     from workspacectl.engine.catalog import history as catalog_history
 
     with transaction(ctx.db):
-        store.set_oauth_client(ctx.ws, row["service"], client_id, client_secret)
+        services.set_oauth_client(ctx.ws, row["service"], client_id, client_secret)
         catalog_history.record(ctx.db, ctx, row["service"], "oauth-client",
                                [{"field": "oauthClientId", "from": row["oauth_client_id"], "to": client_id},
                                 {"field": "oauthClientSecret", "from": None, "to": "set"}])
-    return store.integration_detail(store.get_integration(ctx.db, row["service"]))
+    return integration_detail(store.get_integration(ctx.db, row["service"]))

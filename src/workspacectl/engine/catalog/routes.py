@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.registry import Ctx, route
+from workspacectl.engine.catalog.render import integration_detail, integration_summary, operation_detail, operation_summary
 from workspacectl.engine.store import catalog as store
 from workspacectl.errors import ApiError
 
@@ -34,13 +35,13 @@ def list_integrations(ctx: Ctx) -> dict:
     """Every integration the workspace can use."""
     limit, after = page_args(ctx)
     rows = store.list_integrations(ctx.db, after, limit + 1)
-    return page("integrations", rows, limit, lambda r: r["service"], store.integration_summary)
+    return page("integrations", rows, limit, lambda r: r["service"], integration_summary)
 
 
 @route("GET", "/v1/integrations/{service}")
 def get_integration(ctx: Ctx) -> dict:
     """One integration's setup metadata."""
-    return store.integration_detail(require_integration(ctx.db, ctx.params["service"]))
+    return integration_detail(require_integration(ctx.db, ctx.params["service"]))
 
 
 @route("GET", "/v1/integrations/{service}/operations")
@@ -49,7 +50,7 @@ def list_operations(ctx: Ctx) -> dict:
     service = require_integration(ctx.db, ctx.params["service"])["service"]
     limit, after = page_args(ctx, int)
     rows = store.list_operations(ctx.db, service, after, limit + 1)
-    return page("operations", rows, limit, lambda r: r["position"], store.operation_summary)
+    return page("operations", rows, limit, lambda r: r["position"], operation_summary)
 
 
 @route("GET", "/v1/integrations/{service}/operations/{opId}")
@@ -57,11 +58,11 @@ def get_service_operation(ctx: Ctx) -> dict:
     """One operation's full reference, markdown included."""
     integration = require_integration(ctx.db, ctx.params["service"])
     row = require_operation(ctx.db, ctx.params["opId"], integration["service"])
-    return store.operation_detail(row, integration)
+    return operation_detail(row, integration)
 
 
 @route("GET", "/v1/operations/{opId}")
 def get_operation(ctx: Ctx) -> dict:
     """One operation by bare id (<service>.<name>)."""
     row = require_operation(ctx.db, ctx.params["opId"])
-    return store.operation_detail(row, require_integration(ctx.db, row["service"]))
+    return operation_detail(row, require_integration(ctx.db, row["service"]))

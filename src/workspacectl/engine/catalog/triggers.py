@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.registry import Ctx, route
+from workspacectl.engine.catalog.render import trigger_json
 from workspacectl.engine.store import catalog as store
 from workspacectl.engine.validate import bad
 from workspacectl.errors import ApiError
@@ -22,7 +23,7 @@ def list_triggers(ctx: Ctx) -> dict:
         raise bad(f"Query parameter 'q' must be at most {MAX_QUERY} characters.")
     limit, after = page_args(ctx, list)
     rows = store.list_triggers(ctx.db, q.split()[:20], after, limit + 1)
-    return page("triggers", rows, limit, store.trigger_sort_key, store.trigger_json)
+    return page("triggers", rows, limit, store.trigger_sort_key, trigger_json)
 
 
 @route("GET", "/v1/triggers/{triggerId}")
@@ -32,4 +33,4 @@ def get_trigger(ctx: Ctx) -> dict:
     if row is None:
         raise ApiError("not_found", f"No trigger provider '{ctx.params['triggerId'][:120]}'. "
                                     "Run `wsctl trigger list` to see them.")
-    return store.trigger_json(row, with_config=True)
+    return trigger_json(row, with_config=True)

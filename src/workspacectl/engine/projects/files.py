@@ -51,7 +51,7 @@ def download_bundle(ctx: Ctx) -> Response:
     def opener(sha):
         def open_():
             try:
-                return blobs.open_blob(ws, sha)
+                return ws.blob_store.open(sha)
             except FileNotFoundError:  # removed by a concurrent change since the listing
                 return None
         return open_
@@ -69,8 +69,9 @@ def upload_bundle(ctx: Ctx) -> dict:
     if reader is None:
         raise ApiError("invalid_request", "Send the bundle as the request body: a .tar.gz file "
                                           "(Content-Type: application/gzip).")
-    with blobs.staging(ctx.ws) as folder:
-        files, staged = stage_archive(reader, folder, LIMITS)
+    blob_store = ctx.ws.blob_store
+    with blob_store.staging() as stage:
+        files, staged = stage_archive(reader, stage, LIMITS)
         replaced: set[str] = set()
         with transaction(ctx.db):
             _project(ctx, write=True)  # the role may have changed while the bundle arrived
@@ -90,8 +91,8 @@ def upload_bundle(ctx: Ctx) -> dict:
                     updated += 1
                     replaced.add(old["sha256"])
             for s in staged.values():
-                s.publish(ctx.ws)
-    blobs.remove_unreferenced(ctx.ws, replaced)
+                blob_store.publish(s)
+    blob_store.remove_unreferenced(replaced)
     return {"added": added, "updated": updated}
 
 
@@ -127,5 +128,5 @@ def delete_file(ctx: Ctx) -> Response:
         sha = store.delete_file(ctx.db, pid, path)
     if sha is None:
         raise ApiError("not_found", f"No file '{path[:200]}' in {pid}. Run `wsctl specialist files list {pid}`.")
-    blobs.remove_unreferenced(ctx.ws, [sha])
+    ctx.ws.blob_store.remove_unreferenced([sha])
     return Response(204)

@@ -149,7 +149,6 @@ def put_memory(ctx: Ctx) -> dict:
 
 @route("POST", "/v1/projects/{id}/delete")
 def delete_project(ctx: Ctx) -> dict:
-    from workspacectl.engine import blobs
     from workspacectl.engine.store.project_files import file_shas
 
     with transaction(ctx.db):
@@ -157,5 +156,5 @@ def delete_project(ctx: Ctx) -> dict:
         require_owner(row, "delete it")
         shas = file_shas(ctx.db, row["id"])
         counts = store.delete_project(ctx.db, row["id"])
-    blobs.remove_unreferenced(ctx.ws, shas)  # after the commit, as engine/blobs.py requires
+    ctx.ws.blob_store.remove_unreferenced(shas)  # after the commit, as engine/blobs.py requires
     return {"id": row["id"], "deleted": True, **counts}

@@ -1,26 +1,26 @@
-"""Skill file contents in the workspace's content-addressed store (engine/blobs.py).
+"""Skill file contents in the workspace's blob store (engine/blobs.py, `ws.blob_store`).
 
 Following that module's rule, bytes are staged before the write transaction and published
-(renamed into place) inside the transaction that records the version or upload naming them,
-so engine/blobs.remove_unreferenced never sees a blob whose reference is not yet committed.
+inside the transaction that records the version or upload naming them, so
+remove_unreferenced never sees a blob whose reference is not yet committed.
 engine/store/blobs.py lists skill_versions (manifest) and skill_uploads as references.
 """
 from __future__ import annotations
 
-from workspacectl.engine import blobs
+from workspacectl.engine.blobs import CHUNK  # noqa: F401  (read size of the skill wing)
 from workspacectl.errors import ApiError
 
-CHUNK = blobs.CHUNK
-staging = blobs.staging
-stage = blobs.stage
-stage_bytes = blobs.stage_bytes
-_MISSING = ("A stored skill file is missing from the workspace's blobs/ folder; "
+_MISSING = ("A stored skill file is missing from the workspace's blob store; "
             "revert to another version or publish again.")
 
 
-def stage_stream(folder, chunks, limit: int):
+def staging(ws):
+    return ws.blob_store.staging()
+
+
+def stage_stream(stage, chunks, limit: int):
     try:
-        return blobs.stage(folder, chunks, limit)
+        return stage.put(chunks, limit)
     except ApiError as e:
         if e.code == "payload_too_large":
             raise ApiError("payload_too_large", f"The bundle is over {limit // (1024 * 1024)} MiB packed; "
@@ -28,12 +28,17 @@ def stage_stream(folder, chunks, limit: int):
         raise
 
 
+def publish_all(ws, staged: dict) -> None:
+    for st in staged.values():
+        ws.blob_store.publish(st)
+
+
 def open_ref(ws, staged: dict, sha: str):
     """A file's content: its staged copy when `staged` holds it, else the stored blob."""
     if sha in staged:
-        return open(staged[sha].tmp, "rb")
+        return staged[sha].open()
     try:
-        return blobs.open_blob(ws, sha)
+        return ws.blob_store.open(sha)
     except (OSError, ValueError):
         raise ApiError("not_found", _MISSING) from None
 
@@ -41,8 +46,5 @@ def open_ref(ws, staged: dict, sha: str):
 def require_stored(ws, shas) -> None:
     """Before a stream starts (a missing blob could no longer become a clean error)."""
     for sha in shas:
-        try:
-            if not blobs.blob_path(ws, sha).is_file():
-                raise ApiError("not_found", _MISSING)
-        except ValueError:
-            raise ApiError("not_found", _MISSING) from None
+        if not ws.blob_store.exists(sha):
+            raise ApiError("not_found", _MISSING)

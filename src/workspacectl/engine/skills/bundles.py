@@ -68,8 +68,8 @@ def put_file(ctx: Ctx) -> Response:
         raise v.bad(f"'path' {path[:100]!r}: {why}")
     content = v.string(body, "content", min_len=0, max_len=MAX_INLINE_CONTENT)
     base = base_version_of(body)
-    with blobs.staging(ctx.ws) as folder:
-        st = blobs.stage_bytes(folder, content.encode("utf-8"))
+    with blobs.staging(ctx.ws) as stage:
+        st = stage.put_bytes(content.encode("utf-8"))
         with transaction(ctx.db):    # read the live files and publish under one write lock
             row = load_skill(ctx, edit=True)
             files = live_refs(ctx, row)
@@ -108,14 +108,14 @@ def bundle_upload_url(ctx: Ctx) -> Response:
     return Response(201, transfers.new_upload(ctx, row))
 
 
-def _read_staged(ctx: Ctx, row, folder) -> tuple[dict, dict, list, list, dict]:
+def _read_staged(ctx: Ctx, row, stage) -> tuple[dict, dict, list, list, dict]:
     """(files, staged, errors, warnings, body) of the upload named in the body: the archive read
-    by the one reader as a stream, its files staged in `folder`."""
+    by the one reader as a stream, its files staged in `stage`."""
     body = v.body_dict(ctx, allow_empty=False)
     sha = transfers.staged_upload(ctx, row, body.get("uploadId"))
     try:
         with blobs.open_ref(ctx.ws, {}, sha) as fh:
-            files, staged = stage_archive(fh, folder, fmt.LIMITS)
+            files, staged = stage_archive(fh, stage, fmt.LIMITS)
     except ArchiveError as e:
         return {}, {}, fmt.archive_problems(e), [], body
     files, top = fmt.strip_top_folder(files)
@@ -126,16 +126,16 @@ def _read_staged(ctx: Ctx, row, folder) -> tuple[dict, dict, list, list, dict]:
 @route("POST", "/v1/skills/{id}/validate")
 def validate_upload(ctx: Ctx) -> dict:
     row = load_skill(ctx, edit=True)
-    with blobs.staging(ctx.ws) as folder:
-        _files, _staged, errors, warnings, _body = _read_staged(ctx, row, folder)
+    with blobs.staging(ctx.ws) as stage:
+        _files, _staged, errors, warnings, _body = _read_staged(ctx, row, stage)
     return {"valid": not errors, "errors": errors, "warnings": warnings}
 
 
 @route("POST", "/v1/skills/{id}/publish")
 def publish_upload(ctx: Ctx) -> Response:
     row = load_skill(ctx, edit=True)
-    with blobs.staging(ctx.ws) as folder:
-        files, staged, errors, warnings, body = _read_staged(ctx, row, folder)
+    with blobs.staging(ctx.ws) as stage:
+        files, staged, errors, warnings, body = _read_staged(ctx, row, stage)
         base = base_version_of(body)
         if errors:
             raise invalid_bundle(errors, warnings)

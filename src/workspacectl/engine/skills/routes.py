@@ -139,8 +139,8 @@ def patch_skill(ctx: Ctx) -> dict:
         if not store.update_skill(ctx.db, row["id"], changes):
             raise name_taken(changes["name"])
         if row["version"] > 0:
-            with blobs.staging(ctx.ws) as folder:
-                files, staged = with_frontmatter(ctx.ws, folder, live_refs(ctx, row), changes)
+            with blobs.staging(ctx.ws) as stage:
+                files, staged = with_frontmatter(ctx.ws, stage, live_refs(ctx, row), changes)
                 publish_refs(ctx, reload(ctx, row["id"]), files, staged, "inline", None)
         return skill_json(reload(ctx, row["id"]), ctx.caller)
 

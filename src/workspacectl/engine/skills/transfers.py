@@ -113,13 +113,13 @@ def store_upload(ws, uid: str, chunks) -> dict:
         raise ApiError("forbidden", "This link is not valid for this request; ask for a new one.")
     if row["state"] != "pending":
         raise ApiError("conflict", "This upload link was already used; ask for a new one with `bundle-upload-url`.")
-    with blobs.staging(ws) as folder:
-        staged = blobs.stage_stream(folder, chunks, fmt.MAX_PACKED)
+    with blobs.staging(ws) as stage:
+        staged = blobs.stage_stream(stage, chunks, fmt.MAX_PACKED)
         with transaction(conn):
             if not store.mark_uploaded(conn, uid, staged.sha256, staged.size):
                 raise ApiError("conflict", "This upload link was already used; ask for a new one with "
                                            "`bundle-upload-url`.")
-            staged.publish(ws)
+            ws.blob_store.publish(staged)
     return {"uploadId": uid, "size": staged.size, "sha256": staged.sha256}
 
 

@@ -93,8 +93,7 @@ def publish_refs(ctx: Ctx, row, files: dict[str, FileRef], staged: dict, source:
         check_base(row, base_version)
         if upload_id is not None and not store.mark_used(ctx.db, upload_id):
             raise ApiError("conflict", "This upload was already published; upload the bundle again.")
-        for st in staged.values():
-            st.publish(ctx.ws)
+        blobs.publish_all(ctx.ws, staged)
         number = store.next_number(ctx.db, row["id"])
         vid = store.insert_version(ctx.db, row["id"], number, ctx.caller.member_id, source, sha, manifest)
         store.update_skill(ctx.db, row["id"], {"version": number, "status": "published",
@@ -102,7 +101,7 @@ def publish_refs(ctx: Ctx, row, files: dict[str, FileRef], staged: dict, source:
         return store.get_version(ctx.db, vid)
 
 
-def with_frontmatter(ws, folder, files: dict[str, FileRef], updates: dict) -> tuple[dict[str, FileRef], dict]:
+def with_frontmatter(ws, stage, files: dict[str, FileRef], updates: dict) -> tuple[dict[str, FileRef], dict]:
     """(files, staged): SKILL.md's frontmatter fields replaced in a new staged blob, the body
     streamed from the stored one; unchanged when SKILL.md has no frontmatter to change."""
     ref = files.get(fmt.SKILL_MD)
@@ -112,7 +111,7 @@ def with_frontmatter(ws, folder, files: dict[str, FileRef], updates: dict) -> tu
         new_head = fmt.set_frontmatter_head(fh.read(fmt.MAX_FRONTMATTER + 1024), updates)
         if new_head is None:
             return files, {}
-        st = blobs.stage(folder, chain([new_head], iter(lambda: fh.read(blobs.CHUNK), b"")))
+        st = stage.put(chain([new_head], iter(lambda: fh.read(blobs.CHUNK), b"")))
     return {**files, fmt.SKILL_MD: FileRef(st.sha256, st.size, ref.executable)}, {st.sha256: st}
 
 
@@ -142,7 +141,7 @@ def revert(ctx: Ctx) -> Response:
     if vrow is None or vrow["skill_id"] != row["id"]:
         raise ApiError("not_found", f"Skill '{row['name']}' has no version '{ctx.params['versionId'][:60]}'. "
                                     f"Run `wsctl skill versions {row['name']}`.")
-    with blobs.staging(ctx.ws) as folder:
+    with blobs.staging(ctx.ws) as stage:
         # the skill may have been renamed since: the old content takes today's name
-        files, staged = with_frontmatter(ctx.ws, folder, version_refs(vrow), {"name": row["name"]})
+        files, staged = with_frontmatter(ctx.ws, stage, version_refs(vrow), {"name": row["name"]})
         return published_answer(ctx, publish_refs(ctx, row, files, staged, "revert", base), 201)

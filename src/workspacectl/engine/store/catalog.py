@@ -1,115 +1,18 @@
-"""SQL for the integration catalog: integrations, operations, trigger providers, built-ins.
+"""SQL for the integration catalog: integrations, operations, trigger providers (m002_catalog).
 
-Other areas read through `get_integration` and `get_oauth_client`; only this module writes the
-tables (m002_catalog). A service is replaced whole in one transaction; the integration row is
+Statements only: rendering rows is engine/catalog/render.py, sealing the OAuth client secret
+engine/catalog/services.py (which also keeps the search index in step), loading the built-in
+catalog engine/catalog/builtins.py. Only this module writes these tables. A service is replaced whole in one transaction; the integration row is
 updated in place (never deleted and re-made) so rows of other areas that point at it survive.
 """
 from __future__ import annotations
 
-import hashlib
-import importlib
-import importlib.util
 import json
-import logging
 import sqlite3
-from pathlib import Path
 
 from workspacectl import clock
 from workspacectl.engine.db import transaction
 from workspacectl.errors import ApiError
-
-log = logging.getLogger("wsctl.catalog")
-
-BUILTIN_HASH_SETTING = "catalog.builtin_hash"
-# Bump when the loader's output changes for the same data files (markdown layout, defaults).
-LOADER_VERSION = "2"
-SEARCH_MODULE = "workspacectl.engine.catalog.search"
-
-
-def oauth_aad(service: str) -> str:
-    return f"oauth-client:{service}"
-
-
-def _search():
-    """The search engineer's index module, when this version has it."""
-    if importlib.util.find_spec(SEARCH_MODULE) is None:
-        return None
-    return importlib.import_module(SEARCH_MODULE)
-
-
-# --- rendering -------------------------------------------------------------------------------
-
-def integration_summary(row) -> dict:
-    return {
-        "service": row["service"],
-        "name": row["name"],
-        "description": row["description"],
-        "credentialType": row["credential_type"],
-        "envVars": json.loads(row["env_vars_json"]),
-        "operationCount": row["operation_count"] if "operation_count" in row.keys() else 0,
-    }
-
-
-def integration_detail(row) -> dict:
-    out = integration_summary(row)
-    setup = json.loads(row["setup_json"])
-    out["fields"] = json.loads(row["fields_json"])
-    if row["credential_type"] == "apiKey":
-        out["secretFields"] = json.loads(row["secret_fields_json"])
-    if row["credential_type"] == "oauth2":
-        for key in ("authorizeUrl", "tokenUrl", "scopes", "revokeUrl", "pkce", "scopeSeparator",
-                    "extraAuthorizeParams"):
-            if key in setup:
-                out[key] = setup[key]
-        out["oauthClientConfigured"] = bool(row["oauth_client_id"]) and row["oauth_client_secret"] is not None
-    for key in ("baseUrl", "docsUrl", "probe"):
-        if setup.get(key) is not None:
-            out[key] = setup[key]
-    out["source"] = row["source"]
-    out["updatedAt"] = row["updated_at"]
-    return out
-
-
-def setup_of(row) -> dict:
-    return json.loads(row["setup_json"])
-
-
-def operation_summary(row) -> dict:
-    return {"opId": row["op_id"], "service": row["service"], "name": row["name"], "summary": row["summary"],
-            "method": row["method"], "path": row["path"]}
-
-
-def operation_detail(row, integration_row) -> dict:
-    out = operation_summary(row)
-    out.update({
-        "description": row["description"],
-        "tags": json.loads(row["tags"]),
-        "params": json.loads(row["params_json"]),
-        "response": json.loads(row["response_json"]),
-        "example": json.loads(row["example_json"]),
-        "credentialType": integration_row["credential_type"],
-        "envVars": json.loads(integration_row["env_vars_json"]),
-        "markdown": row["markdown"],
-    })
-    return out
-
-
-def trigger_json(row, with_config: bool = False) -> dict:
-    """The seed's trigger provider fields (cadenceSeconds for poll only); config on the detail."""
-    out = {
-        "type": row["type"],
-        "triggerId": row["id"],
-        "name": row["name"],
-        "description": row["description"],
-        "service": row["service"],
-        "requiresCredential": bool(row["requires_credential"]),
-    }
-    if row["type"] == "poll":
-        out["cadenceSeconds"] = row["cadence_seconds"]
-    if with_config:
-        out["config"] = json.loads(row["config_json"])
-    return out
-
 
 # --- reads -----------------------------------------------------------------------------------
 
@@ -179,42 +82,9 @@ def get_trigger(conn, trigger_id: str) -> sqlite3.Row | None:
     return conn.execute("SELECT * FROM trigger_providers WHERE id = ?", (trigger_id,)).fetchone()
 
 
-# --- OAuth client ----------------------------------------------------------------------------
-
-def get_oauth_client(ws, service: str):
-    """(client_id or None, Secret or None) of an oauth2 integration; the secret is unsealed here."""
-    from workspacectl.secret import Secret
-
-    row = ws.conn().execute("SELECT oauth_client_id, oauth_client_secret FROM integrations WHERE service = ?",
-                            (service,)).fetchone()
-    if row is None:
-        return None, None
-    secret = None
-    if row["oauth_client_secret"] is not None:
-        from workspacectl.engine import crypto
-
-        secret = Secret(crypto.unseal(ws, oauth_aad(service), bytes(row["oauth_client_secret"])).decode())
-    return row["oauth_client_id"], secret
-
-
-def set_oauth_client(ws, service: str, client_id: str, client_secret: str | None) -> None:
-    """Store an OAuth client; the secret is sealed inside the same write transaction."""
-    from workspacectl.engine import crypto
-
-    conn = ws.conn()
-    with transaction(conn):
-        sealed = crypto.seal(ws, oauth_aad(service), client_secret.encode()) if client_secret is not None else None
-        if sealed is None:
-            conn.execute("UPDATE integrations SET oauth_client_id = ?, updated_at = ? WHERE service = ?",
-                         (client_id, clock.now_iso(), service))
-        else:
-            conn.execute("UPDATE integrations SET oauth_client_id = ?, oauth_client_secret = ?, updated_at = ? "
-                         "WHERE service = ?", (client_id, sealed, clock.now_iso(), service))
-
-
 # --- writes ----------------------------------------------------------------------------------
 
-def replace_service(conn, record: dict, source: str = "import", sealed_client_secret: bytes | None = None,
+def put_service(conn, record: dict, source: str = "import", sealed_client_secret: bytes | None = None,
                     keep_client_secret: bool = True) -> bool:
     """Put a service (integration, operations, triggers) in place of any previous one, in one
     transaction. Answers True when the service is new. A previous OAuth client is kept unless the
@@ -259,9 +129,6 @@ def replace_service(conn, record: dict, source: str = "import", sealed_client_se
               json.dumps(op["example"]), op["markdown"], i) for i, op in enumerate(record["operations"])])
         conn.execute("DELETE FROM trigger_providers WHERE service = ?", (service,))
         _insert_triggers(conn, record["triggers"], service)
-        search = _search()
-        if search is not None:
-            search.reindex_service(conn, service)
     return existing is None
 
 
@@ -307,7 +174,7 @@ def service_usage(conn, service: str) -> tuple[int, int]:
     return credentials, pending
 
 
-def delete_service(conn, service: str) -> bool:
+def drop_service(conn, service: str) -> bool:
     """Remove a service with its operations and triggers. False when there was none; 409 while
     credentials or pending connections use it (checked in the same transaction as the delete)."""
     with transaction(conn):
@@ -325,102 +192,31 @@ def delete_service(conn, service: str) -> bool:
                 steps.append("pending connections lapse within an hour")
             raise ApiError("conflict", f"'{service}' is still used by {users}; {' and '.join(steps)}, "
                            "then delete the service again.", {"credentials": credentials, "pendingConnections": pending})
-        search = _search()
-        if search is not None:
-            search.remove_service(conn, service)
         conn.execute("DELETE FROM integrations WHERE service = ?", (service,))
     return True
 
 
-# --- the built-in catalog --------------------------------------------------------------------
-
-def default_data_dir() -> Path:
-    return Path(__file__).resolve().parent.parent.parent / "catalog_data"
-
-
-def builtin_files(data_dir: Path) -> list[Path]:
-    return sorted(p for p in Path(data_dir).glob("*.toml") if p.is_file())
-
-
-def builtin_hash(files: list[Path]) -> str:
-    h = hashlib.sha256(f"loader:{LOADER_VERSION}\n".encode())
-    for p in files:
-        data = p.read_bytes()
-        h.update(f"{p.name}\0{len(data)}\0".encode())
-        h.update(data)
-    return h.hexdigest()
+def service_names(conn, source: str | None = None, with_oauth_client: bool = False) -> set[str]:
+    """Services, all or those of one source ('builtin', 'import'), or those with an OAuth client id."""
+    sql, args = "SELECT service FROM integrations WHERE 1 = 1", []
+    if source is not None:
+        sql += " AND source = ?"
+        args.append(source)
+    if with_oauth_client:
+        sql += " AND oauth_client_id IS NOT NULL"
+    return {r[0] for r in conn.execute(sql, args)}
 
 
-def load_builtin_records(data_dir: Path, strict: bool = False) -> tuple[list[dict], list[dict]]:
-    """(service records, generic trigger providers) from the data files. Files whose name starts
-    with '_' hold generic providers. A bad file is skipped with a log line, or raised if strict."""
-    from workspacectl.engine.catalog.importer import parse_generic_toml, parse_toml
-
-    records, generic = [], []
-    for p in builtin_files(data_dir):
-        try:
-            text = p.read_text(encoding="utf-8")
-            if p.name.startswith("_"):
-                generic.extend(parse_generic_toml(text, p.name))
-            else:
-                records.append(parse_toml(text, p.name))
-        except (ApiError, OSError, UnicodeDecodeError) as e:
-            if strict:
-                raise
-            log.warning("built-in catalog file %s skipped: %s", p.name, getattr(e, "message", e))
-    return records, generic
+def get_oauth_client_row(conn, service: str) -> sqlite3.Row | None:
+    return conn.execute("SELECT oauth_client_id, oauth_client_secret FROM integrations WHERE service = ?",
+                        (service,)).fetchone()
 
 
-def ensure_builtin_catalog(conn, data_dir: Path | None = None) -> bool:
-    """Load the shipped catalog when its files changed since the last load (a hash in settings).
-
-    Cheap when nothing changed: one hash of a few small files and one settings read. Never
-    replaces a service an admin imported (source 'import'). Answers True when it loaded.
-    """
-    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
-    files = builtin_files(data_dir)
-    digest = builtin_hash(files)
-    row = conn.execute("SELECT value FROM settings WHERE key = ?", (BUILTIN_HASH_SETTING,)).fetchone()
-    if row is not None and row[0] == digest:
-        return False
-    records, generic = load_builtin_records(data_dir)
-    with transaction(conn):
-        row = conn.execute("SELECT value FROM settings WHERE key = ?", (BUILTIN_HASH_SETTING,)).fetchone()
-        if row is not None and row[0] == digest:  # another process loaded it meanwhile
-            return False
-        imported = {r[0] for r in conn.execute("SELECT service FROM integrations WHERE source = 'import'")}
-        with_client = {r[0] for r in conn.execute("SELECT service FROM integrations WHERE oauth_client_id IS NOT NULL")}
-        shipped = set()
-        for record in records:
-            shipped.add(record["service"])
-            if record["service"] in imported:
-                continue
-            # The package never ships client secrets, and an admin's OAuth client outlives reloads.
-            record = {**record, "oauthClientSecret": None}
-            if record["service"] in with_client:
-                record["oauthClientId"] = None
-            conn.execute("SAVEPOINT builtin_service")
-            try:
-                replace_service(conn, record, source="builtin")
-            except (ApiError, sqlite3.IntegrityError) as e:
-                conn.execute("ROLLBACK TO builtin_service")
-                log.warning("built-in service %s skipped: %s", record["service"], getattr(e, "message", e))
-            conn.execute("RELEASE builtin_service")
-        stale = [r[0] for r in conn.execute("SELECT service FROM integrations WHERE source = 'builtin'")
-                 if r[0] not in shipped]
-        for service in stale:
-            conn.execute("SAVEPOINT builtin_stale")
-            try:
-                delete_service(conn, service)
-            except ApiError:
-                conn.execute("ROLLBACK TO builtin_stale")  # credentials still use it: keep it
-                log.info("retired built-in service %s kept: credentials or connections still use it", service)
-            conn.execute("RELEASE builtin_stale")
-        if generic or files:
-            try:
-                replace_generic_triggers(conn, generic)
-            except ApiError as e:
-                log.warning("generic trigger providers skipped: %s", e.message)
-        conn.execute("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
-                     "value = excluded.value", (BUILTIN_HASH_SETTING, digest))
-    return True
+def update_oauth_client(conn, service: str, client_id: str, sealed_secret: bytes | None) -> None:
+    """Set the client id, and the sealed secret unless it is None (then the stored one stays)."""
+    if sealed_secret is None:
+        conn.execute("UPDATE integrations SET oauth_client_id = ?, updated_at = ? WHERE service = ?",
+                     (client_id, clock.now_iso(), service))
+    else:
+        conn.execute("UPDATE integrations SET oauth_client_id = ?, oauth_client_secret = ?, updated_at = ? "
+                     "WHERE service = ?", (client_id, sealed_secret, clock.now_iso(), service))

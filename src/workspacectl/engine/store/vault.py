@@ -181,14 +181,10 @@ def count_access_log(conn, cred_id: str, outcome: str | None = None) -> int:
 # --- the catalog rows the vault reads ------------------------------------------------------
 
 def get_integration(conn, service: str) -> sqlite3.Row | None:
-    """The integration row (the catalog store's reader when present)."""
-    try:
-        from workspacectl.engine.store import catalog
-    except ImportError:
-        catalog = None
-    if catalog is not None and hasattr(catalog, "get_integration"):
-        return catalog.get_integration(conn, service)
-    return conn.execute("SELECT * FROM integrations WHERE service = ?", (service,)).fetchone()
+    """The integration row, as the catalog store reads it."""
+    from workspacectl.engine.store import catalog
+
+    return catalog.get_integration(conn, service)
 
 
 def get_operation(conn, service: str, name: str) -> sqlite3.Row | None:
