@@ -4,8 +4,10 @@ issue for an apiKey credential, driven by wrk against a real `wsctl serve`, with
     python bench/server_path.py [--duration 8] [--connections 16] [--threads 2] [--rounds 2]
                                 [--workers 1 2]
 
-Prints requests/s and latency percentiles (p50, p90, p99) per row and the ratios to /healthz of
-the same round; rounds alternate the three paths so a busy machine hurts each alike. At the end
+Prints requests/s, latency percentiles (p50, p90, p99) and the server's CPU per request (user +
+system of the server and its workers, from /proc: steadier than requests/s on a shared machine)
+per row, and the ratios to /healthz of the same round; rounds alternate the order of the three
+paths so a busy machine hurts each alike. At the end
 every token wrk received (its 2xx count) is checked against the access-log rows the server wrote
 for that round's credential (a new one per round): no token without its audit row. wrk must be on PATH (Debian: `apt-get
 install wrk`); without it the bench says so and exits 0.
@@ -16,6 +18,7 @@ import argparse
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -67,11 +70,32 @@ def parse_wrk(out: str) -> dict:
             **{f"p{k}": _ms(v) for k, v in pcts.items()}}
 
 
-def run_wrk(url: str, script: Path, args) -> dict:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process and its live children (the workers), from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    pids = [pid]
+    try:
+        pids += [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        pass
+    for p in pids:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def run_wrk(url: str, script: Path, args, server_pid: int) -> dict:
     cmd = ["wrk", "-t", str(args.threads), "-c", str(args.connections), "-d", f"{args.duration}s",
            "--latency", "-s", str(script), url]
+    before = cpu_seconds(server_pid)
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    return parse_wrk(out)
+    result = parse_wrk(out)
+    result["cpu_us"] = (cpu_seconds(server_pid) - before) / max(1, result["requests"]) * 1e6
+    return result
 
 
 def issued_rows(ws_path: Path, cred: str) -> int:
@@ -109,7 +133,7 @@ def bench_workers(workers: int, ws_path: Path, token: str, owner_id: str, tmp: P
             results = {}
             for name in order:
                 url, script = scripts[name]
-                results[name] = run_wrk(url, script, args)
+                results[name] = run_wrk(url, script, args, server.proc.pid)
             received = results["token"]["requests"] - results["token"]["non2xx"]
             rows_written = issued_rows(ws_path, cred)
             results["token"]["received"], results["token"]["audited"] = received, rows_written
@@ -122,13 +146,13 @@ def bench_workers(workers: int, ws_path: Path, token: str, owner_id: str, tmp: P
 def report(rows: list[dict]) -> bool:
     ok = True
     print(f"{'workers':>7} {'round':>5} {'path':<8} {'req/s':>8} {'ratio':>6} {'p50 ms':>8} {'p90 ms':>8} "
-          f"{'p99 ms':>8} {'non-2xx':>7} {'sock err':>8}")
+          f"{'p99 ms':>8} {'CPU us/req':>10} {'non-2xx':>7} {'sock err':>8}")
     for r in rows:
         base = r["healthz"]["rps"]
         for name in PATHS:
             x = r[name]
             print(f"{r['workers']:>7} {r['round']:>5} {name:<8} {x['rps']:>8.0f} {x['rps'] / base:>6.2f} "
-                  f"{x['p50']:>8.2f} {x['p90']:>8.2f} {x['p99']:>8.2f} {x['non2xx']:>7} {x['errors']:>8}")
+                  f"{x['p50']:>8.2f} {x['p90']:>8.2f} {x['p99']:>8.2f} {x['cpu_us']:>10.0f} {x['non2xx']:>7} {x['errors']:>8}")
             if x["non2xx"]:
                 ok = False
         t = r["token"]
@@ -140,12 +164,21 @@ def report(rows: list[dict]) -> bool:
             line += "  <-- MISSING AUDIT ROWS"
         print(line)
     print()
+    means = {}
     for workers in sorted({r["workers"] for r in rows}):
         mine = [r for r in rows if r["workers"] == workers]
-        best = {n: max(r[n]["rps"] for r in mine) for n in PATHS}
-        ratios = {n: max(r[n]["rps"] / r["healthz"]["rps"] for r in mine) for n in PATHS}
-        print(f"{workers} worker(s), best round: healthz {best['healthz']:.0f}/s, whoami {best['whoami']:.0f}/s "
-              f"({ratios['whoami']:.2f}x), token {best['token']:.0f}/s ({ratios['token']:.2f}x)")
+        mean = {n: statistics.fmean(r[n]["rps"] for r in mine) for n in PATHS}
+        ratio = {n: statistics.fmean(r[n]["rps"] / r["healthz"]["rps"] for r in mine) for n in PATHS}
+        cpu = {n: statistics.fmean(r[n]["cpu_us"] for r in mine) for n in PATHS}
+        means[workers] = mean
+        print(f"{workers} worker(s), mean of {len(mine)} rounds: healthz {mean['healthz']:.0f}/s; "
+              f"whoami {mean['whoami']:.0f}/s ({ratio['whoami']:.2f}x); token {mean['token']:.0f}/s "
+              f"({ratio['token']:.2f}x); CPU us/req healthz {cpu['healthz']:.0f}, whoami {cpu['whoami']:.0f}, "
+              f"token {cpu['token']:.0f}")
+    if 1 in means and len(means) > 1:
+        for workers in sorted(w for w in means if w != 1):
+            print(f"{workers} workers / 1 worker: " + ", ".join(
+                f"{n} {means[workers][n] / means[1][n]:.2f}x" for n in PATHS))
     return ok
 
 
