@@ -23,6 +23,7 @@ from workspacectl.server.api_path import MAX_JSON_BODY, LeanApi, bearer_of, json
 # Binary uploads (tar.gz bundles) are spooled to a temp file and handed to the engine as a
 # stream, which applies its own tighter limits (engine/projects/files.py LIMITS).
 MAX_STREAM_BODY = 2 * 1024 * 1024 * 1024
+BACKLOG = 2048          # uvicorn's default
 GRACEFUL_SECONDS = 10   # on SIGTERM, requests in flight get this long to finish
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 log = logging.getLogger("wsctl.server")
@@ -128,14 +129,17 @@ def create_app(engine: Engine, public_url: str | None = None, worker: int | None
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
-    """Bind before uvicorn starts: a busy port or an unknown host is then an OSError the CLI
-    reports in one line (uvicorn would log it and exit 3, the CLI's code for unauthenticated)."""
+    """Bind and listen before uvicorn starts: a busy port or an unknown host is then an OSError the
+    CLI reports in one line (uvicorn would log it and exit 3, the CLI's code for unauthenticated),
+    and from the moment `wsctl serving … on URL` is printed a connection waits in the backlog
+    instead of being refused (the workers of --workers N start after that line)."""
     family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
                                                        flags=socket.AI_PASSIVE)[0]
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(addr)
+        sock.listen(BACKLOG)
     except OSError:
         sock.close()
         raise

@@ -55,7 +55,6 @@ def supervise(count: int, sock, workspace_path, public_url: str | None, memory_i
     ws.conn().close()
     from workspacectl.server.app import announce
 
-    sock.listen(2048)   # connections queue from now on, while the workers start
     settings = {"workspace": str(ws.path), "publicUrl": public_url, "memoryInterval": memory_interval}
     stopping = False
 
