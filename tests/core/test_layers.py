@@ -16,3 +16,82 @@ def test_import_contracts_are_kept():
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
     assert "BROKEN" not in p.stdout and " kept, 0 broken" in p.stdout, p.stdout[-2000:]
+
+
+# Module-level import circles that remain (issue 10: each is two modules of one package that should
+# share a third). The test fails on any other circle, and when one of these is gone (drop it here).
+KNOWN_CIRCLES = {
+    frozenset({"workspacectl.engine.skills.routes", "workspacectl.engine.skills.versions"}),
+    frozenset({"workspacectl.engine.catalog.importer", "workspacectl.engine.catalog.openapi_reader",
+               "workspacectl.engine.catalog.schema_walk"}),
+    frozenset({"workspacectl.server.connect_pages", "workspacectl.server.web"}),
+    frozenset({"workspacectl.server.app", "workspacectl.server.skill_transfer_pages"}),
+    frozenset({"workspacectl.cli.context", "workspacectl.cli.scripting"}),
+    frozenset({"workspacectl.cli.specialist", "workspacectl.cli.specialist_files", "workspacectl.cli.specialist_memory"}),
+    frozenset({"workspacectl.cli.vault", "workspacectl.cli.vault_inject"}),
+}
+
+
+def import_circles(graph) -> set[frozenset]:
+    """The strongly connected components of more than one module (imports inside functions count;
+    imports only for type checking do not run, so they do not)."""
+    modules = sorted(graph.modules)
+    edges = {m: sorted(graph.find_modules_directly_imported_by(m)) for m in modules}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: set[frozenset] = set()
+    for root in modules:   # Tarjan's algorithm, iteratively (no recursion limit)
+        if root in index:
+            continue
+        work = [(root, iter(edges[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(edges[child])))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    m = stack.pop()
+                    on_stack.discard(m)
+                    component.add(m)
+                    if m == node:
+                        break
+                if len(component) > 1:
+                    circles.add(frozenset(component))
+    return circles
+
+
+def test_no_new_import_circle_between_our_modules():
+    import grimp
+
+    sys.path.insert(0, str(ROOT / "src"))
+    circles = import_circles(grimp.build_graph("workspacectl", cache_dir=None, exclude_type_checking_imports=True))
+    assert circles - KNOWN_CIRCLES == set(), sorted(sorted(c) for c in circles - KNOWN_CIRCLES)
+    assert KNOWN_CIRCLES - circles == set(), "a known circle is gone: drop it from KNOWN_CIRCLES"
+
+
+def test_the_circle_finder_finds_a_circle():
+    class Graph:
+        modules = {"a", "b", "c", "d"}
+        imports = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+
+        def find_modules_directly_imported_by(self, m):
+            return self.imports[m]
+
+    assert import_circles(Graph()) == {frozenset({"a", "b", "c"})}

@@ -101,7 +101,7 @@ class LocalBackend:
 
     def check_reconnect(self, service: str, credential_id: str) -> None:
         """Refuse a reconnect of a credential the caller may not refill, before a key is asked for."""
-        from workspacectl.engine.dispatch import check_scope
+        from workspacectl.engine.scopes import check_scope
         from workspacectl.engine.vault import connections
 
         check_scope(self.caller, "vault:connect")

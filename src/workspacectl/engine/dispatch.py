@@ -11,22 +11,11 @@ import urllib.parse
 
 from workspacectl.engine import registry
 from workspacectl.engine.registry import Caller, Ctx, Response
-from workspacectl.engine.scopes import AUTHENTICATED, PUBLIC, SESSION
+from workspacectl.engine.scopes import check_scope
 from workspacectl.errors import ApiError
 
 # Every route module, for the server and the API listing; one request imports only its own.
 load_routes = registry.load_all
-
-
-def check_scope(caller: Caller | None, required: str) -> None:
-    if required == PUBLIC:
-        return
-    if caller is None:
-        raise ApiError("unauthenticated", "Authentication required. Sign in with `wsctl auth login` or pass an API key.")
-    if required == AUTHENTICATED or caller.is_session:
-        return
-    if required == SESSION or required not in caller.scopes:
-        raise ApiError("insufficient_scope", "Insufficient scope")
 
 
 def check_text(*values: dict) -> None:

@@ -11,7 +11,13 @@ Required values:
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from workspacectl.errors import ApiError
 from workspacectl.formats.key_scopes import KIND_SCOPES, PERSONAL_SCOPES, PLATFORM_SCOPES  # noqa: F401
+
+if TYPE_CHECKING:
+    from workspacectl.engine.registry import Caller
 
 PUBLIC = "public"
 AUTHENTICATED = "authenticated"
@@ -103,3 +109,14 @@ ROUTE_SCOPES: dict[tuple[str, str], str] = {
 
 def is_vault_scope(scope: str) -> bool:
     return scope.startswith("vault:")
+
+
+def check_scope(caller: Caller | None, required: str) -> None:
+    if required == PUBLIC:
+        return
+    if caller is None:
+        raise ApiError("unauthenticated", "Authentication required. Sign in with `wsctl auth login` or pass an API key.")
+    if required == AUTHENTICATED or caller.is_session:
+        return
+    if required == SESSION or required not in caller.scopes:
+        raise ApiError("insufficient_scope", "Insufficient scope")

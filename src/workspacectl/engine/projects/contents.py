@@ -50,11 +50,11 @@ def _sees(ctx: Ctx, row, rtype: str) -> bool:
 
     A workflow or app: its creator, those with a role on its project, and, while it is in no
     project, workspace owners and admins (who may pin it). A skill: as the skills routes decide
-    (engine/skills/routes.py `access`): also every member when it is in no project.
+    (engine/skills/access.py): also every member when it is in no project.
     """
     me = ctx.caller.member_id
     if rtype == "skill":
-        from workspacectl.engine.skills.routes import access
+        from workspacectl.engine.skills.access import access
         from workspacectl.engine.store import skills as skill_store
 
         return access(ctx.caller, skill_store.get_skill(ctx.db, row["id"], me)) is not None

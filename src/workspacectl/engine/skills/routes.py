@@ -15,23 +15,11 @@ from workspacectl.engine import validate as v
 from workspacectl.engine.db import transaction
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
+from workspacectl.engine.skills.access import access
 from workspacectl.engine.store import skills as store
 from workspacectl.errors import ApiError
 
 STATUSES = ("draft", "published", "archived")
-
-
-def access(caller, row) -> str | None:
-    """'edit', 'read' or None (invisible) for this caller on this skill row."""
-    mine = row["created_by"] == caller.member_id
-    project_role = row["project_role"]
-    if caller.role == "guest":
-        return "read" if (row["project_id"] is None or mine or project_role) else None
-    if caller.is_admin or mine or project_role in ("owner", "editor"):
-        return "edit"
-    if row["project_id"] is None or project_role:
-        return "read"
-    return None
 
 
 def skill_json(row, caller) -> dict:

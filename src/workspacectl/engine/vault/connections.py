@@ -455,7 +455,7 @@ def connect_in_place(ws, caller: Caller, service: str, values: dict, reconnect_i
     """`wsctl vault connect` of an apiKey service on the local backend, with the key read from a
     hidden prompt or stdin: the same connection record, made and completed in one transaction,
     with no link (nothing to open, no server needed). Answers the connection view."""
-    from workspacectl.engine.dispatch import check_scope
+    from workspacectl.engine.scopes import check_scope
 
     check_scope(caller, "vault:connect")
     conn = ws.conn()
