@@ -34,7 +34,7 @@ function __wsctl_subcommands
         case 'workflow'
             printf '%s\n' 'import' 'list' 'show' 'configure'
         case 'admin'
-            printf '%s\n' 'rotate-key'
+            printf '%s\n' 'rotate-key' 'copy-workspace'
     end
 end
 
@@ -194,6 +194,8 @@ function __wsctl_value_options
             printf '%s\n' '--credential' '--input' '--jq'
         case 'admin rotate-key'
             printf '%s\n' '--jq'
+        case 'admin copy-workspace'
+            printf '%s\n' '--jq'
     end
 end
 
@@ -256,7 +258,7 @@ complete -c wsctl -n '__wsctl_at \'\'' -a 'completion' -d 'Print the shell compl
 complete -c wsctl -n '__wsctl_at \'\'' -a 'man' -d 'Show the manual page of wsctl or of one of its commands.'
 complete -c wsctl -n '__wsctl_at \'\'' -l 'profile' -s 'p' -r -f -d 'Profile in config.toml to use.'
 complete -c wsctl -n '__wsctl_at \'\'' -l 'json' -d 'Print the API\'s JSON body exactly.'
-complete -c wsctl -n '__wsctl_at \'\'' -l 'debug' -d 'Show tracebacks and HTTP details on errors.'
+complete -c wsctl -n '__wsctl_at \'\'' -l 'debug' -d 'Print each HTTP request (method, URL, status, time; secrets redacted) and tracebacks on stderr; works anywhere on the line.'
 complete -c wsctl -n '__wsctl_at \'\'' -l 'version' -d 'Print the version.'
 complete -c wsctl -n '__wsctl_at \'\'' -l 'jq' -r -f -d 'Filter the JSON output with a jq expression (implies --json); strings print raw.'
 complete -c wsctl -n '__wsctl_at \'\'' -l 'help' -s 'h' -d 'Show this message and exit.'
@@ -572,13 +574,14 @@ complete -c wsctl -n '__wsctl_at \'specialist files rm\'' -l 'jq' -r -f -d 'Filt
 complete -c wsctl -n '__wsctl_at \'specialist files rm\'' -l 'help' -s 'h' -d 'Show this message and exit.'
 complete -c wsctl -n '__wsctl_at \'specialist files rm\'' -f -a '(__wsctl_dynamic specialist)'
 complete -c wsctl -n '__wsctl_at \'specialist files bundle\'' -a 'download' -d 'Download every file as a tar.gz (entries at the root).'
-complete -c wsctl -n '__wsctl_at \'specialist files bundle\'' -a 'upload' -d 'Upload files: added or overwritten, never removed.'
+complete -c wsctl -n '__wsctl_at \'specialist files bundle\'' -a 'upload' -d 'Upload files: added or overwritten; others are kept unless --delete.'
 complete -c wsctl -n '__wsctl_at \'specialist files bundle\'' -l 'help' -s 'h' -d 'Show this message and exit.'
 complete -c wsctl -n '__wsctl_at \'specialist files bundle download\'' -l 'output' -s 'o' -r -f -d 'Where to write (default ID.tar.gz; - for stdout).'
 complete -c wsctl -n '__wsctl_at \'specialist files bundle download\'' -l 'json' -d 'Print the API\'s JSON body exactly.'
 complete -c wsctl -n '__wsctl_at \'specialist files bundle download\'' -l 'jq' -r -f -d 'Filter the JSON output with a jq expression (implies --json); strings print raw.'
 complete -c wsctl -n '__wsctl_at \'specialist files bundle download\'' -l 'help' -s 'h' -d 'Show this message and exit.'
 complete -c wsctl -n '__wsctl_at \'specialist files bundle download\'' -f -a '(__wsctl_dynamic specialist)'
+complete -c wsctl -n '__wsctl_at \'specialist files bundle upload\'' -l 'delete' -d 'Folder only: also remove the specialist\'s files that are not in the folder (as rsync --delete).'
 complete -c wsctl -n '__wsctl_at \'specialist files bundle upload\'' -l 'json' -d 'Print the API\'s JSON body exactly.'
 complete -c wsctl -n '__wsctl_at \'specialist files bundle upload\'' -l 'jq' -r -f -d 'Filter the JSON output with a jq expression (implies --json); strings print raw.'
 complete -c wsctl -n '__wsctl_at \'specialist files bundle upload\'' -l 'help' -s 'h' -d 'Show this message and exit.'
@@ -736,11 +739,15 @@ complete -c wsctl -n '__wsctl_at \'workflow configure\'' -l 'json' -d 'Print the
 complete -c wsctl -n '__wsctl_at \'workflow configure\'' -l 'jq' -r -f -d 'Filter the JSON output with a jq expression (implies --json); strings print raw.'
 complete -c wsctl -n '__wsctl_at \'workflow configure\'' -l 'help' -s 'h' -d 'Show this message and exit.'
 complete -c wsctl -n '__wsctl_at \'admin\'' -a 'rotate-key' -d 'Re-encrypt every stored secret under a new workspace key, in one transaction.'
+complete -c wsctl -n '__wsctl_at \'admin\'' -a 'copy-workspace' -d 'Copy every row and blob of a workspace into an empty one, folder or PostgreSQL, and verify it.'
 complete -c wsctl -n '__wsctl_at \'admin\'' -l 'help' -s 'h' -d 'Show this message and exit.'
 complete -c wsctl -n '__wsctl_at \'admin rotate-key\'' -l 'yes' -s 'y' -d 'Do not ask for confirmation.'
 complete -c wsctl -n '__wsctl_at \'admin rotate-key\'' -l 'json' -d 'Print the API\'s JSON body exactly.'
 complete -c wsctl -n '__wsctl_at \'admin rotate-key\'' -l 'jq' -r -f -d 'Filter the JSON output with a jq expression (implies --json); strings print raw.'
 complete -c wsctl -n '__wsctl_at \'admin rotate-key\'' -l 'help' -s 'h' -d 'Show this message and exit.'
+complete -c wsctl -n '__wsctl_at \'admin copy-workspace\'' -l 'json' -d 'Print the API\'s JSON body exactly.'
+complete -c wsctl -n '__wsctl_at \'admin copy-workspace\'' -l 'jq' -r -f -d 'Filter the JSON output with a jq expression (implies --json); strings print raw.'
+complete -c wsctl -n '__wsctl_at \'admin copy-workspace\'' -l 'help' -s 'h' -d 'Show this message and exit.'
 complete -c wsctl -n '__wsctl_at \'completion\'' -l 'help' -s 'h' -d 'Show this message and exit.'
 complete -c wsctl -n '__wsctl_at \'completion\'' -f -a 'bash zsh fish'
 complete -c wsctl -n '__wsctl_at \'man\'' -l 'roff' -d 'Print the page\'s roff source instead.'

@@ -111,7 +111,7 @@ def test_a_profile_token_is_never_sent_to_another_server(remote, tmp_path):
     with CaptureServer() as other:
         r = run_wsctl(["auth", "status", "--json"], {**env, "WSCTL_SERVER": other.url}, expect=3)
     assert other.seen and all(h is None or token not in h for h in other.seen), other.seen
-    assert (r.json["location"], r.json["tokenSource"], r.json["signedIn"]) == (other.url, "none", False)
+    assert (r.json["location"], r.json["tokenSource"], r.json["signedIn"]) == (other.url, "withheld", False)
 
 
 KEYRINGS = '''

@@ -373,7 +373,8 @@ def test_cli_upload_folder_list_download_rm(backend, tmp_path):
     for name, data in files.items():
         (src / name).write_bytes(data)
     r = backend.wsctl("specialist", "files", "bundle", "upload", pid, src, "--json")
-    assert r.json == {"added": 3, "updated": 0}
+    assert r.json == {"added": 3, "updated": 0, "unchanged": 0, "deleted": 0, "bytesSent": r.json["bytesSent"]}
+    assert r.json["bytesSent"] > 200_000  # the random 200 kB file does not compress
     api_body = backend.ok("GET", f"/v1/projects/{pid}/files")
     assert backend.wsctl("specialist", "files", "list", pid, "--json").json == api_body
     plain = backend.wsctl("specialist", "files", "list", pid).out.splitlines()

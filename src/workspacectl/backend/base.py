@@ -8,16 +8,21 @@ class Backend(Protocol):
     kind: str          # "local" or "remote"
     location: str      # the workspace folder or the server URL
 
-    def request(self, method: str, path: str, query: dict | None = None, body: Any = None) -> Any:
-        """Call one route; answer its JSON body (None for 204). Raise ApiError on an error."""
+    def request(self, method: str, path: str, query: dict | None = None, body: Any = None,
+                progress: Callable[[str, int | None, int | None], None] | None = None) -> Any:
+        """Call one route; answer its JSON body (None for 204). Raise ApiError on an error.
+        progress(phase, done, total) hears how long work goes: the engine's phases in-process
+        (Ctx.report), "server" once over HTTP (the work happens there, unseen)."""
 
     def exchange(self, method: str, path: str, query: dict | None = None, body: Any = None,
                  headers: dict | None = None) -> tuple[int, list[tuple[str, str]], Any]:
         """One call as `wsctl api` shows it: (status, response headers, body); never raises on an
         HTTP error status (its error body is the body)."""
 
-    def download(self, path: str, out: BinaryIO, progress: Callable[[int], None] | None = None) -> int:
-        """Stream a binary route's body into out; answer the number of bytes."""
+    def download(self, path: str, out: BinaryIO, progress: Callable[[int], None] | None = None,
+                 total: Callable[[int | None], None] | None = None) -> int:
+        """Stream a binary route's body into out; answer the number of bytes. total(size) hears
+        the size the answer announces (None: unknown) before the first byte."""
 
     def upload(self, method: str, path: str, data: BinaryIO, size: int | None, content_type: str,
                progress: Callable[[int], None] | None = None) -> Any:

@@ -114,8 +114,8 @@ class LocalBackend:
 
         return connections.connect_in_place(self.ws, self.caller, service, values, reconnect)
 
-    def request(self, method: str, path: str, query: dict | None = None, body: Any = None) -> Any:
-        resp = self.engine.call(self.caller, method, path, query, body, self.base_url)
+    def request(self, method: str, path: str, query: dict | None = None, body: Any = None, progress=None) -> Any:
+        resp = self.engine.call(self.caller, method, path, query, body, self.base_url, progress)
         if resp.stream is not None:
             return b"".join(resp.stream)
         if resp.status == 204 or resp.body is None:
@@ -137,8 +137,11 @@ class LocalBackend:
         answer = None if resp.status == 204 or resp.body is None else json.loads(json.dumps(resp.body))
         return resp.status, out, answer
 
-    def download(self, path, out, progress=None) -> int:
+    def download(self, path, out, progress=None, total=None) -> int:
         resp = self.engine.call(self.caller, "GET", path, None, None, self.base_url)
+        if total is not None:
+            length = str(resp.headers.get("Content-Length", ""))
+            total(int(length) if length.isdigit() else None)
         total = 0
         for chunk in resp.stream or [resp.body or b""]:
             out.write(chunk)
@@ -168,3 +171,11 @@ class _ProgressReader:
         if self.progress and chunk:
             self.progress(len(chunk))
         return chunk
+
+
+def copy_workspace(source: str, target: str, progress=None) -> dict:
+    """`wsctl admin copy-workspace`: every row and blob of one workspace into an empty one
+    (engine/workspace_copy.py), verified before it answers."""
+    from workspacectl.engine.workspace_copy import copy_between
+
+    return copy_between(source, target, progress)

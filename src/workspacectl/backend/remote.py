@@ -1,12 +1,33 @@
-"""Remote backend: the same API over HTTP with httpx (imported only here)."""
+"""Remote backend: the same API over HTTP with httpx (imported only here).
+
+What a server answers is checked before it is believed: an error status without the contract's
+error body, or a success that is not JSON, is not a workspace server (a web page, a proxy's
+error, another API). That is one line naming the URL, the status and the content type that
+answered, exit 8 like a server that cannot be reached (CONTRACT §10).
+
+Retries (bounded, with backoff): a request whose connection never opened is sent again whatever
+its method (nothing reached the server). GET and HEAD are also sent again after a connection that
+broke mid-way and after a gateway's 502/503/504 (not our own JSON errors, such as
+upstream_failed). A POST, PUT or DELETE that may have landed is never repeated, and neither is a
+streamed upload (its body cannot be read twice).
+"""
 from __future__ import annotations
 
+import random
+import time
 from typing import Any
 
 import httpx
 
 from workspacectl import __version__
+from workspacectl.backend import http_trace
 from workspacectl.errors import ApiError
+
+ATTEMPTS = 4                       # one try and at most three more
+BACKOFF = (0.25, 0.75, 1.5)        # seconds before each further try (plus up to 25% jitter)
+MAX_RETRY_AFTER = 5.0              # a gateway's Retry-After is honoured up to this
+GATEWAY = frozenset({502, 503, 504})
+SAFE = frozenset({"GET", "HEAD"})
 
 
 def _unreachable(url: str, exc: Exception) -> ApiError:
@@ -14,37 +35,119 @@ def _unreachable(url: str, exc: Exception) -> ApiError:
                     "Check --server / WSCTL_SERVER, or start it with `wsctl serve`.")
 
 
+def strip_api_suffix(url: str) -> str:
+    """'https://h/v1/' and 'https://h/v1' -> 'https://h': routes are named from the base URL."""
+    url = url.rstrip("/")
+    return url[:-3].rstrip("/") if url.endswith("/v1") else url
+
+
+def _content_type(resp: httpx.Response) -> str:
+    return resp.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+def _is_our_error(resp: httpx.Response, body) -> bool:
+    err = body.get("error") if isinstance(body, dict) else None
+    return isinstance(err, dict) and isinstance(err.get("code"), str) and "json" in _content_type(resp)
+
+
+def not_a_workspace_server(resp: httpx.Response) -> ApiError:
+    req = resp.request
+    kind = _content_type(resp) or "no content type"
+    return ApiError("unreachable", f"{http_trace.redact_url(str(req.url))} is not a workspace server: {req.method} "
+                    f"answered HTTP {resp.status_code} ({kind}). Check --server / WSCTL_SERVER: it is the "
+                    "server's base URL, e.g. https://wsctl.example.com.")
+
+
+def _delay(attempt: int, resp: httpx.Response | None) -> float:
+    wait = BACKOFF[min(attempt, len(BACKOFF) - 1)] * (1 + random.random() / 4)
+    if resp is not None:
+        try:
+            wait = max(wait, min(float(resp.headers.get("retry-after", "")), MAX_RETRY_AFTER))
+        except ValueError:
+            pass
+    return wait
+
+
 class RemoteBackend:
     kind = "remote"
 
-    def __init__(self, url: str, secret: str | None, timeout: float = 60.0):
-        self.location = url.rstrip("/")
+    def __init__(self, url: str, secret: str | None, timeout: float = 60.0, unauthenticated_hint: str | None = None):
+        self.location = strip_api_suffix(url)
+        self.unauthenticated_hint = unauthenticated_hint   # why no token was sent, said on a 401
         headers = {"User-Agent": f"wsctl/{__version__}"}
         if secret:
             headers["Authorization"] = f"Bearer {secret}"
         self.http = httpx.Client(base_url=self.location, headers=headers, timeout=timeout)
 
-    def _send(self, method: str, path: str, **kw) -> httpx.Response:
-        try:
-            return self.http.request(method, path, **kw)
-        except httpx.TransportError as e:
-            raise _unreachable(self.location, e) from None
+    def _send(self, method: str, path: str, replayable: bool = True, stream: bool = False, **kw) -> httpx.Response:
+        """One request, tried again as the module docstring says. stream: the answer's body is
+        left unread (the caller reads and closes it)."""
+        method = method.upper()
+        for attempt in range(ATTEMPTS):
+            last = attempt == ATTEMPTS - 1
+            started = time.monotonic()
+            request = self.http.build_request(method, path, **kw)
+            try:
+                resp = self.http.send(request, stream=stream)
+            except httpx.TransportError as e:
+                never_opened = isinstance(e, (httpx.ConnectError, httpx.ConnectTimeout))
+                again = replayable and not last and (never_opened or method in SAFE)
+                wait = _delay(attempt, None) if again else 0
+                http_trace.trace(method, str(request.url), type(e).__name__, time.monotonic() - started,
+                                 f"; trying again in {wait:.2f} s" if again else "")
+                if not again:
+                    raise _unreachable(self.location, e) from None
+                time.sleep(wait)
+                continue
+            again = (replayable and not last and method in SAFE and resp.status_code in GATEWAY
+                     and not self._ours(resp))
+            wait = _delay(attempt, resp) if again else 0
+            http_trace.trace(method, str(request.url), f"{resp.status_code} {_content_type(resp) or '-'}",
+                             time.monotonic() - started, f"; trying again in {wait:.2f} s" if again else "")
+            if not again:
+                return resp
+            resp.close()
+            time.sleep(wait)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     @staticmethod
-    def _answer(resp: httpx.Response) -> Any:
+    def _ours(resp: httpx.Response) -> bool:
+        """A gateway status carrying our own error body (upstream_failed) is an answer, not a hiccup."""
+        if "json" not in _content_type(resp):
+            return False
+        try:
+            resp.read()
+            return _is_our_error(resp, resp.json())
+        except (ValueError, httpx.HTTPError):
+            return False
+
+    def _answer(self, resp: httpx.Response) -> Any:
         if resp.status_code >= 400:
             try:
                 body = resp.json()
             except ValueError:
                 body = None
-            raise ApiError.from_body(resp.status_code, body)
+            if not _is_our_error(resp, body):
+                raise not_a_workspace_server(resp)
+            err = ApiError.from_body(resp.status_code, body)
+            if err.code == "unauthenticated" and self.unauthenticated_hint:
+                raise ApiError("unauthenticated", self.unauthenticated_hint, status=resp.status_code)
+            raise err
         if resp.status_code == 204 or not resp.content:
             return None
-        if "json" in resp.headers.get("content-type", ""):
-            return resp.json()
-        return resp.content
+        if "json" in _content_type(resp):
+            try:
+                body = resp.json()
+            except ValueError:
+                raise not_a_workspace_server(resp) from None
+            if isinstance(body, dict):
+                return body
+        raise not_a_workspace_server(resp)
 
-    def request(self, method: str, path: str, query: dict | None = None, body: Any = None) -> Any:
+    def request(self, method: str, path: str, query: dict | None = None, body: Any = None, progress=None) -> Any:
+        """progress(phase, done, total) hears "server" once: the work happens there, unseen."""
+        if progress is not None:
+            progress("server", None, None)
         kw: dict = {"params": query or None}
         if isinstance(body, (bytes, bytearray)):
             kw["content"] = bytes(body)
@@ -72,21 +175,28 @@ class RemoteBackend:
             answer = resp.content
         return resp.status_code, list(resp.headers.items()), answer
 
-    def download(self, path, out, progress=None) -> int:
-        total = 0
+    def download(self, path, out, progress=None, total=None) -> int:
+        """Stream a binary route into out. total(size), when given, is told the size the answer
+        announces (its Content-Length; None when it streams without one) before the first byte."""
+        written = 0
+        resp = self._send("GET", path, stream=True)
         try:
-            with self.http.stream("GET", path) as resp:
-                if resp.status_code >= 400:
-                    resp.read()
-                    self._answer(resp)
-                for chunk in resp.iter_bytes():
-                    out.write(chunk)
-                    total += len(chunk)
-                    if progress:
-                        progress(len(chunk))
+            if resp.status_code >= 400:
+                resp.read()
+                self._answer(resp)
+            if total is not None:
+                length = resp.headers.get("content-length")
+                total(int(length) if length and length.isdigit() else None)
+            for chunk in resp.iter_bytes():
+                out.write(chunk)
+                written += len(chunk)
+                if progress:
+                    progress(len(chunk))
         except httpx.TransportError as e:
             raise _unreachable(self.location, e) from None
-        return total
+        finally:
+            resp.close()
+        return written
 
     def upload(self, method, path, data, size, content_type, progress=None) -> Any:
         def chunks():
@@ -98,4 +208,4 @@ class RemoteBackend:
         headers = {"Content-Type": content_type}
         if size is not None:  # None: a stream made on the fly (a packed folder), sent chunked
             headers["Content-Length"] = str(size)
-        return self._answer(self._send(method, path, content=chunks(), headers=headers))
+        return self._answer(self._send(method, path, replayable=False, content=chunks(), headers=headers))

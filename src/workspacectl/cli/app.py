@@ -57,7 +57,7 @@ def root(
     ctx: typer.Context,
     profile: Annotated[Optional[str], typer.Option("--profile", "-p", help="Profile in config.toml to use.", envvar=None)] = None,
     json: Annotated[bool, typer.Option("--json", help="Print the API's JSON body exactly.")] = False,
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and HTTP details on errors.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Print each HTTP request (method, URL, status, time; secrets redacted) and tracebacks on stderr; works anywhere on the line.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
 ):
     """wsctl: run a workspace platform from the terminal.
@@ -68,7 +68,15 @@ def root(
     st = state(ctx)
     st.profile_flag = profile
     st.json = json
-    st.debug = debug
+    st.debug = debug or _tracing()
+
+
+def _tracing() -> bool:
+    """cli/main.py takes --debug off the line wherever it stands and turns tracing on."""
+    import sys
+
+    trace = sys.modules.get("workspacectl.backend.http_trace")
+    return bool(trace and trace.enabled)
 
 
 def _exists(module: str) -> bool:

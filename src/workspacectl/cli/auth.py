@@ -44,6 +44,7 @@ def login(
     if not server:
         raise typer.BadParameter("pass --server URL (or --member MEMBER for a local workspace)", param_hint="--server")
     server = server.rstrip("/")
+    server = server[:-3].rstrip("/") if server.endswith("/v1") else server  # the API prefix names the same server
     if not server.startswith(("http://", "https://")):
         raise typer.BadParameter("must start with http:// or https://", param_hint="--server")
     if not code:

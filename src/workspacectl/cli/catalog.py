@@ -8,7 +8,7 @@ from urllib.parse import quote
 import typer
 
 from workspacectl.cli.context import all_pages, backend
-from workspacectl.cli.output import JsonOpt, emit, fields, info, is_tty, table
+from workspacectl.cli.output import JsonOpt, emit, fields, info, is_tty, phases, table
 from workspacectl.errors import ApiError
 
 app = typer.Typer(help="Integrations and operations the workspace can use.", no_args_is_help=True)
@@ -168,7 +168,8 @@ def import_(
         body["service"] = utf8(service, "--service")
     if force:
         body["force"] = True
-    answer = backend(ctx).request("POST", "/v1/admin/catalog", body=body)
+    with phases(f"Importing {file.name}") as progress:  # read, resolve, index here; "on the server..." over HTTP
+        answer = backend(ctx).request("POST", "/v1/admin/catalog", body=body, progress=progress)
 
     def render(b):
         verb = "Imported" if b.get("created") else "Replaced"

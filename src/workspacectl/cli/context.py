@@ -34,8 +34,9 @@ class Target:
     kind: str                 # local | remote
     location: str             # workspace folder or server URL
     secret: str | None        # the session token or API key presented (never printed)
-    secret_source: str        # WSCTL_TOKEN | WSCTL_API_KEY | keyring | profile member | ...
+    secret_source: str        # WSCTL_TOKEN | WSCTL_API_KEY | keyring | profile member | withheld | ...
     member: str | None = None
+    withheld: str | None = None   # why a stored token was not sent (said when the server answers 401)
 
 
 def state(ctx) -> State:
@@ -82,10 +83,11 @@ def resolve(profile_flag: str | None = None, new_profile_ok: bool = False) -> Ta
     if server:
         if env_secret:
             return Target(name, "remote", server.rstrip("/"), env_secret[0], env_secret[1])
-        if (prof.get("server") or "").rstrip("/") != server.rstrip("/"):
-            # WSCTL_SERVER names another server than the profile's: never send it the profile's token.
-            return Target(name, "remote", server.rstrip("/"), None, "none")
         from workspacectl.cli import secrets_store
+
+        if not prof.get("server") or server_url(prof["server"], f"The server of profile '{name}'") != server:
+            # WSCTL_SERVER names another server than the profile's: never send it the profile's token.
+            return _without_token(name, prof.get("server"), server, secrets_store)
 
         token, source = secrets_store.lookup(token_key(name))
         if token is None and fallback:
@@ -98,8 +100,20 @@ def resolve(profile_flag: str | None = None, new_profile_ok: bool = False) -> Ta
     return Target(name, "local", path, None, "profile member" if member else "workspace owner", member)
 
 
+def _without_token(name: str, stored_for: str | None, server: str, secrets_store) -> Target:
+    """WSCTL_SERVER names another server than the one the profile's token was stored for: the
+    token is not sent, and a 401 from that server says so and what to pass instead."""
+    if not stored_for or secrets_store.lookup(token_key(name))[0] is None:
+        return Target(name, "remote", server, None, "none")
+    why = (f"Not signed in to {server}: profile '{name}' holds a token for {stored_for.rstrip('/')}, not for "
+           f"this server, so it was not sent. Sign in here with `wsctl auth login --server {server} --profile "
+           "NAME`, pass a token for it in WSCTL_TOKEN, or unset WSCTL_SERVER to use the profile's server.")
+    return Target(name, "remote", server, None, "withheld", withheld=why)
+
+
 def server_url(url: str, where: str) -> str:
-    """An http(s) base URL, or 400 naming where it came from (never an unreachable-server 8)."""
+    """An http(s) base URL, or 400 naming where it came from (never an unreachable-server 8).
+    A URL ending in /v1 (the API's prefix) names the same server."""
     url = url.strip()
     try:
         parts = urllib.parse.urlsplit(url)
@@ -108,7 +122,8 @@ def server_url(url: str, where: str) -> str:
         parts = None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         raise ApiError("invalid_request", f"{where} '{url}' is not a server URL; use http(s)://HOST[:PORT].")
-    return url.rstrip("/")
+    url = url.rstrip("/")
+    return url[:-3].rstrip("/") if url.endswith("/v1") else url
 
 
 def _same(a: str, b: str) -> bool:
@@ -165,7 +180,7 @@ def open_backend(target: Target):
     if target.kind == "remote":
         from workspacectl.backend.remote import RemoteBackend
 
-        return RemoteBackend(target.location, target.secret)
+        return RemoteBackend(target.location, target.secret, unauthenticated_hint=target.withheld)
     return open_local(target)
 
 

@@ -17,8 +17,19 @@ HINTS = {
 }
 
 
-def _debug_requested(argv: list[str]) -> bool:
-    return "--debug" in argv or os.environ.get("WSCTL_DEBUG") == "1"
+def take_debug(argv: list[str]) -> tuple[list[str], bool]:
+    """`--debug` means the same anywhere on the line (`wsctl vault list --debug` too), up to a
+    `--` (what follows belongs to another program). Answers (argv without it, debug on)."""
+    out, debug = [], os.environ.get("WSCTL_DEBUG") == "1"
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            out.extend(argv[i:])
+            break
+        if arg == "--debug":
+            debug = True
+        else:
+            out.append(arg)
+    return out, debug
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -32,8 +43,11 @@ def main(argv: list[str] | None = None) -> None:
     from workspacectl.cli import scripting
     from workspacectl.cli.app import COMMANDS, GROUPS, LAZY_COMMANDS
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    debug = _debug_requested(argv)
+    argv, debug = take_debug(list(sys.argv[1:] if argv is None else argv))
+    if debug:
+        from workspacectl.backend import http_trace
+
+        http_trace.enabled = True  # each HTTP request's method, URL, status and time on stderr
     app = build_app()
     command = __import__("typer").main.get_command(app)
     try:

@@ -151,11 +151,40 @@ def confirm_or_refuse(question: str, yes: bool) -> None:
         raise typer.Abort()
 
 
+def progress_wanted() -> bool:
+    """Progress shows only on a terminal (stderr), and never when the output is JSON for a script."""
+    if not sys.stderr.isatty():
+        return False
+    from workspacectl.cli import scripting
+    from workspacectl.cli.context import state
+
+    from typer._click.globals import get_current_context
+
+    ctx = get_current_context(silent=True)
+    return not ((ctx is not None and state(ctx).json) or scripting.active())
+
+
+class _Advance:
+    """advance(n) moves the bar by n bytes; advance.total(size) sets the total once it is known."""
+
+    def __init__(self, bar=None, task=None):
+        self.bar, self.task = bar, task
+
+    def __call__(self, n: int) -> None:
+        if self.bar is not None:
+            self.bar.advance(self.task, n)
+
+    def total(self, size: int | None) -> None:
+        if self.bar is not None and size is not None:
+            self.bar.update(self.task, total=size)
+
+
 @contextmanager
 def progress_bar(label: str, total: int | None):
-    """A callback advancing a transfer bar on stderr (a no-op when stderr is not a terminal)."""
-    if not sys.stderr.isatty():
-        yield lambda n: None
+    """A callback advancing a transfer bar on stderr (a no-op unless progress_wanted()). The bar
+    shows at once, with the total when it is known (bytes otherwise)."""
+    if not progress_wanted():
+        yield _Advance()
         return
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
@@ -164,5 +193,39 @@ def progress_bar(label: str, total: int | None):
                   console=Console(stderr=True), transient=True) as bar:
         from rich.markup import escape
 
-        task = bar.add_task(escape(visible(label)), total=total)
-        yield lambda n: bar.advance(task, n)
+        yield _Advance(bar, bar.add_task(escape(visible(label)), total=total))
+
+
+PHASES = {"read": "reading the document", "resolve": "resolving operations", "index": "indexing operations",
+          "server": "on the server..."}
+
+
+@contextmanager
+def phases(title: str):
+    """A callback progress(phase, done, total) showing long work's phase on stderr, with a spinner
+    (a no-op unless progress_wanted()). Over HTTP it reads "TITLE on the server...". """
+    if not progress_wanted():
+        yield lambda phase, done=None, total=None: None
+        return
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(escape(visible(title)), total=None)
+        shown = [None]
+
+        def show(phase: str, done: int | None = None, total: int | None = None) -> None:
+            what = PHASES.get(phase, phase)
+            text = f"{title} {what}" if phase == "server" else f"{title}: {what}"
+            if done is not None and total:
+                text += f" {done}/{total}"
+            elif total:
+                text += f" ({total})"
+            bar.update(task, description=escape(visible(text)))
+            if phase != shown[0]:  # each phase is drawn at least once, however quick
+                shown[0] = phase
+                bar.refresh()
+
+        yield show

@@ -94,7 +94,7 @@ def publish_one(ctx, folder: Path, files: dict, meta: dict) -> dict:
     if _live_sha(ctx, skill) == digest:
         return _unchanged(skill)
     up = backend(ctx).request("POST", skill_path(skill["id"], "/bundle-upload-url"))
-    archive, size = packed(files)
+    archive, size = packed(files, f"pack {skill['name']}")
     with archive:
         put_to_url(up["url"], archive, size, f"upload {skill['name']}", local=_is_local(ctx))
     checked = backend(ctx).request("POST", skill_path(skill["id"], "/validate"), body={"uploadId": up["uploadId"]})

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 import urllib.parse
 from pathlib import Path
 from typing import BinaryIO
@@ -50,12 +51,17 @@ def put_to_url(url: str, data: BinaryIO, size: int, label: str, local: bool = Fa
                 advance(len(chunk))
                 yield chunk
 
+    from workspacectl.backend.http_trace import trace
+
+    started = time.monotonic()
     try:
         resp = httpx.put(url, content=chunks(), headers={"Content-Type": "application/gzip",
                                                          "Content-Length": str(size)},
                          timeout=300, trust_env=False)
     except httpx.TransportError as e:
+        trace("PUT", url, type(e).__name__, time.monotonic() - started)
         raise ApiError("unreachable", f"Cannot reach the upload URL ({type(e).__name__}); check the server.") from None
+    trace("PUT", url, str(resp.status_code), time.monotonic() - started)
     if resp.status_code >= 400:
         raise ApiError.from_body(resp.status_code, _json(resp))
 
@@ -72,8 +78,12 @@ def get_from_url(url: str, out: BinaryIO, label: str, local: bool = False) -> No
             raise ApiError("expired", "The download link's file is gone; ask for a new link.") from None
     import httpx
 
+    from workspacectl.backend.http_trace import trace
+
+    started = time.monotonic()
     try:
         with httpx.stream("GET", url, timeout=300, trust_env=False) as resp:
+            trace("GET", url, str(resp.status_code), time.monotonic() - started)
             if resp.status_code >= 400:
                 resp.read()
                 raise ApiError.from_body(resp.status_code, _json(resp))
@@ -93,11 +103,16 @@ def _json(resp):
         return None
 
 
-def packed(files: dict) -> tuple[BinaryIO, int]:
-    """(file, size): a folder's files as the canonical tar.gz, spooled to disk past 8 MiB."""
+def packed(files: dict, label: str = "pack") -> tuple[BinaryIO, int]:
+    """(file, size): a folder's files as the canonical tar.gz, spooled to disk past 8 MiB. A bar
+    against the folder's measured size moves as the files are packed (before the upload's bar)."""
+    from workspacectl.cli.folder_sync import CountingReader
+
     out = tempfile.SpooledTemporaryFile(max_size=8 << 20)
-    for chunk in fmt.pack(fmt.canonical_entries(files, lambda p: open(files[p].full, "rb"))):
-        out.write(chunk)
+    with progress_bar(label, sum(f.size for f in files.values())) as advance:
+        opener = lambda p: CountingReader(open(files[p].full, "rb"), advance)
+        for chunk in fmt.pack(fmt.canonical_entries(files, opener)):
+            out.write(chunk)
     size = out.tell()
     out.seek(0)
     return out, size

@@ -1,7 +1,8 @@
 """`wsctl specialist files`: a specialist's shared files, and tar.gz bundles of them.
 
 Transfers stream: a download goes to a temp file beside the target and is renamed when whole;
-an uploaded folder is packed on the fly. Progress bars go to stderr, only on a terminal.
+an uploaded folder is compared with the specialist's files and only what changed is packed, on
+the fly (cli/folder_sync.py). Progress bars go to stderr, only on a terminal and never with --json.
 """
 from __future__ import annotations
 
@@ -68,14 +69,14 @@ def download(ctx: typer.Context, pid: IdArg,
         if as_json:
             raise typer.BadParameter("--json prints a summary on stdout; write the bundle to a file with -o FILE.")
         with progress_bar("Downloading", None) as advance:
-            backend(ctx).download(path, sys.stdout.buffer, advance)
+            backend(ctx).download(path, sys.stdout.buffer, advance, total=advance.total)
         sys.stdout.buffer.flush()
         return
     dest = Path(output or f"{pid}.tar.gz")
     if dest.is_dir():
         raise ApiError("invalid_request", f"{dest} is a folder; give a file name with -o.")
     with atomic_output(dest, 0o644 & ~_umask()) as out, progress_bar("Downloading", None) as advance:
-        size = backend(ctx).download(path, out, advance)
+        size = backend(ctx).download(path, out, advance, total=advance.total)
     emit(ctx, {"path": str(dest), "bytes": size}, lambda b: info(f"Saved {b['bytes']} bytes to {b['path']}."),
          json_flag=json)
 
@@ -89,52 +90,60 @@ def _umask() -> int:
 @bundle_app.command("upload")
 def upload(ctx: typer.Context, pid: IdArg,
            source: Annotated[Path, typer.Argument(metavar="DIR|FILE.tar.gz",
-                                                  help="A folder (packed on the fly) or a .tar.gz file.")],
+                                                  help="A folder (only changed files are sent) or a .tar.gz file.")],
+           delete: Annotated[bool, typer.Option("--delete", help="Folder only: also remove the specialist's "
+                                                "files that are not in the folder (as rsync --delete).")] = False,
            json: JsonOpt = False):
-    """Upload files: added or overwritten, never removed. Answers how many were added and updated."""
+    """Upload files: added or overwritten; others are kept unless --delete. A folder is compared with
+    the specialist's files first (sha256) and only new or changed files are sent."""
     path = f"{_files_path(ctx, pid)}/bundle"
     if source.is_dir():
-        reader, size = _IterReader(_pack_folder(source)), None
-    elif source.is_file():
-        reader, size = open(source, "rb"), source.stat().st_size
-    else:
+        return _upload_folder(ctx, pid, source, delete, json)
+    if delete:
+        raise typer.BadParameter("--delete needs a folder: a .tar.gz does not say which files to keep.")
+    if not source.is_file():
         raise ApiError("invalid_request", f"No folder or file at {source}; give a folder or a .tar.gz file.")
-    with reader, progress_bar("Uploading", size) as advance:
+    size = source.stat().st_size
+    with open(source, "rb") as reader, progress_bar("Uploading", size) as advance:
         body = backend(ctx).upload("POST", path, reader, size, "application/gzip", advance)
     emit(ctx, body, lambda b: print(f"Added {b['added']}, updated {b['updated']} files in {pid}."), json_flag=json)
 
 
-def _pack_folder(root: Path):
-    """The folder's regular files as a tar.gz stream, paths relative to root. A link or special
-    file is refused here, before anything is sent: the server would refuse the bundle anyway."""
-    from workspacectl.formats.tar_stream import write_bundle
+def _upload_folder(ctx: typer.Context, ref: str, source: Path, delete: bool, json: bool) -> None:
+    """Measure, hash, compare with the listing, send what changed (cli/folder_sync.py). Prints a
+    summary: the server's {added, updated} plus unchanged, deleted and bytesSent."""
+    from workspacectl.cli import folder_sync
 
-    entries = []
-    stack = [root]
-    while stack:
-        folder = stack.pop()
-        with os.scandir(folder) as it:
-            for e in sorted(it, key=lambda e: e.name):
-                rel = Path(e.path).relative_to(root).as_posix()
-                if e.is_symlink():
-                    raise ApiError("invalid_request", f"{rel} is a symbolic link; bundles hold only regular "
-                                                      "files. Replace it with a copy or remove it.")
-                if e.is_dir(follow_symlinks=False):
-                    stack.append(Path(e.path))
-                elif e.is_file(follow_symlinks=False):
-                    st = e.stat(follow_symlinks=False)
-                    entries.append((rel, st.st_size, st.st_mtime, lambda p=e.path: open(p, "rb")))
-                else:
-                    raise ApiError("invalid_request", f"{rel} is not a regular file; remove it from the folder.")
-    entries.sort(key=lambda t: t[0])
-    return write_bundle(entries)
+    files = folder_sync.measure(source)
+    with progress_bar("Comparing", sum(f.size for f in files)) as advance:
+        folder_sync.hash_files(files, advance)
+    base = _files_path(ctx, ref)
+    plan = folder_sync.plan(files, all_pages(ctx, base, "files")["files"])
+    summary = {"added": 0, "updated": 0, "unchanged": plan.unchanged, "deleted": 0, "bytesSent": 0}
+    if plan.send:
+        with progress_bar(f"Uploading {len(plan.send)} files", plan.send_bytes) as advance:
+            reader = _IterReader(folder_sync.packed(plan.send, advance))
+            answer = backend(ctx).upload("POST", f"{base}/bundle", reader, None, "application/gzip")
+        summary.update(added=answer["added"], updated=answer["updated"], bytesSent=reader.sent)
+    for extra in plan.extra if delete else ():
+        backend(ctx).request("DELETE", base, query={"path": extra})
+        summary["deleted"] += 1
+
+    def render(b):
+        line = (f"Added {b['added']}, updated {b['updated']}, unchanged {b['unchanged']}"
+                + (f", deleted {b['deleted']}" if delete else "") + f" files in {ref} ({b['bytesSent']} bytes sent).")
+        print(line)
+        if plan.extra and not delete:
+            info(f"{len(plan.extra)} files in {ref} are not in {source}; kept (--delete removes them).")
+
+    emit(ctx, summary, render, json_flag=json)
 
 
 class _IterReader:
-    """A read()-able file over an iterator of bytes chunks."""
+    """A read()-able file over an iterator of bytes chunks; `sent` counts the bytes read."""
 
     def __init__(self, chunks):
-        self.chunks, self.buf = iter(chunks), b""
+        self.chunks, self.buf, self.sent = iter(chunks), b"", 0
 
     def read(self, n: int = -1) -> bytes:
         while n < 0 or len(self.buf) < n:
@@ -146,6 +155,7 @@ class _IterReader:
             out, self.buf = self.buf, b""
         else:
             out, self.buf = self.buf[:n], self.buf[n:]
+        self.sent += len(out)
         return out
 
     def __enter__(self):

@@ -95,7 +95,8 @@ class Engine:
         return authenticate_secret(self.ws.conn(), secret)
 
     def call(self, caller: Caller | None, method: str, path: str, query: dict | None = None,
-             body=None, base_url: str | None = None) -> Response:
+             body=None, base_url: str | None = None, progress=None) -> Response:
+        """progress(phase, done, total), when given, hears how long work goes (Ctx.report)."""
         method = method.upper()
         path, inline_query = split_path(path)
         query = {**inline_query, **(query or {})}
@@ -105,7 +106,8 @@ class Engine:
         params = {k: urllib.parse.unquote(v) for k, v in params.items()}
         check_text(params, query)
         check_body(body)
-        ctx = Ctx(ws=self.ws, caller=caller, params=params, query=query, body=body, base_url=base_url)
+        ctx = Ctx(ws=self.ws, caller=caller, params=params, query=query, body=body, base_url=base_url,
+                  progress=progress)
         try:
             result = handler(ctx)
         except sqlite3.OperationalError as e:

@@ -53,10 +53,17 @@ class Ctx:
     query: dict
     body: Any
     base_url: str | None = None
+    progress: Any = None    # progress(phase, done, total) from the door, for long work; may be None
 
     @property
     def db(self):
         return self.ws.conn()
+
+    def report(self, phase: str, done: int | None = None, total: int | None = None) -> None:
+        """Tell the door how long work goes (catalog import: read, resolve, index). The door
+        decides whether and how to show it; the engine never prints."""
+        if self.progress is not None:
+            self.progress(phase, done, total)
 
     def now(self) -> datetime:
         return clock.now()

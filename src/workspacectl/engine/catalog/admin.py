@@ -56,11 +56,11 @@ def _is_text(value: str) -> bool:
     return True
 
 
-def parse_import(content, fmt, service, filename) -> dict:
+def parse_import(content, fmt, service, filename, report=None) -> dict:
     from workspacectl.engine.catalog.importer import parse_document
 
     try:
-        return parse_document(content, fmt, service, filename)
+        return parse_document(content, fmt, service, filename, report)
     except ApiError:
         raise
     except Exception as e:  # an odd document must never become a 500
@@ -106,11 +106,12 @@ def import_service(ctx: Ctx) -> Response:
     from workspacectl.engine.catalog import history as catalog_history
 
     require_catalog_admin(ctx)
-    record = parse_import(*_import_args(ctx))
+    record = parse_import(*_import_args(ctx), report=ctx.report)
     force = _force(ctx)
     secret = record.pop("oauthClientSecret", None)
     service = record["service"]
     conn = ctx.db
+    ctx.report("index", None, len(record["operations"]))
     with transaction(conn):
         existing = store.get_integration(conn, service)
         changes, moved = catalog_history.compare(existing, record, client_secret_given=bool(secret))

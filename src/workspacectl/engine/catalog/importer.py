@@ -455,8 +455,10 @@ def detect_format(text: str, filename: str | None) -> str:
 
 
 def parse_document(text, fmt: str | None = None, service: str | None = None,
-                   filename: str | None = None) -> dict:
-    """A definition file or OpenAPI document (text) -> the normalized record."""
+                   filename: str | None = None, report=None) -> dict:
+    """A definition file or OpenAPI document (text) -> the normalized record. report(phase, done,
+    total), when given, hears the phases: read (parse the text), resolve (build the operations)."""
+    report = report or (lambda phase, done=None, total=None: None)
     where = (filename or "the definition").replace("\n", " ")[:200]
     from workspacectl.engine.catalog import limits
 
@@ -474,14 +476,16 @@ def parse_document(text, fmt: str | None = None, service: str | None = None,
     fmt = fmt or detect_format(text, filename)
     if fmt not in ("toml", "openapi"):
         raise bad(where, "'format' must be toml or openapi.")
+    report("read")
     limits.check_nodes(text, fmt, where)
     if fmt == "toml":
         return _text_only(parse_toml(text, where, service), where)
     from workspacectl.engine.catalog.openapi_reader import openapi_definition
 
     doc = load_structured(text, where)
+    report("resolve")
     try:
-        definition = openapi_definition(doc, where, service)
+        definition = openapi_definition(doc, where, service, report)
     except RecursionError:
         raise bad(where, "the document is nested too deeply.") from None
     return _text_only(build_record(definition, where, lenient_names=True), where)

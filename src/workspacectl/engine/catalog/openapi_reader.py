@@ -288,8 +288,9 @@ def _operation(r: Resolver, method: str, path: str, item: dict, op: dict, swagge
     }
 
 
-def openapi_definition(doc, where: str, service_override: str | None = None) -> dict:
-    """An OpenAPI document (parsed) -> a service definition dict for catalog_import.build_record."""
+def openapi_definition(doc, where: str, service_override: str | None = None, report=None) -> dict:
+    """An OpenAPI document (parsed) -> a service definition dict for catalog_import.build_record.
+    report(phase, done, total), when given, hears each operation resolved."""
     if not isinstance(doc, dict):
         raise bad(where, "not an OpenAPI document (the top level must be an object).")
     version = doc.get("openapi") or doc.get("swagger")
@@ -304,7 +305,8 @@ def openapi_definition(doc, where: str, service_override: str | None = None) -> 
         raise bad(where, "'paths' must be an object.")
     budget = limits.SchemaBudget(where)
     r = Resolver(doc, budget)
-    limits.check_operation_count(limits.count_openapi_operations(paths, r.resolve), where)
+    count = limits.count_openapi_operations(paths, r.resolve)
+    limits.check_operation_count(count, where)
     base = _servers_base(doc)
     service = service_override or derive_service(doc, base)
     info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
@@ -322,6 +324,8 @@ def openapi_definition(doc, where: str, service_override: str | None = None) -> 
             if isinstance(op, dict):
                 budget.begin(f"{method.upper()} {path}")
                 operations.append(_operation(r, method, path, item, op, swagger, where))
+                if report is not None:
+                    report("resolve", len(operations), count)
 
     definition = {
         "service": service,

@@ -16,6 +16,7 @@ from workspacectl.engine.migrations import m010_skills
 from workspacectl.engine.migrations import m011_memory_held
 from workspacectl.engine.migrations import m012_catalog_history
 from workspacectl.engine.migrations import m013_leases
+from workspacectl.engine.migrations import m016_blobs
 
 MIGRATIONS = [
     ("m001_identity", m001_identity.up),
@@ -31,6 +32,7 @@ MIGRATIONS = [
     ("m011_memory_held", m011_memory_held.up),
     ("m012_catalog_history", m012_catalog_history.up),
     ("m013_leases", m013_leases.up),
+    ("m016_blobs", m016_blobs.up),
 ]
 
 

@@ -20,3 +20,6 @@ CREATE TABLE leases (
 
 def up(conn):
     execute_script(conn, SQL)
+
+
+POSTGRES_SQL = SQL   # the same statement: TEXT and INTEGER columns, ISO times compared as text

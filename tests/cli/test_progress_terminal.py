@@ -1,0 +1,135 @@
+"""Long work shows progress (issue 12 item 7), on stderr and only on a terminal: catalog import's
+phases (read, resolve, index in-process; "on the server..." over HTTP), transfer bars with the
+measured total, and a specialist folder upload that sends only what changed. Terminal behaviour
+is checked under a real pty on stderr (stdout stays a pipe, as `wsctl ... | jq` has it); the same
+commands piped or with --json show no progress at all.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pty
+import struct
+import subprocess
+import termios
+import threading
+
+from tests.conftest import WAIT_LIMIT, WSCTL
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def with_terminal_stderr(env: dict, args) -> tuple[int, str, str]:
+    """Run wsctl with a pty as stderr (stdout a pipe); answers (exit code, stdout, all the
+    terminal showed, redrawn frames included)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+    env = {**env, "TERM": "xterm-256color"}  # base_env's TERM=dumb would turn animation off
+    proc = subprocess.Popen([*WSCTL, *map(str, args)], env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    seen = bytearray()
+
+    def pump():
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            seen.extend(chunk)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    out = proc.stdout.read()
+    code = proc.wait(WAIT_LIMIT)
+    reader.join(WAIT_LIMIT)
+    os.close(master)
+    return code, out.decode(), seen.decode(errors="replace")
+
+
+def new_project(backend) -> str:
+    return backend.ok("POST", "/v1/projects", {"name": "Files"})["project"]["id"]
+
+
+def openapi_doc(n: int) -> str:
+    paths = {f"/things{i}": {"get": {"operationId": f"listThings{i}", "summary": f"List things {i}",
+                                     "responses": {"200": {"description": "ok"}}}} for i in range(n)}
+    return json.dumps({"openapi": "3.0.0", "info": {"title": "Progress API", "version": "1"},
+                       "servers": [{"url": "https://progress.example/api"}], "paths": paths})
+
+
+def test_catalog_import_shows_its_phases_only_on_a_terminal(backend, tmp_path):
+    doc = tmp_path / "progress.json"
+    doc.write_text(openapi_doc(5))
+    code, out, term = with_terminal_stderr(backend.env, ["catalog", "import", doc])
+    assert code == 0 and out == "progress\n", (out, term)
+    if backend.kind == "local":
+        for phase in ("reading the document", "resolving operations", "indexing operations (5)"):
+            assert f"Importing progress.json: {phase}" in term, term
+    else:
+        assert "Importing progress.json on the server..." in term, term
+    assert any(c in term for c in SPINNER) and "Imported progress" in term
+    # piped: the one summary line, no spinner, no phase; --json on a terminal: no progress either
+    r = backend.wsctl("catalog", "import", doc)
+    assert r.err == "Replaced progress: 5 operations, 0 trigger providers.\n", r.err
+    code, out, term = with_terminal_stderr(backend.env, ["catalog", "import", doc, "--json"])
+    assert code == 0 and json.loads(out)["service"] == "progress"
+    assert "Importing" not in term and not any(c in term for c in SPINNER), term
+
+
+def test_folder_upload_shows_totals_on_a_terminal_and_sends_only_what_changed(backend, tmp_path):
+    pid = new_project(backend)
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    files = {"a.txt": b"alpha\n" * 1000, "sub/b.bin": os.urandom(300_000), "sub/c.md": b"# c\n"}
+    for name, data in files.items():
+        (src / name).write_bytes(data)
+    total = sum(map(len, files.values()))
+
+    code, out, term = with_terminal_stderr(backend.env, ["specialist", "files", "bundle", "upload", pid, src])
+    assert code == 0, term
+    assert "Comparing" in term and "Uploading 3 files" in term, term
+    assert f"/{total / 1000:.1f} kB" in term, term   # the measured total, before a byte is sent
+    assert out.startswith("Added 3, updated 0, unchanged 0 files")
+
+    # unchanged: nothing is sent (no upload request at all), and a piped run shows no bar
+    r = backend.wsctl("specialist", "files", "bundle", "upload", pid, src, "--json")
+    assert r.json == {"added": 0, "updated": 0, "unchanged": 3, "deleted": 0, "bytesSent": 0}
+    assert r.err == ""
+    # one file changed, one gone: only the changed one travels; the gone one is kept
+    (src / "a.txt").write_bytes(b"changed\n")
+    (src / "sub" / "c.md").unlink()
+    r = backend.wsctl("specialist", "files", "bundle", "upload", pid, src, "--json")
+    summary = r.json
+    assert (summary["added"], summary["updated"], summary["unchanged"], summary["deleted"]) == (0, 1, 1, 0)
+    assert 0 < summary["bytesSent"] < 10_000, summary   # the 300 kB random file was not sent again
+    listed = {f["path"] for f in backend.ok("GET", f"/v1/projects/{pid}/files")["files"]}
+    assert listed == {"a.txt", "sub/b.bin", "sub/c.md"}
+    r = backend.wsctl("specialist", "files", "bundle", "upload", pid, src)
+    assert "1 files in" in r.err and "--delete" in r.err and "(0 bytes sent)" in r.out, r.err
+    # --delete: the folder is the truth; --json on a terminal shows no progress
+    code, out, term = with_terminal_stderr(backend.env, ["specialist", "files", "bundle", "upload", pid, src,
+                                                         "--delete", "--json"])
+    assert code == 0 and json.loads(out) == {"added": 0, "updated": 0, "unchanged": 2, "deleted": 1,
+                                             "bytesSent": 0}
+    assert "Comparing" not in term and "Uploading" not in term, term
+    listed = {f["path"]: f["sha256"] for f in backend.ok("GET", f"/v1/projects/{pid}/files")["files"]}
+    import hashlib
+
+    assert listed == {p: hashlib.sha256((src / p).read_bytes()).hexdigest() for p in ("a.txt", "sub/b.bin")}
+
+
+def test_download_bar_on_a_terminal_only(backend, tmp_path):
+    pid = new_project(backend)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "x.bin").write_bytes(os.urandom(100_000))
+    backend.wsctl("specialist", "files", "bundle", "upload", pid, src)
+    out = tmp_path / "b.tar.gz"
+    code, _, term = with_terminal_stderr(backend.env, ["specialist", "files", "bundle", "download", pid, "-o", out])
+    assert code == 0 and "Downloading" in term and "Saved" in term, term
+    r = backend.wsctl("specialist", "files", "bundle", "download", pid, "-o", out)
+    assert "Downloading" not in r.err and r.err.startswith("Saved ")
