@@ -162,3 +162,22 @@ def test_migration_names_existing_credentials(workspace, home):
     with pytest.raises(sqlite3.IntegrityError):
         ws.conn().execute("UPDATE credentials SET name = 'TWOSECRET' WHERE id = ?", (ids[1],))
     ws.conn().close()
+
+
+def test_vault_connect_takes_a_name_and_clashing_env_names_are_named(backend, twosecret):
+    taken = make_credential(backend.workspace, backend.owner["id"], twosecret, SECRETS)
+    for name, code in (("TWOSECRET", 6), ("two words", 7)):  # refused before a link or a key prompt
+        r = backend.wsctl("vault", "connect", twosecret, "--name", name, "--no-open", input="", expect=code)
+        one_error_line(r)
+    assert list(_names(backend).values()) == ["twosecret"]
+    if backend.kind == "local":  # the in-place key connect: key lines on stdin
+        r = backend.wsctl("vault", "connect", twosecret, "-n", "sms-test", input="AC-CANARY-3\ntok-CANARY-3\n")
+        assert "Connected twosecret as sms-test" in r.err
+        assert _names(backend)[r.out.strip()] == "sms-test"
+        other = "sms-test"
+    else:
+        other = make_credential(backend.workspace, backend.owner["id"], twosecret, SECRETS)["name"]
+    r = backend.wsctl("vault", "env", "twosecret", other, "--reason", "both", expect=7)
+    line = one_error_line(r)
+    assert f"twosecret ({taken['id']})" in line and f"{other} (cred_" in line and "both set" in line
+    assert backend.wsctl("vault", "log", "twosecret", "--json").json["entries"] == []  # nothing was issued

@@ -154,11 +154,12 @@ def _sweep_abandoned_stages(ws) -> None:
         log.info("housekeeping: removed %d abandoned stage folders", removed)
 
 
-def announce(ws_path, sock: socket.socket, workers: int = 1) -> None:
+def announce(ws_shown: str, sock: socket.socket, workers: int = 1) -> None:
+    """The line naming the workspace (a PostgreSQL URL without its password) and the address."""
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     several = f" with {workers} workers" if workers > 1 else ""
-    print(f"wsctl serving {ws_path} on http://{shown}:{port}{several}", file=sys.stderr, flush=True)
+    print(f"wsctl serving {ws_shown} on http://{shown}:{port}{several}", file=sys.stderr, flush=True)
 
 
 def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
@@ -167,14 +168,14 @@ def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
     (server/workers.py), whose parent announced the address."""
     import uvicorn
 
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.engine.workspaces import open_workspace
 
     prefix = "" if worker is None else f"w{worker} "
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format=f"%(asctime)s {prefix}%(name)s %(message)s")
     from workspacectl.engine.vault.outbound import quiet_library_loggers
 
     quiet_library_loggers()   # the HTTP library logs whole URLs (a key may be in the query) at INFO
-    ws = Workspace.open(workspace_path)
+    ws = open_workspace(str(workspace_path))
     _sweep_abandoned_stages(ws)
     load_routes()   # every route module now, so no first request pays for an import
     engine = Engine(ws)
@@ -185,7 +186,7 @@ def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
     # the timer is stopped and its lease handed on in the app's shutdown, not after run().
     app = create_app(engine, public_url, worker, on_shutdown=timer.stop)
     if worker is None:
-        announce(ws.path, sock)
+        announce(ws.shown, sock)
     from workspacectl.server.http_protocol import ContractH11Protocol
 
     config = uvicorn.Config(app, http=ContractH11Protocol, access_log=False, log_level="warning",

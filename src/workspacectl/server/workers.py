@@ -49,13 +49,14 @@ def _start(number: int, sock, settings: dict) -> subprocess.Popen:
 
 def supervise(count: int, sock, workspace_path, public_url: str | None, memory_interval: float | None) -> None:
     """Run `count` workers until SIGTERM/SIGINT (then return), or raise WorkersFailed."""
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.engine.workspaces import open_workspace
 
-    ws = Workspace.open(workspace_path)   # migrations once, here, and a bad workspace fails before any worker
+    ws = open_workspace(str(workspace_path))   # migrations once, here: a bad workspace fails before any worker
+    shown = ws.shown
     ws.conn().close()
     from workspacectl.server.app import announce
 
-    settings = {"workspace": str(ws.path), "publicUrl": public_url, "memoryInterval": memory_interval}
+    settings = {"workspace": str(workspace_path), "publicUrl": public_url, "memoryInterval": memory_interval}
     stopping = False
 
     def request_stop(signum, frame):
@@ -68,7 +69,7 @@ def supervise(count: int, sock, workspace_path, public_url: str | None, memory_i
     try:
         for number in range(1, count + 1):
             procs[number] = _start(number, sock, settings)
-        announce(ws.path, sock, count)
+        announce(shown, sock, count)
         while not stopping:
             time.sleep(POLL_SECONDS)
             for number, proc in list(procs.items()):

@@ -22,4 +22,13 @@ def up(conn):
     execute_script(conn, SQL)
 
 
-POSTGRES_SQL = SQL   # the same statement: TEXT and INTEGER columns, ISO times compared as text
+# The same table on PostgreSQL (engine/db_postgres.py): text in byte order, INTEGER as BIGINT.
+POSTGRES_SQL = """
+CREATE TABLE leases (
+    name TEXT COLLATE "C" PRIMARY KEY,
+    holder TEXT COLLATE "C" NOT NULL,
+    acquired_at TEXT COLLATE "C" NOT NULL,
+    expires_at TEXT COLLATE "C" NOT NULL,
+    renewals BIGINT NOT NULL DEFAULT 0
+);
+"""
