@@ -1,17 +1,23 @@
-"""engine/leases.py on a real workspace database: one holder at a time, renewals, expiry,
-release; times from the clock, moved by passing `now`."""
+"""engine/leases.py on a real workspace database, SQLite and PostgreSQL: one holder at a time,
+renewals, expiry, release; times from the clock, moved by passing `now`."""
 from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from workspacectl import clock
 from workspacectl.engine import leases
 from workspacectl.engine.store.leases import get_lease
-from workspacectl.engine.workspace import Workspace
+from workspacectl.engine.workspaces import open_workspace
 
 
-def test_one_holder_at_a_time_until_release_or_expiry(workspace):
-    conn = Workspace.open(workspace).conn()
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_one_holder_at_a_time_until_release_or_expiry(store, request, monkeypatch):
+    location = request.getfixturevalue("workspace" if store == "sqlite" else "pg_workspace")
+    if store == "postgres":
+        monkeypatch.setenv("WSCTL_BLOB_DIR", str(location / "blobs"))
+    conn = open_workspace(str(location)).conn()
     t0 = clock.now()
     a, b = leases.new_holder(), leases.new_holder()
     assert a != b
