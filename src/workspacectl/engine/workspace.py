@@ -52,7 +52,7 @@ class Workspace:
         return ws
 
     @classmethod
-    def create(cls, path: Path, name: str, owner_name: str, owner_email: str) -> tuple["Workspace", dict]:
+    def create(cls, path: Path, name: str, owner_name: str, owner_email: str) -> tuple["Workspace", dict | None]:
         """Make the folder, the database and the first owner, in one transaction."""
         from workspacectl.engine.store import identity as store
 
