@@ -13,12 +13,20 @@ normalised. No torch, no tokenizer library: numpy and this module.
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 import unicodedata
 from functools import lru_cache
 from pathlib import Path
 
-import numpy as np
+# One BLAS thread: a search is one matrix-vector product, which a single core does in well under
+# a millisecond over 3,481 rows (4 ms over 100,000); OpenBLAS's thread pool costs 8 ms of CPU and,
+# on a busy machine, 60 ms of waiting for each one (measured, bench/README.md). Set before numpy
+# is first imported, which only this module does; a caller's own setting wins.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
 
 from workspacectl.engine.catalog.search_text import words
 

@@ -52,8 +52,11 @@ SYNONYM_WEIGHT = 0.6
 #   action          how well the operation's action fits the verb asked for
 #   named_service   the phrase names this operation's service (only when it names one)
 #   affinity        the phrase's words belong to this operation's service (when it names none)
-FEATURE_WEIGHTS = {"bm25": 0.25, "coverage": 0.40, "name_precision": 0.15, "action": 0.12,
-                   "named_service": 0.35, "affinity": 0.08, "semantic": 0.40}
+#   semantic        cosine of the operation's vector to the phrase's, relative to the best candidate's
+# Tuned on the tuning set only (tests/search_labels.py; bench/search_quality.py), never on the
+# holdout (tests/search_holdout.py).
+FEATURE_WEIGHTS = {"bm25": 0.25, "coverage": 0.20, "name_precision": 0.15, "action": 0.12,
+                   "named_service": 0.35, "affinity": 0.08, "semantic": 1.0}
 CANDIDATES = 120
 SEMANTIC_CANDIDATES = 40     # nearest vectors added to the lexical candidates ...
 SEMANTIC_FLOOR = 0.75        # ... when at least this share of the nearest one's similarity
@@ -244,13 +247,15 @@ class VectorSet:
         self.op_ids = [r[0] for r in rows]
         self.row_of = {op_id: i for i, op_id in enumerate(self.op_ids)}
         self.services = [r[1] for r in rows]
+        self._service_array = None
         self.matrix = embedding.from_blobs([r[2] for r in rows])
 
     def rows_of_services(self, services: list[str]):
         import numpy as np
 
-        wanted = set(services)
-        return np.array([i for i, s in enumerate(self.services) if s in wanted], dtype=np.int64)
+        if self._service_array is None:
+            self._service_array = np.array(self.services)
+        return np.flatnonzero(np.isin(self._service_array, services))
 
 
 # generation (a random token written with every change of vectors) -> VectorSet; a few kept,
@@ -445,9 +450,9 @@ def _service_affinity(stats: TermStats, concepts) -> dict[str, float]:
 def _semantic(conn: sqlite3.Connection, q: str, service: str | None, named: list[str]):
     """(similarity of every operation to the phrase by row, VectorSet, nearest rows), or None
     when the catalog has no vectors or the phrase no known word piece."""
-    import numpy as np
+    from workspacectl.engine.catalog import embedding     # before numpy: it sets numpy's threads
 
-    from workspacectl.engine.catalog import embedding
+    import numpy as np
 
     vs = vector_set(conn)
     if vs is None or not vs.op_ids:
