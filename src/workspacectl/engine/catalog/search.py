@@ -60,6 +60,7 @@ FEATURE_WEIGHTS = {"bm25": 0.25, "coverage": 0.20, "name_precision": 0.15, "acti
 CANDIDATES = 120
 SEMANTIC_CANDIDATES = 40     # nearest vectors added to the lexical candidates ...
 SEMANTIC_FLOOR = 0.75        # ... when at least this share of the nearest one's similarity
+SEMANTIC_MIN = 0.0           # ... and at least this cosine
 ONLY_SERVICE_SCORE = 0.5
 MAX_QUERY_TERMS = 24
 COMMON_FRACTION = 0.2   # terms in more than this share of documents stay out of the MATCH
@@ -514,7 +515,7 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
         sims, vs, nearest = semantic
         # A near vector alone makes a candidate only when it is near the nearest one: every
         # catalog has nearest operations, not always relevant ones.
-        floor = SEMANTIC_FLOOR * max((float(sims[i]) for i in nearest), default=0.0)
+        floor = max(SEMANTIC_MIN, SEMANTIC_FLOOR * max((float(sims[i]) for i in nearest), default=0.0))
         extra = [vs.op_ids[i] for i in nearest if vs.op_ids[i] not in candidates and sims[i] >= floor]
         for r in store.docs_by_op_ids(conn, extra):
             candidates.setdefault(r["op_id"], r)
