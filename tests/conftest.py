@@ -584,6 +584,18 @@ def door(backend):
     d.close()
 
 
+def pytest_collection_modifyitems(items):
+    """Markers from what a test uses (registered in pyproject.toml): `-m "not browser"` leaves out
+    the Chromium tests, `-m "not remote"` every test on a real `wsctl serve`."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if "chromium" in names:
+            item.add_marker(pytest.mark.browser)
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("backend") == "remote":
+            item.add_marker(pytest.mark.remote)
+
+
 # The browser tests: Debian's chromium driven by playwright (skips, saying how to install, when absent).
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -62,7 +62,9 @@ class LocalBackend:
         id or an email and must exist (404 otherwise)."""
         ws = workspace_type(path).open(path)
         if secret:
-            return cls(ws, Engine(ws).authenticate(secret))
+            from workspacectl.engine.identity.auth import authenticate_secret
+
+            return cls(ws, authenticate_secret(ws.conn(), secret))
         from workspacectl.engine.store import identity as store
 
         if exact and member:

@@ -12,6 +12,7 @@ import sys
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 from workspacectl.cli import config
 from workspacectl.cli.paths import default_workspace
@@ -54,7 +55,7 @@ def resolve(profile_flag: str | None = None, new_profile_ok: bool = False) -> Ta
     data = config.load()
     name = config.profile_name(profile_flag, data)
     prof = config.get_profile(data, name)
-    env = os.environ
+    env: Mapping[str, str] = os.environ
     named = profile_flag or env.get("WSCTL_PROFILE")
     if named and named != "default" and not prof and not new_profile_ok and not (env.get("WSCTL_SERVER") or env.get("WSCTL_WORKSPACE")):
         # A mistyped profile must not quietly fall back to (or create) the embedded workspace.
@@ -117,7 +118,7 @@ def server_url(url: str, where: str) -> str:
     url = url.strip()
     try:
         parts = urllib.parse.urlsplit(url)
-        parts.port  # raises on a port that is not a number
+        _ = parts.port  # raises on a port that is not a number
     except ValueError:
         parts = None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:

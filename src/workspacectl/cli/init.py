@@ -34,6 +34,7 @@ def init(
 
     user = getpass.getuser() or "owner"
     given = location_arg(workspace)
+    path: Path | str
     if given and is_postgres_url(given):
         path = given
     else:

@@ -23,7 +23,8 @@ def serve(
     from workspacectl.server.app import listen_socket, serve as run
     from workspacectl.server.memory_timer import resolve_interval
 
-    path = local_location(location_arg(workspace)) if workspace else None
+    given = location_arg(workspace) if workspace else None
+    path = local_location(given) if given else None
     if path is None:
         target = resolve(state(ctx).profile_flag)
         if target.kind == "remote":

@@ -120,7 +120,7 @@ class Row:
     def __eq__(self, other) -> bool:
         return isinstance(other, Row) and self._values == other._values and self._index == other._index
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # equal rows compare equal; a row is not a dict key
 
     def __repr__(self) -> str:
         return f"Row({dict(zip(self._index, self._values))!r})"

@@ -17,7 +17,7 @@ from workspacectl.errors import ApiError
 
 DB_NAME = "workspace.db"
 class Workspace:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path | str):
         self.path = Path(path).expanduser().resolve()
         self.db_path = self.path / DB_NAME
         self.blobs = self.path / "blobs"
@@ -40,11 +40,11 @@ class Workspace:
         return str(self.path)
 
     @staticmethod
-    def exists_at(path: Path) -> bool:
+    def exists_at(path: Path | str) -> bool:
         return (Path(path).expanduser() / DB_NAME).is_file()
 
     @classmethod
-    def open(cls, path: Path) -> "Workspace":
+    def open(cls, path: Path | str) -> "Workspace":
         if not cls.exists_at(path):
             raise ApiError("not_found", f"No workspace at {path}. Run `wsctl init --workspace {path}` to make one.")
         ws = cls(path)
@@ -52,7 +52,7 @@ class Workspace:
         return ws
 
     @classmethod
-    def create(cls, path: Path, name: str, owner_name: str, owner_email: str) -> tuple["Workspace", dict]:
+    def create(cls, path: Path | str, name: str, owner_name: str, owner_email: str) -> tuple["Workspace", dict | None]:
         """Make the folder, the database and the first owner, in one transaction."""
         from workspacectl.engine.store import identity as store
 

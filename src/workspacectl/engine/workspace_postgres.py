@@ -38,7 +38,7 @@ class PgWorkspace(Workspace):
     def __init__(self, url: str):
         self.url = url
         self.path = local_state_dir(url)
-        self.db_path = None
+        self.db_path = None  # type: ignore[assignment]  # no database file: the rows live in PostgreSQL
         self._local = threading.local()
         raw = os.environ.get("WSCTL_BLOB_DIR")
         self.blobs = Path(raw).expanduser() if raw else self.path / "blobs"
