@@ -127,9 +127,10 @@ def start_server(workspace: Path, env: dict | None = None, offset: int = 0, log:
     if offset:
         env["WSCTL_NOW_OFFSET_SECONDS"] = str(offset)
     log = log or workspace.parent / f"server-{port}.log"
-    proc = subprocess.Popen([*WSCTL, "serve", "--workspace", str(workspace), "--host", "127.0.0.1",
-                             "--port", str(port), *map(str, args)], env=env, stdout=log.open("wb"),
-                            stderr=subprocess.STDOUT)
+    with log.open("wb") as out:   # the server writes to its own copy of the descriptor
+        proc = subprocess.Popen([*WSCTL, "serve", "--workspace", str(workspace), "--host", "127.0.0.1",
+                                 "--port", str(port), *map(str, args)], env=env, stdout=out,
+                                stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: answers_health(url), "wsctl serve did not answer /healthz", proc, log)

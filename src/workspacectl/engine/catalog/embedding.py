@@ -28,7 +28,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
-from workspacectl.engine.catalog.search_text import words
+from workspacectl.engine.catalog.search_text import words  # noqa: E402  (after the thread settings, as numpy)
 
 DATA = Path(__file__).resolve().parent / "embedding_data"
 MAX_WORD_CHARS = 60

@@ -23,6 +23,8 @@ How a query is answered:
 """
 from __future__ import annotations
 
+from typing import Any
+
 import json
 import math
 import re
@@ -248,7 +250,7 @@ class VectorSet:
         self.op_ids = [r[0] for r in rows]
         self.row_of = {op_id: i for i, op_id in enumerate(self.op_ids)}
         self.services = [r[1] for r in rows]
-        self._service_array = None
+        self._service_array: Any = None   # numpy array of self.services, made on first use
         self.matrix = embedding.from_blobs([r[2] for r in rows])
 
     def rows_of_services(self, services: list[str]):
