@@ -124,12 +124,16 @@ def start_server(workspace: Path, env: dict | None = None, offset: int = 0, log:
     `workspace` is a folder, or a PgLocation (its URL is served, its folder holds home and log)."""
     port = free_port()
     env = dict(env or base_env(workspace.parent / "server-home"))
+    if isinstance(workspace, PgLocation):     # another replica of a PostgreSQL door's workspace
+        env.setdefault("WSCTL_MASTER_KEY", os.environ.get("WSCTL_MASTER_KEY", ""))
+        env.setdefault("WSCTL_BLOB_DIR", str(workspace / "blobs"))
     if offset:
         env["WSCTL_NOW_OFFSET_SECONDS"] = str(offset)
     log = log or workspace.parent / f"server-{port}.log"
-    proc = subprocess.Popen([*WSCTL, "serve", "--workspace", str(workspace), "--host", "127.0.0.1",
-                             "--port", str(port), *map(str, args)], env=env, stdout=log.open("wb"),
-                            stderr=subprocess.STDOUT)
+    with log.open("wb") as out:   # the server writes to its own copy of the descriptor
+        proc = subprocess.Popen([*WSCTL, "serve", "--workspace", str(workspace), "--host", "127.0.0.1",
+                                 "--port", str(port), *map(str, args)], env=env, stdout=out,
+                                stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: answers_health(url), "wsctl serve did not answer /healthz", proc, log)
@@ -143,7 +147,7 @@ def start_server(workspace: Path, env: dict | None = None, offset: int = 0, log:
 @contextlib.contextmanager
 def serve(workspace: Path, env: dict | None = None, offset: int = 0):
     """Run `wsctl serve` on a workspace folder for the block; yields the base URL."""
-    s = start_server(Path(workspace), env, offset)
+    s = start_server(workspace if isinstance(workspace, PgLocation) else Path(workspace), env, offset)
     try:
         yield s.url
     finally:
@@ -371,14 +375,15 @@ def server_pool(tmp_path_factory, template_workspace):
 
 # Test folders whose `backend` tests have been run and pass on the PostgreSQL door; the door
 # skips (saying so) in the others until they are added here. Issue 11 item 6 ends with every folder.
-POSTGRES_DOOR_FOLDERS = {"core", "cli"}
+POSTGRES_DOOR_FOLDERS = {"core", "cli", "identity", "openapi", "server"}
+POSTGRES_DOOR_ALL = os.environ.get("WSCTL_POSTGRES_DOOR_ALL") == "1"   # read before `home` clears WSCTL_*
 
 
 @pytest.fixture(params=["local", "remote", "postgres"])
 def backend(request, home):
     if request.param == "postgres":
         folder = Path(str(request.node.fspath)).parent.name
-        if folder not in POSTGRES_DOOR_FOLDERS and not os.environ.get("WSCTL_POSTGRES_DOOR_ALL"):
+        if folder not in POSTGRES_DOOR_FOLDERS and not POSTGRES_DOOR_ALL:
             pytest.skip(f"PostgreSQL door not yet verified for tests/{folder} (tests/conftest.py "
                         "POSTGRES_DOOR_FOLDERS; WSCTL_POSTGRES_DOOR_ALL=1 runs it anyway)")
         pool = request.getfixturevalue("pg_server_pool")

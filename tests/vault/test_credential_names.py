@@ -181,3 +181,27 @@ def test_vault_connect_takes_a_name_and_clashing_env_names_are_named(backend, tw
     line = one_error_line(r)
     assert f"twosecret ({taken['id']})" in line and f"{other} (cred_" in line and "both set" in line
     assert backend.wsctl("vault", "log", "twosecret", "--json").json["entries"] == []  # nothing was issued
+
+
+def test_migration_names_existing_credentials_on_postgresql(pg_workspace):
+    """m014's POSTGRES_SQL on a PostgreSQL workspace whose credentials still carry display names."""
+    import psycopg
+
+    from tests.vault_helpers import open_ws
+
+    with psycopg.connect(str(pg_workspace), autocommit=True) as c:
+        owner = c.execute("SELECT id FROM members WHERE role = 'owner' ORDER BY id LIMIT 1").fetchone()[0]
+        c.execute("DROP INDEX credentials_name")
+        c.execute("ALTER TABLE connections DROP COLUMN name")
+        for n, service in enumerate(["stripe", "slack", "stripe", "stripe"]):
+            c.execute("INSERT INTO credentials (id, service, name, credential_type, owner_member_id, created_at, "
+                      "updated_at) VALUES (%s, %s, %s, 'apiKey', %s, 'now', 'now')",
+                      (f"cred_0{n}", service, service.title(), owner))
+        c.execute("DELETE FROM migrations WHERE name = 'm014_credential_names'")
+    open_ws(pg_workspace)  # applies m014 again
+    with psycopg.connect(str(pg_workspace), autocommit=True) as c:
+        rows = c.execute("SELECT id, name FROM credentials ORDER BY id").fetchall()
+        assert rows == [("cred_00", "stripe"), ("cred_01", "slack"), ("cred_02", "stripe-2"), ("cred_03", "stripe-3")]
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            c.execute("UPDATE credentials SET name = 'SLACK' WHERE id = 'cred_00'")
+        assert c.execute("SELECT count(*) FROM connections WHERE name IS NULL").fetchone()[0] == 0
