@@ -35,9 +35,10 @@ from workspacectl.engine.store import workspace_copy as sql
 from workspacectl.errors import ApiError
 
 # Derived or per-store bookkeeping: the migrations table (the target ran its own), the search
-# index (rebuilt on the target by the catalog wing), SQLite internals.
+# index (rebuilt on the target by the catalog wing), the running servers' leases (m013: held by
+# processes of the source, not of the target), SQLite internals.
 SKIP_PREFIXES = ("sqlite_", "operation_search")
-SKIP = {"migrations"}
+SKIP = {"migrations", "leases"}
 # Tables whose SQLite rowid is data (memory_notes: the order notes were queued in, a `rowid`
 # column on PostgreSQL): copied as a column of its own.
 ROWID_TABLES = {"memory_notes"}
