@@ -52,12 +52,12 @@ def owner_token(location: str, env: dict) -> str:
     import subprocess
 
     code = ("import sys\n"
-            "from workspacectl.engine import workspace as w\n"
+            "from workspacectl.engine.workspaces import open_workspace\n"
             "from workspacectl.engine.identity.auth import new_session\n"
             "from workspacectl.engine.db import transaction\n"
             "from workspacectl.engine.store import identity\n"
             "loc = sys.argv[1]\n"
-            "ws = (w.workspace_type(loc) if hasattr(w, 'workspace_type') else w.Workspace).open(loc)\n"
+            "ws = open_workspace(loc)\n"
             "conn = ws.conn()\n"
             "owner = identity.first_owner(conn)\n"
             "with transaction(conn):\n"
