@@ -366,11 +366,15 @@ _wsctl_spec() {
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'admin')
-            cmds='rotate-key' opts='--help -h' argopts=''
+            cmds='rotate-key copy-workspace' opts='--help -h' argopts=''
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'admin rotate-key')
             cmds='' opts='--yes -y --json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
+        'admin copy-workspace')
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'completion')

@@ -34,7 +34,7 @@ function __wsctl_subcommands
         case 'workflow'
             printf '%s\n' 'import' 'list' 'show' 'configure'
         case 'admin'
-            printf '%s\n' 'rotate-key'
+            printf '%s\n' 'rotate-key' 'copy-workspace'
     end
 end
 
@@ -193,6 +193,8 @@ function __wsctl_value_options
         case 'workflow configure'
             printf '%s\n' '--credential' '--input' '--jq'
         case 'admin rotate-key'
+            printf '%s\n' '--jq'
+        case 'admin copy-workspace'
             printf '%s\n' '--jq'
     end
 end
@@ -736,11 +738,15 @@ complete -c wsctl -n '__wsctl_at \'workflow configure\'' -l 'json' -d 'Print the
 complete -c wsctl -n '__wsctl_at \'workflow configure\'' -l 'jq' -r -f -d 'Filter the JSON output with a jq expression (implies --json); strings print raw.'
 complete -c wsctl -n '__wsctl_at \'workflow configure\'' -l 'help' -s 'h' -d 'Show this message and exit.'
 complete -c wsctl -n '__wsctl_at \'admin\'' -a 'rotate-key' -d 'Re-encrypt every stored secret under a new workspace key, in one transaction.'
+complete -c wsctl -n '__wsctl_at \'admin\'' -a 'copy-workspace' -d 'Copy every row and blob of a workspace into an empty one, folder or PostgreSQL, and verify it.'
 complete -c wsctl -n '__wsctl_at \'admin\'' -l 'help' -s 'h' -d 'Show this message and exit.'
 complete -c wsctl -n '__wsctl_at \'admin rotate-key\'' -l 'yes' -s 'y' -d 'Do not ask for confirmation.'
 complete -c wsctl -n '__wsctl_at \'admin rotate-key\'' -l 'json' -d 'Print the API\'s JSON body exactly.'
 complete -c wsctl -n '__wsctl_at \'admin rotate-key\'' -l 'jq' -r -f -d 'Filter the JSON output with a jq expression (implies --json); strings print raw.'
 complete -c wsctl -n '__wsctl_at \'admin rotate-key\'' -l 'help' -s 'h' -d 'Show this message and exit.'
+complete -c wsctl -n '__wsctl_at \'admin copy-workspace\'' -l 'json' -d 'Print the API\'s JSON body exactly.'
+complete -c wsctl -n '__wsctl_at \'admin copy-workspace\'' -l 'jq' -r -f -d 'Filter the JSON output with a jq expression (implies --json); strings print raw.'
+complete -c wsctl -n '__wsctl_at \'admin copy-workspace\'' -l 'help' -s 'h' -d 'Show this message and exit.'
 complete -c wsctl -n '__wsctl_at \'completion\'' -l 'help' -s 'h' -d 'Show this message and exit.'
 complete -c wsctl -n '__wsctl_at \'completion\'' -f -a 'bash zsh fish'
 complete -c wsctl -n '__wsctl_at \'man\'' -l 'roff' -d 'Print the page\'s roff source instead.'

@@ -191,3 +191,11 @@ class _ProgressReader:
         if self.progress and chunk:
             self.progress(len(chunk))
         return chunk
+
+
+def copy_workspace(source: str, target: str, progress=None) -> dict:
+    """`wsctl admin copy-workspace`: every row and blob of one workspace into an empty one
+    (engine/workspace_copy.py), verified before it answers."""
+    from workspacectl.engine.workspace_copy import copy_between
+
+    return copy_between(source, target, progress)

@@ -8,7 +8,7 @@ import typer
 from workspacectl.cli.context import backend
 from workspacectl.cli.output import JsonOpt, emit, info
 
-app = typer.Typer(help="Workspace administration (key rotation).", no_args_is_help=True)
+app = typer.Typer(help="Workspace administration (key rotation, copying a workspace).", no_args_is_help=True)
 
 
 @app.command("rotate-key")
@@ -26,5 +26,33 @@ def rotate_key(
     def render(b):
         info(f"Re-encrypted {b.get('credentials', 0)} credential(s) and {b.get('oauthClients', 0)} OAuth client "
              f"secret(s) under a new workspace key (kept in the {b.get('keySource', 'key store')}).")
+
+    emit(ctx, body, render, json_flag=json)
+
+
+@app.command("copy-workspace")
+def copy_workspace(
+    ctx: typer.Context,
+    source: Annotated[str, typer.Argument(help="The workspace to copy: a folder or a postgresql:// URL.")],
+    target: Annotated[str, typer.Argument(help="An empty folder or an empty PostgreSQL database (postgresql:// URL).")],
+    json: JsonOpt = False,
+):
+    """Copy every row and blob of a workspace into an empty one, folder or PostgreSQL, and verify it.
+
+    Secrets are copied sealed, under the same key: a PostgreSQL target needs that key given
+    (WSCTL_MASTER_KEY or WSCTL_MASTER_KEY_FILE) here and on every server of it. Stop the
+    source's servers first. Exit codes: 5 no source, 6 target not empty, 7 same workspace twice,
+    3 the target cannot reach the key, 1 verification failed (nothing is left in the target).
+    """
+    from workspacectl.backend.local import copy_workspace as copy
+    from workspacectl.cli.output import phases
+
+    with phases("Copying the workspace") as progress:
+        body = copy(source, target, progress)
+
+    def render(b):
+        info(f"Copied {b['rows']} rows of {len(b['tables'])} tables and {b['blobs']} blobs "
+             f"({b['blobBytes']} bytes) from {b['source']} to {b['target']}; counts and checksums verified. "
+             f"Use it with WSCTL_WORKSPACE={b['target']} or `wsctl serve --workspace {b['target']}`.")
 
     emit(ctx, body, render, json_flag=json)

@@ -78,9 +78,10 @@ class Workspace:
     @property
     def blob_store(self):
         """Where this workspace's blobs live (engine/blobs.py BlobStore); made on first use."""
-        if self._blob_store is None:
-            self._blob_store = self._make_blob_store()
-        return self._blob_store
+        store = getattr(self, "_blob_store", None)
+        if store is None:
+            store = self._blob_store = self._make_blob_store()
+        return store
 
     def _make_blob_store(self):
         from workspacectl.engine.blobs_folder import FolderBlobStore

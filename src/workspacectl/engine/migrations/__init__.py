@@ -15,6 +15,7 @@ from workspacectl.engine.migrations import m009_memory
 from workspacectl.engine.migrations import m010_skills
 from workspacectl.engine.migrations import m011_memory_held
 from workspacectl.engine.migrations import m012_catalog_history
+from workspacectl.engine.migrations import m016_blobs
 
 MIGRATIONS = [
     ("m001_identity", m001_identity.up),
@@ -29,6 +30,7 @@ MIGRATIONS = [
     ("m010_skills", m010_skills.up),
     ("m011_memory_held", m011_memory_held.up),
     ("m012_catalog_history", m012_catalog_history.up),
+    ("m016_blobs", m016_blobs.up),
 ]
 
 

@@ -1,6 +1,6 @@
 """Blob references SQL: does any row still hold a blob's sha256?
 
-Every table that names a blob must be listed in REFERENCES, or engine/blobs.remove_unreferenced
+Every table that names a blob must be listed in REFERENCES, or BlobStore.remove_unreferenced
 and the orphan sweep may delete a blob it still needs. A reference is a column holding the digest,
 or (kind "text") a JSON text that contains digests anywhere in it.
 """

@@ -1,0 +1,78 @@
+"""Blob SQL of a PostgreSQL workspace (engine/blobs_postgres.py; tables of migration m016_blobs).
+
+Run on the session's psycopg connection itself (`raw`), so chunks go by binary COPY and come
+back as binary bytea, inside whatever transaction the workspace connection has open.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+
+def raw(conn):
+    """The psycopg connection under the workspace's connection wrapper (engine/db_postgres.py)."""
+    return getattr(conn, "_pg", conn)
+
+
+def _cursor(conn):
+    import psycopg
+    from psycopg.rows import tuple_row
+
+    return psycopg.Cursor(raw(conn), row_factory=tuple_row)   # server-side binding, binary results
+
+
+def insert_blob(conn, sha: str, size: int, chunks: int, created_at: float) -> bool:
+    """A blob row; False when the blob is already stored (its chunks are then left as they are)."""
+    with _cursor(conn) as cur:
+        cur.execute("INSERT INTO blob (sha256, size, chunks, created_at) VALUES (%s, %s, %s, %s)"
+                    " ON CONFLICT (sha256) DO NOTHING", (sha, size, chunks, created_at))
+        return cur.rowcount == 1
+
+
+def copy_chunks(conn, sha: str, chunks: Iterable[bytes]) -> int:
+    """Write chunks 0, 1, ... of a blob by binary COPY; answers how many."""
+    n = 0
+    with _cursor(conn) as cur:
+        with cur.copy("COPY blob_chunk (sha256, seq, data) FROM STDIN (FORMAT BINARY)") as cp:
+            cp.set_types(["text", "int4", "bytea"])
+            for chunk in chunks:
+                cp.write_row((sha, n, chunk))
+                n += 1
+    return n
+
+
+def blob_info(conn, sha: str) -> tuple[int, int] | None:
+    """(size, chunk count) of a stored blob, or None."""
+    with _cursor(conn) as cur:
+        cur.execute("SELECT size, chunks FROM blob WHERE sha256 = %s", (sha,))
+        row = cur.fetchone()
+    return (row[0], row[1]) if row else None
+
+
+def chunk(conn, sha: str, seq: int) -> bytes | None:
+    with _cursor(conn) as cur:
+        cur.execute("SELECT data FROM blob_chunk WHERE sha256 = %s AND seq = %s", (sha, seq), binary=True)
+        row = cur.fetchone()
+    return bytes(row[0]) if row else None
+
+
+def delete_blob(conn, sha: str) -> bool:
+    """Delete a blob and its chunks (ON DELETE CASCADE); True when one was there."""
+    with _cursor(conn) as cur:
+        cur.execute("DELETE FROM blob WHERE sha256 = %s", (sha,))
+        return cur.rowcount == 1
+
+
+def digests_older_than(conn, before: float) -> Iterator[str]:
+    with _cursor(conn) as cur:
+        cur.execute("SELECT sha256 FROM blob WHERE created_at < %s ORDER BY sha256", (before,))
+        rows = cur.fetchall()
+    return (r[0] for r in rows)
+
+
+def counts(conn) -> tuple[int, int, int]:
+    """(blobs, chunks, bytes) stored."""
+    with _cursor(conn) as cur:
+        cur.execute("SELECT (SELECT count(*) FROM blob), (SELECT count(*) FROM blob_chunk),"
+                    " (SELECT coalesce(sum(size), 0) FROM blob)")
+        b, c, s = cur.fetchone()
+    return int(b), int(c), int(s)
