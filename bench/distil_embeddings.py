@@ -21,8 +21,8 @@ sampling), so the output is the same on every run on the same versions:
    log(1 + rank), so frequent tokens ("the", "get") weigh less in a mean than rare ones.
 5. Quantize to int8 with one float32 scale per row.
 
-Writes tokens.txt (one token a line, row order), vectors.npz (q: int8 [n, dims], scale:
-float32 [n]) and MODEL.md (source, licence, parameters, sha256 of the written files).
+Writes tokens.txt (one token a line, row order), vectors.npy (int8 [n, dims]), scales.npy
+(float32 [n]) and MODEL.md (source, licence, parameters, sha256 of the written files).
 """
 from __future__ import annotations
 
@@ -85,8 +85,10 @@ def main() -> int:
 
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "tokens.txt").write_text("\n".join(t for _, t in keep) + "\n", encoding="utf-8")
-    np.savez_compressed(args.out / "vectors.npz", q=q, scale=scale.astype(np.float32))
-    digests = {name: hashlib.sha256((args.out / name).read_bytes()).hexdigest() for name in ("tokens.txt", "vectors.npz")}
+    np.save(args.out / "vectors.npy", q)
+    np.save(args.out / "scales.npy", scale.astype(np.float32))
+    digests = {name: hashlib.sha256((args.out / name).read_bytes()).hexdigest()
+               for name in ("tokens.txt", "vectors.npy", "scales.npy")}
     (args.out / "MODEL.md").write_text(MODEL_MD.format(n=len(keep), dims=args.dims, torch=torch.__version__,
                                                         **{k.replace(".", "_"): v for k, v in digests.items()}),
                                        encoding="utf-8")
@@ -104,9 +106,10 @@ as the base model and the sentence-transformers authors as the fine-tuners.
 
 - tokens.txt: {n} WordPiece tokens of the model's vocabulary (plain `^(##)?[a-z0-9]+$` ones),
   one a line, in row order. sha256 {tokens_txt}
-- vectors.npz: `q` int8 [{n}, {dims}] and `scale` float32 [{n}]; a token's vector is
-  `q[i] * scale[i]`: its output embedding alone through the model (mean-pooled), PCA-reduced
-  to {dims} dimensions and Zipf-weighted by log(1 + rank). sha256 {vectors_npz}
+- vectors.npy: int8 [{n}, {dims}], and scales.npy: float32 [{n}]; a token's vector is
+  `vectors[i] * scales[i]`: its output embedding alone through the model (mean-pooled), PCA-reduced
+  to {dims} dimensions and Zipf-weighted by log(1 + rank). sha256 {vectors_npy} and
+  {scales_npy}
 
 Read at run time with numpy only (engine/catalog/embedding.py); the tokenizer is ours.
 """

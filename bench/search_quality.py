@@ -7,7 +7,10 @@ Builds a workspace holding exactly the 12 shared OpenAPI documents (imported as
 `wsctl catalog import FILE --service <stem>` does; the other built-in services removed), then
 prints recall@1, recall@5 and MRR@10 for:
 
-- ours:        engine.catalog_search.search (weighted FTS5 bm25 over analyzed fields + re-rank)
+- ours:        engine.catalog.search.search: lexical candidates (weighted FTS5 bm25 over analyzed
+               fields) and the nearest operation vectors, re-ranked together
+- lexical:     ours with the vectors switched off (mode="lexical")
+- vectors:     the embeddings alone: operations by cosine to the phrase's vector (mode="vectors")
 - bm25:        plain BM25: one FTS5 table (default unicode61 tokenizer) over each operation's
                concatenated name, summary, description, method, path and tags; the phrase's
                words OR-ed together, ranked by bm25(). No weights, stemming, synonyms or
@@ -75,6 +78,7 @@ ABLATIONS = {
     "no action/method fit": _without("action"),
     "no named-service signal": _without("named_service"),
     "no service affinity": _without("affinity"),
+    "no semantic similarity": _without("semantic"),
 }
 
 
@@ -104,6 +108,8 @@ def main() -> int:
 
     systems = {
         "ours": lambda q: [op for op, _ in catalog_search.search(conn, q, limit=K)],
+        "lexical": lambda q: [op for op, _ in catalog_search.search(conn, q, limit=K, mode="lexical")],
+        "vectors": lambda q: [op for op, _ in catalog_search.search(conn, q, limit=K, mode="vectors")],
         "bm25": PlainBM25(conn).search,
         "bm25+porter": PlainBM25(conn, "porter unicode61").search,
     }

@@ -6,11 +6,11 @@ _wsctl_spec() {
     cmds='' opts='' argopts='' fileopts='' diropts='' args='' argchoices='' argvalues='' argmulti=''
     case "$1" in
         '')
-            cmds='init serve api auth members keys vault catalog specialist memory skill trigger workflow admin completion man' opts='--profile -p --json --debug --version --jq --help -h' argopts='--profile -p --jq'
+            cmds='init serve api auth profile members keys vault catalog specialist memory skill trigger workflow admin completion man' opts='--profile -p --json --debug --version --jq --help -h' argopts='--profile -p --jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'init')
-            cmds='' opts='--workspace -w --name --owner-name --owner-email --json --jq --help -h' argopts='--workspace -w --name --owner-name --owner-email --jq'
+            cmds='' opts='--workspace -w --name --owner-name --owner-email --activate --json --jq --help -h' argopts='--workspace -w --name --owner-name --owner-email --jq'
             fileopts='--workspace -w' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'serve')
@@ -26,7 +26,7 @@ _wsctl_spec() {
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'auth login')
-            cmds='' opts='--server --code --member --profile -p --json --jq --help -h' argopts='--server --code --member --profile -p --jq'
+            cmds='' opts='--server --code --member --profile -p --activate --json --jq --help -h' argopts='--server --code --member --profile -p --jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'auth status')
@@ -45,6 +45,26 @@ _wsctl_spec() {
             cmds='' opts='--profile -p --json --jq --help -h' argopts='--profile -p --jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
+        'profile')
+            cmds='list show use remove' opts='--help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
+        'profile list')
+            cmds='' opts='--json --jq --limit -L --all --help -h' argopts='--jq --limit -L'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
+        'profile show')
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
+        'profile use')
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
+        'profile remove')
+            cmds='' opts='--yes -y --json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'members')
             cmds='list add login-code' opts='--help -h' argopts=''
             fileopts='' diropts='' args='' argchoices=''
@@ -60,7 +80,7 @@ _wsctl_spec() {
         'members login-code')
             cmds='' opts='--json --jq --help -h' argopts='--jq'
             fileopts='' diropts='' args='' argchoices=''
-            argvalues='' argmulti='' ;;
+            argvalues='member' argmulti='' ;;
         'keys')
             cmds='list create revoke' opts='--help -h' argopts=''
             fileopts='' diropts='' args='' argchoices=''
@@ -76,9 +96,9 @@ _wsctl_spec() {
         'keys revoke')
             cmds='' opts='--json --jq --help -h' argopts='--jq'
             fileopts='' diropts='' args='' argchoices=''
-            argvalues='' argmulti='' ;;
+            argvalues='key' argmulti='' ;;
         'vault')
-            cmds='list show log token env inject run connect fields set-key sync delete share' opts='--help -h' argopts=''
+            cmds='list show log token env inject run connect fields set-key sync delete share rename' opts='--help -h' argopts=''
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'vault list')
@@ -110,7 +130,7 @@ _wsctl_spec() {
             fileopts='' diropts='' args='' argchoices=''
             argvalues='credential' argmulti='1' ;;
         'vault connect')
-            cmds='' opts='--no-open --wait --reconnect --json --jq --help -h' argopts='--reconnect --jq'
+            cmds='' opts='--no-open --wait --name -n --reconnect --json --jq --help -h' argopts='--name -n --reconnect --jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'vault fields')
@@ -133,6 +153,10 @@ _wsctl_spec() {
             cmds='' opts='--role --member --workspace --json --jq --help -h' argopts='--role --member --jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='credential' argmulti='' ;;
+        'vault rename')
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='credential -' argmulti='' ;;
         'catalog')
             cmds='integrations integration operations operation search import oauth-client history' opts='--help -h' argopts=''
             fileopts='' diropts='' args='' argchoices=''
@@ -396,9 +420,13 @@ _wsctl_values() {
         'keys create|-s') printf '%s\n' 'vault:read' 'vault:token' 'vault:connect' 'vault:manage' 'docs:read' 'projects:manage' 'memory:manage' 'skills:manage' 'triggers:manage' ;;
         'vault token|--format') printf '%s\n' 'json' 'value' 'env' ;;
         'vault env|--format') printf '%s\n' 'export' 'dotenv' 'json' ;;
+        'vault connect|--reconnect') printf '%s\n' '@credential' ;;
         'vault share|--role') printf '%s\n' 'user' 'viewer' 'none' ;;
+        'vault share|--member') printf '%s\n' '@member' ;;
         'specialist pin|--into') printf '%s\n' '@specialist' ;;
         'specialist grant|--role') printf '%s\n' 'editor' 'viewer' 'none' ;;
+        'specialist grant|--member') printf '%s\n' '@member' ;;
+        'specialist grant|-m') printf '%s\n' '@member' ;;
         'skill list|--status') printf '%s\n' 'draft' 'published' 'archived' 'all' ;;
         'workflow list|--kind') printf '%s\n' 'workflow' 'app' ;;
     esac

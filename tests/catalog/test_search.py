@@ -19,10 +19,11 @@ from tests.search_labels import LABELS, OPENAPI_DIR, all_label_op_ids, evaluate,
 from workspacectl.engine.catalog import search as catalog_search
 from workspacectl.engine.catalog.search_text import clean, stem, terms, words
 
-# Measured on the labelled set (bench/search_quality.py, 60 phrases): recall@5 1.000 and
-# MRR@10 0.862 (plain BM25: 0.600 and 0.468). The floors sit a few points under.
-RECALL_AT_5_FLOOR = 0.95
-MRR_AT_10_FLOOR = 0.80
+# Measured on the labelled set (bench/search_quality.py, 60 phrases) once issue 13 removed the
+# phrase-specific synonym and idiom tables and added the semantic vectors: recall@5 0.867 and
+# MRR@10 0.700 (plain BM25: 0.600 and 0.468). The floors sit a few points under.
+RECALL_AT_5_FLOOR = 0.83
+MRR_AT_10_FLOOR = 0.65
 
 ZORBLY = textwrap.dedent("""
     service = "zorbly"
@@ -172,8 +173,9 @@ def test_verbs_synonyms_and_method_shape_decide_among_similar_operations(toys):
     assert top("fetch one widget") == "zorbly.get-widget"
     # stemming and camelCase splitting of paths
     assert op_ids(search(toys, "refunding charges"))[0] == "quuxpay.refund-charge"
-    # only its path (/smsMessages) says "sms" or "message"
-    assert op_ids(search(toys, "sms messages", service="quuxpay")) == ["quuxpay.deliver-short-text"]
+    # only its path (/smsMessages) says "sms" or "message"; the others are in the answer only as
+    # semantic neighbours, below it
+    assert op_ids(search(toys, "sms messages", service="quuxpay"))[0] == "quuxpay.deliver-short-text"
 
 
 def test_a_service_named_in_the_phrase_wins(toys):

@@ -106,7 +106,7 @@ def test_piped_human_output_shows_control_characters_escaped(backend, hostile):
     assert len(line.split("\t")) == 8   # a tab or newline in a name cannot shift or fake columns
     assert SEEN in backend.wsctl("vault", "log", hostile["cred"]).out
     shown = backend.wsctl("vault", "show", hostile["cred"]).out
-    assert SEEN in shown and r"Evil \x1b[31mKeys\x07 [red]x[/red]" in shown
+    assert SEEN in shown and re.search(r"^name +evilsvc$", shown, re.M)  # a credential's name is a plain handle
     assert SEEN in backend.wsctl("specialist", "memory", "show", hostile["proj"]).out
     memory = backend.wsctl("memory", "show", "me")
     assert SEEN in memory.out and SEEN in memory.err   # the guide, and the pending note on stderr

@@ -76,8 +76,8 @@ def test_bash_completes_ids_and_names_from_the_workspace(filled):
         "wsctl specialist show ops": "ops-desk",
         "wsctl specialist show ops-desk ": "",                        # one ID only
         "wsctl specialist pin x --into proj": " ".join(sorted([ops["id"], team["id"]])),
-        "wsctl vault show c": cred["id"],
-        "wsctl vault env x ": " ".join(sorted([cred["id"], "Comp"])),  # ID...: every position; its name too
+        "wsctl vault show c": " ".join(sorted([cred["id"], "compsvc"])),  # the id and the credential's name
+        "wsctl vault env x ": " ".join(sorted([cred["id"], "compsvc"])),  # ID...: every position; its name too
         "wsctl vault token cred_x --format ": "env json value",
     }
     script = BASH_DRIVER.format(script=ROOT / SHELLS["bash"]) + "".join(f"c '{k}'\n" for k in cases)
@@ -96,7 +96,7 @@ def test_fish_completes_ids_and_names_with_what_they_are(filled):
     assert p.returncode == 0, p.stderr
     first, second = p.stdout.split("==\n")
     assert first.splitlines() == [f"Ops Team\t{team['id']}"]
-    assert sorted(second.splitlines()) == sorted([f"{cred['id']}\tComp", f"Comp\t{cred['id']}"])
+    assert sorted(second.splitlines()) == sorted([f"{cred['id']}\tcompsvc", f"compsvc\t{cred['id']}"])
 
 
 def test_zsh_value_function_describes_ids_and_names(filled):
@@ -108,7 +108,7 @@ def test_zsh_value_function_describes_ids_and_names(filled):
               "PREFIX=cred; _wsctl_dynamic credential\n")
     p = subprocess.run([zsh, "-f", "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.splitlines() == [f"ops-desk:{ops['id']}", f"{cred['id']}:Comp"]
+    assert p.stdout.splitlines() == [f"ops-desk:{ops['id']}", f"{cred['id']}:compsvc"]
 
 
 def test_complete_values_never_makes_a_workspace(home):

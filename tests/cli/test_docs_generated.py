@@ -70,7 +70,7 @@ def test_man_pages_have_every_section(files, tree):
     token = files["man/wsctl-vault-token.1"]
     assert "wsctl-vault-token \\- Issue a token" in token
     assert "\\fB\\-r\\fR, \\fB\\-\\-reason\\fR \\fIREASON\\fR" in token
-    assert "\\fBwsctl vault token\\fR [\\fIOPTIONS\\fR] \\fIID\\fR" in token
+    assert "\\fBwsctl vault token\\fR [\\fIOPTIONS\\fR] \\fICREDENTIAL\\fR" in token
     assert "\\fB\\%wsctl-vault\\fR(1)" in token
 
 

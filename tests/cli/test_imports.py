@@ -47,6 +47,7 @@ def test_help_and_local_commands_do_not_import_the_http_stack(workspace, home):
     assert json.loads(report[2]["out"])["credentials"] == []
     for r in report:
         assert not set(r["imported"]) & set(HTTP_STACK), (r["argv"], sorted(set(r["imported"]) & set(HTTP_STACK)))
+        assert "numpy" not in r["imported"], r["argv"]     # only search and catalog import load it
     assert not set(answer["loaded"]) & set(HTTP_STACK)  # nor by importing the CLI itself
 
 

@@ -79,7 +79,7 @@ def test_list_and_show_print_the_api_body_and_no_secret(backend, cred):
     assert r.json == backend.ok("GET", "/v1/credentials")
     assert [c["id"] for c in r.json["credentials"]] == [cred["id"]]
     plain = backend.wsctl("vault", "list")
-    assert plain.out.splitlines() == [f"{cred['id']}\thostile\tHostile Keys\towner\tok"]
+    assert plain.out.splitlines() == [f"{cred['id']}\thostile\thostile\towner\tok"]  # the name is the service's
     shown = backend.wsctl("vault", "show", cred["id"], "--json")
     assert shown.json == backend.ok("GET", f"/v1/credentials/{cred['id']}")
     text = backend.wsctl("vault", "show", cred["id"]).out

@@ -107,12 +107,18 @@ class LocalBackend:
         check_scope(self.caller, "vault:connect")
         connections.reconnect_target(self.ws.conn(), credential_id, self.caller.member_id, service)
 
-    def connect_key(self, service: str, values: dict, reconnect: str | None = None) -> dict:
-        """An apiKey connection made and completed in one step with the values read here (no link,
-        no server): the final connection body."""
+    def check_credential_name(self, name: str | None, reconnect: str | None = None) -> None:
+        """Refuse a malformed or taken name for the new credential before a key is asked for."""
         from workspacectl.engine.vault import connections
 
-        return connections.connect_in_place(self.ws, self.caller, service, values, reconnect)
+        connections.check_new_name(self.ws.conn(), name, reconnect)
+
+    def connect_key(self, service: str, values: dict, reconnect: str | None = None, name: str | None = None) -> dict:
+        """An apiKey connection made and completed in one step with the values read here (no link,
+        no server): the final connection body (the new credential named `name`, or after the service)."""
+        from workspacectl.engine.vault import connections
+
+        return connections.connect_in_place(self.ws, self.caller, service, values, reconnect, name)
 
     def request(self, method: str, path: str, query: dict | None = None, body: Any = None, progress=None) -> Any:
         resp = self._traced(method, path, query, lambda: self.engine.call(

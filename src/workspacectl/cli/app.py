@@ -21,6 +21,7 @@ from workspacectl.cli.context import state
 # (module, command name, help) in the order `wsctl --help` lists them.
 GROUPS = [
     ("auth", "auth", "Sign in to a server, show who you are, sign out."),
+    ("profile", "profile", "Profiles: list, show, switch and remove them."),
     ("members", "members", "Members of the workspace and their login codes."),
     ("keys", "keys", "Personal and platform API keys."),
     ("vault", "vault", "Connected accounts: list, connect, issue audited tokens, run with secrets."),
@@ -110,7 +111,7 @@ def _build_group(module: str, name: str, help_text: str) -> _click.Command:
 LISTS = {("vault", "list"), ("vault", "log"), ("members", "list"), ("keys", "list"), ("specialist", "list"),
          ("specialist", "connections"), ("specialist", "files", "list"), ("skill", "list"), ("skill", "versions"),
          ("trigger", "list"), ("workflow", "list"), ("catalog", "integrations"), ("catalog", "operations"),
-         ("catalog", "history"), ("memory", "files")}
+         ("catalog", "history"), ("memory", "files"), ("profile", "list")}
 
 
 def add_scripting_options(command: _click.Command, path: tuple[str, ...]) -> None:

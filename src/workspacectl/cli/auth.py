@@ -9,6 +9,7 @@ import typer
 from workspacectl.cli import config, secrets_store
 from workspacectl.cli.context import backend, resolve, state, token_key
 from workspacectl.cli.output import JsonOpt, emit, fields, info
+from workspacectl.cli.profile import how_to_use
 from workspacectl.errors import ApiError
 
 app = typer.Typer(no_args_is_help=True)
@@ -28,8 +29,9 @@ def login(
     ctx: typer.Context,
     server: Annotated[Optional[str], typer.Option("--server", help="Server base URL, e.g. https://wsctl.example.com.")] = None,
     code: Annotated[Optional[str], typer.Option("--code", help="The login code from `wsctl members login-code` (asked for when left out).")] = None,
-    member: Annotated[Optional[str], typer.Option("--member", help="Local workspaces: act as this member (id or email).")] = None,
+    member: Annotated[Optional[str], typer.Option("--member", help="Local workspaces: act as this member (id, email or name).")] = None,
     profile: ProfileOpt = None,
+    activate: Annotated[bool, typer.Option("--activate", help="Make this profile the active one.")] = False,
     json: JsonOpt = False,
 ):
     """Sign in. With --server: exchange a one-time login code for a session kept in the keyring.
@@ -39,7 +41,7 @@ def login(
     if member and server:
         raise typer.BadParameter("use either --server (remote) or --member (local), not both")
     if member:
-        return _login_local(ctx, name, member, json)
+        return _login_local(ctx, name, member, json, activate)
     server = server or prof.get("server")
     if not server:
         raise typer.BadParameter("pass --server URL (or --member MEMBER for a local workspace)", param_hint="--server")
@@ -53,12 +55,13 @@ def login(
 
     answer = RemoteBackend(server, None).request("POST", "/v1/auth/session", body={"code": code.strip(), "name": "wsctl"})
     where = secrets_store.set(token_key(name), answer["token"])
-    config.set_profile(name, {"server": server})
+    active = config.set_profile(name, {"server": server}, make_default=activate)
     member_rec = answer["member"]
-    body = {"profile": name, "server": server, "member": member_rec, "tokenStorage": where}
+    body = {"profile": name, "server": server, "member": member_rec, "tokenStorage": where, "active": active}
     kept = "the OS keyring" if where == "keyring" else where
     emit(ctx, body, lambda b: info(f"Signed in to {server} as {member_rec['name']} <{member_rec['email']}> "
-                                   f"({member_rec['role']}); profile '{name}', token kept in {kept}."), json_flag=json)
+                                   f"({member_rec['role']}); profile '{name}', token kept in {kept}."
+                                   f"{how_to_use(name, active)}"), json_flag=json)
 
 
 def _ask_code() -> str:
@@ -70,7 +73,7 @@ def _ask_code() -> str:
     return line
 
 
-def _login_local(ctx, name: str, member: str, json: bool):
+def _login_local(ctx, name: str, member: str, json: bool, activate: bool = False):
     from pathlib import Path
 
     from workspacectl.backend.local import LocalBackend
@@ -81,20 +84,29 @@ def _login_local(ctx, name: str, member: str, json: bool):
         raise ApiError("invalid_request", f"Profile '{name}' points at a server; --member is for local workspaces.")
     path = Path(target.location)
     ensure_workspace_path(path, name)
+    if not member.startswith("um_") and "@" not in member:  # a name: looked up as the workspace's owner
+        from workspacectl.cli.refs import resolve as resolve_ref
+
+        member = resolve_ref(ctx, "member", member, be=LocalBackend.open(path))
     be = LocalBackend.open(path, member=member, exact=True)
     rec = be.request("GET", "/v1/auth/whoami")["member"]
-    config.set_profile(name, {"workspace": be.location, "member": rec["id"]})
-    body = {"profile": name, "workspace": be.location, "member": rec}
+    active = config.set_profile(name, {"workspace": be.location, "member": rec["id"]}, make_default=activate)
+    body = {"profile": name, "workspace": be.location, "member": rec, "active": active}
     emit(ctx, body, lambda b: info(f"Profile '{name}' now acts as {rec['name']} <{rec['email']}> ({rec['role']}) "
-                                   f"on {be.location}."), json_flag=json)
+                                   f"on {be.location}.{how_to_use(name, active)}"), json_flag=json)
 
 
 @app.command("status")
 def status(ctx: typer.Context, profile: ProfileOpt = None, json: JsonOpt = False):
-    """Show the profile in use, where its data lives, who it acts as, and where the token came from."""
+    """Show the profile in use, where its data lives, who it acts as, and where the token came from;
+    and the other profiles there are."""
     name = _profile(ctx, profile)
     target = resolve(state(ctx).profile_flag)
-    body = {"profile": name, "backend": target.kind, "location": target.location,
+    data = config.load()
+    active = data.get("profile") or "default"
+    body = {"profile": name, "activeProfile": active,
+            "otherProfiles": sorted(n for n in data.get("profiles", {}) if n != name),
+            "backend": target.kind, "location": target.location,
             "tokenSource": target.secret_source, "signedIn": False, "member": None}
     try:
         _require_workspace(target)
@@ -106,7 +118,8 @@ def status(ctx: typer.Context, profile: ProfileOpt = None, json: JsonOpt = False
         body["error"] = e.message
 
     def render(b):
-        pairs = [("profile", b["profile"]), ("backend", b["backend"]),
+        chosen = "active" if b["profile"] == b["activeProfile"] else f"chosen for this command; active: {b['activeProfile']}"
+        pairs = [("profile", f"{b['profile']} ({chosen})"), ("backend", b["backend"]),
                  ("server" if b["backend"] == "remote" else "workspace", b["location"]),
                  ("token from", b["tokenSource"])]
         if b["signedIn"]:
@@ -116,6 +129,8 @@ def status(ctx: typer.Context, profile: ProfileOpt = None, json: JsonOpt = False
                 pairs.append(("scopes", b["scopes"]))
         else:
             pairs.append(("signed in", f"no: {b.get('error', '')}"))
+        pairs.append(("other profiles", ", ".join(b["otherProfiles"]) + " (`wsctl profile use NAME` switches)"
+                      if b["otherProfiles"] else "none"))
         fields(pairs)
 
     emit(ctx, body, render, json_flag=json)

@@ -34,7 +34,7 @@ def scope_list() -> ChoiceList:
 
 
 class Ref(ParamType):
-    """An argument naming a credential, specialist or skill of the workspace: any text, but the
+    """An argument naming a credential, specialist, skill, member or key: any text, but the
     completion scripts ask `wsctl complete-values KIND` for the ids and names there are."""
 
     def __init__(self, kind: str):
@@ -55,3 +55,11 @@ def specialist() -> Ref:
 
 def skill() -> Ref:
     return Ref("skill")
+
+
+def member() -> Ref:
+    return Ref("member")
+
+
+def key() -> Ref:
+    return Ref("key")

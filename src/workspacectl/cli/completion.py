@@ -2,7 +2,7 @@
 
 - `completion` prints the bash, zsh or fish script, made from the command tree as `completions/`
   is (docgen/completions.py): commands, options, choices and paths complete without starting
-  Python; ids and names of credentials, specialists and skills are asked of `complete-values`.
+  Python; ids and names of credentials, specialists, skills, members and keys are asked of `complete-values`.
 - `complete-values KIND` prints `VALUE<TAB>DESCRIPTION` lines (ids, then names) from the current
   profile's workspace or server. It never makes a workspace (a missing one answers nothing), reads
   at most one page, and gives up silently after TIME_LIMIT seconds: a completion must never hang
@@ -22,7 +22,9 @@ import typer
 TIME_LIMIT = 2.0
 ROUTES = {"credential": ("/v1/credentials", "credentials", "service"),
           "specialist": ("/v1/projects", "projects", "description"),
-          "skill": ("/v1/skills", "skills", "description")}
+          "skill": ("/v1/skills", "skills", "description"),
+          "member": ("/v1/members", "members", "email"),
+          "key": ("/v1/keys", "keys", "kind")}
 
 
 def completion(shell: Annotated[Literal["bash", "zsh", "fish"], typer.Argument(help="bash, zsh or fish.")]):
@@ -67,7 +69,7 @@ def man(
 
 
 def complete_values(ctx: typer.Context,
-                    kind: Annotated[str, typer.Argument(help="credential, specialist or skill.")],
+                    kind: Annotated[str, typer.Argument(help="credential, specialist, skill, member or key.")],
                     prefix: Annotated[str, typer.Argument(help="What is typed so far.")] = ""):
     """Ids and names for shell completion (hidden)."""
     import signal

@@ -70,9 +70,12 @@ def get_profile(data: dict, name: str) -> dict:
     return dict(data.get("profiles", {}).get(name, {}))
 
 
-def set_profile(name: str, values: dict, make_default: bool = False) -> None:
+def set_profile(name: str, values: dict, make_default: bool = False) -> bool:
+    """Write a profile; it becomes the active one when asked or when no profile is active yet.
+    Answers whether it is the active one."""
     data = load()
     data.setdefault("profiles", {})[name] = {k: v for k, v in values.items() if v is not None}
     if make_default or "profile" not in data:
         data["profile"] = name
     save(data)
+    return data["profile"] == name

@@ -19,9 +19,14 @@ def init(
     name: Annotated[Optional[str], typer.Option("--name", help="Workspace name.")] = None,
     owner_name: Annotated[Optional[str], typer.Option("--owner-name", help="The owner's display name.")] = None,
     owner_email: Annotated[Optional[str], typer.Option("--owner-email", help="The owner's email.")] = None,
+    activate: Annotated[bool, typer.Option("--activate", help="Make its profile the active one.")] = False,
     json: JsonOpt = False,
 ):
-    """Make a workspace (SQLite + blobs folder) and sign the local profile in as its owner."""
+    """Make a workspace (SQLite + blobs folder) and a local profile that acts as its owner.
+
+    The profile is the one named by --profile (or WSCTL_PROFILE); else the active profile when it
+    is new or already points here; else a new profile named after the folder, which is not made
+    active (--activate does): another workspace never silently takes over the one you use."""
     from workspacectl.backend.local import create_workspace
 
     user = getpass.getuser() or "owner"
@@ -29,10 +34,40 @@ def init(
     made = create_workspace(path, name or f"{user}'s workspace", owner_name or user,
                             owner_email or f"{user}@localhost", email_flag="--owner-email")
     owner = made["owner"]
-    st = state(ctx)
-    profile = config.profile_name(st.profile_flag, config.load())
-    config.set_profile(profile, {"workspace": made["workspace"], "member": owner["id"]})
-    body = {"workspace": made["workspace"], "name": made["name"], "profile": profile, "owner": owner}
-    emit(ctx, body, lambda b: info(f"Made workspace '{b['name']}' at {b['workspace']}; "
-                                   f"profile '{profile}' acts as {owner['name']} <{owner['email']}> (owner)."),
+    profile, before = choose_profile(state(ctx).profile_flag, Path(made["workspace"]))
+    active = config.set_profile(profile, {"workspace": made["workspace"], "member": owner["id"]}, make_default=activate)
+    body = {"workspace": made["workspace"], "name": made["name"], "profile": profile, "active": active,
+            "owner": owner}
+    if before is None:
+        said = f"new profile '{profile}'"
+    elif before.get("workspace") and Path(before["workspace"]) == Path(made["workspace"]):
+        said = f"profile '{profile}'"
+    else:
+        said = f"profile '{profile}' (which pointed at {before.get('server') or before.get('workspace')}) now"
+    from workspacectl.cli.profile import how_to_use
+
+    emit(ctx, body, lambda b: info(f"Made workspace '{b['name']}' at {b['workspace']}; {said} acts as "
+                                   f"{owner['name']} <{owner['email']}> (owner).{how_to_use(profile, active)}"),
          json_flag=json)
+
+
+def choose_profile(flag: str | None, path: Path) -> tuple[str, dict | None]:
+    """(the profile a new workspace at `path` goes into, what that profile held before or None)."""
+    import os
+    import re
+
+    data = config.load()
+    profiles = data.get("profiles", {})
+    named = flag or os.environ.get("WSCTL_PROFILE")
+    if named:
+        return named, profiles.get(named)
+    active = data.get("profile") or "default"
+    current = profiles.get(active)
+    if current is None or (current.get("workspace") and Path(current["workspace"]) == path):
+        return active, current
+    base = re.sub(r"[^a-z0-9._-]+", "-", path.name.lower()).strip("-._") or "workspace"
+    name, n = base, 1
+    while name in profiles:
+        n += 1
+        name = f"{base}-{n}"
+    return name, None

@@ -5,6 +5,7 @@ from typing import Annotated, List, Literal, Optional
 
 import typer
 
+from workspacectl.cli import choices
 from workspacectl.cli.choices import scope_list
 from workspacectl.cli.context import all_pages, backend
 from workspacectl.cli.output import JsonOpt, emit, info, table
@@ -46,11 +47,15 @@ def create(
 
 
 @app.command("revoke")
-def revoke(ctx: typer.Context, key_id: Annotated[str, typer.Argument(metavar="ID", help="Key id (key_…).")],
+def revoke(ctx: typer.Context, key_id: Annotated[str, typer.Argument(metavar="KEY", click_type=choices.key(),
+                                                                       help="Key id (key_…) or name.")],
            json: JsonOpt = False):
     """Revoke a key at once."""
     from urllib.parse import quote
 
+    from workspacectl.cli.refs import resolve
+
+    key_id = resolve(ctx, "key", key_id)
     backend(ctx).request("DELETE", f"/v1/keys/{quote(key_id, safe='')}")
     emit(ctx, None, lambda _: info(f"Revoked {key_id}."), json_flag=json)
 

@@ -68,6 +68,8 @@ def main(argv: list[str] | None = None) -> None:
 
             traceback.print_exc()
         print(f"error: {visible(e.message)}{HINTS.get((e.code, e.message), '')}", file=sys.stderr)
+        for line in _candidates(e):  # a name that fits several things: one line each (cli/refs.py)
+            print(f"  {visible(line)}", file=sys.stderr)
         code = EXIT_CODES.get(e.code, 1)
     except typer.Abort:
         print("Aborted.", file=sys.stderr)
@@ -102,6 +104,11 @@ def main(argv: list[str] | None = None) -> None:
         _housekeep()
     _settle_first_use(code == 0)
     sys.exit(code)
+
+
+def _candidates(error) -> list[str]:
+    found = error.detail.get("candidates") if isinstance(error.detail, dict) else None
+    return [str(c) for c in found] if isinstance(found, list) else []
 
 
 def _housekeep() -> None:

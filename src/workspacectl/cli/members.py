@@ -5,6 +5,7 @@ from typing import Annotated, Literal
 
 import typer
 
+from workspacectl.cli import choices
 from workspacectl.cli.context import all_pages, backend
 from workspacectl.cli.output import JsonOpt, emit, fields, info, table
 
@@ -47,11 +48,13 @@ def add(
 @app.command("login-code")
 def login_code(
     ctx: typer.Context,
-    member: Annotated[str, typer.Argument(help="Member id or email.")],
+    member: Annotated[str, typer.Argument(metavar="MEMBER", click_type=choices.member(), help="Member id, email or name.")],
     json: JsonOpt = False,
 ):
     """Make a one-time login code (15 minutes) for a member to run `wsctl auth login`."""
-    body = backend(ctx).request("POST", member_path(member) + "/login-codes")
+    from workspacectl.cli.refs import resolve
+
+    body = backend(ctx).request("POST", member_path(resolve(ctx, "member", member)) + "/login-codes")
 
     def render(b):
         print(b["code"])

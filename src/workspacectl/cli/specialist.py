@@ -17,7 +17,7 @@ from workspacectl.errors import ApiError
 
 app = typer.Typer(help="Specialists (projects): workflows, apps, skills and files.", no_args_is_help=True)
 
-SpecArg = Annotated[str, typer.Argument(metavar="ID", click_type=choices.specialist(), help="Specialist id (proj_…) or its exact name.")]
+SpecArg = Annotated[str, typer.Argument(metavar="ID", click_type=choices.specialist(), help="Specialist id (proj_…) or its name.")]
 LIST_COLUMNS = [("id", "ID"), ("name", "NAME"), ("role", "ROLE"), ("shared", "SHARED"), ("workflows", "WORKFLOWS"),
                 ("apps", "APPS"), ("skills", "SKILLS"), ("files", "FILES")]
 RESOURCE_COLUMNS = [("id", "ID"), ("type", "TYPE"), ("name", "NAME"), ("lastUsedAt", "LAST USED")]
@@ -25,15 +25,10 @@ CONNECTION_COLUMNS = [("id", "ID"), ("service", "SERVICE"), ("name", "NAME"), ("
 
 
 def project_id(ctx: typer.Context, ref: str) -> str:
-    """An id as given, or the id of the one specialist you can see with this exact name."""
-    if ref.startswith("proj_"):
-        return ref
-    hits = [p["id"] for p in all_pages(ctx, "/v1/projects", "projects")["projects"] if p["name"] == ref]
-    if len(hits) == 1:
-        return hits[0]
-    if not hits:
-        raise ApiError("not_found", f"No specialist named '{ref}' that you can see. Run `wsctl specialist list`.")
-    raise ApiError("invalid_request", f"{len(hits)} specialists are named '{ref}'; name one by its id.")
+    """An id as given, or the id of the one specialist you can see with this name (cli/refs.py)."""
+    from workspacectl.cli.refs import resolve
+
+    return resolve(ctx, "specialist", ref)
 
 
 def project_path(ctx: typer.Context, ref: str, suffix: str = "") -> str:
@@ -157,7 +152,8 @@ def pin(ctx: typer.Context,
 @app.command("grant")
 def grant(ctx: typer.Context, ref: SpecArg,
           role: Annotated[Literal["editor", "viewer", "none"], typer.Option("--role", help="editor, viewer, or none to remove the grant.")],
-          member: Annotated[Optional[str], typer.Option("--member", "-m", help="Member id or email.")] = None,
+          member: Annotated[Optional[str], typer.Option("--member", "-m", click_type=choices.member(),
+                                                        help="Member id, email or name.")] = None,
           workspace: Annotated[bool, typer.Option("--workspace", help="Grant the whole workspace.")] = False,
           json: JsonOpt = False):
     """Give a member or the whole workspace editor or viewer access (owner only)."""
@@ -165,7 +161,9 @@ def grant(ctx: typer.Context, ref: SpecArg,
         raise ApiError("invalid_request", "Give exactly one of --member M or --workspace.")
     if role not in ("editor", "viewer", "none"):
         raise ApiError("invalid_request", "--role must be editor, viewer or none.")
-    who = {"workspace": True} if workspace else {"membershipId": member}
+    from workspacectl.cli.refs import resolve
+
+    who = {"workspace": True} if workspace else {"membershipId": resolve(ctx, "member", member)}
     body = backend(ctx).request("PUT", project_path(ctx, ref, "/grants"),
                                 body={**who, "role": None if role == "none" else role})
     emit(ctx, body, show_project, json_flag=json)

@@ -25,9 +25,17 @@ LIST_COLUMNS = [("id", "ID"), ("service", "SERVICE"), ("name", "NAME"), ("access
 LOG_COLUMNS = [("at", "AT"), ("membershipId", "MEMBER"), ("keyId", "KEY"), ("reason", "REASON"), ("fields", "FIELDS"),
                ("outcome", "OUTCOME")]
 
-IdArg = Annotated[str, typer.Argument(metavar="ID", click_type=choices.credential(), help="Credential id (cred_…).")]
+IdArg = Annotated[str, typer.Argument(metavar="CREDENTIAL", click_type=choices.credential(),
+                                      help="Credential id (cred_…) or name.")]
 ReasonOpt = Annotated[str, typer.Option("--reason", "-r", help="Why you need the secret (1-500 characters); "
                                         "recorded in the credential's access log.")]
+
+
+def cred(ctx, ref: str) -> str:
+    """The credential id a word names: an id as given, or the id of the credential with that name."""
+    from workspacectl.cli.refs import resolve
+
+    return resolve(ctx, "credential", ref)
 
 
 def seg(value: str) -> str:
@@ -78,7 +86,7 @@ def list_(
 @app.command("show")
 def show(ctx: typer.Context, cred_id: IdArg, json: JsonOpt = False):
     """Show one credential: service, access, status, fields, scopes, sharing (never a secret)."""
-    body = backend(ctx).request("GET", cred_path(cred_id))
+    body = backend(ctx).request("GET", cred_path(cred(ctx, cred_id)))
     emit(ctx, body, render_detail, json_flag=json)
 
 
@@ -105,7 +113,7 @@ def log(
     """Show who was issued this credential's secrets, when and why (owner only).
 
     The newest 100 entries unless --limit N or --all says otherwise."""
-    body = all_pages(ctx, cred_path(cred_id, "/access-log"), "entries", {"cursor": cursor} if cursor else None,
+    body = all_pages(ctx, cred_path(cred(ctx, cred_id), "/access-log"), "entries", {"cursor": cursor} if cursor else None,
                      default_limit=100)
 
     def render(b):
@@ -136,6 +144,7 @@ def token(
     fmt = "json" if json else format
     if fmt not in TOKEN_FORMS:
         raise ApiError("invalid_request", "--format must be json, value or env.")
+    cred_id = cred(ctx, cred_id)
     detail = env_detail(ctx, cred_id) if fmt == "env" else None
     if detail is not None:
         vault_env.check_injectable([detail])
@@ -173,7 +182,8 @@ def issue_env(ctx, cred_ids: list[str], reason: str, form: str) -> tuple[dict[st
 @app.command("env")
 def env(
     ctx: typer.Context,
-    cred_ids: Annotated[List[str], typer.Argument(metavar="ID...", click_type=choices.credential(), help="One or more credential ids.")],
+    cred_ids: Annotated[List[str], typer.Argument(metavar="CREDENTIAL...", click_type=choices.credential(),
+                                                  help="One or more credential ids or names.")],
     reason: ReasonOpt,
     format: Annotated[Literal["export", "dotenv", "json"], typer.Option("--format", help="export (for eval), dotenv, or json.")] = "export",
     json: JsonOpt = False,
@@ -184,7 +194,9 @@ def env(
     fmt = "json" if json else format
     if fmt not in vault_env.FORMATTERS:
         raise ApiError("invalid_request", "--format must be export, dotenv or json.")
-    variables, _ = issue_env(ctx, list(dict.fromkeys(cred_ids)), reason, vault_env.REQUEST_FORMS[fmt])
+    from workspacectl.cli.refs import resolve_all
+
+    variables, _ = issue_env(ctx, resolve_all(ctx, "credential", cred_ids), reason, vault_env.REQUEST_FORMS[fmt])
     from workspacectl.cli import scripting
 
     if fmt == "json" and scripting.active():  # --json FIELDS or --jq: the same JSON, filtered
@@ -232,7 +244,7 @@ class RunCommand(TyperCommand):
 @app.command("run", cls=RunCommand)
 def run(
     ctx: typer.Context,
-    words: Annotated[List[str], typer.Argument(metavar="ID -- CMD", click_type=choices.credential(), help="Credential ids, then -- and the "
+    words: Annotated[List[str], typer.Argument(metavar="CREDENTIAL... -- CMD", click_type=choices.credential(), help="Credential ids or names, then -- and the "
                                                "command to run (no shell unless you run one).")],
     reason: ReasonOpt,
     no_masking: Annotated[bool, typer.Option("--no-masking", help="Do not mask secret values in the output: the "
@@ -255,7 +267,9 @@ def run(
         raise ApiError("invalid_request", "No command after --: wsctl vault run ID... --reason R -- CMD...")
     if not ids:
         raise ApiError("invalid_request", "Name at least one credential: wsctl vault run ID... --reason R -- CMD...")
-    variables, secrets = issue_env(ctx, list(dict.fromkeys(ids)), reason, "environ")
+    from workspacectl.cli.refs import resolve_all
+
+    variables, secrets = issue_env(ctx, resolve_all(ctx, "credential", ids), reason, "environ")
     code = vault_run.run_command(command, variables, secrets, masking=not no_masking)
     raise typer.Exit(code)
 
@@ -268,7 +282,10 @@ def connect(
     service: Annotated[str, typer.Argument(help="Service to connect, e.g. slack (see `wsctl catalog integrations`).")],
     no_open: Annotated[bool, typer.Option("--no-open", help="Print the link instead of opening a browser.")] = False,
     wait: Annotated[bool, typer.Option("--wait", help="Wait until the connection completes or fails.")] = False,
-    reconnect: Annotated[Optional[str], typer.Option("--reconnect", metavar="ID", help="Put the new secrets into "
+    name: Annotated[Optional[str], typer.Option("--name", "-n", help="Name the new credential, e.g. stripe-live "
+                                                "(default: the service's, made unique: stripe, stripe-2).")] = None,
+    reconnect: Annotated[Optional[str], typer.Option("--reconnect", metavar="CREDENTIAL", click_type=choices.credential(),
+                                                     help="Put the new secrets into "
                                                      "this credential of yours (same id and shares), e.g. one "
                                                      "that needs_reconnect.")] = None,
     json: JsonOpt = False,
@@ -278,13 +295,13 @@ def connect(
         from workspacectl.cli.vault_connect import connect_command
     except ImportError:
         raise ApiError("internal", "Connecting is not available in this build of wsctl.") from None
-    return connect_command(ctx, service, no_open, wait, json, reconnect)
+    return connect_command(ctx, service, no_open, wait, json, reconnect, name)
 
 
 @app.command("fields")
 def fields_(ctx: typer.Context, cred_id: IdArg, json: JsonOpt = False):
     """Show the editable fields and which secret fields are set (never their values)."""
-    body = backend(ctx).request("GET", manage_path(cred_id, "/editable-fields"))
+    body = backend(ctx).request("GET", manage_path(cred(ctx, cred_id), "/editable-fields"))
 
     def render(b):
         pairs = [(k, v) for k, v in (b.get("fields") or {}).items()]
@@ -331,6 +348,7 @@ def set_key(
         raise UsageError("set-key never takes the new value as an argument (it would stay in your shell "
                                "history and the process list); type it at the hidden prompt or pipe it on stdin",
                                ctx=ctx)
+    cred_id = cred(ctx, cred_id)
     editable = backend(ctx).request("GET", manage_path(cred_id, "/editable-fields"))
     known = [s["name"] for s in editable.get("secretFields") or []]
     names = list(dict.fromkeys(field)) if field else known
@@ -346,7 +364,7 @@ def set_key(
 @app.command("sync")
 def sync(ctx: typer.Context, cred_id: IdArg, json: JsonOpt = False):
     """Check the credential still works (refresh for OAuth, the service's probe where it has one)."""
-    body = backend(ctx).request("POST", manage_path(cred_id, "/sync"))
+    body = backend(ctx).request("POST", manage_path(cred(ctx, cred_id), "/sync"))
 
     def render(b):
         fields([("id", b.get("id")), ("name", b.get("name")), ("status", b.get("status")),
@@ -366,6 +384,7 @@ def delete(
     json: JsonOpt = False,
 ):
     """Revoke the credential at the provider where possible, then delete it."""
+    cred_id = cred(ctx, cred_id)
     if not yes:
         detail = backend(ctx).request("GET", cred_path(cred_id))
         confirm_or_refuse(f"Delete {detail.get('name')} ({cred_id})? It is revoked at the provider where possible.",
@@ -379,7 +398,8 @@ def share(
     ctx: typer.Context,
     cred_id: IdArg,
     role: Annotated[Literal["user", "viewer", "none"], typer.Option("--role", help="user (may request tokens), viewer (sees it), none (removes).")],
-    member: Annotated[Optional[str], typer.Option("--member", help="Member id or email.")] = None,
+    member: Annotated[Optional[str], typer.Option("--member", click_type=choices.member(),
+                                                  help="Member id, email or name.")] = None,
     workspace: Annotated[bool, typer.Option("--workspace", help="Share with the whole workspace.")] = False,
     json: JsonOpt = False,
 ):
@@ -388,7 +408,23 @@ def share(
         raise ApiError("invalid_request", "Give exactly one of --member MEMBER or --workspace.")
     if role not in ("user", "viewer", "none"):
         raise ApiError("invalid_request", "--role must be user, viewer or none.")
-    body: dict = {"workspace": True} if workspace else {"membershipId": member}
+    from workspacectl.cli.refs import resolve
+
+    cred_id = cred(ctx, cred_id)
+    body: dict = {"workspace": True} if workspace else {"membershipId": resolve(ctx, "member", member)}
     body["role"] = None if role == "none" else role
     answer = backend(ctx).request("PUT", cred_path(cred_id, "/sharing"), body=body)
     emit(ctx, answer, render_detail, json_flag=json)
+
+
+@app.command("rename")
+def rename(
+    ctx: typer.Context,
+    cred_id: IdArg,
+    new_name: Annotated[str, typer.Argument(metavar="NEW_NAME", help="1-64 letters, digits, '.', '_' or '-', "
+                                            "unique in the workspace, e.g. stripe-live.")],
+    json: JsonOpt = False,
+):
+    """Rename a credential you own; its id, secrets and shares stay."""
+    body = backend(ctx).request("PATCH", manage_path(cred(ctx, cred_id)), body={"name": new_name})
+    emit(ctx, body, lambda b: info(f"Renamed {b.get('id')} to {b.get('name')}."), json_flag=json)

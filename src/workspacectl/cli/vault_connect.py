@@ -12,7 +12,9 @@ Ctrl-C. For an apiKey service it asks for the key instead, at a hidden prompt on
 reads it from stdin when stdin is not a terminal (one line per secret field, then one per plain
 field, in the order `wsctl catalog integration SERVICE` lists them); --no-open forces the link.
 
-`--reconnect ID` makes the connection refill that credential (same id, shares and access log;
+`--name NAME` names the new credential (default: the service's name, made unique: `stripe`,
+`stripe-2`); a name that is taken or malformed is refused before anything is asked.
+`--reconnect CREDENTIAL` (an id or a name) makes the connection refill that credential (same id, shares and access log;
 status back to ok) instead of adding a new one: the way out of `needs_reconnect`.
 
 The sign-in link is printed on stderr ("Open this link ..."); stdout carries only the result.
@@ -137,12 +139,14 @@ def read_values(form: dict) -> dict[str, str]:
 
 # --- the command ------------------------------------------------------------------------------
 
-def _start_body(service: str, reconnect: str | None) -> dict:
-    return {"service": service, **({"credentialId": reconnect} if reconnect else {})}
+def _start_body(service: str, reconnect: str | None, name: str | None) -> dict:
+    return {"service": service, **({"credentialId": reconnect} if reconnect else {}),
+            **({"name": name} if name is not None else {})}
 
 
-def _connect_remote(be, service: str, no_open: bool, wait: bool, json_out: bool, reconnect: str | None) -> None:
-    created = be.request("POST", "/v1/connections", body=_start_body(service, reconnect))
+def _connect_remote(be, service: str, no_open: bool, wait: bool, json_out: bool, reconnect: str | None,
+                    name: str | None) -> None:
+    created = be.request("POST", "/v1/connections", body=_start_body(service, reconnect, name))
     present_link(signin_link(be, created), service, no_open)
     if not wait:
         if json_out:
@@ -155,16 +159,17 @@ def _connect_remote(be, service: str, no_open: bool, wait: bool, json_out: bool,
     finish(final, service, json_out)
 
 
-def _connect_local(be, service: str, no_open: bool, json_out: bool, reconnect: str | None) -> None:
+def _connect_local(be, service: str, no_open: bool, json_out: bool, reconnect: str | None, name: str | None) -> None:
     form = be.connect_form(service)
     if form["credentialType"] == "apiKey" and not no_open:
         if reconnect:  # refuse a wrong id before asking for the key
             be.check_reconnect(service, reconnect)
-        final = be.connect_key(service, read_values(form), reconnect)
+        be.check_credential_name(name, reconnect)  # and a malformed or taken name
+        final = be.connect_key(service, read_values(form), reconnect, name)
         finish(final, service, json_out)
         return
     with be.loopback_pages():
-        created = be.request("POST", "/v1/connections", body=_start_body(service, reconnect))
+        created = be.request("POST", "/v1/connections", body=_start_body(service, reconnect, name))
         present_link(signin_link(be, created), service, no_open)
         info("Keep this command running until the page says you are connected (Ctrl-C cancels).")
         final = wait_for(lambda: be.request("GET", f"/v1/connections/{created['id']}"), POLL_LOCAL_SECONDS,
@@ -172,14 +177,19 @@ def _connect_local(be, service: str, no_open: bool, json_out: bool, reconnect: s
     finish(final, service, json_out)
 
 
-def connect_command(ctx, service: str, no_open: bool, wait: bool, json: bool, reconnect: str | None = None) -> None:
+def connect_command(ctx, service: str, no_open: bool, wait: bool, json: bool, reconnect: str | None = None,
+                    name: str | None = None) -> None:
+    if reconnect:
+        from workspacectl.cli.refs import resolve
+
+        reconnect = resolve(ctx, "credential", reconnect)
     be = backend(ctx)
     json_out = bool(json or state(ctx).json)
     try:
         if be.kind == "local":
-            _connect_local(be, service, no_open, json_out, reconnect)
+            _connect_local(be, service, no_open, json_out, reconnect, name)
         else:
-            _connect_remote(be, service, no_open, wait, json_out, reconnect)
+            _connect_remote(be, service, no_open, wait, json_out, reconnect, name)
     except KeyboardInterrupt:
         info("Cancelled. A pending connection expires by itself an hour after it was started.")
         raise SystemExit(130) from None

@@ -46,14 +46,16 @@ def read_template(source: str | None) -> str:
 
 
 def fill(ctx, text: str, reason: str) -> str:
+    from workspacectl.cli.refs import resolve
     from workspacectl.cli.vault import issue
 
     refs = references(text)
     if not refs:
         return text
-    wanted: dict[str, set[str]] = {}
-    for cred, fld in refs:
-        wanted.setdefault(cred, set()).add(fld)
+    ids = {word: resolve(ctx, "credential", word) for word in dict.fromkeys(word for word, _ in refs)}
+    wanted: dict[str, set[str]] = {}  # by id: a credential named by id and by name is issued once
+    for word, fld in refs:
+        wanted.setdefault(ids[word], set()).add(fld)
     for cred, names in wanted.items():  # every refusal before anything is issued
         dry = issue(ctx, cred, reason, "json", dry_run=True)
         missing = sorted(names - set(dry.get("fields") or []))
@@ -61,7 +63,7 @@ def fill(ctx, text: str, reason: str) -> str:
             raise ApiError("invalid_request", f"Credential {cred} issues no {', '.join(missing)} (it issues: "
                            f"{', '.join(dry.get('fields') or []) or 'nothing'}). Nothing was issued.")
     tokens = {cred: issue(ctx, cred, reason, "json") for cred in wanted}
-    return REFERENCE.sub(lambda m: str(tokens[m.group(1)][m.group(2)]), text)
+    return REFERENCE.sub(lambda m: str(tokens[ids[m.group(1)]][m.group(2)]), text)
 
 
 def write_private(path: Path, text: str) -> None:

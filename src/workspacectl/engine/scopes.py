@@ -48,6 +48,7 @@ ROUTE_SCOPES: dict[tuple[str, str], str] = {
     ("PUT", "/v1/vault/credentials/{id}/data"): "vault:manage",
     ("POST", "/v1/vault/credentials/{id}/sync"): "vault:manage",
     ("DELETE", "/v1/vault/credentials/{id}"): "vault:manage",
+    ("PATCH", "/v1/vault/credentials/{id}"): "vault:manage",
     # Catalog (seed; contract §5)
     ("GET", "/v1/integrations"): "docs:read",
     ("GET", "/v1/integrations/{service}"): "docs:read",

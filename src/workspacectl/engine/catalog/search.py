@@ -26,7 +26,9 @@ from __future__ import annotations
 import json
 import math
 import re
+import secrets
 import sqlite3
+import threading
 
 from workspacectl.engine.catalog.search_text import (ACTION_OF_TERM, EQUIVALENTS, LIST_TERMS, NOISE_TERMS,
                                                      STOP_WORDS, SYNONYMS, apply_idioms, clean, stem, terms,
@@ -51,8 +53,10 @@ SYNONYM_WEIGHT = 0.6
 #   named_service   the phrase names this operation's service (only when it names one)
 #   affinity        the phrase's words belong to this operation's service (when it names none)
 FEATURE_WEIGHTS = {"bm25": 0.25, "coverage": 0.40, "name_precision": 0.15, "action": 0.12,
-                   "named_service": 0.35, "affinity": 0.08}
+                   "named_service": 0.35, "affinity": 0.08, "semantic": 0.40}
 CANDIDATES = 120
+SEMANTIC_CANDIDATES = 40     # nearest vectors added to the lexical candidates ...
+SEMANTIC_FLOOR = 0.75        # ... when at least this share of the nearest one's similarity
 ONLY_SERVICE_SCORE = 0.5
 MAX_QUERY_TERMS = 24
 COMMON_FRACTION = 0.2   # terms in more than this share of documents stay out of the MATCH
@@ -135,10 +139,26 @@ def index_columns(row) -> dict[str, str]:
             "tags": _analyzed(tags), "body": _analyzed(body), "params": _analyzed(params)}
 
 
+def vector_text(row) -> str:
+    """What an operation's semantic vector is made of: service, name, summary, the first
+    sentence of its description and its path (chosen on the tuning set, bench/search_quality.py)."""
+    return " ".join((row["service"] or "", row["name"] or "", row["summary"] or "",
+                     _first_sentence(row["description"] or ""), row["path"] or ""))
+
+
+def _index_vectors(conn: sqlite3.Connection, rows) -> None:
+    from workspacectl.engine.catalog import embedding     # numpy: only search and import load it
+
+    matrix = embedding.embed_many([vector_text(r) for r in rows])
+    store.insert_vectors(conn, [(r["op_id"], r["service"], embedding.to_blob(v)) for r, v in zip(rows, matrix)])
+    store.set_meta(conn, "vectors_generation", secrets.token_hex(16))
+
+
 def _index_service(conn: sqlite3.Connection, service: str) -> None:
     store.delete_service_docs(conn, service)
     dfs: dict[str, int] = {}
-    for row in store.operations_of_service(conn, service):
+    rows = store.operations_of_service(conn, service)
+    for row in rows:
         shape = path_shape(row["path"] or "")
         action = operation_action(row["name"] or "", row["method"] or "", shape)
         columns = index_columns(row)
@@ -147,21 +167,26 @@ def _index_service(conn: sqlite3.Connection, service: str) -> None:
             dfs[t] = dfs.get(t, 0) + 1
         dfs[store.DOC_COUNT_TERM] = dfs.get(store.DOC_COUNT_TERM, 0) + 1
     store.insert_service_terms(conn, service, dfs)
+    _index_vectors(conn, rows)
 
 
 def reindex_service(conn: sqlite3.Connection, service: str) -> None:
-    """Index (again) every operation of one service. Joins the caller's transaction if any.
-    An index an older analyzer built is rebuilt whole instead, so no service is left behind."""
+    """Index (again) every operation of one service, its vectors included. Joins the caller's
+    transaction if any. An index an older analyzer built is rebuilt whole instead, so no
+    service is left behind; so are vectors another model made."""
     with transaction(conn):
         if store.get_meta(conn, "analyzer_version") != ANALYZER_VERSION:
             reindex_all(conn)
         else:
             _index_service(conn, service)
+            if store.get_meta(conn, "vector_model") != _model_id():
+                reindex_vectors(conn)
 
 
 def remove_service(conn: sqlite3.Connection, service: str) -> None:
     with transaction(conn):
         store.delete_service_docs(conn, service)
+        store.set_meta(conn, "vectors_generation", secrets.token_hex(16))
 
 
 def reindex_all(conn: sqlite3.Connection) -> None:
@@ -170,18 +195,86 @@ def reindex_all(conn: sqlite3.Connection) -> None:
         for row in store.catalog_services(conn):
             _index_service(conn, row["service"])
         store.set_meta(conn, "analyzer_version", ANALYZER_VERSION)
+        store.set_meta(conn, "vector_model", _model_id())
+
+
+def reindex_vectors(conn: sqlite3.Connection) -> None:
+    """Every operation's vector made again (a workspace from before vectors, or a new model)."""
+    with transaction(conn):
+        store.delete_all_vectors(conn)
+        for row in store.catalog_services(conn):
+            _index_vectors(conn, store.operations_of_service(conn, row["service"]))
+        store.set_meta(conn, "vector_model", _model_id())
+
+
+def _model_id() -> str:
+    from workspacectl.engine.catalog import embedding
+
+    return embedding.model_id()
+
+
+def _vectors_current(conn: sqlite3.Connection) -> bool:
+    return store.get_meta(conn, "vector_model") == _model_id() and store.vector_count(conn) == store.doc_count(conn)
 
 
 def ensure_current(conn: sqlite3.Connection) -> None:
     """Rebuild the index once when an older analyzer built it, or when it lost step with the
-    catalog (a catalog change that did not go through reindex_service)."""
-    if (store.get_meta(conn, "analyzer_version") == ANALYZER_VERSION
-            and store.doc_count(conn) == store.operation_count(conn)):
-        return
-    with transaction(conn):
-        if (store.get_meta(conn, "analyzer_version") != ANALYZER_VERSION
-                or store.doc_count(conn) != store.operation_count(conn)):
-            reindex_all(conn)
+    catalog (a catalog change that did not go through reindex_service); build the vectors once
+    when there are none (a workspace from before them) or another model made them."""
+    if (store.get_meta(conn, "analyzer_version") != ANALYZER_VERSION
+            or store.doc_count(conn) != store.operation_count(conn)):
+        with transaction(conn):
+            if (store.get_meta(conn, "analyzer_version") != ANALYZER_VERSION
+                    or store.doc_count(conn) != store.operation_count(conn)):
+                reindex_all(conn)
+    if not _vectors_current(conn):
+        with transaction(conn):
+            if not _vectors_current(conn):
+                reindex_vectors(conn)
+
+
+# --- vectors in memory -----------------------------------------------------------------------
+
+class VectorSet:
+    """Every operation's vector as one float32 matrix, so a phrase is one matrix-vector product."""
+
+    def __init__(self, rows: list[tuple[str, str, bytes]]):
+        from workspacectl.engine.catalog import embedding
+
+        self.op_ids = [r[0] for r in rows]
+        self.row_of = {op_id: i for i, op_id in enumerate(self.op_ids)}
+        self.services = [r[1] for r in rows]
+        self.matrix = embedding.from_blobs([r[2] for r in rows])
+
+    def rows_of_services(self, services: list[str]):
+        import numpy as np
+
+        wanted = set(services)
+        return np.array([i for i, s in enumerate(self.services) if s in wanted], dtype=np.int64)
+
+
+# generation (a random token written with every change of vectors) -> VectorSet; a few kept,
+# for a process serving several workspaces.
+_VECTOR_CACHE: dict[str, VectorSet] = {}
+_VECTOR_CACHE_SIZE = 4
+_vector_lock = threading.Lock()
+
+
+def vector_set(conn: sqlite3.Connection) -> VectorSet | None:
+    generation = store.get_meta(conn, "vectors_generation")
+    if generation is None:
+        return None
+    cached = _VECTOR_CACHE.get(generation)
+    if cached is not None:
+        return cached
+    with _vector_lock:
+        cached = _VECTOR_CACHE.get(generation)
+        if cached is None:
+            cached = VectorSet(store.all_vectors(conn))
+            while len(_VECTOR_CACHE) >= _VECTOR_CACHE_SIZE:
+                _VECTOR_CACHE.pop(next(iter(_VECTOR_CACHE)))
+            _VECTOR_CACHE[generation] = cached
+    return cached
 
 
 # --- query -----------------------------------------------------------------------------------
@@ -349,46 +442,100 @@ def _service_affinity(stats: TermStats, concepts) -> dict[str, float]:
     return {s: a / top for s, a in affinity.items()} if top else {}
 
 
-def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int):
-    """[(op_id, score, parts)] best first; parts are the re-rank's (weight, value) features."""
+def _semantic(conn: sqlite3.Connection, q: str, service: str | None, named: list[str]):
+    """(similarity of every operation to the phrase by row, VectorSet, nearest rows), or None
+    when the catalog has no vectors or the phrase no known word piece."""
+    import numpy as np
+
+    from workspacectl.engine.catalog import embedding
+
+    vs = vector_set(conn)
+    if vs is None or not vs.op_ids:
+        return None
+    qv = embedding.embed(q)
+    if not qv.any():
+        return None
+    sims = vs.matrix @ qv
+    nearest: list[int] = []
+    for services in ([service] if service else None, named or None):
+        if services is None and service:
+            continue
+        rows = vs.rows_of_services(services) if services else None
+        pool = sims if rows is None else sims[rows]
+        k = min(SEMANTIC_CANDIDATES, len(pool))
+        if k == 0:
+            continue
+        top = np.argpartition(-pool, k - 1)[:k]
+        nearest.extend(int(i) for i in (top if rows is None else rows[top]))
+    return sims, vs, nearest
+
+
+def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mode: str = "hybrid"):
+    """[(op_id, score, parts)] best first; parts are the re-rank's (weight, value) features.
+    mode: "hybrid" (lexical and nearest vectors), "lexical" or "vectors" (the bench's baselines)."""
     ensure_current(conn)
     query_terms, named = parse_query(conn, q)
     if service:
         named = []
     if not query_terms:     # only a service's name ("github"): its operations in catalog order
         return [(op_id, ONLY_SERVICE_SCORE, []) for op_id in store.first_operations(conn, named, limit)]
+    semantic = _semantic(conn, q, service, named) if mode != "lexical" else None
+    if mode == "vectors":
+        if semantic is None:
+            return []
+        sims, vs, _ = semantic
+        rows = vs.rows_of_services([service]) if service else range(len(vs.op_ids))
+        ranked = sorted(((vs.op_ids[i], float(sims[i])) for i in rows), key=lambda x: (-x[1], x[0]))
+        return [(op_id, sim, []) for op_id, sim in ranked[:limit]]
     stats = TermStats(conn, {v for t in query_terms for v in _variants(t)})
     n_docs, dfs = stats.n_docs, stats.df
     concepts = _concepts(query_terms, dfs, n_docs)
-    if not concepts:
+    if not concepts and semantic is None:
         return []
-    present = list(dict.fromkeys(v for _, variants in concepts for v in variants))
-    selective = [v for v in present if dfs[v] <= COMMON_FRACTION * n_docs]
-    # Terms are [a-z0-9]+ by construction; quoting keeps FTS5 keywords (AND, NEAR) literal.
-    expression = " OR ".join(f'"{t}"' for t in (selective or present))
-    pool = max(CANDIDATES, limit * 2)
-    candidates = {r["op_id"]: r for r in store.match(conn, expression, BM25_WEIGHTS, pool,
-                                                     [service] if service else None)}
-    if named:
-        for r in store.match(conn, expression, BM25_WEIGHTS, pool, named):
+    candidates: dict[str, sqlite3.Row] = {}
+    if concepts:
+        present = list(dict.fromkeys(v for _, variants in concepts for v in variants))
+        selective = [v for v in present if dfs[v] <= COMMON_FRACTION * n_docs]
+        # Terms are [a-z0-9]+ by construction; quoting keeps FTS5 keywords (AND, NEAR) literal.
+        expression = " OR ".join(f'"{t}"' for t in (selective or present))
+        pool = max(CANDIDATES, limit * 2)
+        candidates = {r["op_id"]: r for r in store.match(conn, expression, BM25_WEIGHTS, pool,
+                                                         [service] if service else None)}
+        if named:
+            for r in store.match(conn, expression, BM25_WEIGHTS, pool, named):
+                candidates.setdefault(r["op_id"], r)
+    sim_of: dict[str, float] = {}
+    if semantic is not None:
+        sims, vs, nearest = semantic
+        # A near vector alone makes a candidate only when it is near the nearest one: every
+        # catalog has nearest operations, not always relevant ones.
+        floor = SEMANTIC_FLOOR * max((float(sims[i]) for i in nearest), default=0.0)
+        extra = [vs.op_ids[i] for i in nearest if vs.op_ids[i] not in candidates and sims[i] >= floor]
+        for r in store.docs_by_op_ids(conn, extra):
             candidates.setdefault(r["op_id"], r)
+        for op_id in candidates:
+            i = vs.row_of.get(op_id)
+            sim_of[op_id] = max(float(sims[i]), 0.0) if i is not None else 0.0
     if not candidates:
         return []
     asked = query_action(query_terms)
     wanted = {v for _, variants in concepts for v in variants}
     index = _term_index(concepts)
-    affinity = _service_affinity(stats, concepts) if not (named or service) else {}
+    affinity = _service_affinity(stats, concepts) if concepts and not (named or service) else {}
     best_bm25 = min(r["bm25"] for r in candidates.values())
+    best_sim = max(sim_of.values(), default=0.0)
     W = FEATURE_WEIGHTS
     scored = []
     for op_id, r in candidates.items():
         fields = {f: (r[f] or "").split() for f in FIELD_WEIGHTS}
         parts = [
             (W["bm25"], r["bm25"] / best_bm25 if best_bm25 < 0 else 0.0),
-            (W["coverage"], _coverage(fields, concepts, index)),
+            (W["coverage"], _coverage(fields, concepts, index) if concepts else 0.0),
             (W["name_precision"], _name_precision(fields["name"], wanted)),
             (W["action"], action_fit(asked, r["action"], r["method"], r["shape"])),
         ]
+        if best_sim > 0:
+            parts.append((W["semantic"], sim_of[op_id] / best_sim))
         if named:
             parts.append((W["named_service"], 1.0 if r["service"] in named else 0.0))
         elif affinity:
@@ -399,6 +546,7 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int):
     return scored[:limit]
 
 
-def search(conn: sqlite3.Connection, q: str, service: str | None = None, limit: int = 20) -> list[tuple[str, float]]:
+def search(conn: sqlite3.Connection, q: str, service: str | None = None, limit: int = 20,
+           mode: str = "hybrid") -> list[tuple[str, float]]:
     """The operations best answering a capability phrase: [(op_id, score)], score in (0, 1]."""
-    return [(op_id, round(max(score, 0.001), 3)) for op_id, score, _ in _rank(conn, q, service, limit)]
+    return [(op_id, round(max(score, 0.001), 3)) for op_id, score, _ in _rank(conn, q, service, limit, mode)]

@@ -9,9 +9,12 @@ dependency). The small hand-made tables below are the language knowledge, applie
 time only, so the index holds what the documents say:
 
     EQUIVALENTS  words that mean the same in an API (repo/repository, react/reaction)
-    SYNONYMS     words people use for related capabilities (send/post/deliver, refund/reimburse)
+    SYNONYMS     verbs people use for related actions (send/post/deliver, delete/remove)
     ACTIONS      verbs grouped by the action they ask for (create, get, list, search, delete, update)
-    IDIOMS       phrases rewritten to the words APIs use ("who am I" -> authenticated user)
+    IDIOMS       phrasal verbs and abbreviations ("set up" -> create, "PR" -> pull request)
+
+What nouns and whole phrases mean is the semantic vectors' part (engine/catalog/embedding.py),
+not a table's: the phrase-specific entries the lexical ranker once had are gone (issue 13).
 """
 from __future__ import annotations
 
@@ -169,66 +172,21 @@ suppress suppression
 archive archived
 outbound outgoing
 inbound incoming
-coworker colleague teammate
 """.strip().splitlines()
 
-# Each line is one group of words that ask for related things. A word may sit in several
-# groups; a query word expands to the union of its groups, at a discount. Keep it small and
-# general: it is about how people name capabilities, not about any one API.
+# Each line is one group of verbs that ask for related things. A word may sit in several
+# groups; a query word expands to the union of its groups, at a discount. Only verbs: what
+# nouns mean ("song" and "track", "refund" and "reimburse") the semantic vectors know
+# (engine/catalog/embedding.py), and a table of them only fits the phrases it was written for.
 _RELATED_GROUPS = """
-send post deliver dispatch submit create publish
-create add new make insert register open build generate start place leave
+send post deliver dispatch submit publish
+create add new make insert register open build generate start
 get fetch retrieve read show view lookup look info detail describe see
 list all every browse enumerate recent
 search find query lookup filter look
 delete remove destroy erase drop purge trash
 update edit modify change patch set rename alter adjust replace
 cancel stop terminate void abort end
-refund reimburse reversal
-charge pay payment bill capture purchase buy
-invoice bill
-message text sms mms chat dm
-email mail
-user member person people account profile someone everyone coworker
-customer client contact buyer
-file document attachment doc
-download content export
-upload import attach
-channel conversation room
-image picture photo
-track song music audio
-music play playback player
-playlist queue
-issue ticket bug
-speech audio voice aloud tts
-subscription subscribe plan recurring
-phone sms call
-team group
-comment reply note story answer respond
-invite join
-react emoji
-follow subscribe
-star favorite like save
-coupon discount promo promotion
-balance fund money
-inventory stock count
-share collaborate permission
-copy duplicate clone fork
-folder directory
-embedding embed vector
-model gpt llm ai
-completion chat respond response ask answer
-moderation moderate offensive harmful flag abuse
-fine tune train training
-ban block kick
-tag label
-done complete completed finish close resolve
-release version publish
-workflow action pipeline dispatch run trigger
-webhook hook callback
-guild server
-template layout
-suppression unsubscribe bounce block
 """.strip().splitlines()
 
 ACTIONS = {
@@ -263,17 +221,10 @@ LIST_TERMS = frozenset(stem(w) for w in ("list", "all", "every", "recent", "ever
 # Idioms rewritten before analysis: how people say it -> how APIs name it.
 IDIOMS = [(re.compile(pattern), replacement) for pattern, replacement in (
     (r"\bset(?:ting)? up\b", "create"),
-    (r"\bkick(?:ing|s)? off\b", "start run trigger"),
-    (r"\bwho am i\b|\b(?:logged|signed) in\b", "get authenticated current user"),
-    (r"\bi own\b|\bmine\b", "authenticated user"),
-    (r"\bhow (?:much|many)\b", "get"),
-    (r"\btext messages?\b", "sms message"),
+    (r"\bkick(?:ing|s)? off\b", "start"),
     (r"\be-mail", "email"),
     (r"\bprs?\b", "pull request"),
     (r"\bdms?\b", "direct message"),
-    (r"\b(?:speech|audio|voice|recording) (?:in)?to text\b|\binto text\b", "transcribe text"),
-    (r"\btext to speech\b|\baloud\b", "speech audio"),
-    (r"\b(?:never|stop|don't|do not) (?:e-?mail|mail|send|contact)\w*|\bopt(?:s|ed)? out\b", "add unsubscribe suppression email"),
 )]
 
 

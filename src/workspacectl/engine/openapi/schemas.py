@@ -194,7 +194,9 @@ ROUTE_DOCS: dict[tuple[str, str], dict] = {
         "outcome": text(enum=["issued", "refused"])}, required="all"))}},
     ("POST", "/v1/connections"): {
         "body": obj({"service": text(1, 100, description="An oauth2 or apiKey integration."),
-                     "credentialId": nullable(text(1, 100, description="Reconnect: refill this credential."))},
+                     "credentialId": nullable(text(1, 100, description="Reconnect: refill this credential.")),
+                     "name": nullable(text(1, 64, r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="The new "
+                                           "credential's name (default: the service's, made unique)."))},
                     required=["service"]),
         "responses": {201: ref("Connection")}},
     ("GET", "/v1/connections/{id}"): {"responses": {200: ref("Connection")}},
@@ -203,6 +205,10 @@ ROUTE_DOCS: dict[tuple[str, str], dict] = {
         "secretFields": array(obj({"name": STR, "set": BOOL}, required="all"))}, required="all")}},
     ("PUT", "/v1/vault/credentials/{id}/data"): {"body": _DATA_BODY, "responses": {200: ref("CredentialDetail")}},
     ("POST", "/v1/vault/credentials/{id}/sync"): {"responses": {200: ref("CredentialDetail")}},
+    ("PATCH", "/v1/vault/credentials/{id}"): {
+        "body": obj({"name": text(1, 64, r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="The new name: unique in "
+                                  "the workspace regardless of case, not starting with cred_.")}, required=["name"]),
+        "responses": {200: ref("CredentialDetail")}},
     ("DELETE", "/v1/vault/credentials/{id}"): {
         "query": [query("force", text(enum=["true", "false", "1", "0", "yes", "no"]),
                         "Delete even when revoking at the provider fails.")],

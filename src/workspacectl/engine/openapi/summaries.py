@@ -80,6 +80,7 @@ SUMMARIES: dict[tuple[str, str], str] = {
     ("POST", "/v1/skills/{id}/validate"): "Check an uploaded bundle without publishing it.",
     ("GET", "/v1/skills/{id}/versions"): "Every published version, newest first.",
     ("POST", "/v1/skills/{id}/versions/{versionId}/revert"): "Publish an earlier version's content as a new version.",
+    ("PATCH", "/v1/vault/credentials/{id}"): "Rename a credential; names are unique in the workspace (owner only).",
     ("PUT", "/v1/vault/credentials/{id}/data"): "Replace a hand-entered key; same credential id (owner only).",
     ("GET", "/v1/vault/credentials/{id}/editable-fields"): "The non-secret fields and which secret fields are set (owner only).",
     ("GET", "/v1/workflows"): "List the workflows and apps the caller can see.",

@@ -28,12 +28,14 @@ def delete_service_docs(conn: sqlite3.Connection, service: str) -> None:
                  "(SELECT rowid FROM operation_search_docs WHERE service = ?)", (service,))
     conn.execute("DELETE FROM operation_search_docs WHERE service = ?", (service,))
     conn.execute("DELETE FROM operation_search_terms WHERE service = ?", (service,))
+    conn.execute("DELETE FROM operation_vectors WHERE service = ?", (service,))
 
 
 def delete_all_docs(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM operation_search")
     conn.execute("DELETE FROM operation_search_docs")
     conn.execute("DELETE FROM operation_search_terms")
+    conn.execute("DELETE FROM operation_vectors")
 
 
 def delete_doc(conn: sqlite3.Connection, op_id: str) -> None:
@@ -41,6 +43,7 @@ def delete_doc(conn: sqlite3.Connection, op_id: str) -> None:
     if row is not None:
         conn.execute("DELETE FROM operation_search WHERE rowid = ?", (row[0],))
         conn.execute("DELETE FROM operation_search_docs WHERE rowid = ?", (row[0],))
+    conn.execute("DELETE FROM operation_vectors WHERE op_id = ?", (op_id,))
 
 
 def insert_doc(conn: sqlite3.Connection, op_id: str, service: str, method: str, shape: str, action: str,
@@ -126,3 +129,35 @@ def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
 def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
     conn.execute("INSERT INTO operation_search_meta (key, value) VALUES (?, ?) "
                  "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
+
+# --- vectors (operation_vectors, migrations/m015) --------------------------------------------
+
+
+def insert_vectors(conn: sqlite3.Connection, rows: list[tuple[str, str, bytes]]) -> None:
+    """rows: (op_id, service, vector bytes); an operation's earlier vector is replaced."""
+    conn.executemany("INSERT OR REPLACE INTO operation_vectors (op_id, service, vector) VALUES (?, ?, ?)", rows)
+
+
+def delete_all_vectors(conn: sqlite3.Connection) -> None:
+    conn.execute("DELETE FROM operation_vectors")
+
+
+def vector_count(conn: sqlite3.Connection) -> int:
+    return conn.execute("SELECT count(*) FROM operation_vectors").fetchone()[0]
+
+
+def all_vectors(conn: sqlite3.Connection) -> list[tuple[str, str, bytes]]:
+    """(op_id, service, vector bytes) of every operation, in op_id order."""
+    return [tuple(r) for r in conn.execute("SELECT op_id, service, vector FROM operation_vectors ORDER BY op_id")]
+
+
+def docs_by_op_ids(conn: sqlite3.Connection, op_ids: list[str]) -> list[sqlite3.Row]:
+    """The rows store.match answers, for given operations (bm25 0: they were not matched)."""
+    if not op_ids:
+        return []
+    return conn.execute(
+        f"SELECT d.op_id, d.service, d.method, d.shape, d.action, "
+        f"s.name, s.summary, s.path, s.tags, s.body, s.params, 0.0 AS bm25 "
+        f"FROM operation_search_docs d JOIN operation_search s ON s.rowid = d.rowid "
+        f"WHERE d.op_id IN ({', '.join('?' * len(op_ids))})", op_ids).fetchall()

@@ -8,18 +8,19 @@ from __future__ import annotations
 import sqlite3
 
 _COLS = ("id, service, member_id, link_hash, link_sealed, status, credential_id, error, created_at, "
-         "expires_at, finished_at, state_hash, redirect_uri, state_used_at")
+         "expires_at, finished_at, state_hash, redirect_uri, state_used_at, name")
 
 
 def insert_connection(conn, *, conn_id: str, service: str, member_id: str, link_hash: str,
                       link_sealed: bytes | None, created_at: str, expires_at: str,
-                      reconnect_id: str | None = None) -> None:
+                      reconnect_id: str | None = None, name: str | None = None) -> None:
     """A pending connection; `reconnect_id` (kept in credential_id while pending) names the
-    credential it will put fresh secrets into instead of making a new one."""
+    credential it will put fresh secrets into instead of making a new one; `name` is the name the
+    new credential gets (None: after its service)."""
     conn.execute(
         "INSERT INTO connections (id, service, member_id, link_hash, link_sealed, created_at, expires_at, "
-        "credential_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (conn_id, service, member_id, link_hash, link_sealed, created_at, expires_at, reconnect_id))
+        "credential_id, name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (conn_id, service, member_id, link_hash, link_sealed, created_at, expires_at, reconnect_id, name))
 
 
 def get_connection(conn, conn_id: str) -> sqlite3.Row | None:

@@ -32,6 +32,24 @@ def insert_credential(conn, *, cred_id: str, service: str, name: str, credential
          json.dumps(secret_names), secret_blob, token_type, expires_at, refreshed_at, now, now))
 
 
+def credential_names_like(conn, base: str) -> set[str]:
+    """Lower-cased names equal to `base` or starting with `base-` (the default-name candidates)."""
+    pattern = base.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "-%"
+    rows = conn.execute("SELECT lower(name) FROM credentials WHERE lower(name) = ? OR lower(name) LIKE ? ESCAPE '\\'",
+                        (base.lower(), pattern)).fetchall()
+    return {r[0] for r in rows}
+
+
+def credential_id_named(conn, name: str) -> str | None:
+    """The id of the credential with this name, compared without regard to case (names are unique)."""
+    row = conn.execute("SELECT id FROM credentials WHERE lower(name) = ?", (name.lower(),)).fetchone()
+    return None if row is None else row[0]
+
+
+def rename_credential(conn, cred_id: str, name: str, now: str) -> None:
+    conn.execute("UPDATE credentials SET name = ?, updated_at = ? WHERE id = ?", (name, now, cred_id))
+
+
 def get_credential(conn, cred_id: str) -> sqlite3.Row | None:
     """A credential's public columns (no secret blob)."""
     return conn.execute(f"SELECT {_PUBLIC_COLS} FROM credentials c WHERE c.id = ?", (cred_id,)).fetchone()

@@ -128,6 +128,7 @@ def create_connection(ctx: Ctx) -> Response:
     body = v.body_dict(ctx)
     service = v.string(body, "service", max_len=100)
     reconnect_id = v.string(body, "credentialId", required=False, max_len=100)
+    name = body.get("name")
     conn = ctx.db
     integration = _integration(conn, service)
     if integration is None:
@@ -141,6 +142,7 @@ def create_connection(ctx: Ctx) -> Response:
         oauth.check_client(conn, service)  # no client: the provider's page would only refuse the user
     if reconnect_id:
         reconnect_target(conn, reconnect_id, ctx.caller.member_id, service)
+    check_new_name(conn, name, reconnect_id)
     if not ctx.base_url:
         raise v.bad("A hosted link needs a server: run `wsctl vault connect SERVICE` (it starts one on "
                     "loopback) or use a workspace served by `wsctl serve`.")
@@ -153,9 +155,21 @@ def create_connection(ctx: Ctx) -> Response:
         store.insert_connection(conn, conn_id=conn_id, service=service, member_id=ctx.caller.member_id,
                                 link_hash=sha256_hex(token), link_sealed=sealed_link,
                                 created_at=clock.iso(now), expires_at=_expiry_from(now),
-                                reconnect_id=reconnect_id or None)
+                                reconnect_id=reconnect_id or None, name=name)
         row = store.get_connection(conn, conn_id)
     return Response(201, connection_view(ctx.ws, row))
+
+
+def check_new_name(conn, name, reconnect_id: str | None) -> None:
+    """The name a connection's new credential will get: valid and free now (400, 409); it is made
+    unique when the connection completes if someone took it meanwhile."""
+    if name is None:
+        return
+    if reconnect_id:
+        raise v.bad("A reconnect keeps the credential's name; rename it with `wsctl vault rename`.")
+    from workspacectl.engine.vault.credential_names import check_name, require_free
+
+    require_free(conn, check_name(name))
 
 
 def reconnect_target(conn, cred_id: str, member_id: str, service: str):
@@ -178,7 +192,8 @@ def _store_result(ws, conn, row, **values) -> dict:
         return reconnect_credential(ws, conn, row["credential_id"], secrets=values["secrets"],
                                     fields=values.get("fields"), scopes=values.get("scopes"),
                                     expires_at=values.get("expires_at"), token_type=values.get("token_type"))
-    return create_credential(ws, conn, owner_member_id=row["member_id"], service=row["service"], **values)
+    return create_credential(ws, conn, owner_member_id=row["member_id"], service=row["service"],
+                             name=row["name"], name_taken_ok=True, **values)
 
 
 def _own_connection(conn, conn_id, member_id: str):
@@ -451,7 +466,8 @@ def finish_oauth(ws, *, state, code, error, caller: Caller | None) -> dict:
     return connection_view(ws, row)
 
 
-def connect_in_place(ws, caller: Caller, service: str, values: dict, reconnect_id: str | None = None) -> dict:
+def connect_in_place(ws, caller: Caller, service: str, values: dict, reconnect_id: str | None = None,
+                     name: str | None = None) -> dict:
     """`wsctl vault connect` of an apiKey service on the local backend, with the key read from a
     hidden prompt or stdin: the same connection record, made and completed in one transaction,
     with no link (nothing to open, no server needed). Answers the connection view."""
@@ -467,11 +483,12 @@ def connect_in_place(ws, caller: Caller, service: str, values: dict, reconnect_i
                     "key at a prompt.")
     if reconnect_id:
         reconnect_target(conn, reconnect_id, caller.member_id, service)
+    check_new_name(conn, name, reconnect_id)
     conn_id = new_id("conn")
     now = clock.now()
     with transaction(conn):
         store.insert_connection(conn, conn_id=conn_id, service=service, member_id=caller.member_id,
                                 link_hash=sha256_hex(_secrets.token_urlsafe(32)), link_sealed=None,
                                 created_at=clock.iso(now), expires_at=_expiry_from(now),
-                                reconnect_id=reconnect_id or None)
+                                reconnect_id=reconnect_id or None, name=name)
         return complete_api_key(ws, conn_id, caller.member_id, values)

@@ -14,6 +14,7 @@ from workspacectl.engine import crypto
 from workspacectl.engine.db import transaction
 from workspacectl.engine.ids import new_id
 from workspacectl.engine.store import vault as store
+from workspacectl.engine.vault import credential_names
 from workspacectl.errors import ApiError
 from workspacectl.secret import Secret
 
@@ -107,8 +108,13 @@ def _expiry(expires_at) -> str | None:
 
 def create_credential(ws, conn, *, owner_member_id: str, service: str, name: str | None = None,
                       secrets: dict[str, str], fields: dict[str, str], scopes: list[str] | None = None,
-                      expires_at: str | None = None, token_type: str | None = None) -> dict:
+                      expires_at: str | None = None, token_type: str | None = None,
+                      name_taken_ok: bool = False) -> dict:
     """Store a new credential for `service` owned by `owner_member_id`; answers its detail.
+
+    ``name``: its handle (engine/vault/credential_names.py); None names it after the service. A
+    name another credential has is 409, or with ``name_taken_ok`` made unique (`name-2`): a
+    connection finishing after someone took the name it was started with still completes.
 
     Runs inside the caller's transaction when there is one (``conn`` must be ``ws.conn()``).
     oauth2 secrets: accessToken (required), refreshToken (optional). apiKey secrets: the
@@ -137,15 +143,19 @@ def create_credential(ws, conn, *, owner_member_id: str, service: str, name: str
     if scopes is not None and (not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes)):
         raise ApiError("invalid_request", "Scopes must be a list of strings.")
     expires_at = _expiry(expires_at)
-    if name is not None and (not isinstance(name, str) or not name.strip() or len(name) > 200):
-        raise ApiError("invalid_request", "A credential name is 1 to 200 characters.")
-    label = fields.get("accountLabel")
-    name = (name or "").strip() or (f"{integration['name']} ({label})" if label else integration["name"])
+    if name is not None:
+        name = credential_names.check_name(name)
     cred_id = new_id("cred")
     now = clock.now_iso()
     with transaction(conn):
         if not store.member_exists(conn, owner_member_id):
             raise ApiError("not_found", "The member who would own this credential no longer exists.")
+        if name is None:
+            name = credential_names.unique_name(conn, credential_names.name_base(service))
+        elif name_taken_ok:
+            name = credential_names.unique_name(conn, name)
+        else:
+            credential_names.require_free(conn, name)
         blob = seal_secrets(ws, cred_id, secrets) if secrets else None
         store.insert_credential(conn, cred_id=cred_id, service=service, name=name, credential_type=ctype,
                                 owner_member_id=owner_member_id, fields=fields, scopes=list(scopes or []),

@@ -117,6 +117,27 @@ def sync_credential(ctx: Ctx) -> dict:
         return credential_detail(conn, store.get_credential_for(conn, row["id"], ctx.caller.member_id))
 
 
+@route("PATCH", "/v1/vault/credentials/{id}")
+def rename_credential(ctx: Ctx) -> dict:
+    """Rename a credential (owner only): `{name}`, unique in the workspace (409 on a clash)."""
+    from workspacectl.engine.vault.credential_names import check_name, require_free
+
+    body = v.body_dict(ctx, allow_empty=False)
+    unknown = sorted(set(body) - {"name"})
+    if unknown:
+        raise v.bad(f"Only 'name' can be changed here, not {', '.join(repr(k) for k in unknown)[:200]}.")
+    if "name" not in body:
+        raise v.bad("'name' is required.")
+    name = check_name(body["name"])
+    conn = ctx.db
+    with transaction(conn):
+        row = owned_credential(conn, ctx.params["id"], ctx.caller.member_id)
+        require_free(conn, name, except_id=row["id"])
+        if name != row["name"]:
+            store.rename_credential(conn, row["id"], name, clock.now_iso())
+        return credential_detail(conn, store.get_credential_for(conn, row["id"], ctx.caller.member_id))
+
+
 @route("DELETE", "/v1/vault/credentials/{id}")
 def delete_credential(ctx: Ctx) -> Response:
     """Revoke at the provider where the integration has a revoke URL, then delete. 204."""

@@ -1,0 +1,120 @@
+"""Profiles you can see and switch (issue 12 item 2): `wsctl profile list | show | use | remove`,
+`auth login --profile X [--activate]`, `init --workspace DIR` making or naming a profile and saying
+so, `auth status` listing the others. Real CLI subprocesses, each test its own WSCTL_HOME."""
+from __future__ import annotations
+
+from tests.cli_helpers import one_error_line, read_toml
+from tests.conftest import base_env, run_wsctl, serve
+from tests.cli.test_cli_writes_nothing import snapshot, tree
+
+
+def test_profile_commands_and_auth_status_make_nothing(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    env = base_env(home)
+    for args, code in ((["profile", "list"], 0), (["profile", "list", "--json"], 0), (["profile", "--help"], 0),
+                       (["profile", "show"], 5), (["profile", "use", "x"], 5), (["profile", "remove", "x", "--yes"], 5),
+                       (["auth", "status", "--json"], 3)):
+        r = run_wsctl(args, env, expect=code)
+        assert tree(home) == [], (args, tree(home))
+        if code == 5:
+            assert "No profile" in one_error_line(r)
+    assert run_wsctl(["profile", "list", "--json"], env).json == {"profiles": [], "active": "default"}
+    # with profiles, reading them changes no byte under WSCTL_HOME
+    run_wsctl(["init", "--workspace", tmp_path / "a"], env)
+    before = snapshot(home)
+    for args, code in ((["profile", "list"], 0), (["profile", "show", "default", "--json"], 0),
+                       (["auth", "status"], 0), (["profile", "show", "nope"], 5)):
+        run_wsctl(args, env, expect=code)
+        assert snapshot(home) == before, args
+
+
+def test_init_makes_or_names_a_profile_and_says_so(tmp_path):
+    home = tmp_path / "home"
+    env = base_env(home)
+    a = run_wsctl(["init", "--workspace", tmp_path / "a", "--json"], env).json
+    assert (a["profile"], a["active"]) == ("default", True)
+    # a second workspace does not take the active profile over: it gets a profile named after its folder
+    r = run_wsctl(["init", "--workspace", tmp_path / "My Team"], env)
+    assert "new profile 'my-team'" in r.err and "wsctl profile use my-team" in r.err
+    config = read_toml(home / "config.toml")
+    assert config["profile"] == "default"
+    assert config["profiles"]["default"]["workspace"] == str(tmp_path / "a")
+    assert config["profiles"]["my-team"]["workspace"] == str(tmp_path / "My Team")
+    again = run_wsctl(["init", "--workspace", tmp_path / "x" / "my-team", "--json"], env).json
+    assert (again["profile"], again["active"]) == ("my-team-2", False)
+    # named with --profile: that profile, and --activate makes it the active one
+    d = run_wsctl(["-p", "ops", "init", "--workspace", tmp_path / "d", "--activate", "--json"], env).json
+    assert (d["profile"], d["active"]) == ("ops", True)
+    listed = run_wsctl(["profile", "list", "--json"], env).json
+    assert listed["active"] == "ops"
+    assert [(p["name"], p["active"]) for p in listed["profiles"]] == [
+        ("default", False), ("my-team", False), ("my-team-2", False), ("ops", True)]
+    assert run_wsctl(["profile", "list"], env).out.splitlines()[3].startswith("*\tops\tlocal\t")
+    status = run_wsctl(["auth", "status", "--json"], env).json
+    assert status["profile"] == "ops" and status["otherProfiles"] == ["default", "my-team", "my-team-2"]
+    assert "default, my-team, my-team-2" in run_wsctl(["auth", "status"], env).out
+    # WSCTL_PROFILE chooses for one shell without changing the active one
+    shown = run_wsctl(["profile", "show", "--json"], {**env, "WSCTL_PROFILE": "my-team"}).json
+    assert (shown["name"], shown["active"], shown["inUse"]) == ("my-team", False, True)
+
+
+def test_use_and_remove(tmp_path):
+    home = tmp_path / "home"
+    env = base_env(home)
+    for name in ("default", "b", "c"):
+        run_wsctl(["-p", name, "init", "--workspace", tmp_path / name], env)
+    run_wsctl(["profile", "use", "c"], env)
+    assert read_toml(home / "config.toml")["profile"] == "c"
+    assert run_wsctl(["auth", "whoami", "--json"], env).json["member"]["role"] == "owner"
+    # the active one: refused without a terminal or --yes, and nothing changes
+    before = snapshot(home)
+    assert "--yes" in one_error_line(run_wsctl(["profile", "remove", "c"], env, expect=7))
+    assert snapshot(home) == before
+    r = run_wsctl(["profile", "remove", "c", "--yes", "--json"], env)
+    assert r.json == {"removed": "c", "active": "default"}
+    config = read_toml(home / "config.toml")
+    assert config["profile"] == "default" and sorted(config["profiles"]) == ["b", "default"]
+    assert (tmp_path / "c" / "workspace.db").exists()  # the workspace itself is left alone
+    # another one: no question asked, the active one stays
+    run_wsctl(["profile", "remove", "b"], env)
+    assert read_toml(home / "config.toml")["profile"] == "default"
+    r = run_wsctl(["profile", "remove", "default", "--yes"], env)
+    assert "No profile is left" in r.err
+    assert "profiles" not in read_toml(home / "config.toml")
+
+
+def test_login_profile_says_how_to_use_it_and_remove_deletes_its_token(tmp_path, workspace):
+    from tests.conftest import _owner_and_token
+
+    home = tmp_path / "client"
+    env = base_env(home)
+    run_wsctl(["init", "--workspace", tmp_path / "local"], env)
+    _, session = _owner_and_token(workspace)
+    with serve(workspace) as url:
+        def code() -> str:
+            import httpx
+
+            owner = httpx.get(url + "/v1/auth/whoami", headers={"Authorization": f"Bearer {session}"},
+                              trust_env=False).json()["member"]["id"]
+            return httpx.post(f"{url}/v1/members/{owner}/login-codes", headers={"Authorization": f"Bearer {session}"},
+                              trust_env=False).json()["code"]
+
+        r = run_wsctl(["auth", "login", "--server", url, "--code", code(), "--profile", "prod"], env)
+        assert "not the active profile" in r.err and "wsctl profile use prod" in r.err and "-p prod" in r.err
+        assert read_toml(home / "config.toml")["profile"] == "default"
+        stored = read_toml(home / "credentials.toml")
+        assert list(stored) == ["profile:prod"]
+        assert run_wsctl(["-p", "prod", "auth", "whoami", "--json"], env).json["member"]["email"]
+        shown = run_wsctl(["profile", "show", "prod", "--json"], env).json
+        assert shown["backend"] == "remote" and shown["tokenStorage"] == "credentials file"
+        assert stored["profile:prod"] not in run_wsctl(["profile", "show", "prod"], env).out
+
+        run_wsctl(["profile", "remove", "prod"], env)
+        assert "profile:prod" not in read_toml(home / "credentials.toml")
+        assert "prod" not in read_toml(home / "config.toml")["profiles"]
+
+        r = run_wsctl(["auth", "login", "--server", url, "--code", code(), "--profile", "prod", "--activate",
+                       "--json"], env)
+        assert r.json["active"] is True and read_toml(home / "config.toml")["profile"] == "prod"
+        assert run_wsctl(["auth", "status", "--json"], env).json["signedIn"] is True
