@@ -104,7 +104,7 @@ def main() -> int:
     n_ops = conn.execute("SELECT count(*) FROM operations").fetchone()[0]
     n_services = conn.execute("SELECT count(*) FROM integrations").fetchone()[0]
     print(f"corpus: {n_ops} operations in {n_services} services; {len(LABELS)} labelled phrases "
-          f"({sum(1 for l in LABELS if l[2] == 'dev')} dev, {sum(1 for l in LABELS if l[2] == 'holdout')} holdout)")
+          f"({sum(1 for lab in LABELS if lab[2] == 'dev')} dev, {sum(1 for lab in LABELS if lab[2] == 'holdout')} holdout)")
 
     systems = {
         "ours": lambda q: [op for op, _ in catalog_search.search(conn, q, limit=K)],
@@ -113,8 +113,8 @@ def main() -> int:
         "bm25": PlainBM25(conn).search,
         "bm25+porter": PlainBM25(conn, "porter unicode61").search,
     }
-    splits = {"all": LABELS, "dev": [l for l in LABELS if l[2] == "dev"],
-              "holdout": [l for l in LABELS if l[2] == "holdout"],
+    splits = {"all": LABELS, "dev": [lab for lab in LABELS if lab[2] == "dev"],
+              "holdout": [lab for lab in LABELS if lab[2] == "holdout"],
               "holdout13": [(p, frozenset(ops), kind) for p, ops, kind in HOLDOUT]}
     print(f"\n{'system':<12} {'split':<9} {'n':>3} {'recall@1':>9} {'recall@5':>9} {'MRR@10':>8}")
     results = {}

@@ -47,15 +47,19 @@ def percentiles(samples: list[float]) -> str:
     return f"p50 {p50 * 1000:7.2f} ms   p95 {p95 * 1000:7.2f} ms   max {s[-1] * 1000:7.2f} ms   (n={len(s)})"
 
 
-def timed(fn, queries: list[str], rounds: int) -> list[float]:
+def timed(fn, queries: list[str], rounds: int, cpu: list | None = None) -> list[float]:
+    """Wall time per query; with `cpu`, this process's CPU time per query is appended to it (on a
+    machine shared with other jobs, wall time mostly measures the wait for a core)."""
     for q in queries:       # warm-up: caches, the first ensure_current
         fn(q)
     out = []
     for _ in range(rounds):
         for q in queries:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             fn(q)
             out.append(time.perf_counter() - t)
+            if cpu is not None:
+                cpu.append(time.process_time() - c)
     return out
 
 
@@ -113,13 +117,42 @@ def http_samples(ws_path: Path, queries: list[str], rounds: int) -> list[float]:
             proc.wait(10)
 
 
+def cli_ratio(rounds: int) -> None:
+    """A local `wsctl catalog search` against a local `wsctl catalog integrations` on a workspace
+    made by `wsctl init` holding the 12 documents (imported with `wsctl catalog import`), run
+    alternately so both see the same load; the figure is the median of per-round ratios."""
+    from bench._harness import local_env, make_workspace, median, run_cli
+
+    with tempfile.TemporaryDirectory(prefix="wsctl-search-cli-") as tmp:
+        ws_path, _, _ = make_workspace(Path(tmp))
+        env = local_env(Path(tmp), ws_path)
+        for service, path in openapi_files():
+            run_cli(["catalog", "import", str(path), "--service", service], env)
+        run_cli(["catalog", "search", "warm up"], env)      # builds nothing new; caches the OS's files
+        ratios, searches, lists = [], [], []
+        for i in range(rounds):
+            q = [phrase for phrase, _, _ in HOLDOUT][i % len(HOLDOUT)]
+            a = run_cli(["catalog", "search", q], env).wall
+            b = run_cli(["catalog", "integrations"], env).wall
+            searches.append(a)
+            lists.append(b)
+            ratios.append(a / b)
+        print(f"cli     local `catalog search` {median(searches) * 1000:.0f} ms, local `catalog integrations` "
+              f"{median(lists) * 1000:.0f} ms: search/integrations median ratio {median(ratios):.2f} (n={rounds})")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--copies", type=int, default=1, help="import the corpus this many times")
     ap.add_argument("--no-http", action="store_true", help="skip the HTTP measurement")
     ap.add_argument("--workspace", help="reuse a workspace made by an earlier run")
+    ap.add_argument("--cli", type=int, default=0, metavar="ROUNDS",
+                    help="only compare local `wsctl catalog search` with `wsctl catalog integrations`")
     args = ap.parse_args()
+    if args.cli:
+        cli_ratio(args.cli)
+        return 0
 
     tmp = None
     if args.workspace:
@@ -144,7 +177,12 @@ def main() -> int:
 
     queries = [phrase for phrase, _, _ in LABELS] + [phrase for phrase, _, _ in HOLDOUT] + PROBES
     print(f"{len(queries)} queries x {args.rounds} rounds, limit 20\n")
-    print(f"engine  {percentiles(timed(lambda q: catalog_search.search(conn, q, limit=20), queries, args.rounds))}")
+    cpu: list[float] = []
+    print(f"engine  {percentiles(timed(lambda q: catalog_search.search(conn, q, limit=20), queries, args.rounds, cpu))}")
+    print(f"  cpu   {percentiles(cpu)}")
+    lexical_cpu: list[float] = []
+    timed(lambda q: catalog_search.search(conn, q, limit=20, mode="lexical"), queries, args.rounds, lexical_cpu)
+    print(f"lexical half alone, cpu {percentiles(lexical_cpu)}")
 
     from workspacectl.engine.dispatch import Engine
     from workspacectl.engine.registry import Caller

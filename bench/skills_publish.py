@@ -87,7 +87,7 @@ def put_rows(url: str, token: str, threads: int, puts: int) -> None:
     for label, targets in (("one skill", [ids[0]]), (f"{threads} skills", ids)):
         lat: list[float] = []
 
-        def one(n, targets=targets):
+        def one(n, targets=targets, lat=lat):
             sid = targets[n % len(targets)]
             t0 = time.perf_counter()
             r = client.put(f"/v1/skills/{sid}/files",

@@ -150,13 +150,14 @@ def make_corpus_workspace(path: Path, answers: dict | None = None):
     """A workspace at `path` holding exactly the shared corpus: made and imported (through the
     admin route; each document's answer put in `answers`) when new; when it exists, opened
     (which may load newer built-in services) and trimmed again."""
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.engine.workspaces import workspace_type
 
-    if Workspace.exists_at(path):
-        ws = Workspace.open(path)
+    kind = workspace_type(path)   # a folder, or a postgresql:// URL (bench/pg_search.py)
+    if kind.exists_at(path):
+        ws = kind.open(path)
         drop_other_services(ws.conn())
         return ws
-    ws, _ = Workspace.create(path, name="Search corpus", owner_name="Olive Owner", owner_email="olive@example.com")
+    ws, _ = kind.create(path, name="Search corpus", owner_name="Olive Owner", owner_email="olive@example.com")
     got = import_shared_corpus_through_the_route(ws)
     if answers is not None:
         answers.update(got)

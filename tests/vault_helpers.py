@@ -45,9 +45,10 @@ path = "/messages"
 
 
 def open_ws(workspace: Path):
-    from workspacectl.engine.workspace import Workspace
+    """The workspace in-process: a folder, or a PostgreSQL door's URL (tests/conftest.PgLocation)."""
+    from workspacectl.engine.workspaces import open_workspace
 
-    return Workspace.open(workspace)
+    return open_workspace(str(workspace))
 
 
 def install_service(workspace: Path, toml_text: str) -> str:

@@ -285,9 +285,9 @@ def test_oauth_client_secret_is_sealed(backend):
     con.close()
     assert "client-SECRET" not in dump
     from workspacectl.engine.catalog.services import get_oauth_client
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.engine.workspaces import open_workspace
 
-    ws = Workspace.open(backend.workspace)
+    ws = open_workspace(str(backend.workspace))
     client_id, client_secret = get_oauth_client(ws, service)
     ws.conn().close()
     assert client_id == "cid-1" and client_secret.reveal() == secret and "SECRET" not in repr(client_secret)
@@ -413,9 +413,9 @@ config = { schedule = "0 9 * * *" }
 
 
 def _open(workspace: Path):
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.engine.workspaces import open_workspace
 
-    return Workspace.open(workspace)
+    return open_workspace(str(workspace))
 
 
 def test_ensure_builtin_catalog_loads_once_per_content(workspace, tmp_path):

@@ -294,9 +294,9 @@ def test_a_reimport_failing_mid_transaction_leaves_the_old_service(workspace):
     from workspacectl.engine.catalog.importer import parse_toml
     from workspacectl.engine.catalog import services
     from workspacectl.engine.store import catalog as store
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.engine.workspaces import open_workspace
 
-    ws = Workspace.open(workspace)
+    ws = open_workspace(str(workspace))
     conn = ws.conn()
 
     def snapshot():
@@ -371,10 +371,10 @@ def corpus_engine(shared_corpus):
     from workspacectl.engine.dispatch import Engine
     from workspacectl.engine.registry import Caller
     from workspacectl.engine.store import identity
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.engine.workspaces import open_workspace
 
     path, answers = shared_corpus
-    ws = Workspace.open(path)
+    ws = open_workspace(str(path))
     owner = identity.first_owner(ws.conn())
     yield Engine(ws), Caller(owner["id"], "owner", "session", "local"), answers
     ws.conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from tests import hostile_docs as h
 from tests.conftest import ApiResult

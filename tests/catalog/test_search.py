@@ -19,11 +19,15 @@ from tests.search_labels import LABELS, OPENAPI_DIR, all_label_op_ids, evaluate,
 from workspacectl.engine.catalog import search as catalog_search
 from workspacectl.engine.catalog.search_text import clean, stem, terms, words
 
-# Measured on the labelled set (bench/search_quality.py, 60 phrases) once issue 13 removed the
-# phrase-specific synonym and idiom tables and added the semantic vectors: recall@5 0.867 and
-# MRR@10 0.700 (plain BM25: 0.600 and 0.468). The floors sit a few points under.
+# Measured (bench/search_quality.py) once issue 13 removed the phrase-specific synonym and idiom
+# tables and added the semantic vectors. Tuning set (60 phrases): recall@5 0.867, MRR@10 0.751
+# (plain BM25: 0.600 and 0.468). Holdout (tests/search_holdout.py, 77 phrases, never tuned on):
+# recall@5 0.766, MRR@10 0.565 (plain BM25 0.468 / 0.339, the vectors alone 0.610 / 0.470).
+# The floors sit a few points under.
 RECALL_AT_5_FLOOR = 0.83
-MRR_AT_10_FLOOR = 0.65
+MRR_AT_10_FLOOR = 0.70
+HOLDOUT_RECALL_AT_5_FLOOR = 0.72
+HOLDOUT_MRR_AT_10_FLOOR = 0.52
 
 ZORBLY = textwrap.dedent("""
     service = "zorbly"
@@ -328,3 +332,12 @@ def test_recall_on_the_labelled_set_stays_above_the_floor(corpus_backend):
     result = evaluate(ranked)
     assert result["recall@5"] >= RECALL_AT_5_FLOOR, result["misses"]
     assert result["mrr@10"] >= MRR_AT_10_FLOOR, result
+
+
+def test_holdout_stays_above_its_floor(corpus_backend):
+    def ranked(phrase):
+        return op_ids(search(corpus_backend, phrase, limit=10))
+
+    result = evaluate(ranked, [(phrase, frozenset(ops), kind) for phrase, ops, kind in HOLDOUT])
+    assert result["recall@5"] >= HOLDOUT_RECALL_AT_5_FLOOR, result["misses"]
+    assert result["mrr@10"] >= HOLDOUT_MRR_AT_10_FLOOR, result

@@ -140,6 +140,12 @@ def test_embedding_of_odd_text_is_finite_and_unit_or_zero(text):
     assert norm == 0.0 or abs(norm - 1.0) < 1e-3
 
 
+def test_a_phrase_of_letter_soup_has_no_vector_and_no_answer(backend):
+    import_toml(backend, MELODIA)
+    assert not embedding.embed("zzqx qxzv").any()
+    assert search(backend, "zzqx qxzv") == []
+
+
 def test_wordpiece_cuts_words_as_the_model_vocabulary_does():
     pieces = embedding.word_pieces
     assert len(pieces("payment")) == 1

@@ -70,7 +70,9 @@ def test_list_has_the_seed_fields(orbit):
 
 
 def test_q_matches_name_service_and_description_case_insensitively(orbit):
-    ids = lambda q: {t["triggerId"] for t in all_triggers(orbit, q=q)}
+    def ids(q):
+        return {t["triggerId"] for t in all_triggers(orbit, q=q)}
+
     assert ids("new satellite") == {"orbit-new-satellite"}           # name
     assert ids("ORBIT") == {"orbit-new-satellite", "orbit-orbit-decay", "orbit-uberflug"}  # service
     assert ids("launched") == {"orbit-new-satellite"}                # description

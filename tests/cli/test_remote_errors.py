@@ -180,7 +180,9 @@ def test_debug_redaction_is_default_deny():
 
 def test_idempotent_requests_retry_gateway_errors_and_broken_connections(tmp_path):
     # a gateway's 503 page twice, then the answer: one command, three requests, exit 0
-    script = lambda m, p, n: (503, "text/html", HTML) if n <= 2 else (200, "application/json", LIST)
+    def script(m, p, n):
+        return (503, "text/html", HTML) if n <= 2 else (200, "application/json", LIST)
+
     with Misbehaving(script) as srv:
         r = wsctl_at(srv.url, tmp_path / "h", "vault", "list", "--json", "--debug", expect=0)
         assert srv.calls[("GET", "/v1/credentials")] == 3

@@ -15,7 +15,7 @@ from tests.conftest import WSCTL, answers_health, base_env, make_backend, start_
 from tests.skill_helpers import create, file_path, publish_bundle, put_url, skill_md, stage, targz
 from workspacectl import clock
 from workspacectl.engine import housekeeping
-from workspacectl.engine.workspace import Workspace
+from workspacectl.engine.workspaces import open_workspace
 
 OLD = 3 * 3600
 
@@ -54,7 +54,7 @@ def _stage_folder(ws, age: float = 0, inner_age: float | None = None) -> Path:
 def test_expired_uploads_and_old_stage_folders_go_the_rest_stays(backend):
     b = backend
     s = create(b, "tidy")
-    ws = Workspace.open(b.workspace)
+    ws = open_workspace(str(b.workspace))
     published = publish_bundle(b, s["id"], _bundle("tidy", "published"))
     assert published.status == 201, published.body
     used = ws.conn().execute("SELECT id, blob_sha256 FROM skill_uploads WHERE state = 'used'").fetchone()
@@ -91,7 +91,7 @@ def test_local_incoming_files_never_picked_up(backend):
         pytest.skip("blobs/incoming is the local file:// flow's")
     b = backend
     s = create(b, "inbox")
-    ws = Workspace.open(b.workspace)
+    ws = open_workspace(str(b.workspace))
     urls = [b.ok("POST", f"/v1/skills/{s['id']}/bundle-upload-url")["url"] for _ in range(2)]
     for url in urls:
         assert put_url(url, _bundle("inbox", "x")) == 200
@@ -110,7 +110,7 @@ def test_at_most_once_an_hour_and_after_a_local_command(backend):
     if backend.kind != "local":
         pytest.skip("the opportunistic sweep is the local backend's")
     b = backend
-    ws = Workspace.open(b.workspace)
+    ws = open_workspace(str(b.workspace))
     stale = _stage_folder(ws, OLD)
     b.wsctl("skill", "list", "--json")           # the command sweeps after its output
     assert not stale.exists()
@@ -130,7 +130,7 @@ def test_the_server_timer_sweeps(workspace, home, tmp_path):
     s = create(b, "served")
     uid = _uploaded(b, s["id"], _bundle("served", "left behind"))
     b.close()
-    ws = Workspace.open(workspace)
+    ws = open_workspace(str(workspace))
     sha = _row(ws, uid)["blob_sha256"]
     stale = _stage_folder(ws, OLD)
     log = tmp_path / "serve.log"
@@ -152,8 +152,8 @@ def test_the_server_timer_sweeps(workspace, home, tmp_path):
 
 _KILLED_MID_UPLOAD = """
 import os, signal, sys
-from workspacectl.engine.workspace import Workspace
-ws = Workspace.open(sys.argv[1])
+from workspacectl.engine.workspaces import open_workspace
+ws = open_workspace(str(sys.argv[1]))
 with ws.blob_store.staging() as stage:
     stage.put([b"\\0" * (1 << 20)] * 8)
     print(stage.folder, flush=True)
@@ -171,7 +171,7 @@ def test_serve_sweeps_stage_folders_of_killed_requests_when_it_starts(workspace,
     assert killed.returncode == -9, killed.stderr
     left = Path(killed.stdout.strip())
     assert left.is_dir() and sum(p.stat().st_size for p in left.iterdir()) == 8 << 20   # young, 8 MiB
-    ws = Workspace.open(workspace)
+    ws = open_workspace(str(workspace))
     from tests.conftest import start_server
 
     with ws.blob_store.staging() as stage:
@@ -208,7 +208,7 @@ def test_unreferenced_blobs_past_the_grace_period_are_collected(backend):
     assert r.status == 200, r.body
     s = create(b, "kept-skill")
     publish_bundle(b, s["id"], _bundle("kept-skill", "a referenced skill file"))
-    ws = Workspace.open(b.workspace)
+    ws = open_workspace(str(b.workspace))
     referenced = [p for p in (ws.blobs / "sha256").glob("*/*")]
     assert len(referenced) >= 3
     for p in referenced:                                   # referenced, and old: they stay
@@ -227,7 +227,7 @@ def test_an_old_orphan_reused_by_a_new_upload_is_kept(backend):
     """publish() drops its copy when the blob exists: an old orphan that a new upload names again
     is referenced by the time the sweep re-checks it under the lock."""
     b = backend
-    ws = Workspace.open(b.workspace)
+    ws = open_workspace(str(b.workspace))
     planted = _plant_blob(ws, b"same bytes twice", OLD)
     pid = b.ok("POST", "/v1/projects", {"name": "Reuse"})["project"]["id"]
     assert b.api("POST", f"/v1/projects/{pid}/files/bundle", raw=targz({"a.txt": "same bytes twice"})).status == 200
@@ -240,8 +240,8 @@ def test_an_old_orphan_reused_by_a_new_upload_is_kept(backend):
 _KILLED_IN_COMMIT = """
 import io, os, signal, sys, tarfile
 from workspacectl.engine.dispatch import Engine
-from workspacectl.engine.workspace import Workspace
-ws = Workspace.open(sys.argv[1])
+from workspacectl.engine.workspaces import open_workspace
+ws = open_workspace(str(sys.argv[1]))
 engine = Engine(ws)
 seen = []
 
@@ -265,7 +265,7 @@ def test_a_kill_inside_a_commit_leaves_blobs_that_housekeeping_collects(workspac
     pid = b.ok("POST", "/v1/projects", {"name": "Killed"})["project"]["id"]
     token = b.owner_token
     b.close()
-    ws = Workspace.open(workspace)
+    ws = open_workspace(str(workspace))
     before = set((ws.blobs / "sha256").glob("*/*"))
     script = tmp_path / "killed.py"
     script.write_text(_KILLED_IN_COMMIT)
@@ -274,7 +274,7 @@ def test_a_kill_inside_a_commit_leaves_blobs_that_housekeeping_collects(workspac
     assert p.returncode == -9, p.stderr[-2000:]
     left = set((ws.blobs / "sha256").glob("*/*")) - before
     assert left, "the drill should leave a published blob behind"
-    ws2 = Workspace.open(workspace)
+    ws2 = open_workspace(str(workspace))
     assert ws2.conn().execute("SELECT COUNT(*) FROM project_files").fetchone()[0] == 0   # rolled back
     assert housekeeping.sweep(ws2)["orphanBlobs"] == 0           # young: may be a live request's
     counts = housekeeping.sweep(ws2, clock.now() + timedelta(seconds=OLD))

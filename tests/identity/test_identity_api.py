@@ -295,7 +295,7 @@ def test_sign_in_links_used_at_once_give_one_session_and_no_500(backend):
         link = backend.ok("POST", "/v1/auth/web-link", {"next": "/"})["url"]
         statuses, barrier = [], threading.Barrier(16)
 
-        def open_link():
+        def open_link(barrier=barrier, statuses=statuses, link=link):
             barrier.wait()
             with httpx.Client(trust_env=False, follow_redirects=False, timeout=30) as browser:
                 statuses.append(browser.get(link).status_code)

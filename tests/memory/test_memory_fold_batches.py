@@ -126,11 +126,11 @@ def test_a_run_cut_short_between_batches_folds_the_rest_exactly_once(backend):
     """A run stopped after two batches (as if killed there) leaves the rest pending; the next
     run folds them, and no note is folded twice."""
     from workspacectl.engine.memory.agent import fold_pending_notes
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.engine.workspaces import open_workspace
 
     texts = [f"Batch note {i:02d}." for i in range(9)]
     ids = [propose(backend, {"text": t, "section": f"S{i % 2}"}) for i, t in enumerate(texts)]
-    conn = Workspace.open(backend.workspace).conn()
+    conn = open_workspace(str(backend.workspace)).conn()
     try:
         first = fold_pending_notes(conn, ("organization", None), batch_notes=2, max_batches=2)
     finally:

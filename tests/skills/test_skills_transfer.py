@@ -13,7 +13,7 @@ from tests.api_helpers import assert_error
 from tests.conftest import base_env, serve
 from tests.skill_helpers import create, file_path, put_url, skill_md, stage, targz
 from workspacectl.engine.skills import transfers
-from workspacectl.engine.workspace import Workspace
+from workspacectl.engine.workspaces import open_workspace
 from workspacectl.errors import ApiError
 
 BUNDLE = targz({"SKILL.md": skill_md("signed")})
@@ -73,7 +73,7 @@ def test_local_signatures_and_expiry(backend, monkeypatch):
     if backend.kind != "local":
         pytest.skip("the engine functions behind the local file:// flow")
     b = backend
-    ws = Workspace.open(b.workspace)
+    ws = open_workspace(str(b.workspace))
     s = create(b, "signed")
     up = b.ok("POST", f"/v1/skills/{s['id']}/bundle-upload-url")
     token = file_path(up["url"]).name
@@ -123,7 +123,7 @@ def test_unsigned_token_is_403_whatever_its_payload(backend):
     payload = base64.urlsafe_b64encode(b"[" * 100_000).decode().rstrip("=")
     forged = f"{payload}.{'A' * 43}"
     if backend.kind == "local":
-        ws = Workspace.open(backend.workspace)
+        ws = open_workspace(str(backend.workspace))
         for method in ("GET", "PUT"):
             with pytest.raises(ApiError) as e:
                 transfers.verify(ws, forged, method)

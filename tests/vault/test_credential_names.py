@@ -162,3 +162,46 @@ def test_migration_names_existing_credentials(workspace, home):
     with pytest.raises(sqlite3.IntegrityError):
         ws.conn().execute("UPDATE credentials SET name = 'TWOSECRET' WHERE id = ?", (ids[1],))
     ws.conn().close()
+
+
+def test_vault_connect_takes_a_name_and_clashing_env_names_are_named(backend, twosecret):
+    taken = make_credential(backend.workspace, backend.owner["id"], twosecret, SECRETS)
+    for name, code in (("TWOSECRET", 6), ("two words", 7)):  # refused before a link or a key prompt
+        r = backend.wsctl("vault", "connect", twosecret, "--name", name, "--no-open", input="", expect=code)
+        one_error_line(r)
+    assert list(_names(backend).values()) == ["twosecret"]
+    if backend.kind == "local":  # the in-place key connect: key lines on stdin
+        r = backend.wsctl("vault", "connect", twosecret, "-n", "sms-test", input="AC-CANARY-3\ntok-CANARY-3\n")
+        assert "Connected twosecret as sms-test" in r.err
+        assert _names(backend)[r.out.strip()] == "sms-test"
+        other = "sms-test"
+    else:
+        other = make_credential(backend.workspace, backend.owner["id"], twosecret, SECRETS)["name"]
+    r = backend.wsctl("vault", "env", "twosecret", other, "--reason", "both", expect=7)
+    line = one_error_line(r)
+    assert f"twosecret ({taken['id']})" in line and f"{other} (cred_" in line and "both set" in line
+    assert backend.wsctl("vault", "log", "twosecret", "--json").json["entries"] == []  # nothing was issued
+
+
+def test_migration_names_existing_credentials_on_postgresql(pg_workspace):
+    """m014's POSTGRES_SQL on a PostgreSQL workspace whose credentials still carry display names."""
+    import psycopg
+
+    from tests.vault_helpers import open_ws
+
+    with psycopg.connect(str(pg_workspace), autocommit=True) as c:
+        owner = c.execute("SELECT id FROM members WHERE role = 'owner' ORDER BY id LIMIT 1").fetchone()[0]
+        c.execute("DROP INDEX credentials_name")
+        c.execute("ALTER TABLE connections DROP COLUMN name")
+        for n, service in enumerate(["stripe", "slack", "stripe", "stripe"]):
+            c.execute("INSERT INTO credentials (id, service, name, credential_type, owner_member_id, created_at, "
+                      "updated_at) VALUES (%s, %s, %s, 'apiKey', %s, 'now', 'now')",
+                      (f"cred_0{n}", service, service.title(), owner))
+        c.execute("DELETE FROM migrations WHERE name = 'm014_credential_names'")
+    open_ws(pg_workspace)  # applies m014 again
+    with psycopg.connect(str(pg_workspace), autocommit=True) as c:
+        rows = c.execute("SELECT id, name FROM credentials ORDER BY id").fetchall()
+        assert rows == [("cred_00", "stripe"), ("cred_01", "slack"), ("cred_02", "stripe-2"), ("cred_03", "stripe-3")]
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            c.execute("UPDATE credentials SET name = 'SLACK' WHERE id = 'cred_00'")
+        assert c.execute("SELECT count(*) FROM connections WHERE name IS NULL").fetchone()[0] == 0

@@ -84,14 +84,14 @@ def test_fifty_threads_in_one_process_cause_one_refresh(local, provider):
     """The same rule through the in-process engine (local backend): threads, not processes."""
     backend = local
     from workspacectl.engine.dispatch import Engine
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.engine.workspaces import open_workspace
 
     install_service(backend.workspace, provider.service_toml("loopcrm"))
     grant = provider.grant()
     cred = make_credential(backend.workspace, backend.owner["id"], "loopcrm",
                            {"accessToken": grant["access_token"], "refreshToken": grant["refresh_token"]},
                            expires_in=-5)
-    engine = Engine(Workspace.open(backend.workspace))
+    engine = Engine(open_workspace(str(backend.workspace)))
     barrier = threading.Barrier(REQUESTS)
 
     def one(i: int):

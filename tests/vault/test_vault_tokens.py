@@ -300,9 +300,10 @@ def test_an_expiry_outside_years_1_to_9999_in_utc_is_refused_not_a_crash(workspa
                              expires_at="2030-01-01T02:00:00+02:00")
     assert cred["expiresAt"] == "2030-01-01T00:00:00Z"
     for bad in ("9999-12-31T23:59:59-01:00", "0001-01-01T00:00:00+01:00", 12345, "soon", ["2030"]):
-        for make in (lambda: create_credential(ws, conn, owner_member_id=owner, service="keysvc",
-                                               secrets={"apiKey": "k"}, fields={}, expires_at=bad),
-                     lambda: reconnect_credential(ws, conn, cred["id"], secrets={"apiKey": "k2"}, expires_at=bad)):
+        for make in (lambda bad=bad: create_credential(ws, conn, owner_member_id=owner, service="keysvc",
+                                                       secrets={"apiKey": "k"}, fields={}, expires_at=bad),
+                     lambda bad=bad: reconnect_credential(ws, conn, cred["id"], secrets={"apiKey": "k2"},
+                                                          expires_at=bad)):
             with pytest.raises(ApiError) as e:
                 make()
             assert e.value.code == "invalid_request" and "ISO 8601" in e.value.message, bad

@@ -14,25 +14,28 @@ from typing import Any, Iterator
 
 from workspacectl.engine.dispatch import Engine
 from workspacectl.engine.registry import Caller
+from workspacectl.engine.workspaces import workspace_type
 from workspacectl.engine.workspace import Workspace
 from workspacectl.errors import ApiError
 
 
-def workspace_exists(path: Path) -> bool:
-    return Workspace.exists_at(path)
+def workspace_exists(location: Path | str) -> bool:
+    """A workspace folder, or a postgresql:// URL (a str) of a database holding one."""
+    return workspace_type(location).exists_at(location)
 
 
-def create_workspace(path: Path, name: str, owner_name: str, owner_email: str,
+def create_workspace(location: Path | str, name: str, owner_name: str, owner_email: str,
                      email_flag: str | None = None) -> dict:
-    """Make the folder, its database and the first owner: {workspace, name, owner}. A conflict
-    when one is there already. With `email_flag` the email is checked (and lowercased) first, a
-    malformed one refused naming that flag."""
+    """Make the folder (or the schema in an empty PostgreSQL database), its database and the
+    first owner: {workspace (what a profile keeps: a URL without its password), shown, name,
+    owner}. A conflict when one is there already. With `email_flag` the email is checked (and
+    lowercased) first, a malformed one refused naming that flag."""
     if email_flag:
         from workspacectl.engine.validate import email_address
 
         owner_email = email_address(owner_email, email_flag)
-    ws, owner = Workspace.create(path, name=name, owner_name=owner_name, owner_email=owner_email)
-    return {"workspace": str(ws.path), "name": ws.setting("name"), "owner": owner}
+    ws, owner = workspace_type(location).create(location, name=name, owner_name=owner_name, owner_email=owner_email)
+    return {"workspace": ws.location, "shown": ws.shown, "name": ws.setting("name"), "owner": owner}
 
 
 class LocalBackend:
@@ -42,19 +45,26 @@ class LocalBackend:
         self.ws = ws
         self.engine = Engine(ws)
         self.caller = caller
-        self.location = str(ws.path)
+        self.location = ws.shown
         self.base_url = base_url
 
+    @property
+    def stored_location(self) -> str:
+        """What a profile keeps to name this workspace (a URL without its password)."""
+        return self.ws.location
+
     @classmethod
-    def open(cls, path: Path, secret: str | None = None, member: str | None = None,
+    def open(cls, path: Path | str, secret: str | None = None, member: str | None = None,
              exact: bool = False) -> "LocalBackend":
         """The workspace at `path` (migrated on open), acting with `secret` (a token or key, with
         its scopes) or as `member` in a command-line session. `member` is an id; when it is gone
         the first owner acts (a profile outliving its member). With exact=True `member` may be an
         id or an email and must exist (404 otherwise)."""
-        ws = Workspace.open(path)
+        ws = workspace_type(path).open(path)
         if secret:
-            return cls(ws, Engine(ws).authenticate(secret))
+            from workspacectl.engine.identity.auth import authenticate_secret
+
+            return cls(ws, authenticate_secret(ws.conn(), secret))
         from workspacectl.engine.store import identity as store
 
         if exact and member:
@@ -65,7 +75,7 @@ class LocalBackend:
             row = store.get_member(ws.conn(), member) if member else None
             row = row or store.first_owner(ws.conn())
         if row is None:
-            raise ApiError("not_found", f"The workspace at {ws.path} has no members. Run `wsctl init`.")
+            raise ApiError("not_found", f"The workspace at {ws.shown} has no members. Run `wsctl init`.")
         return cls(ws, Caller(row["id"], row["role"], "session", "local"))
 
     def housekeeping(self) -> None:

@@ -64,7 +64,7 @@ def api(
         text = sys.stdin.read() if data == "@-" else (_read(data[1:]) if data.startswith("@") else data)
         try:
             body = jsonlib.loads(text) if text.strip() else None
-        except ValueError as e:
+        except jsonlib.JSONDecodeError as e:
             raise ApiError("invalid_request", f"--data is not valid JSON ({e.msg} at line {e.lineno}).") from None
     elif fields and method in QUERY_METHODS:
         query = {k: v if isinstance(v, str) else jsonlib.dumps(v) for k, v in fields.items()}

@@ -74,15 +74,13 @@ def _ask_code() -> str:
 
 
 def _login_local(ctx, name: str, member: str, json: bool, activate: bool = False):
-    from pathlib import Path
-
     from workspacectl.backend.local import LocalBackend
     from workspacectl.cli.context import ensure_workspace_path
 
     target = resolve(state(ctx).profile_flag, new_profile_ok=True)
     if target.kind == "remote":
         raise ApiError("invalid_request", f"Profile '{name}' points at a server; --member is for local workspaces.")
-    path = Path(target.location)
+    path = target.location
     ensure_workspace_path(path, name)
     if not member.startswith("um_") and "@" not in member:  # a name: looked up as the workspace's owner
         from workspacectl.cli.refs import resolve as resolve_ref
@@ -90,7 +88,7 @@ def _login_local(ctx, name: str, member: str, json: bool, activate: bool = False
         member = resolve_ref(ctx, "member", member, be=LocalBackend.open(path))
     be = LocalBackend.open(path, member=member, exact=True)
     rec = be.request("GET", "/v1/auth/whoami")["member"]
-    active = config.set_profile(name, {"workspace": be.location, "member": rec["id"]}, make_default=activate)
+    active = config.set_profile(name, {"workspace": be.stored_location, "member": rec["id"]}, make_default=activate)
     body = {"profile": name, "workspace": be.location, "member": rec, "active": active}
     emit(ctx, body, lambda b: info(f"Profile '{name}' now acts as {rec['name']} <{rec['email']}> ({rec['role']}) "
                                    f"on {be.location}.{how_to_use(name, active)}"), json_flag=json)
@@ -102,11 +100,13 @@ def status(ctx: typer.Context, profile: ProfileOpt = None, json: JsonOpt = False
     and the other profiles there are."""
     name = _profile(ctx, profile)
     target = resolve(state(ctx).profile_flag)
+    from workspacectl.formats.workspace_url import shown
+
     data = config.load()
     active = data.get("profile") or "default"
     body = {"profile": name, "activeProfile": active,
             "otherProfiles": sorted(n for n in data.get("profiles", {}) if n != name),
-            "backend": target.kind, "location": target.location,
+            "backend": target.kind, "location": shown(target.location),
             "tokenSource": target.secret_source, "signedIn": False, "member": None}
     try:
         _require_workspace(target)
@@ -153,7 +153,10 @@ def _require_workspace(target) -> None:
 
     from workspacectl.cli.first_use import not_made_yet
 
-    missing = not_made_yet(Path(target.location)) if target.kind == "local" else None
+    from workspacectl.formats.workspace_url import is_postgres_url
+
+    local_folder = target.kind == "local" and not is_postgres_url(target.location)
+    missing = not_made_yet(Path(target.location)) if local_folder else None
     if missing:
         raise ApiError("not_found", missing, {"notMadeYet": True})
 

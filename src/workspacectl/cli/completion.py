@@ -116,11 +116,9 @@ def _values(kind: str, prefix: str, profile: str | None) -> list[str]:
 
 def _open_existing(target):
     """A local backend on a workspace that already exists, or None: completing never makes one."""
-    from pathlib import Path
-
     from workspacectl.backend.local import LocalBackend, workspace_exists
 
-    path = Path(target.location)
+    path = target.location
     if not workspace_exists(path):
         return None
     return LocalBackend.open(path, secret=target.secret, member=target.member)

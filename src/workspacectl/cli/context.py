@@ -12,6 +12,7 @@ import sys
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 from workspacectl.cli import config
 from workspacectl.cli.paths import default_workspace
@@ -54,7 +55,7 @@ def resolve(profile_flag: str | None = None, new_profile_ok: bool = False) -> Ta
     data = config.load()
     name = config.profile_name(profile_flag, data)
     prof = config.get_profile(data, name)
-    env = os.environ
+    env: Mapping[str, str] = os.environ
     named = profile_flag or env.get("WSCTL_PROFILE")
     if named and named != "default" and not prof and not new_profile_ok and not (env.get("WSCTL_SERVER") or env.get("WSCTL_WORKSPACE")):
         # A mistyped profile must not quietly fall back to (or create) the embedded workspace.
@@ -93,7 +94,7 @@ def resolve(profile_flag: str | None = None, new_profile_ok: bool = False) -> Ta
         if token is None and fallback:
             token, source = fallback
         return Target(name, "remote", server.rstrip("/"), token, source)
-    path = str(Path(local_path).expanduser()) if local_path else str(default_workspace())
+    path = local_location(local_path) if local_path else str(default_workspace())
     if env_secret:
         return Target(name, "local", path, env_secret[0], env_secret[1])
     member = prof.get("member") if prof.get("workspace") and _same(prof["workspace"], path) else None
@@ -117,7 +118,7 @@ def server_url(url: str, where: str) -> str:
     url = url.strip()
     try:
         parts = urllib.parse.urlsplit(url)
-        parts.port  # raises on a port that is not a number
+        _ = parts.port  # raises on a port that is not a number
     except ValueError:
         parts = None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
@@ -126,15 +127,44 @@ def server_url(url: str, where: str) -> str:
     return url[:-3].rstrip("/") if url.endswith("/v1") else url
 
 
+def location_arg(value: Path | None) -> str | None:
+    """A --workspace value: options are typed Path (shells complete folders), which folds the //
+    of a postgresql:// URL; this gives the URL back as typed."""
+    if value is None:
+        return None
+    text = str(value)
+    for scheme in ("postgresql:", "postgres:"):
+        if text.startswith(scheme + "/") and not text.startswith(scheme + "//"):
+            return scheme + "//" + text[len(scheme) + 1:]
+    return text
+
+
+def local_location(raw: str) -> str:
+    """A workspace folder (user-expanded) or a postgresql:// URL (as given)."""
+    from workspacectl.formats.workspace_url import is_postgres_url
+
+    return raw if is_postgres_url(raw) else str(Path(raw).expanduser())
+
+
 def _same(a: str, b: str) -> bool:
+    from workspacectl.formats.workspace_url import is_postgres_url, without_password
+
+    if is_postgres_url(a) or is_postgres_url(b):
+        return is_postgres_url(a) and is_postgres_url(b) and without_password(a) == without_password(b)
     return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
 
 
-def ensure_workspace_path(path: Path, profile: str | None) -> None:
+def ensure_workspace_path(path: Path | str, profile: str | None) -> None:
     """The embedded default is made on first use (kept only if the command succeeds,
-    cli/first_use.py); any other missing folder is an error."""
+    cli/first_use.py); any other missing folder (or database without a workspace) is an error."""
     from workspacectl.backend.local import workspace_exists
+    from workspacectl.formats.workspace_url import is_postgres_url, redacted
 
+    if is_postgres_url(str(path)):
+        if workspace_exists(str(path)):
+            return
+        raise ApiError("not_found", f"No workspace in {redacted(str(path))}. "
+                                    "Run `wsctl init --workspace URL` to make one there.")
     if _same(str(path), str(default_workspace())):
         from workspacectl.cli import first_use
 
@@ -148,7 +178,7 @@ def ensure_workspace_path(path: Path, profile: str | None) -> None:
 def open_local(target: Target):
     from workspacectl.backend.local import LocalBackend
 
-    path = Path(target.location)
+    path = target.location
     ensure_workspace_path(path, target.profile)
     be = LocalBackend.open(path, secret=target.secret, member=target.member)
     _opened.append(be)

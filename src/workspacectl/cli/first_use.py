@@ -68,8 +68,8 @@ def ensure_default(path: Path, profile: str) -> None:
     _provisional = _Provisional(path, profile, lock, f"Created a new workspace at {path} (owner: {user}).",
                                 before, _read(config_file()),
                                 made_dirs=sorted(set(made), key=lambda p: -len(p.parts)))
-    made = create_workspace(path, f"{user}'s workspace", user, f"{user}@localhost")
-    config.set_profile(profile, {"workspace": made["workspace"], "member": made["owner"]["id"]})
+    made_ws = create_workspace(path, f"{user}'s workspace", user, f"{user}@localhost")
+    config.set_profile(profile, {"workspace": made_ws["workspace"], "member": made_ws["owner"]["id"]})
     _provisional.config_written = _read(config_file())
 
 

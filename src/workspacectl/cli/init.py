@@ -15,7 +15,7 @@ from workspacectl.cli.paths import default_workspace
 
 def init(
     ctx: typer.Context,
-    workspace: Annotated[Optional[Path], typer.Option("--workspace", "-w", help="Folder for the workspace (default: the embedded one).")] = None,
+    workspace: Annotated[Optional[Path], typer.Option("--workspace", "-w", help="Folder for the workspace, or a postgresql:// URL of an empty database (default: the embedded one).")] = None,
     name: Annotated[Optional[str], typer.Option("--name", help="Workspace name.")] = None,
     owner_name: Annotated[Optional[str], typer.Option("--owner-name", help="The owner's display name.")] = None,
     owner_email: Annotated[Optional[str], typer.Option("--owner-email", help="The owner's email.")] = None,
@@ -29,11 +29,22 @@ def init(
     active (--activate does): another workspace never silently takes over the one you use."""
     from workspacectl.backend.local import create_workspace
 
+    from workspacectl.cli.context import location_arg
+    from workspacectl.formats.workspace_url import is_postgres_url
+
     user = getpass.getuser() or "owner"
-    path = (workspace or default_workspace()).expanduser().resolve()
+    given = location_arg(workspace)
+    path: Path | str
+    if given and is_postgres_url(given):
+        path = given
+    else:
+        path = (Path(given) if given else default_workspace()).expanduser().resolve()
     made = create_workspace(path, name or f"{user}'s workspace", owner_name or user,
                             owner_email or f"{user}@localhost", email_flag="--owner-email")
     owner = made["owner"]
+    if made["workspace"] != str(path):
+        info("The database password is not kept in config.toml; give it to later commands through "
+             "PGPASSWORD or ~/.pgpass (or WSCTL_WORKSPACE with the full URL).")
     profile, before = choose_profile(state(ctx).profile_flag, Path(made["workspace"]))
     active = config.set_profile(profile, {"workspace": made["workspace"], "member": owner["id"]}, make_default=activate)
     body = {"workspace": made["workspace"], "name": made["name"], "profile": profile, "active": active,

@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
             import traceback
 
             traceback.print_exc()
-        print(f"error: {type(e).__name__}: {visible(one_line(e))} (run again with --debug for details)", file=sys.stderr)
+        print(f"error: {type(e).__name__}: {visible(one_line(str(e)))} (run again with --debug for details)", file=sys.stderr)
         code = 1
     if code != 130:
         _housekeep()

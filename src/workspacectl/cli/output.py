@@ -109,7 +109,10 @@ def table(rows: Iterable[dict], columns: list[tuple[str, str]], empty: str = "No
     if not rows:
         print(empty, file=sys.stderr)
         return
-    cell = lambda v: visible(", ".join(map(str, v)) if isinstance(v, list) else v)
+
+    def cell(v):
+        return visible(", ".join(map(str, v)) if isinstance(v, list) else v)
+
     if not is_tty():
         for r in rows:
             print("\t".join(cell(r.get(k)) for k, _ in columns))
@@ -214,7 +217,7 @@ def phases(title: str):
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task(escape(visible(title)), total=None)
-        shown = [None]
+        shown: list[str | None] = [None]
 
         def show(phase: str, done: int | None = None, total: int | None = None) -> None:
             what = PHASES.get(phase, phase)

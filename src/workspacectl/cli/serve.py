@@ -12,23 +12,24 @@ from workspacectl.errors import ApiError
 
 def serve(
     ctx: typer.Context,
-    workspace: Annotated[Optional[Path], typer.Option("--workspace", "-w", help="Workspace folder to serve (default: the profile's or the embedded one).")] = None,
+    workspace: Annotated[Optional[Path], typer.Option("--workspace", "-w", help="Workspace folder or postgresql:// URL to serve (default: the profile's or the embedded one).")] = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on.")] = 8750,
     public_url: Annotated[Optional[str], typer.Option("--public-url", help="Base URL clients reach this server at (for hosted links), when behind a proxy.")] = None,
     memory_interval: Annotated[Optional[float], typer.Option("--memory-interval", metavar="SECONDS", help="Seconds between memory agent runs (default: WSCTL_MEMORY_INTERVAL or 300; 0 turns the agent off; housekeeping still runs every 300 s).")] = None,
 ):
     """Serve a workspace over HTTP at /v1, with the hosted sign-in and connect pages."""
-    from workspacectl.cli.context import ensure_workspace_path
+    from workspacectl.cli.context import ensure_workspace_path, local_location, location_arg
     from workspacectl.server.app import listen_socket, serve as run
     from workspacectl.server.memory_timer import resolve_interval
 
-    path = workspace.expanduser() if workspace else None
+    given = location_arg(workspace) if workspace else None
+    path = local_location(given) if given else None
     if path is None:
         target = resolve(state(ctx).profile_flag)
         if target.kind == "remote":
             raise typer.BadParameter("the active profile points at a server; pass --workspace DIR", param_hint="--workspace")
-        path = Path(target.location)
+        path = target.location
     ensure_workspace_path(path, state(ctx).profile_flag)
     interval = resolve_interval(memory_interval)
     try:

@@ -110,7 +110,9 @@ def packed(files: dict, label: str = "pack") -> tuple[BinaryIO, int]:
 
     out = tempfile.SpooledTemporaryFile(max_size=8 << 20)
     with progress_bar(label, sum(f.size for f in files.values())) as advance:
-        opener = lambda p: CountingReader(open(files[p].full, "rb"), advance)
+        def opener(p):
+            return CountingReader(open(files[p].full, "rb"), advance)
+
         for chunk in fmt.pack(fmt.canonical_entries(files, opener)):
             out.write(chunk)
     size = out.tell()

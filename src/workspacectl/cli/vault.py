@@ -291,10 +291,8 @@ def connect(
     json: JsonOpt = False,
 ):
     """Connect an account: a hosted page for the key form or the OAuth consent."""
-    try:
-        from workspacectl.cli.vault_connect import connect_command
-    except ImportError:
-        raise ApiError("internal", "Connecting is not available in this build of wsctl.") from None
+    from workspacectl.cli.vault_connect import connect_command
+
     return connect_command(ctx, service, no_open, wait, json, reconnect, name)
 
 

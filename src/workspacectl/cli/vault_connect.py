@@ -94,20 +94,35 @@ def wait_for(poll, interval: float, expires_at: str | None) -> dict:
     return loop()
 
 
-def finish(final: dict, service: str, json_out: bool) -> None:
+def finish(final: dict, service: str, json_out: bool, be=None) -> None:
     if json_out:
         print_json(final)
     status = final.get("status")
     if status == "connected":
         if not json_out:
-            print(final.get("credentialId"))
-            info(f"Connected {service}. Use it with `wsctl vault token {final.get('credentialId')} --reason ...`.")
+            cred_id = final.get("credentialId")
+            print(cred_id)
+            name = _credential_name(be, cred_id)
+            info(f"Connected {service} as {name}. Use it by name or id: `wsctl vault token {name} --reason ...`."
+                 if name else f"Connected {service}. Use it with `wsctl vault token {cred_id} --reason ...`.")
         return
     if status == "expired":
         raise ApiError("expired", f"The connection expired before it was completed; run "
                        f"`wsctl vault connect {service}` again.")
     raise ApiError("upstream_failed", f"The connection failed: {final.get('error') or 'no reason given'}. "
                    f"Run `wsctl vault connect {service}` to try again.")
+
+
+def _credential_name(be, cred_id) -> str | None:
+    """The new credential's name, for the closing line (None when it cannot be read)."""
+    if be is None or not isinstance(cred_id, str):
+        return None
+    from urllib.parse import quote
+
+    try:
+        return (be.request("GET", f"/v1/credentials/{quote(cred_id, safe='')}") or {}).get("name")
+    except ApiError:
+        return None
 
 
 def render_pending(body: dict) -> None:
@@ -156,7 +171,7 @@ def _connect_remote(be, service: str, no_open: bool, wait: bool, json_out: bool,
         return
     final = wait_for(lambda: be.request("GET", f"/v1/connections/{created['id']}"), POLL_REMOTE_SECONDS,
                      created.get("expiresAt"))
-    finish(final, service, json_out)
+    finish(final, service, json_out, be)
 
 
 def _connect_local(be, service: str, no_open: bool, json_out: bool, reconnect: str | None, name: str | None) -> None:
@@ -166,7 +181,7 @@ def _connect_local(be, service: str, no_open: bool, json_out: bool, reconnect: s
             be.check_reconnect(service, reconnect)
         be.check_credential_name(name, reconnect)  # and a malformed or taken name
         final = be.connect_key(service, read_values(form), reconnect, name)
-        finish(final, service, json_out)
+        finish(final, service, json_out, be)
         return
     with be.loopback_pages():
         created = be.request("POST", "/v1/connections", body=_start_body(service, reconnect, name))
@@ -174,7 +189,7 @@ def _connect_local(be, service: str, no_open: bool, json_out: bool, reconnect: s
         info("Keep this command running until the page says you are connected (Ctrl-C cancels).")
         final = wait_for(lambda: be.request("GET", f"/v1/connections/{created['id']}"), POLL_LOCAL_SECONDS,
                          created.get("expiresAt"))
-    finish(final, service, json_out)
+    finish(final, service, json_out, be)
 
 
 def connect_command(ctx, service: str, no_open: bool, wait: bool, json: bool, reconnect: str | None = None,

@@ -39,14 +39,14 @@ def check_injectable(details: list[dict]) -> None:
 
 def check_no_clash(details: list[dict]) -> None:
     """Refuse, before any token is issued (and logged), credentials whose envVars name one variable."""
-    owner: dict[str, str] = {}
+    owner: dict[str, dict] = {}
     for detail in details:
-        cred_id = detail.get("id")
         for var in (detail.get("envVars") or {}).values():
-            if var in owner and owner[var] != cred_id:
-                raise ApiError("invalid_request", f"Credentials {owner[var]} and {cred_id} both set {var}; "
+            if var in owner and owner[var].get("id") != detail.get("id"):
+                first, second = (f"{d.get('name') or d.get('id')} ({d.get('id')})" for d in (owner[var], detail))
+                raise ApiError("invalid_request", f"Credentials {first} and {second} both set {var}; "
                                "pass only one of them.")
-            owner[var] = cred_id
+            owner[var] = detail
 
 
 def merge_env(parts: list[tuple[str, dict[str, str]]]) -> dict[str, str]:

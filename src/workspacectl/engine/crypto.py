@@ -100,6 +100,19 @@ def _missing_key_error() -> ApiError:
                     f"set {ENV_KEY} to it, or run where the OS keyring or <workspace>/{KEY_FILE} holds it.")
 
 
+def require_key(ws) -> None:
+    """Refuse to go on without the key that sealed the stored secrets (a replica given the wrong
+    key, or none): one clear line, exit 3, before anything is served or sealed."""
+    fp = _recorded_fp(ws)
+    if fp is None or fp in _known(ws) or fp in _known(ws, reload=True):
+        return
+    given = env_keys()[0]
+    said = f" ({ENV_KEY} has key {given.fp.hex()})" if given is not None else ""
+    raise ApiError("unauthenticated", f"This process does not have the key of workspace {ws.shown} "
+                   f"(its secrets are sealed under key {fp.hex()}){said}: set {ENV_KEY} or {ENV_KEY}_FILE "
+                   "to the key every replica of it uses.")
+
+
 def current_key(ws) -> Key:
     """The key new blobs are sealed under (makes and stores one on first need)."""
     env_current, _ = env_keys()

@@ -25,6 +25,7 @@ KEYRING_SERVICE = "wsctl"
 KEYRING_TIMEOUT_SECONDS = 3.0
 ENV_KEY = "WSCTL_MASTER_KEY"
 ENV_PREVIOUS = "WSCTL_MASTER_KEY_PREVIOUS"
+ENV_KEY_FILE = "WSCTL_MASTER_KEY_FILE"   # a file holding the key, for replicas given it as a mounted secret
 
 
 class Key:
@@ -80,6 +81,12 @@ def parse_key(text: str) -> Key:
 
 def env_keys() -> tuple[Key | None, list[Key]]:
     raw = os.environ.get(ENV_KEY, "").strip()
+    if not raw and os.environ.get(ENV_KEY_FILE):
+        try:
+            raw = Path(os.environ[ENV_KEY_FILE]).expanduser().read_text().strip()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ApiError("unauthenticated", f"Cannot read the workspace key file {ENV_KEY_FILE}="
+                           f"{os.environ[ENV_KEY_FILE]} ({getattr(e, 'strerror', None) or e}); fix the path or its permissions.") from None
     current = parse_key(raw) if raw else None
     prev = []
     for part in os.environ.get(ENV_PREVIOUS, "").replace(",", " ").split():

@@ -10,7 +10,7 @@ import sqlite3
 import urllib.parse
 
 from workspacectl.engine import registry
-from workspacectl.engine.registry import Caller, Ctx, Response
+from workspacectl.engine.registry import Caller, Ctx, PublicCtx, Response
 from workspacectl.engine.scopes import check_scope
 from workspacectl.errors import ApiError
 
@@ -106,8 +106,13 @@ class Engine:
         params = {k: urllib.parse.unquote(v) for k, v in params.items()}
         check_text(params, query)
         check_body(body)
-        ctx = Ctx(ws=self.ws, caller=caller, params=params, query=query, body=body, base_url=base_url,
-                  progress=progress)
+        ctx: PublicCtx   # check_scope lets no caller through but to a public route
+        if caller is not None:
+            ctx = Ctx(ws=self.ws, caller=caller, params=params, query=query, body=body, base_url=base_url,
+                      progress=progress)
+        else:
+            ctx = PublicCtx(ws=self.ws, caller=None, params=params, query=query, body=body, base_url=base_url,
+                            progress=progress)
         try:
             result = handler(ctx)
         except sqlite3.OperationalError as e:

@@ -5,6 +5,8 @@ Store functions take `after` (the last key of the previous page, or None) and `l
 """
 from __future__ import annotations
 
+from typing import Any
+
 import base64
 import binascii
 import json
@@ -22,7 +24,7 @@ _STRING = rb'"(?:[^"\\]|\\.)*"'
 _CURSOR_SHAPE = re.compile(_STRING + rb'|-?\d{1,20}|\[(?:' + _STRING + rb'|[^\[\]{}"])*\]')
 
 
-def page_args(ctx, key_type: type | tuple = str) -> tuple[int, object]:
+def page_args(ctx, key_type: type | tuple = str) -> tuple[int, Any]:
     """(limit, after). `after` is checked to be of key_type (a store binds it as a parameter)."""
     limit = query_int(ctx, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
     raw = ctx.query.get("cursor") or None

@@ -45,8 +45,10 @@ class Response:
     headers: dict = field(default_factory=dict)
 
 
-@dataclass
-class Ctx:
+@dataclass(kw_only=True)
+class PublicCtx:
+    """What a handler of a public route gets (no key needed: the caller may be None)."""
+
     ws: Any
     caller: Caller | None
     params: dict
@@ -67,6 +69,13 @@ class Ctx:
 
     def now(self) -> datetime:
         return clock.now()
+
+
+@dataclass(kw_only=True)
+class Ctx(PublicCtx):
+    """What a handler of every other route gets: the scope check has passed, so there is a caller."""
+
+    caller: Caller
 
 
 @dataclass(frozen=True)
@@ -116,8 +125,8 @@ def route(method: str, path: str):
     return deco
 
 
-def handler_for(route: Route) -> Callable[[Ctx], Any]:
-    """The route's handler, importing the one module that registers it on first use."""
+def handler_for(route: Route) -> Callable[[Any], Any]:
+    """The route's handler (taking a Ctx, or a PublicCtx for a public route), importing the one module that registers it on first use."""
     key = (route.method, route.path)
     fn = HANDLERS.get(key)
     if fn is None:

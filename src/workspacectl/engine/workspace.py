@@ -1,4 +1,9 @@
-"""A workspace is a folder: workspace.db (SQLite) and blobs/. Several processes may open one."""
+"""A workspace is a folder: workspace.db (SQLite) and blobs/. Several processes may open one.
+
+Or a PostgreSQL database named by a postgresql:// URL (engine/workspace_postgres.py, imported only
+for such a URL): engine/workspaces.py `workspace_type(location)` picks the class; both answer the
+same methods.
+"""
 from __future__ import annotations
 
 import os
@@ -11,10 +16,8 @@ from workspacectl.engine.db import open_db, transaction
 from workspacectl.errors import ApiError
 
 DB_NAME = "workspace.db"
-
-
 class Workspace:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path | str):
         self.path = Path(path).expanduser().resolve()
         self.db_path = self.path / DB_NAME
         self.blobs = self.path / "blobs"
@@ -24,12 +27,24 @@ class Workspace:
     def __repr__(self) -> str:
         return f"Workspace({str(self.path)!r})"
 
+    dialect = "sqlite"
+
+    @property
+    def location(self) -> str:
+        """What a profile stores to name this workspace."""
+        return str(self.path)
+
+    @property
+    def shown(self) -> str:
+        """What a message shows to name this workspace."""
+        return str(self.path)
+
     @staticmethod
-    def exists_at(path: Path) -> bool:
+    def exists_at(path: Path | str) -> bool:
         return (Path(path).expanduser() / DB_NAME).is_file()
 
     @classmethod
-    def open(cls, path: Path) -> "Workspace":
+    def open(cls, path: Path | str) -> "Workspace":
         if not cls.exists_at(path):
             raise ApiError("not_found", f"No workspace at {path}. Run `wsctl init --workspace {path}` to make one.")
         ws = cls(path)
@@ -37,32 +52,42 @@ class Workspace:
         return ws
 
     @classmethod
-    def create(cls, path: Path, name: str, owner_name: str, owner_email: str) -> tuple["Workspace", dict]:
+    def create(cls, path: Path | str, name: str, owner_name: str, owner_email: str) -> tuple["Workspace", dict | None]:
         """Make the folder, the database and the first owner, in one transaction."""
         from workspacectl.engine.store import identity as store
 
-        path = Path(path).expanduser()
         if cls.exists_at(path):
-            raise ApiError("conflict", f"A workspace already exists at {path}. Use it (WSCTL_WORKSPACE={path}) or pick another folder.")
-        path.mkdir(parents=True, exist_ok=True)
-        os.chmod(path, 0o700)
-        ws = cls(path)
-        ws.blobs.mkdir(exist_ok=True)
+            raise cls._exists_error(path)
+        ws = cls._prepare(path)
         ws._migrate()
         conn = ws.conn()
         with transaction(conn):
             if store.count_members(conn):
-                raise ApiError("conflict", f"A workspace already exists at {path}. Use it (WSCTL_WORKSPACE={path}) or pick another folder.")
+                raise cls._exists_error(path)
             store.set_setting(conn, "name", name)
             store.set_setting(conn, "created_at", clock.now_iso())
             owner = store.insert_member(conn, owner_name, owner_email, "owner")
         ws._after_create()
         return ws, owner
 
+    @classmethod
+    def _prepare(cls, path) -> "Workspace":
+        path = Path(path).expanduser()
+        path.mkdir(parents=True, exist_ok=True)
+        os.chmod(path, 0o700)
+        ws = cls(path)
+        ws.blobs.mkdir(exist_ok=True)
+        return ws
+
+    @staticmethod
+    def _exists_error(path) -> ApiError:
+        path = Path(path).expanduser()
+        return ApiError("conflict", f"A workspace already exists at {path}. Use it (WSCTL_WORKSPACE={path}) or pick another folder.")
+
     def _migrate(self) -> None:
         from workspacectl.engine.migrations import apply_migrations
 
-        self.blobs.mkdir(exist_ok=True)
+        self.blobs.mkdir(parents=True, exist_ok=True)
         apply_migrations(self.conn())
         self._load_builtins()
 
@@ -91,9 +116,12 @@ class Workspace:
     def conn(self) -> sqlite3.Connection:
         c = getattr(self._local, "conn", None)
         if c is None:
-            c = open_db(self.db_path)
+            c = self._connect()
             self._local.conn = c
         return c
+
+    def _connect(self):
+        return open_db(self.db_path)
 
     def setting(self, key: str, default: str | None = None) -> str | None:
         from workspacectl.engine.store.identity import get_setting

@@ -126,7 +126,7 @@ def _same(a: str, b: str) -> bool:
     if _workspace_type(a) is not _workspace_type(b):
         return False
     if "://" in str(a):
-        from workspacectl.engine.pg_url import without_password
+        from workspacectl.engine.pg_url import without_password  # type: ignore[import-untyped]  # not in the tree yet
 
         return without_password(str(a)) == without_password(str(b))
     return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()

@@ -223,13 +223,13 @@ def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
           memory_interval: float | None = None) -> None:
     import uvicorn
 
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.engine.workspaces import open_workspace
 
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     from workspacectl.engine.vault.outbound import quiet_library_loggers
 
     quiet_library_loggers()   # the HTTP library logs whole URLs (a key may be in the query) at INFO
-    ws = Workspace.open(workspace_path)
+    ws = open_workspace(str(workspace_path))
     _sweep_abandoned_stages(ws)
     load_routes()   # every route module now, so no first request pays for an import
     engine = Engine(ws)
@@ -239,7 +239,7 @@ def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
     start_memory_timer(ws, resolve_interval(memory_interval))
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    print(f"wsctl serving {ws.path} on http://{shown}:{port}", file=sys.stderr, flush=True)
+    print(f"wsctl serving {ws.shown} on http://{shown}:{port}", file=sys.stderr, flush=True)
     from workspacectl.server.http_protocol import ContractH11Protocol
 
     config = uvicorn.Config(app, http=ContractH11Protocol, access_log=False, log_level="warning",

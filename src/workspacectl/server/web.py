@@ -93,8 +93,6 @@ def mount(app: FastAPI, engine) -> None:
         who = "signed in" if caller else "not signed in"
         return page("wsctl", f"<p>This is a wsctl workspace server. You are {who}.</p>")
 
-    try:
-        from workspacectl.server import connect_pages
-    except ImportError:
-        return
+    from workspacectl.server import connect_pages
+
     connect_pages.mount(app, engine)

@@ -13,6 +13,7 @@ or from PUT .../oauth-client, is sealed with engine.crypto and never stored in p
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from workspacectl.engine import validate as v
 from workspacectl.engine.catalog.routes import require_integration
@@ -31,7 +32,8 @@ def require_catalog_admin(ctx: Ctx) -> None:
         raise ApiError("forbidden", "Only a workspace owner or admin may change the catalog.")
 
 
-def _import_args(ctx: Ctx) -> tuple:
+def _import_args(ctx: Ctx) -> tuple[Any, Any, Any, Any]:
+    """(content, format, service, filename) of an import request."""
     body = ctx.body
     if isinstance(body, (bytes, bytearray)):
         return bytes(body), None, ctx.query.get("service") or None, ctx.query.get("filename") or None

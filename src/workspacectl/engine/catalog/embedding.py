@@ -13,14 +13,22 @@ normalised. No torch, no tokenizer library: numpy and this module.
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 import unicodedata
 from functools import lru_cache
 from pathlib import Path
 
-import numpy as np
+# One BLAS thread: a search is one matrix-vector product, which a single core does in well under
+# a millisecond over 3,481 rows (4 ms over 100,000); OpenBLAS's thread pool costs 8 ms of CPU and,
+# on a busy machine, 60 ms of waiting for each one (measured, bench/README.md). Set before numpy
+# is first imported, which only this module does; a caller's own setting wins.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
-from workspacectl.engine.catalog.search_text import words
+import numpy as np  # noqa: E402
+
+from workspacectl.engine.catalog.search_text import words  # noqa: E402  (after the thread settings, as numpy)
 
 DATA = Path(__file__).resolve().parent / "embedding_data"
 MAX_WORD_CHARS = 60
@@ -93,10 +101,28 @@ def word_pieces(word: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+def _letter_soup(word: str, pieces: tuple[int, ...]) -> bool:
+    """A word the vocabulary can only spell letter by letter ("zzqx") means nothing: more than
+    half of its pieces are single characters."""
+    return len(pieces) > 1 and sum(1 for p in pieces if len(_piece_text(p)) == 1) * 2 > len(pieces)
+
+
+def _piece_text(row: int) -> str:
+    return _tokens()[row].removeprefix("##")
+
+
+@lru_cache(maxsize=1)
+def _tokens() -> list[str]:
+    return (DATA / "tokens.txt").read_text(encoding="utf-8").split()
+
+
 def token_rows(text: str) -> list[int]:
+    """Token rows of a text; words spelt only letter by letter are left out."""
     rows: list[int] = []
     for w in words(text):
-        rows.extend(word_pieces(w))
+        pieces = word_pieces(w)
+        if not _letter_soup(w, pieces):
+            rows.extend(pieces)
         if len(rows) >= MAX_TOKENS:
             break
     return rows[:MAX_TOKENS]

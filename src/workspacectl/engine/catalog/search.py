@@ -23,6 +23,8 @@ How a query is answered:
 """
 from __future__ import annotations
 
+from typing import Any
+
 import json
 import math
 import re
@@ -52,11 +54,15 @@ SYNONYM_WEIGHT = 0.6
 #   action          how well the operation's action fits the verb asked for
 #   named_service   the phrase names this operation's service (only when it names one)
 #   affinity        the phrase's words belong to this operation's service (when it names none)
-FEATURE_WEIGHTS = {"bm25": 0.25, "coverage": 0.40, "name_precision": 0.15, "action": 0.12,
-                   "named_service": 0.35, "affinity": 0.08, "semantic": 0.40}
+#   semantic        cosine of the operation's vector to the phrase's, relative to the best candidate's
+# Tuned on the tuning set only (tests/search_labels.py; bench/search_quality.py), never on the
+# holdout (tests/search_holdout.py).
+FEATURE_WEIGHTS = {"bm25": 0.25, "coverage": 0.20, "name_precision": 0.15, "action": 0.12,
+                   "named_service": 0.35, "affinity": 0.08, "semantic": 1.0}
 CANDIDATES = 120
 SEMANTIC_CANDIDATES = 40     # nearest vectors added to the lexical candidates ...
 SEMANTIC_FLOOR = 0.75        # ... when at least this share of the nearest one's similarity
+SEMANTIC_MIN = 0.0           # ... and at least this cosine
 ONLY_SERVICE_SCORE = 0.5
 MAX_QUERY_TERMS = 24
 COMMON_FRACTION = 0.2   # terms in more than this share of documents stay out of the MATCH
@@ -244,13 +250,15 @@ class VectorSet:
         self.op_ids = [r[0] for r in rows]
         self.row_of = {op_id: i for i, op_id in enumerate(self.op_ids)}
         self.services = [r[1] for r in rows]
+        self._service_array: Any = None   # numpy array of self.services, made on first use
         self.matrix = embedding.from_blobs([r[2] for r in rows])
 
     def rows_of_services(self, services: list[str]):
         import numpy as np
 
-        wanted = set(services)
-        return np.array([i for i, s in enumerate(self.services) if s in wanted], dtype=np.int64)
+        if self._service_array is None:
+            self._service_array = np.array(self.services)
+        return np.flatnonzero(np.isin(self._service_array, services))
 
 
 # generation (a random token written with every change of vectors) -> VectorSet; a few kept,
@@ -445,9 +453,9 @@ def _service_affinity(stats: TermStats, concepts) -> dict[str, float]:
 def _semantic(conn: sqlite3.Connection, q: str, service: str | None, named: list[str]):
     """(similarity of every operation to the phrase by row, VectorSet, nearest rows), or None
     when the catalog has no vectors or the phrase no known word piece."""
-    import numpy as np
+    from workspacectl.engine.catalog import embedding     # before numpy: it sets numpy's threads
 
-    from workspacectl.engine.catalog import embedding
+    import numpy as np
 
     vs = vector_set(conn)
     if vs is None or not vs.op_ids:
@@ -509,7 +517,7 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
         sims, vs, nearest = semantic
         # A near vector alone makes a candidate only when it is near the nearest one: every
         # catalog has nearest operations, not always relevant ones.
-        floor = SEMANTIC_FLOOR * max((float(sims[i]) for i in nearest), default=0.0)
+        floor = max(SEMANTIC_MIN, SEMANTIC_FLOOR * max((float(sims[i]) for i in nearest), default=0.0))
         extra = [vs.op_ids[i] for i in nearest if vs.op_ids[i] not in candidates and sims[i] >= floor]
         for r in store.docs_by_op_ids(conn, extra):
             candidates.setdefault(r["op_id"], r)

@@ -6,7 +6,7 @@ import secrets as _secrets
 
 from workspacectl import clock
 from workspacectl.engine.db import transaction
-from workspacectl.engine.registry import Caller, Ctx, Response, route
+from workspacectl.engine.registry import Caller, Ctx, PublicCtx, Response, route
 from workspacectl.engine.store import identity as store
 from workspacectl.engine import validate as v
 from workspacectl.errors import ApiError
@@ -30,7 +30,7 @@ def authenticate_secret(conn, secret: str) -> Caller:
     # Real secrets are ASCII; anything else (an env var of stray bytes) is simply unknown.
     kind = next((k for p, k in SECRET_PREFIXES.items() if secret.startswith(p)), None) if secret.isascii() else None
     row = store.find_secret_by_hash(conn, sha256_hex(secret)) if kind else None
-    if row is None or row["kind"] != kind or not _usable(row):
+    if kind is None or row is None or row["kind"] != kind or not _usable(row):
         raise ApiError("unauthenticated", "The key or session is unknown, revoked or expired. Sign in again or use another key.")
     return Caller(row["member_id"], row["member_role"], kind, row["id"], tuple(json.loads(row["scopes"])))
 
@@ -62,7 +62,7 @@ def new_session(conn, member_id: str, name: str = "wsctl") -> tuple[str, str]:
 
 
 @route("POST", "/v1/auth/session")
-def create_session(ctx: Ctx) -> Response:
+def create_session(ctx: PublicCtx) -> Response:
     body = v.body_dict(ctx)
     code = v.string(body, "code", max_len=64)
     name = v.string(body, "name", required=False, max_len=200, default="wsctl")

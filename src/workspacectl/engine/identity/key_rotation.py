@@ -30,8 +30,9 @@ def _fingerprints(conn) -> set[bytes]:
     fps = set()
     for table, key_col, blob_col in store.SEALED_COLUMNS:
         for _key, blob in store.sealed_values(conn, table, key_col, blob_col):
-            fps.add(crypto.blob_fingerprint(blob))
-    fps.discard(None)
+            fp = crypto.blob_fingerprint(blob)
+            if fp is not None:
+                fps.add(fp)
     return fps
 
 

@@ -2,9 +2,14 @@
 
 A workspace made by an old version opens in a new one: never edit a released migration,
 add the next number instead.
+
+Each migration module has `up(conn)` (SQLite) and `POSTGRES_SQL` (the same schema for a
+PostgreSQL workspace, run as one script). On PostgreSQL the whole run holds a session advisory
+lock, so replicas starting together apply each migration once and wait for it.
 """
 from __future__ import annotations
 
+import importlib
 import sqlite3
 
 from workspacectl.engine.db import transaction
@@ -39,6 +44,8 @@ MIGRATIONS = [
 
 
 def apply_migrations(conn: sqlite3.Connection) -> list[str]:
+    if getattr(conn, "dialect", "sqlite") == "postgres":
+        return _apply_postgres(conn)
     conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
     done = {r[0] for r in conn.execute("SELECT name FROM migrations")}
     applied = []
@@ -53,3 +60,38 @@ def apply_migrations(conn: sqlite3.Connection) -> list[str]:
             conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, datetime('now'))", (name,))
         applied.append(name)
     return applied
+
+
+
+def _apply_postgres(conn) -> list[str]:
+    from workspacectl.engine.db_postgres import MIGRATION_LOCK
+
+    if _pending_names(conn) == []:
+        return []
+    conn.advisory_lock(MIGRATION_LOCK)
+    try:
+        conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT COLLATE \"C\" PRIMARY KEY, applied_at TEXT NOT NULL)")
+        done = {r[0] for r in conn.execute("SELECT name FROM migrations")}
+        applied = []
+        for name, up in MIGRATIONS:
+            if name in done:
+                continue
+            sql = getattr(importlib.import_module(up.__module__), "POSTGRES_SQL", None)
+            if sql is None:
+                raise RuntimeError(f"migration {name} has no POSTGRES_SQL")
+            with transaction(conn):
+                conn.execute_script(sql)
+                conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, datetime('now'))", (name,))
+            applied.append(name)
+        return applied
+    finally:
+        conn.advisory_unlock(MIGRATION_LOCK)
+
+
+def _pending_names(conn) -> list[str] | None:
+    """Migrations not applied yet (None when the table is not there): a replica opening an
+    up-to-date database takes no lock."""
+    if conn.execute("SELECT to_regclass('migrations')").fetchone()[0] is None:
+        return None
+    done = {r[0] for r in conn.execute("SELECT name FROM migrations")}
+    return [name for name, _ in MIGRATIONS if name not in done]

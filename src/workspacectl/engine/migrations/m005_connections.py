@@ -32,3 +32,28 @@ def up(conn):
     );
     CREATE INDEX connections_member ON connections(member_id, id);
     """)
+
+
+# The same schema in PostgreSQL (engine/db_postgres.py): TEXT compares and sorts in byte order
+# (COLLATE "C", as SQLite's BINARY), INTEGER is BIGINT, BLOB is BYTEA, rowids are identity columns.
+POSTGRES_SQL = """
+CREATE TABLE connections (
+    id TEXT COLLATE "C" PRIMARY KEY,
+    service TEXT COLLATE "C" NOT NULL,
+    member_id TEXT COLLATE "C" NOT NULL REFERENCES members(id) ON DELETE CASCADE,
+    link_hash TEXT COLLATE "C" NOT NULL UNIQUE,
+    link_sealed BYTEA,
+    status TEXT COLLATE "C" NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'connected', 'failed')),
+    credential_id TEXT COLLATE "C",
+    error TEXT COLLATE "C",
+    created_at TEXT COLLATE "C" NOT NULL,
+    expires_at TEXT COLLATE "C" NOT NULL,
+    finished_at TEXT COLLATE "C",
+    -- OAuth: the latest authorize redirect of this connection (a new one replaces it)
+    state_hash TEXT COLLATE "C" UNIQUE,
+    pkce_sealed BYTEA,
+    redirect_uri TEXT COLLATE "C",
+    state_used_at TEXT COLLATE "C"
+);
+CREATE INDEX connections_member ON connections(member_id, id);
+"""

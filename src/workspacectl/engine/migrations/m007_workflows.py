@@ -25,3 +25,23 @@ CREATE INDEX workflows_creator ON workflows(created_by, id);
 
 def up(conn):
     execute_script(conn, SQL)
+
+
+# The same schema in PostgreSQL (engine/db_postgres.py): TEXT compares and sorts in byte order
+# (COLLATE "C", as SQLite's BINARY), INTEGER is BIGINT, BLOB is BYTEA, rowids are identity columns.
+POSTGRES_SQL = """
+CREATE TABLE workflows (
+    id TEXT COLLATE "C" PRIMARY KEY,
+    kind TEXT COLLATE "C" NOT NULL CHECK (kind IN ('workflow', 'app')),
+    name TEXT COLLATE "C" NOT NULL,
+    description TEXT COLLATE "C",
+    nodes TEXT COLLATE "C" NOT NULL DEFAULT '[]',
+    created_by TEXT COLLATE "C" NOT NULL REFERENCES members(id),
+    project_id TEXT COLLATE "C" REFERENCES projects(id) ON DELETE SET NULL,
+    created_at TEXT COLLATE "C" NOT NULL,
+    updated_at TEXT COLLATE "C" NOT NULL,
+    last_used_at TEXT COLLATE "C"
+);
+CREATE INDEX workflows_project ON workflows(project_id, id);
+CREATE INDEX workflows_creator ON workflows(created_by, id);
+"""

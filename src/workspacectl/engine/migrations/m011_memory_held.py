@@ -44,3 +44,20 @@ CREATE INDEX memory_notes_by_document ON memory_notes(document_id, status);
 
 def up(conn):
     execute_script(conn, SQL)
+
+
+# PostgreSQL widens the CHECK and adds columns in place (no rebuild; rowid order is kept).
+POSTGRES_SQL = """
+ALTER TABLE memory_notes ADD COLUMN file_size BIGINT, ADD COLUMN held_reason TEXT COLLATE "C";
+UPDATE memory_notes SET file_size = length(COALESCE(file_content, ''::bytea)) WHERE file_path IS NOT NULL;
+CREATE TABLE memory_note_files (
+    note_id TEXT COLLATE "C" PRIMARY KEY REFERENCES memory_notes(id) ON DELETE CASCADE,
+    content BYTEA NOT NULL
+);
+INSERT INTO memory_note_files (note_id, content)
+    SELECT id, COALESCE(file_content, ''::bytea) FROM memory_notes WHERE file_path IS NOT NULL AND status <> 'folded';
+ALTER TABLE memory_notes DROP COLUMN file_content;
+ALTER TABLE memory_notes DROP CONSTRAINT memory_notes_status_check;
+ALTER TABLE memory_notes ADD CONSTRAINT memory_notes_status_check
+    CHECK (status IN ('pending', 'folded', 'dropped', 'held'));
+"""

@@ -20,3 +20,14 @@ CREATE INDEX operation_vectors_service ON operation_vectors(service);
 
 def up(conn):
     execute_script(conn, SQL)
+
+
+# The same table on PostgreSQL (engine/db_postgres.py).
+POSTGRES_SQL = """
+CREATE TABLE operation_vectors (
+    op_id TEXT COLLATE "C" PRIMARY KEY,
+    service TEXT COLLATE "C" NOT NULL,
+    vector BYTEA NOT NULL
+);
+CREATE INDEX operation_vectors_service ON operation_vectors(service);
+"""

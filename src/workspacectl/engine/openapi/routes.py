@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from workspacectl import __version__
-from workspacectl.engine.registry import HANDLERS, Ctx, load_all, route
+from workspacectl.engine.registry import HANDLERS, PublicCtx, load_all, route
 from workspacectl.engine.scopes import AUTHENTICATED, PUBLIC, ROUTE_SCOPES, SESSION
 
 _REASONS = {200: "OK", 201: "Created", 202: "Accepted", 204: "No content"}
@@ -81,6 +81,6 @@ def build_openapi() -> dict:
 
 
 @route("GET", "/v1/openapi.json")
-def openapi(ctx: Ctx) -> dict:
+def openapi(ctx: PublicCtx) -> dict:
     """This description of the API (OpenAPI 3.1)."""
     return build_openapi()

@@ -4,6 +4,7 @@ Reads the catalog tables (integrations, operations); writes only the operation_s
 """
 from __future__ import annotations
 
+import math
 import sqlite3
 from typing import Iterable
 
@@ -85,6 +86,8 @@ def doc_count(conn: sqlite3.Connection) -> int:
 def match(conn: sqlite3.Connection, expression: str, weights: tuple[float, ...], limit: int,
           services: list[str] | None = None) -> list[sqlite3.Row]:
     """The best `limit` rows for an FTS5 expression by weighted bm25 (lower is better)."""
+    if getattr(conn, "dialect", "sqlite") == "postgres":
+        return _match_postgres(conn, expression, weights, limit, services)
     where, args = "", [expression]
     if services:
         where = f" AND d.service IN ({', '.join('?' * len(services))})"
@@ -97,6 +100,48 @@ def match(conn: sqlite3.Connection, expression: str, weights: tuple[float, ...],
         f"FROM operation_search s JOIN operation_search_docs d ON d.rowid = s.rowid "
         f"WHERE operation_search MATCH ?{where} ORDER BY bm25 LIMIT ?",
         (*args, limit)).fetchall()
+
+
+# FTS5's bm25 constants (sqlite fts5_aux.c)
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+def _match_postgres(conn, expression: str, weights: tuple[float, ...], limit: int,
+                    services: list[str] | None) -> list:
+    """The PostgreSQL half of match(): the GIN index on the tsvector finds the rows holding any
+    term; each is scored with FTS5's bm25 (idf from the terms' document counts, the column-weighted
+    term frequency, the row's length against the average), so the same `limit` candidates come
+    back with the same scores as on SQLite and the shared re-rank orders them alike."""
+    terms = list(dict.fromkeys(t.strip('"') for t in expression.split(" OR ")))
+    terms = [t for t in terms if t.isalnum()]
+    if not terms:
+        return []
+    n_rows, n_tokens = conn.execute("SELECT count(*), COALESCE(sum(ntokens), 0) FROM operation_search").fetchone()
+    if not n_rows:
+        return []
+    marks = ", ".join("?" * len(terms))
+    hits = dict(conn.execute(f"SELECT term, sum(df) FROM operation_search_terms WHERE term IN ({marks}) "
+                             "GROUP BY term", terms).fetchall())
+    idf = [max(math.log((n_rows - hits.get(t, 0) + 0.5) / (hits.get(t, 0) + 0.5)), 1e-6) for t in terms]
+    freq = ", ".join(
+        "(" + " + ".join(f"{float(w)} * COALESCE((s.term_counts[{j + 1}]->>?)::float8, 0)"
+                         for j, w in enumerate(weights)) + f") AS f{i}"
+        for i in range(len(terms)))
+    norm = f"{BM25_K1} * (1 - {BM25_B} + {BM25_B} * s.ntokens / {float(n_tokens) / n_rows})"
+    score = " + ".join(f"{idf[i]!r} * (f.f{i} * {BM25_K1 + 1}) / (f.f{i} + {norm})" for i in range(len(terms)))
+    where, args = "", []
+    if services:
+        where = f" AND d.service IN ({', '.join('?' * len(services))})"
+        args += services
+    freq_args = [t for t in terms for _ in FTS_COLUMNS]
+    return conn.execute(
+        f"SELECT d.op_id, d.service, d.method, d.shape, d.action, "
+        f"s.name, s.summary, s.path, s.tags, s.body, s.params, -({score}) AS bm25 "
+        f"FROM operation_search s JOIN operation_search_docs d ON d.rowid = s.rowid "
+        f"CROSS JOIN LATERAL (SELECT {freq}) f "
+        f"WHERE s.document @@ to_tsquery('simple', ?){where} ORDER BY bm25, s.rowid LIMIT ?",
+        (*freq_args, " | ".join(terms), *args, limit)).fetchall()
 
 
 def first_operations(conn: sqlite3.Connection, services: list[str], limit: int) -> list[str]:

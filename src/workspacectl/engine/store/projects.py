@@ -20,7 +20,7 @@ CASE
                     THEN 'viewer' ELSE r END
         FROM (SELECT COALESCE(
                 (SELECT role FROM project_grants g WHERE g.project_id = p.id AND g.member_id = :me),
-                (SELECT role FROM project_grants g WHERE g.project_id = p.id AND g.member_id IS NULL)) AS r))
+                (SELECT role FROM project_grants g WHERE g.project_id = p.id AND g.member_id IS NULL)) AS r) AS nearest)
 END
 """
 
@@ -30,7 +30,7 @@ _COLUMNS = f"""p.*, ({ROLE_SQL}) AS role,
   (SELECT COUNT(*) FROM project_grants g WHERE g.project_id = p.id) AS grant_count,
   (SELECT COUNT(*) FROM workflows w WHERE w.project_id = p.id AND w.kind = 'workflow') AS n_workflows,
   (SELECT COUNT(*) FROM workflows w WHERE w.project_id = p.id AND w.kind = 'app') AS n_apps,
-  (SELECT COUNT(*) FROM skills s WHERE s.project_id = p.id AND s.status IS NOT 'archived') AS n_skills,
+  (SELECT COUNT(*) FROM skills s WHERE s.project_id = p.id AND s.status <> 'archived') AS n_skills,
   (SELECT COUNT(*) FROM project_files f WHERE f.project_id = p.id) AS n_files"""
 
 
@@ -119,7 +119,7 @@ def list_resources(conn, pid: str) -> list:
     return conn.execute(
         "SELECT id, name, description, kind AS type, last_used_at FROM workflows WHERE project_id = :pid"
         " UNION ALL SELECT id, name, description, 'skill' AS type, last_used_at"
-        " FROM skills WHERE project_id = :pid AND status IS NOT 'archived' ORDER BY id", {"pid": pid}).fetchall()
+        " FROM skills WHERE project_id = :pid AND status <> 'archived' ORDER BY id", {"pid": pid}).fetchall()
 
 
 def delete_project(conn, pid: str) -> dict:

@@ -41,7 +41,7 @@ def list_skills(conn, me: str, see_all: bool, statuses: tuple[str, ...], after, 
     args = {"me": me, "after": after or "", "limit": limit}
     args.update({f"s{i}": st for i, st in enumerate(statuses)})
     marks = ",".join(f":s{i}" for i in range(len(statuses)))
-    where = "1" if see_all else _VISIBLE
+    where = "1 = 1" if see_all else _VISIBLE
     return conn.execute(f"{_SELECT} WHERE s.status IN ({marks}) AND {where} AND s.id > :after "
                         "ORDER BY s.id LIMIT :limit", args).fetchall()
 

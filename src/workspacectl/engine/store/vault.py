@@ -220,6 +220,8 @@ SEALED_COLUMNS = (
 
 
 def _table_exists(conn, table: str) -> bool:
+    if getattr(conn, "dialect", "sqlite") == "postgres":
+        return conn.execute("SELECT to_regclass(?) IS NOT NULL", (table,)).fetchone()[0]
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone() is not None
 
 

@@ -47,7 +47,7 @@ def list_workflows(conn, me: str, after, limit: int, kind: str | None, project_i
     sql = (f"SELECT * FROM (SELECT {_COLUMNS} FROM workflows w WHERE w.id > :after"
            + (" AND w.kind = :kind" if kind else "")
            + (" AND w.project_id = :pid" if project_id else "")
-           + " AND (w.created_by = :me OR w.project_id IS NOT NULL)) WHERE access IS NOT NULL ORDER BY id LIMIT :limit")
+           + " AND (w.created_by = :me OR w.project_id IS NOT NULL)) AS visible WHERE access IS NOT NULL ORDER BY id LIMIT :limit")
     return conn.execute(sql, {"me": me, "after": after or "", "limit": limit, "kind": kind,
                               "pid": project_id}).fetchall()
 

@@ -1,0 +1,140 @@
+"""Token issue throughput on PostgreSQL next to SQLite, with one and with two `wsctl serve`
+replicas, against /healthz on the same servers (wrk drives the load).
+
+    python bench/pg_token_issue.py [--seconds 10] [--connections 8] [--postgres URL]
+
+For each store (a folder workspace; a fresh PostgreSQL database) and each replica count (1, 2),
+wrk runs `--seconds` against every replica at once, first GET /healthz (the HTTP stack alone),
+then POST /v1/credentials/ID/token on an apiKey credential (a real issue each time: a write
+transaction taking the writer lock, unsealing the key and writing the audit row). Requests/s are
+summed over the replicas; latency p50/p99 is wrk's, of the first replica.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "src"))
+
+from tests.conftest import OWNER, base_env, run_wsctl, start_server  # noqa: E402
+from tests.vault_helpers import APIKEY_TOML, install_service, make_credential  # noqa: E402
+
+LUA = """
+wrk.method = "POST"
+wrk.body   = '{"reason": "bench"}'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer %s"
+"""
+
+
+def wrk(url: str, seconds: int, connections: int, script: Path | None) -> subprocess.Popen:
+    args = ["wrk", "-t", "2", "-c", str(connections), "-d", f"{seconds}s", "--latency"]
+    if script:
+        args += ["-s", str(script)]
+    return subprocess.Popen([*args, url], stdout=subprocess.PIPE, text=True)
+
+
+def parse(out: str) -> dict:
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+
+    def ms(label):
+        m = re.search(rf"\s{label}%\s+([\d.]+)(us|ms|s)", out)
+        if not m:
+            return float("nan")
+        v, unit = float(m.group(1)), m.group(2)
+        return v / 1000 if unit == "us" else v * 1000 if unit == "s" else v
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return {"rps": rps, "p50": ms("50"), "p99": ms("99"), "errors": int(non2xx.group(1)) if non2xx else 0}
+
+
+def load(urls: list[str], path: str, seconds: int, connections: int, script: Path | None) -> dict:
+    procs = [wrk(u + path, seconds, connections, script) for u in urls]
+    results = [parse(p.communicate()[0]) for p in procs]
+    return {"rps": sum(r["rps"] for r in results), "p50": results[0]["p50"], "p99": results[0]["p99"],
+            "errors": sum(r["errors"] for r in results)}
+
+
+def owner_session(location: str, home: Path) -> str:
+    from workspacectl.engine.db import transaction
+    from workspacectl.engine.identity.auth import new_session
+    from workspacectl.engine.store import identity
+    from workspacectl.engine.workspaces import open_workspace
+
+    ws = open_workspace(location)
+    conn = ws.conn()
+    owner = identity.first_owner(conn)
+    with transaction(conn):
+        token, _ = new_session(conn, owner["id"], "bench")
+    service = install_service(location, APIKEY_TOML.format(base="http://127.0.0.1:9"))
+    cred = make_credential(location, owner["id"], service, {"apiKey": "sk-bench"})
+    conn.close()
+    return token, cred["id"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--connections", type=int, default=8)
+    ap.add_argument("--postgres", default=os.environ.get("WSCTL_TEST_POSTGRES_URL") or
+                    "postgresql://postgres@127.0.0.1:5432/postgres")
+    args = ap.parse_args()
+    import psycopg
+
+    tmp = Path(tempfile.mkdtemp(prefix="wsctl-pg-token-"))
+    key = base64.b64encode(os.urandom(32)).decode()
+    os.environ.update({"WSCTL_HOME": str(tmp / "home"), "WSCTL_MASTER_KEY": key,
+                       "WSCTL_BLOB_DIR": str(tmp / "pg-blobs"), "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"})
+    db = f"wsctl_bench_token_{os.getpid()}"
+    with psycopg.connect(args.postgres, autocommit=True) as c:
+        c.execute(f"CREATE DATABASE {db}")
+    stores = {"sqlite": str(tmp / "ws"), "postgres": args.postgres.rpartition("/")[0] + "/" + db}
+    print(f"wrk -c {args.connections} -d {args.seconds}s per replica; requests/s summed over replicas")
+    print(f"{'store':9s} {'replicas':>8s} {'healthz rps':>12s} {'token rps':>10s} {'token p50 ms':>13s} "
+          f"{'token p99 ms':>13s} {'non-2xx':>8s}")
+    try:
+        for store, location in stores.items():
+            env = {**base_env(tmp / f"{store}-home"), "WSCTL_MASTER_KEY": key, "WSCTL_BLOB_DIR": str(tmp / "pg-blobs")}
+            run_wsctl(["init", "--workspace", location, "--owner-name", OWNER["name"],
+                       "--owner-email", OWNER["email"]], env)
+            token, cred = owner_session(location, tmp)
+            script = tmp / f"{store}.lua"
+            script.write_text(LUA % token)
+            for replicas in (1, 2):
+                servers = [start_server(_Loc(location, tmp / f"{store}-{replicas}-{i}"), env,
+                                        log=tmp / f"{store}-{replicas}-{i}.log") for i in range(replicas)]
+                try:
+                    urls = [s.url for s in servers]
+                    health = load(urls, "/healthz", args.seconds, args.connections, None)
+                    issue = load(urls, f"/v1/credentials/{cred}/token", args.seconds, args.connections, script)
+                    print(f"{store:9s} {replicas:8d} {health['rps']:12.0f} {issue['rps']:10.0f} "
+                          f"{issue['p50']:13.1f} {issue['p99']:13.1f} {issue['errors']:8d}")
+                finally:
+                    for s in servers:
+                        s.stop()
+    finally:
+        with psycopg.connect(args.postgres, autocommit=True) as c:
+            c.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+    print(json.dumps({"done": True}))
+
+
+class _Loc(str):
+    """A location start_server accepts: its str is served, its parent holds the server's files."""
+
+    def __new__(cls, location: str, folder: Path):
+        s = super().__new__(cls, location)
+        folder.mkdir(parents=True, exist_ok=True)
+        s.parent = folder
+        return s
+
+
+if __name__ == "__main__":
+    main()

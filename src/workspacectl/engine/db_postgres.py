@@ -1,0 +1,336 @@
+"""PostgreSQL access with the surface the store uses on sqlite3, so engine/store/ keeps one copy
+of its SQL. Imported only when a workspace is a postgresql:// URL (psycopg is an optional extra).
+
+What the wrapper makes alike (the whole dialect layer; SQL that truly differs is a named pair in
+the store, see store/catalog_search.py):
+- placeholders: `?` and `:name` become `%s` and `%(name)s` (string literals left alone);
+  `INSERT OR IGNORE` becomes `... ON CONFLICT DO NOTHING`; IFNULL, instr and datetime('now')
+  their PostgreSQL spellings. Parameters are bound client-side (psycopg.ClientCursor), so a
+  value's type is inferred from where it stands, as SQLite does; a bool is written as 0/1.
+- transactions: autocommit outside them, like sqlite3 with isolation_level=None; `BEGIN
+  IMMEDIATE` takes one transaction-scoped advisory lock (the workspace's writer lock, as SQLite
+  has one writer) with a lock_timeout of db.BUSY_TIMEOUT_MS; a writer that waits longer gets the
+  same "database is locked" OperationalError SQLite gives, which the engine answers with 409.
+- a failed write inside a transaction is rolled back to a savepoint, so the transaction goes on
+  as on SQLite (the engine catches IntegrityError and carries on).
+- errors: psycopg's become the sqlite3 classes the engine catches (IntegrityError for unique,
+  foreign key, check and not-null violations; OperationalError "database is locked" for a lock
+  timeout, deadlock or serialization failure; "no such table" for an undefined table). A NUL in
+  text (PostgreSQL text cannot hold one) is 400 invalid_request.
+- rows: index and name access, keys(), dict(row), like sqlite3.Row.
+"""
+from __future__ import annotations
+
+import functools
+import re
+import sqlite3
+from decimal import Decimal
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.adapt import Loader
+from psycopg.pq import TransactionStatus
+
+from workspacectl.engine.db import BUSY_TIMEOUT_MS, WorkspaceBusy
+from workspacectl.formats.workspace_url import redacted
+from workspacectl.errors import ApiError
+
+# pg_advisory_xact_lock keys (two int4 halves: "wsctl", purpose)
+LOCK_CLASS = 0x77736374
+WRITER_LOCK = 1
+MIGRATION_LOCK = 2
+REFRESH_LOCK = 3
+
+_WRITE = re.compile(r"^\s*(INSERT|UPDATE|DELETE|REPLACE)\b", re.I)
+
+
+# ------------------------------------------------------------------------------- SQL translation
+
+_TOKEN = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|\?|(?<!:):([A-Za-z_]\w*)|%|--[^\n]*""")
+_REWRITES = [
+    (re.compile(r"\bIFNULL\s*\(", re.I), "COALESCE("),
+    (re.compile(r"\binstr\s*\(", re.I), "strpos("),
+    (re.compile(r"datetime\('now'\)", re.I), "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')"),
+]
+_OR_IGNORE = re.compile(r"^(\s*)INSERT\s+OR\s+IGNORE\s+INTO\b", re.I)
+_OR_REPLACE = re.compile(r"^\s*INSERT\s+OR\s+REPLACE\s+INTO\s+(\w+)\s*\(([^)]*)\)", re.I)
+
+
+@functools.lru_cache(maxsize=2048)
+def translate(sql: str) -> str:
+    """SQLite spelling -> PostgreSQL spelling (cached: the store's statements are constants)."""
+    def token(m: re.Match) -> str:
+        t = m.group(0)
+        if t == "?":
+            return "%s"
+        if t == "%":
+            return "%%"
+        if m.group(1):
+            return f"%({m.group(1)})s"
+        return t.replace("%", "%%")    # psycopg reads % everywhere, string literals included
+
+    out = _TOKEN.sub(token, sql)
+    for pattern, repl in _REWRITES:
+        out = pattern.sub(repl, out)
+    if _OR_IGNORE.match(out):
+        out = _OR_IGNORE.sub(r"\1INSERT INTO", out).rstrip().rstrip(";") + " ON CONFLICT DO NOTHING"
+    return out
+
+
+def _params(params):
+    if params is None:
+        return ()      # always given, so psycopg always reads %% as % (translate doubles every %)
+    if isinstance(params, dict):
+        return {k: _value(v) for k, v in params.items()}
+    return tuple(_value(v) for v in params)
+
+
+def _value(v):
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, memoryview):
+        return bytes(v)
+    return v
+
+
+# ------------------------------------------------------------------------------- rows and errors
+
+class Row:
+    """A result row read by index or by column name, like sqlite3.Row."""
+
+    __slots__ = ("_values", "_index")
+
+    def __init__(self, values: tuple, index: dict[str, int]):
+        self._values, self._index = values, index
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            return self._values[self._index[key]]
+        return self._values[key]
+
+    def keys(self) -> list[str]:
+        return list(self._index)
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Row) and self._values == other._values and self._index == other._index
+
+    __hash__ = None  # type: ignore[assignment]  # equal rows compare equal; a row is not a dict key
+
+    def __repr__(self) -> str:
+        return f"Row({dict(zip(self._index, self._values))!r})"
+
+
+def _row_factory(cursor):
+    index = {d.name: i for i, d in enumerate(cursor.description or ())}
+    return lambda values: Row(values, index)
+
+
+class _NumericLoader(Loader):
+    """numeric (SUM and AVG of bigint) as int when whole, float otherwise, as SQLite answers."""
+
+    def load(self, data):
+        d = Decimal(bytes(data).decode())
+        return int(d) if d == d.to_integral_value() else float(d)
+
+
+def _sqlite_error(e: Exception) -> Exception:
+    """The sqlite3 exception the engine already catches for what PostgreSQL reported."""
+    msg = (getattr(getattr(e, "diag", None), "message_primary", None) or str(e)).splitlines()[0]
+    if isinstance(e, pg_errors.UniqueViolation):
+        return sqlite3.IntegrityError(f"UNIQUE constraint failed: {msg}")
+    if isinstance(e, pg_errors.ForeignKeyViolation):
+        return sqlite3.IntegrityError(f"FOREIGN KEY constraint failed: {msg}")
+    if isinstance(e, pg_errors.CheckViolation):
+        return sqlite3.IntegrityError(f"CHECK constraint failed: {msg}")
+    if isinstance(e, pg_errors.NotNullViolation):
+        return sqlite3.IntegrityError(f"NOT NULL constraint failed: {msg}")
+    if isinstance(e, (pg_errors.LockNotAvailable, pg_errors.DeadlockDetected, pg_errors.SerializationFailure,
+                      pg_errors.QueryCanceled)):
+        return WorkspaceBusy(f"database is locked: {msg}")
+    if isinstance(e, pg_errors.UndefinedTable):
+        return sqlite3.OperationalError(f"no such table: {msg}")
+    return e
+
+
+def _nul_error() -> ApiError:
+    return ApiError("invalid_request", "Text may not contain a NUL character (\\x00); remove it and retry.")
+
+
+def _is_nul(e: Exception) -> bool:
+    return "NUL" in str(e) or isinstance(e, pg_errors.CharacterNotInRepertoire) or \
+        isinstance(e, pg_errors.UntranslatableCharacter)
+
+
+# ------------------------------------------------------------------------------- the connection
+
+class Cursor:
+    """What conn.execute answers: fetchone/fetchall/iteration, rowcount, lastrowid."""
+
+    def __init__(self, conn: "PgConnection", cur):
+        self._conn, self._cur = conn, cur
+
+    def fetchone(self):
+        return self._cur.fetchone() if self._cur.description else None
+
+    def fetchall(self) -> list:
+        return self._cur.fetchall() if self._cur.description else []
+
+    def fetchmany(self, size: int = 1) -> list:
+        return self._cur.fetchmany(size) if self._cur.description else []
+
+    def __iter__(self):
+        return iter(self.fetchall())
+
+    @property
+    def rowcount(self) -> int:
+        return self._cur.rowcount
+
+    @property
+    def description(self):
+        return self._cur.description
+
+    @property
+    def lastrowid(self) -> int | None:
+        """The id the last INSERT drew from a sequence (tables with a rowid-like identity)."""
+        try:
+            return self._conn._raw_one("SELECT lastval()")
+        except psycopg.Error:
+            return None
+
+    def close(self) -> None:
+        self._cur.close()
+
+
+class PgConnection:
+    """One PostgreSQL session, autocommit, used like a sqlite3 connection by the store."""
+
+    dialect = "postgres"
+    write_lock = None   # the writer lock is the advisory lock; no in-process queue needed
+    row_factory = None  # accepted and ignored (rows are always Row)
+
+    def __init__(self, url: str):
+        try:
+            self._pg = psycopg.connect(url, autocommit=True, cursor_factory=psycopg.ClientCursor,
+                                       connect_timeout=15, application_name="wsctl")
+        except psycopg.OperationalError as e:
+            first = str(e).strip().splitlines()[-1] if str(e).strip() else "no answer"
+            raise ApiError("unreachable", f"Cannot reach the PostgreSQL workspace {redacted(url)}: "
+                                          f"{first.replace(url, redacted(url))}. Check the URL and that the server runs.") from None
+        self._pg.adapters.register_loader("numeric", _NumericLoader)
+        self._pg.row_factory = _row_factory
+        self._primary_keys: dict[str, list[str]] = {}
+        self.url = url
+
+    def __repr__(self) -> str:
+        return f"PgConnection({redacted(self.url)!r})"
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._pg.info.transaction_status != TransactionStatus.IDLE
+
+    def _raw_one(self, sql: str, params=None):
+        with self._pg.cursor(row_factory=psycopg.rows.tuple_row) as cur:
+            cur.execute(sql, params)
+            row = cur.fetchone()
+            return row[0] if row else None
+
+    def _begin_writer(self) -> None:
+        self._pg.execute("BEGIN")
+        try:
+            self._pg.execute(f"SET LOCAL lock_timeout = {int(BUSY_TIMEOUT_MS)}")
+            self._pg.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, WRITER_LOCK))
+            self._pg.execute("SET LOCAL lock_timeout = 0")
+        except psycopg.Error as e:
+            self._pg.execute("ROLLBACK")
+            raise _sqlite_error(e) from None
+
+    def _upsert(self, sql: str) -> str:
+        """INSERT OR REPLACE INTO t (cols) ... -> INSERT ... ON CONFLICT (t's primary key) DO
+        UPDATE SET every other column: SQLite's REPLACE of the row with the same key."""
+        m = _OR_REPLACE.match(sql)
+        if m is None:
+            return sql
+        table, cols = m.group(1), [c.strip() for c in m.group(2).split(",")]
+        key = self._primary_keys.get(table)
+        if key is None:
+            key = self._primary_keys[table] = [r[0] for r in self._pg.execute(
+                "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+                "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary "
+                "ORDER BY array_position(i.indkey, a.attnum)", (table,)).fetchall()]
+        rest = [c for c in cols if c not in key]
+        action = ("DO UPDATE SET " + ", ".join(f"{c} = EXCLUDED.{c}" for c in rest)) if rest else "DO NOTHING"
+        body = re.sub(r"INSERT\s+OR\s+REPLACE\s+INTO", "INSERT INTO", sql, count=1, flags=re.I)
+        return f"{body.rstrip().rstrip(';')} ON CONFLICT ({', '.join(key)}) {action}"
+
+    def execute(self, sql: str, params=None) -> Cursor:
+        sql = self._upsert(sql)
+        head = sql.lstrip()[:16].upper()
+        if head.startswith("BEGIN IMMEDIATE"):
+            self._begin_writer()
+            return Cursor(self, self._pg.cursor())
+        if head.startswith("PRAGMA"):
+            return Cursor(self, self._pg.cursor())
+        return self._run(translate(sql), _params(params), many=False)
+
+    def executemany(self, sql: str, seq) -> Cursor:
+        return self._run(translate(self._upsert(sql)), [_params(p) for p in seq], many=True)
+
+    def _run(self, sql: str, params, many: bool) -> Cursor:
+        guard = self.in_transaction and _WRITE.match(sql) is not None
+        cur = self._pg.cursor()
+        try:
+            if guard:
+                self._pg.execute("SAVEPOINT wsctl_stmt")
+            if many:
+                cur.executemany(sql, params)
+            else:
+                cur.execute(sql, params)
+            if guard:
+                self._pg.execute("RELEASE SAVEPOINT wsctl_stmt")
+        except psycopg.Error as e:
+            if guard and self._pg.info.transaction_status == TransactionStatus.INERROR:
+                self._pg.execute("ROLLBACK TO SAVEPOINT wsctl_stmt")
+            if _is_nul(e):
+                raise _nul_error() from None
+            mapped = _sqlite_error(e)
+            if mapped is e:
+                raise
+            raise mapped from None
+        except ValueError as e:        # psycopg refuses a NUL in text before sending it
+            if "NUL" in str(e):
+                raise _nul_error() from None
+            raise
+        return Cursor(self, cur)
+
+    def execute_script(self, sql: str) -> None:
+        """Several statements at once (a migration's DDL): no parameters, no translation."""
+        try:
+            self._pg.execute(sql)
+        except psycopg.Error as e:
+            raise _sqlite_error(e) from None
+
+    def advisory_lock(self, key: int) -> None:
+        """A session-level lock (migrations at start-up): held until advisory_unlock."""
+        self._pg.execute("SELECT pg_advisory_lock(%s, %s)", (LOCK_CLASS, key))
+
+    def advisory_unlock(self, key: int) -> None:
+        self._pg.execute("SELECT pg_advisory_unlock(%s, %s)", (LOCK_CLASS, key))
+
+    def create_function(self, *args, **kwargs) -> None:
+        """SQLite user functions have PostgreSQL counterparts made by the migrations."""
+
+    def commit(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self._pg.close()
+
+
+def open_pg(url: str) -> PgConnection:
+    return PgConnection(url)

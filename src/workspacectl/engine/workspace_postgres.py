@@ -1,0 +1,103 @@
+"""A workspace in PostgreSQL: the same tables (migrations' POSTGRES_SQL), shared by every
+`wsctl serve` replica and local command given its postgresql:// URL.
+
+What stays on the machine, in a folder named after the URL (without its password):
+`<WSCTL_HOME or the data dir>/postgres/<sha256 of the URL>/` holds the key file when neither
+WSCTL_MASTER_KEY nor WSCTL_MASTER_KEY_FILE gives the key (one machine only: replicas on several
+machines are given the key the same way, see docs/team-server.md), and the blob folder until blobs
+move into PostgreSQL (`_make_blob_store`; WSCTL_BLOB_DIR overrides it, e.g. a shared mount).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from pathlib import Path
+
+from workspacectl.engine.db_postgres import PgConnection
+from workspacectl.formats.workspace_url import redacted, without_password
+from workspacectl.engine.workspace import Workspace
+from workspacectl.errors import ApiError
+
+
+def local_state_dir(url: str) -> Path:
+    digest = hashlib.sha256(without_password(url).encode()).hexdigest()[:32]
+    home = os.environ.get("WSCTL_HOME")
+    if home:
+        root = Path(home).expanduser()
+    else:
+        import platformdirs
+
+        root = Path(platformdirs.user_data_dir("wsctl"))
+    return root / "postgres" / digest
+
+
+class PgWorkspace(Workspace):
+    dialect = "postgres"
+
+    def __init__(self, url: str):
+        self.url = url
+        self.path = local_state_dir(url)
+        self.db_path = None  # type: ignore[assignment]  # no database file: the rows live in PostgreSQL
+        self._local = threading.local()
+        raw = os.environ.get("WSCTL_BLOB_DIR")
+        self.blobs = Path(raw).expanduser() if raw else self.path / "blobs"
+        self._blob_store = None
+
+    def __repr__(self) -> str:
+        return f"PgWorkspace({redacted(self.url)!r})"
+
+    @property
+    def location(self) -> str:
+        """The URL without its password: what a profile stores (libpq reads the password from
+        PGPASSWORD or ~/.pgpass)."""
+        return without_password(self.url)
+
+    @property
+    def shown(self) -> str:
+        return redacted(self.url)
+
+    def _make_blob_store(self):
+        """Until blobs move into PostgreSQL: the blob folder of this workspace on this machine
+        (WSCTL_BLOB_DIR, e.g. a mount every replica shares, or the local state folder)."""
+        from workspacectl.engine.blobs_folder import FolderBlobStore
+
+        self.blobs.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return FolderBlobStore(self, self.blobs)
+
+    def _connect(self) -> PgConnection:
+        return PgConnection(self.url)
+
+    @staticmethod
+    def exists_at(url) -> bool:
+        conn = PgConnection(url)
+        try:
+            if conn.execute("SELECT to_regclass('members')").fetchone()[0] is None:
+                return False
+            return conn.execute("SELECT count(*) FROM members").fetchone()[0] > 0
+        finally:
+            conn.close()
+
+    @classmethod
+    def open(cls, url) -> "PgWorkspace":
+        if not cls.exists_at(url):
+            raise ApiError("not_found", f"No workspace in {redacted(url)}. Run `wsctl init --workspace URL` "
+                                        "to make one there.")
+        ws = cls(url)
+        ws.path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        ws._migrate()
+        from workspacectl.engine.crypto import require_key
+
+        require_key(ws)
+        return ws
+
+    @classmethod
+    def _prepare(cls, url) -> "PgWorkspace":
+        ws = cls(url)
+        ws.path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return ws
+
+    @staticmethod
+    def _exists_error(url) -> ApiError:
+        return ApiError("conflict", f"A workspace already exists in {redacted(url)}. Use it "
+                                    "(WSCTL_WORKSPACE=URL) or name an empty database.")

@@ -1,0 +1,24 @@
+"""Which kind of workspace a location names: a folder (engine/workspace.py Workspace) or a
+postgresql:// URL (engine/workspace_postgres.py PgWorkspace, imported only for such a URL)."""
+from __future__ import annotations
+
+from workspacectl.engine.workspace import Workspace
+from workspacectl.errors import ApiError
+from workspacectl.formats.workspace_url import is_postgres_url
+
+
+def workspace_type(location) -> type["Workspace"]:
+    """Workspace for a folder, PgWorkspace for a postgresql:// URL (a str: a Path loses the //)."""
+    if is_postgres_url(location):
+        try:
+            from workspacectl.engine.workspace_postgres import PgWorkspace
+        except ImportError:
+            raise ApiError("invalid_request", "A PostgreSQL workspace needs psycopg: "
+                           "run `pip install 'workspacectl[postgres]'`.") from None
+
+        return PgWorkspace
+    return Workspace
+
+
+def open_workspace(location) -> "Workspace":
+    return workspace_type(location).open(location)
