@@ -14,7 +14,7 @@ _wsctl_spec() {
             fileopts='--workspace -w' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'serve')
-            cmds='' opts='--workspace -w --host --port --public-url --memory-interval --help -h' argopts='--workspace -w --host --port --public-url --memory-interval'
+            cmds='' opts='--workspace -w --host --port --public-url --workers --memory-interval --help -h' argopts='--workspace -w --host --port --public-url --workers --memory-interval'
             fileopts='--workspace -w' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'api')

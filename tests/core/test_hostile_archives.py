@@ -204,7 +204,8 @@ def _try_skill(b, sid: str, data: bytes):
     skill = b.ok("GET", f"/v1/skills/{sid}")
     # the upload itself is one stored blob (swept when it expires); nothing else may appear
     upload = hashlib.sha256(data).hexdigest()
-    new = {p for p in _blob_files(b) - blobs_before if p.replace("/", "") != f"sha256{upload}"}
+    new = {p for p in _blob_files(b) - blobs_before
+           if p.replace("/", "") != f"sha256{upload}" and not p.startswith(f"row:{upload}:")}   # file or blob row
     changed = skill["version"] != 0 or b.ok("GET", f"/v1/skills/{sid}/versions")["versions"] != [] or bool(new)
     return checked, published, changed
 

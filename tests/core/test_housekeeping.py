@@ -74,9 +74,9 @@ def test_expired_uploads_and_old_stage_folders_go_the_rest_stays(backend):
 
     assert counts["uploads"] == 2 and counts["stageFolders"] == 2, counts
     assert _row(ws, old) is None and _row(ws, used["id"]) is None
-    assert not ws.blob_store.path(old_sha).exists() and not ws.blob_store.path(used["blob_sha256"]).exists()
-    assert _row(ws, fresh) is not None and ws.blob_store.path(fresh_sha).exists()
-    assert all(ws.blob_store.path(sha).exists() for sha in version_shas)
+    assert not ws.blob_store.exists(old_sha) and not ws.blob_store.exists(used["blob_sha256"])
+    assert _row(ws, fresh) is not None and ws.blob_store.exists(fresh_sha)
+    assert all(ws.blob_store.exists(sha) for sha in version_shas)
     assert not stale.exists() and not young.exists()
     # the published version still reads whole, and the fresh upload still publishes
     files = {f["path"]: f["content"] for f in b.ok("GET", f"/v1/skills/{s['id']}/files")["files"]}
@@ -143,7 +143,7 @@ def test_the_server_timer_sweeps(workspace, home, tmp_path):
             wait_until(lambda: _row(ws, uid) is None and not stale.exists(), "the server's timer did not sweep",
                        server.proc, log)
             assert _row(ws, uid) is None and not stale.exists(), log.read_text()
-            assert not ws.blob_store.path(sha).exists() and young.exists()
+            assert not ws.blob_store.exists(sha) and young.exists()
             assert ws.setting(housekeeping.SETTING) is not None
             assert answers_health(server.url)
         finally:
@@ -188,15 +188,23 @@ def test_serve_sweeps_stage_folders_of_killed_requests_when_it_starts(workspace,
 
 # ---------------------------------------------------------------- orphan blobs (issue: disk comes back)
 
-def _plant_blob(ws, data: bytes, age: float) -> Path:
-    import hashlib
+def _plant_blob(ws, data: bytes, age: float) -> str:
+    """A blob stored with no row naming it (as a kill inside a commit leaves one), `age` old."""
+    from workspacectl.engine.db import transaction
 
-    path = ws.blob_store.path(hashlib.sha256(data).hexdigest())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
+    with transaction(ws.conn()):
+        sha, _size = ws.blob_store.put([data])
+    _make_old(ws, sha, age)
+    return sha
+
+
+def _make_old(ws, sha: str, age: float) -> None:
+    """Written `age` seconds ago: a file's mtime, or the `blob` row's created_at on PostgreSQL."""
     then = time.time() - age
-    os.utime(path, (then, then))
-    return path
+    if hasattr(ws.blob_store, "path"):
+        os.utime(ws.blob_store.path(sha), (then, then))
+    else:
+        ws.conn().execute("UPDATE blob SET created_at = ? WHERE sha256 = ?", (then, sha))
 
 
 def test_unreferenced_blobs_past_the_grace_period_are_collected(backend):
@@ -209,16 +217,16 @@ def test_unreferenced_blobs_past_the_grace_period_are_collected(backend):
     s = create(b, "kept-skill")
     publish_bundle(b, s["id"], _bundle("kept-skill", "a referenced skill file"))
     ws = open_workspace(str(b.workspace))
-    referenced = [p for p in (ws.blobs / "sha256").glob("*/*")]
+    referenced = list(ws.blob_store.digests())
     assert len(referenced) >= 3
-    for p in referenced:                                   # referenced, and old: they stay
-        os.utime(p, (time.time() - OLD, time.time() - OLD))
+    for sha in referenced:                                 # referenced, and old: they stay
+        _make_old(ws, sha, OLD)
     old = [_plant_blob(ws, f"orphan {i}".encode(), OLD) for i in range(3)]
     young = _plant_blob(ws, b"an orphan a request may still record", 60)
     counts = housekeeping.sweep(ws)
     assert counts["orphanBlobs"] == 3, counts
-    assert not any(p.exists() for p in old)
-    assert young.exists() and all(p.exists() for p in referenced)
+    assert not any(ws.blob_store.exists(sha) for sha in old)
+    assert ws.blob_store.exists(young) and all(ws.blob_store.exists(sha) for sha in referenced)
     assert b.api("GET", f"/v1/projects/{pid}/files/bundle").status == 200
     assert housekeeping.sweep(ws)["orphanBlobs"] == 0      # nothing more to take
 
@@ -232,7 +240,7 @@ def test_an_old_orphan_reused_by_a_new_upload_is_kept(backend):
     pid = b.ok("POST", "/v1/projects", {"name": "Reuse"})["project"]["id"]
     assert b.api("POST", f"/v1/projects/{pid}/files/bundle", raw=targz({"a.txt": "same bytes twice"})).status == 200
     assert housekeeping.sweep(ws)["orphanBlobs"] == 0
-    assert planted.exists()
+    assert ws.blob_store.exists(planted)
     files = b.ok("GET", f"/v1/projects/{pid}/files")["files"]
     assert [f["path"] for f in files] == ["a.txt"]
 

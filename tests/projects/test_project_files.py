@@ -266,8 +266,21 @@ def test_hostile_bundle_refused_whole_changes_nothing(backend, case):
 
 
 def _blob_files(backend) -> set:
+    """What the workspace stores as blobs: the files under blobs/ (staging included) and, on a
+    PostgreSQL workspace, the `blob` rows with their chunk counts."""
     root = backend.workspace / "blobs"
-    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+    found = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+    return found | {f"row:{sha}:{size}:{chunks}" for sha, size, chunks in _blob_rows(backend)}
+
+
+def _blob_rows(backend) -> list:
+    if backend.door != "postgres":
+        return []
+    import psycopg
+
+    with psycopg.connect(str(backend.workspace)) as c:
+        return c.execute("SELECT b.sha256, b.size, count(c.seq) FROM blob b JOIN blob_chunk c USING (sha256)"
+                         " GROUP BY b.sha256, b.size ORDER BY 1").fetchall()
 
 
 def test_identical_duplicates_are_one_file(backend):

@@ -16,6 +16,7 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on.")] = 8750,
     public_url: Annotated[Optional[str], typer.Option("--public-url", help="Base URL clients reach this server at (for hosted links), when behind a proxy.")] = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, max=64, help="Server processes answering on the port (default 1); the memory agent and housekeeping run in one of them.")] = 1,
     memory_interval: Annotated[Optional[float], typer.Option("--memory-interval", metavar="SECONDS", help="Seconds between memory agent runs (default: WSCTL_MEMORY_INTERVAL or 300; 0 turns the agent off; housekeeping still runs every 300 s).")] = None,
 ):
     """Serve a workspace over HTTP at /v1, with the hosted sign-in and connect pages."""
@@ -40,4 +41,12 @@ def serve(
     from workspacectl.cli import first_use
 
     first_use.keep()  # listening: an embedded workspace made for this server stays (and others may use it)
-    run(path, sock, public_url, memory_interval=interval)
+    if workers == 1:
+        run(path, sock, public_url, memory_interval=interval)
+        return
+    from workspacectl.server.workers import WorkersFailed, supervise
+
+    try:
+        supervise(workers, sock, path, public_url, interval)
+    except WorkersFailed as e:
+        raise ApiError("internal", f"wsctl serve stopped: {e}.") from None

@@ -35,9 +35,10 @@ from workspacectl.engine.store import workspace_copy as sql
 from workspacectl.errors import ApiError
 
 # Derived or per-store bookkeeping: the migrations table (the target ran its own), the search
-# index (rebuilt on the target by the catalog wing), SQLite internals.
+# index (rebuilt on the target by the catalog wing), the running servers' leases (m013: held by
+# processes of the source, not of the target), SQLite internals.
 SKIP_PREFIXES = ("sqlite_", "operation_search")
-SKIP = {"migrations"}
+SKIP = {"migrations", "leases"}
 # Tables whose SQLite rowid is data (memory_notes: the order notes were queued in, a `rowid`
 # column on PostgreSQL): copied as a column of its own.
 ROWID_TABLES = {"memory_notes"}
@@ -107,15 +108,10 @@ def copy_between(src_location: str, dst_location: str, progress: Progress | None
 
 
 def _workspace_type(location):
-    """Workspace for a folder; for a postgresql:// URL the PostgreSQL one, where this build has it."""
-    from workspacectl.engine import workspace
+    """Workspace for a folder, PgWorkspace for a postgresql:// URL (engine/workspaces.py)."""
+    from workspacectl.engine.workspaces import workspace_type
 
-    pick = getattr(workspace, "workspace_type", None)
-    if pick is not None:
-        return pick(location)
-    if "://" in str(location):
-        raise ApiError("invalid_request", "This build of wsctl opens folder workspaces only; name a folder.")
-    return workspace.Workspace
+    return workspace_type(str(location))
 
 
 def _shown(ws) -> str:
@@ -126,7 +122,7 @@ def _same(a: str, b: str) -> bool:
     if _workspace_type(a) is not _workspace_type(b):
         return False
     if "://" in str(a):
-        from workspacectl.engine.pg_url import without_password  # type: ignore[import-untyped]  # not in the tree yet
+        from workspacectl.formats.workspace_url import without_password
 
         return without_password(str(a)) == without_password(str(b))
     return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()

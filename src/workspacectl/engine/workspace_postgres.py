@@ -4,8 +4,9 @@
 What stays on the machine, in a folder named after the URL (without its password):
 `<WSCTL_HOME or the data dir>/postgres/<sha256 of the URL>/` holds the key file when neither
 WSCTL_MASTER_KEY nor WSCTL_MASTER_KEY_FILE gives the key (one machine only: replicas on several
-machines are given the key the same way, see docs/team-server.md), and the blob folder until blobs
-move into PostgreSQL (`_make_blob_store`; WSCTL_BLOB_DIR overrides it, e.g. a shared mount).
+machines are given the key the same way, see docs/team-server.md), and the folder uploads are
+staged in on their way into PostgreSQL, where blobs live (`_make_blob_store`: PgBlobStore;
+WSCTL_BLOB_DIR overrides the folder).
 """
 from __future__ import annotations
 
@@ -58,12 +59,12 @@ class PgWorkspace(Workspace):
         return redacted(self.url)
 
     def _make_blob_store(self):
-        """Until blobs move into PostgreSQL: the blob folder of this workspace on this machine
-        (WSCTL_BLOB_DIR, e.g. a mount every replica shares, or the local state folder)."""
-        from workspacectl.engine.blobs_folder import FolderBlobStore
+        """Blobs in PostgreSQL beside the rows (engine/blobs_postgres.py); the local folder
+        (WSCTL_BLOB_DIR or the local state folder) only stages uploads on their way in."""
+        from workspacectl.engine.blobs_postgres import PgBlobStore
 
         self.blobs.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return FolderBlobStore(self, self.blobs)
+        return PgBlobStore(self, self.blobs)
 
     def _connect(self) -> PgConnection:
         return PgConnection(self.url)

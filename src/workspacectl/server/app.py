@@ -4,85 +4,29 @@ Handlers here only parse the request, call the engine and serialize; the rules l
 """
 from __future__ import annotations
 
-import json
+import contextlib
 import logging
-import re
 import socket
 import sys
 import tempfile
-import time
-import urllib.parse
 
 from fastapi import FastAPI, Request
-from fastapi.responses import Response as RawResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
-from workspacectl.engine.dispatch import Engine, load_routes, parse_json_body
-from workspacectl.engine.registry import Response
+from workspacectl.engine.dispatch import Engine, load_routes
 from workspacectl.errors import ApiError
+from workspacectl.server.access_log import AccessLog, redact_path  # noqa: F401 (redact_path: tests)
+from workspacectl.server.api_path import MAX_JSON_BODY, LeanApi, bearer_of, json_response, raw_path, to_http  # noqa: F401
 
-MAX_JSON_BODY = 64 * 1024 * 1024
 # Binary uploads (tar.gz bundles) are spooled to a temp file and handed to the engine as a
 # stream, which applies its own tighter limits (engine/projects/files.py LIMITS).
-STREAM_TYPES = {"application/gzip", "application/x-gzip"}
 MAX_STREAM_BODY = 2 * 1024 * 1024 * 1024
+BACKLOG = 2048          # uvicorn's default
+GRACEFUL_SECONDS = 10   # on SIGTERM, requests in flight get this long to finish
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 log = logging.getLogger("wsctl.server")
-# Path segments that carry one-time secrets: never written to the log.
-_SECRET_PATH = re.compile(r"^/(signin|connect|uploads|blobs)/[^?]+")
-
-
-def redact_path(path: str) -> str:
-    """The path for the log, secrets out. Matched on the decoded path with slashes collapsed too:
-    '/%62lobs/download/<token>' or '//blobs/<token>' must not write a token out either."""
-    decoded = re.sub(r"/+", "/", urllib.parse.unquote(path))
-    for candidate in (path, decoded):
-        if m := _SECRET_PATH.match(candidate):
-            return f"/{m.group(1)}/***"
-    if re.search(r"/(signin|connect|uploads|blobs)/", decoded):  # e.g. '/x/../blobs/<token>'
-        return "/***"
-    return path
-
-
-def json_response(status: int, body) -> RawResponse:
-    if status == 204 or body is None:
-        return RawResponse(status_code=status)
-    data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-    return RawResponse(content=data, status_code=status, media_type="application/json")
-
-
-def to_http(resp: Response) -> RawResponse:
-    if resp.stream is not None:
-        return StreamingResponse(resp.stream, status_code=resp.status, media_type=resp.content_type,
-                                 headers=resp.headers)
-    if resp.content_type != "application/json":
-        return RawResponse(content=resp.body, status_code=resp.status, media_type=resp.content_type,
-                           headers=resp.headers)
-    out = json_response(resp.status, resp.body)
-    out.headers.update(resp.headers)
-    return out
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise ApiError("payload_too_large", f"The request body is over {limit // (1024 * 1024)} MiB.")
-    chunks, size = [], 0
-    try:
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise ApiError("payload_too_large", f"The request body is over {limit // (1024 * 1024)} MiB.")
-            chunks.append(chunk)
-    except ClientDisconnect:  # the body was cut off (or badly framed): not a server error
-        raise ApiError("invalid_request", "The request body ended early.") from None
-    return b"".join(chunks)
-
-
-def is_stream_type(content_type: str) -> bool:
-    return content_type.split(";")[0].strip().lower() in STREAM_TYPES
 
 
 async def spool_body(request: Request, limit: int):
@@ -114,36 +58,32 @@ def engine_path(request: Request) -> str:
     """The path as sent, still percent-encoded. The engine decodes path parameters itself, as it
     does for the local backend; handing it the decoded path would decode twice ('%2541' -> 'A')
     and split an id holding an encoded '/'."""
-    raw = request.scope.get("raw_path")
-    return raw.decode("latin-1") if raw else urllib.parse.quote(request.url.path)
+    return raw_path(request.scope)
 
 
 def bearer(request: Request) -> str | None:
-    header = request.headers.get("authorization", "")
-    scheme, _, value = header.partition(" ")
-    return value.strip() if scheme.lower() == "bearer" and value.strip() else None
+    return bearer_of(request.headers.get("authorization", ""))
 
 
 def base_url_of(request: Request, public_url: str | None) -> str:
     return (public_url or str(request.base_url)).rstrip("/")
 
 
-def create_app(engine: Engine, public_url: str | None = None) -> FastAPI:
-    app = FastAPI(title="workspacectl", openapi_url=None, docs_url=None, redoc_url=None)
+def create_app(engine: Engine, public_url: str | None = None, worker: int | None = None, on_shutdown=None):
+    """The ASGI app: the access log around the lean /v1 path (server/api_path.py), around FastAPI
+    for the rest. `worker`: this process's number among `wsctl serve --workers N` (N > 1), which
+    /healthz answers so a client can tell the workers apart (a number, not a pid). `on_shutdown`
+    runs (in a thread) once the server stops taking requests, before the process exits."""
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        yield
+        if on_shutdown is not None:
+            await run_in_threadpool(on_shutdown)
+
+    app = FastAPI(title="workspacectl", openapi_url=None, docs_url=None, redoc_url=None, lifespan=lifespan)
+    health = {"ok": True} if worker is None else {"ok": True, "worker": worker}
     app.state.engine = engine
     app.state.public_url = public_url
-
-    @app.middleware("http")
-    async def access_log(request: Request, call_next):
-        started = time.perf_counter()
-        try:
-            response = await call_next(request)
-        except Exception:  # a bug: answer the contract's body, never a traceback to the client
-            log.exception("unhandled error on %s %s", request.method, redact_path(engine_path(request)))
-            response = json_response(500, ApiError("internal", "Internal error; see the server log.").body())
-        log.info("%s %s %d %.1fms", request.method, redact_path(engine_path(request)), response.status_code,
-                 (time.perf_counter() - started) * 1000)
-        return response
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
@@ -156,32 +96,24 @@ def create_app(engine: Engine, public_url: str | None = None) -> FastAPI:
 
     @app.get("/healthz")
     async def healthz():
-        return {"ok": True}
+        return health
 
     @app.api_route("/v1/{rest:path}", methods=METHODS)
-    async def api(request: Request, rest: str):
-        ctype = request.headers.get("content-type", "")
-        if is_stream_type(ctype):
-            try:  # refuse a stranger before spooling up to MAX_STREAM_BODY to disk
-                await run_in_threadpool(engine.precheck, request.method, engine_path(request), bearer(request))
-            except ApiError as e:
-                refused = json_response(e.status, e.body())
-                refused.headers["Connection"] = "close"  # the unread body is not worth draining
-                return refused
-            body = await spool_body(request, MAX_STREAM_BODY)  # a temp file the engine reads
-        else:
-            raw = await read_body(request, MAX_JSON_BODY)
-            try:
-                body = raw if raw and "json" not in ctype and not raw.lstrip().startswith((b"{", b"[")) else parse_json_body(raw)
-            except ApiError as e:
-                body = e  # answered by the engine after authentication and the scope check
+    async def api_upload(request: Request, rest: str):
+        """gzip uploads only: every other /v1 request is answered by api_path.LeanApi first."""
+        try:  # refuse a stranger before spooling up to MAX_STREAM_BODY to disk
+            await run_in_threadpool(engine.precheck, request.method, engine_path(request), bearer(request))
+        except ApiError as e:
+            refused = json_response(e.status, e.body())
+            refused.headers["Connection"] = "close"  # the unread body is not worth draining
+            return refused
+        body = await spool_body(request, MAX_STREAM_BODY)  # a temp file the engine reads
         try:
             resp = await run_in_threadpool(engine.handle, request.method, engine_path(request),
                                            dict(request.query_params), body, bearer(request),
                                            base_url_of(request, app.state.public_url))
         finally:
-            if isinstance(body, tempfile.SpooledTemporaryFile):
-                body.close()
+            body.close()
         return to_http(resp)
 
     from workspacectl.server import web
@@ -193,18 +125,21 @@ def create_app(engine: Engine, public_url: str | None = None) -> FastAPI:
     from workspacectl.server import docs_page
 
     docs_page.mount(app)
-    return app
+    return AccessLog(LeanApi(engine, app, public_url))
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
-    """Bind before uvicorn starts: a busy port or an unknown host is then an OSError the CLI
-    reports in one line (uvicorn would log it and exit 3, the CLI's code for unauthenticated)."""
+    """Bind and listen before uvicorn starts: a busy port or an unknown host is then an OSError the
+    CLI reports in one line (uvicorn would log it and exit 3, the CLI's code for unauthenticated),
+    and from the moment `wsctl serving … on URL` is printed a connection waits in the backlog
+    instead of being refused (the workers of --workers N start after that line)."""
     family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
                                                        flags=socket.AI_PASSIVE)[0]
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(addr)
+        sock.listen(BACKLOG)
     except OSError:
         sock.close()
         raise
@@ -219,13 +154,24 @@ def _sweep_abandoned_stages(ws) -> None:
         log.info("housekeeping: removed %d abandoned stage folders", removed)
 
 
+def announce(ws_shown: str, sock: socket.socket, workers: int = 1) -> None:
+    """The line naming the workspace (a PostgreSQL URL without its password) and the address."""
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    several = f" with {workers} workers" if workers > 1 else ""
+    print(f"wsctl serving {ws_shown} on http://{shown}:{port}{several}", file=sys.stderr, flush=True)
+
+
 def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
-          memory_interval: float | None = None) -> None:
+          memory_interval: float | None = None, worker: int | None = None) -> None:
+    """Serve until SIGTERM or SIGINT. `worker` is set in a worker of `wsctl serve --workers N`
+    (server/workers.py), whose parent announced the address."""
     import uvicorn
 
     from workspacectl.engine.workspaces import open_workspace
 
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    prefix = "" if worker is None else f"w{worker} "
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format=f"%(asctime)s {prefix}%(name)s %(message)s")
     from workspacectl.engine.vault.outbound import quiet_library_loggers
 
     quiet_library_loggers()   # the HTTP library logs whole URLs (a key may be in the query) at INFO
@@ -233,15 +179,16 @@ def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
     _sweep_abandoned_stages(ws)
     load_routes()   # every route module now, so no first request pays for an import
     engine = Engine(ws)
-    app = create_app(engine, public_url)
     from workspacectl.server.memory_timer import resolve_interval, start_memory_timer
 
-    start_memory_timer(ws, resolve_interval(memory_interval))
-    host, port = sock.getsockname()[:2]
-    shown = f"[{host}]" if ":" in host else host
-    print(f"wsctl serving {ws.shown} on http://{shown}:{port}", file=sys.stderr, flush=True)
+    timer = start_memory_timer(ws, resolve_interval(memory_interval))
+    # uvicorn re-raises SIGTERM once it has shut down (the process then ends by the signal), so
+    # the timer is stopped and its lease handed on in the app's shutdown, not after run().
+    app = create_app(engine, public_url, worker, on_shutdown=timer.stop)
+    if worker is None:
+        announce(ws.shown, sock)
     from workspacectl.server.http_protocol import ContractH11Protocol
 
     config = uvicorn.Config(app, http=ContractH11Protocol, access_log=False, log_level="warning",
-                            server_header=False)
+                            server_header=False, timeout_graceful_shutdown=GRACEFUL_SECONDS)
     uvicorn.Server(config).run(sockets=[sock])

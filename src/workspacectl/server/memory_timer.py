@@ -1,13 +1,16 @@
 """The memory agent on a timer: a daemon thread of `wsctl serve` folding every owner's pending
 notes each interval (--memory-interval, else WSCTL_MEMORY_INTERVAL, else 300 s; 0 turns it off).
 
-Several server processes on one workspace each run a timer; that is safe because each batch of
-a fold is one BEGIN IMMEDIATE transaction that re-reads the pending notes, and short, so the
-timer never holds the workspace for long (engine/memory/agent.py).
+Every server process on a workspace (each worker of `wsctl serve --workers N`, separate servers)
+starts the thread, but a tick runs the jobs only in the process holding the LEASE
+(engine/leases.py): it acquires or renews the lease each tick, for LEASE_TICKS ticks (at least
+LEASE_MIN_SECONDS), so when its holder stops cleanly (the lease is released) or dies (it
+expires), the next tick of another process takes over. Folding stays safe even when two did
+run it (each batch is one BEGIN IMMEDIATE transaction that re-reads the pending notes).
 
 The same thread runs housekeeping (engine/housekeeping.maybe_sweep: at most once an hour per
-workspace, whichever process claims it) after each run; with the memory agent off (0) it still
-ticks every DEFAULT_INTERVAL seconds for housekeeping alone.
+workspace) after each run; with the memory agent off (0) it still ticks every DEFAULT_INTERVAL
+seconds for housekeeping alone.
 """
 from __future__ import annotations
 
@@ -18,6 +21,9 @@ import threading
 from workspacectl.errors import ApiError
 
 DEFAULT_INTERVAL = 300.0
+LEASE = "server-timer"
+LEASE_TICKS = 3
+LEASE_MIN_SECONDS = 30.0
 INTERVAL_ENV = "WSCTL_MEMORY_INTERVAL"
 log = logging.getLogger("wsctl.memory")
 
@@ -56,9 +62,27 @@ def _housekeep(ws) -> None:
         log.info("housekeeping: %s", ", ".join(f"{k} {v}" for k, v in counts.items()))
 
 
-def _loop(ws, interval: float, fold: bool, stop: threading.Event) -> None:
+def _holds_lease(ws, holder: str, ttl: float, held: bool) -> bool:
+    from workspacectl.engine import leases
+
+    try:
+        now_held = leases.acquire(ws.conn(), LEASE, holder, ttl)
+    except Exception:  # the database locked past the busy timeout: skip this tick
+        log.exception("timer: could not take or renew the %s lease; retrying next tick", LEASE)
+        return False
+    if now_held != held:
+        log.info("timer: this process %s the memory agent and housekeeping", "now runs" if now_held else "no longer runs")
+    return now_held
+
+
+def _loop(ws, interval: float, fold: bool, stop: threading.Event, holder: str) -> None:
     jobs = ([(_run_once, "memory agent")] if fold else []) + [(_housekeep, "housekeeping")]
+    ttl = max(LEASE_TICKS * interval, LEASE_MIN_SECONDS)
+    held = False
     while not stop.wait(interval):
+        held = _holds_lease(ws, holder, ttl, held)
+        if not held:
+            continue
         for job, name in jobs:
             try:
                 job(ws)
@@ -68,10 +92,32 @@ def _loop(ws, interval: float, fold: bool, stop: threading.Event) -> None:
                 log.exception("%s run failed; retrying in %.0f s", name, interval)
 
 
-def start_memory_timer(ws, interval: float) -> threading.Event:
-    """Start the timer thread; answers the event that stops it. interval 0: the memory agent is
-    off and the thread ticks every DEFAULT_INTERVAL seconds for housekeeping only."""
-    stop = threading.Event()
-    tick = interval if interval > 0 else DEFAULT_INTERVAL
-    threading.Thread(target=_loop, args=(ws, tick, interval > 0, stop), name="wsctl-timer", daemon=True).start()
-    return stop
+class Timer:
+    """The running timer thread of this process; stop() ends it and hands the lease on."""
+
+    def __init__(self, ws, interval: float):
+        from workspacectl.engine import leases
+
+        self.ws = ws
+        self.holder = leases.new_holder()
+        self.stop_event = threading.Event()
+        tick = interval if interval > 0 else DEFAULT_INTERVAL
+        self.thread = threading.Thread(target=_loop, args=(ws, tick, interval > 0, self.stop_event, self.holder),
+                                       name="wsctl-timer", daemon=True)
+        self.thread.start()
+
+    def stop(self, wait: float = 10.0) -> None:
+        from workspacectl.engine import leases
+
+        self.stop_event.set()
+        self.thread.join(wait)   # a job in progress ends first (a fold batch is short)
+        try:
+            leases.release(self.ws.conn(), LEASE, self.holder)
+        except Exception:  # shutting down: an unreleased lease only expires later
+            log.exception("timer: could not release the %s lease", LEASE)
+
+
+def start_memory_timer(ws, interval: float) -> Timer:
+    """Start the timer thread. interval 0: the memory agent is off and the thread ticks every
+    DEFAULT_INTERVAL seconds for housekeeping only."""
+    return Timer(ws, interval)

@@ -20,6 +20,7 @@ from workspacectl.engine.migrations import m009_memory
 from workspacectl.engine.migrations import m010_skills
 from workspacectl.engine.migrations import m011_memory_held
 from workspacectl.engine.migrations import m012_catalog_history
+from workspacectl.engine.migrations import m013_leases
 from workspacectl.engine.migrations import m014_credential_names
 from workspacectl.engine.migrations import m015_operation_vectors
 from workspacectl.engine.migrations import m016_blobs
@@ -37,6 +38,7 @@ MIGRATIONS = [
     ("m010_skills", m010_skills.up),
     ("m011_memory_held", m011_memory_held.up),
     ("m012_catalog_history", m012_catalog_history.up),
+    ("m013_leases", m013_leases.up),
     ("m014_credential_names", m014_credential_names.up),
     ("m015_operation_vectors", m015_operation_vectors.up),
     ("m016_blobs", m016_blobs.up),

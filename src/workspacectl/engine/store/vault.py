@@ -67,6 +67,14 @@ def get_credential_for(conn, cred_id: str, member_id: str) -> sqlite3.Row | None
                         {"member": member_id, "cred": cred_id}).fetchone()
 
 
+def get_credential_to_issue(conn, cred_id: str, member_id: str) -> sqlite3.Row | None:
+    """Everything a token issue reads, in one statement: the credential with its sealed blob, the
+    member's `access` and the integration's `env_vars_json` (NULL when the service is gone)."""
+    return conn.execute(f"SELECT {_PUBLIC_COLS}, c.secret_blob, {_ACCESS}, i.env_vars_json FROM credentials c "
+                        f"{_GRANT_JOINS} LEFT JOIN integrations i ON i.service = c.service WHERE c.id = :cred",
+                        {"member": member_id, "cred": cred_id}).fetchone()
+
+
 def list_credentials_for(conn, member_id: str, after: str | None, limit: int,
                          service: str | None = None) -> list[sqlite3.Row]:
     """Credentials the member owns or was granted, in id order, after the cursor."""

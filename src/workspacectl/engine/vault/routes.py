@@ -13,7 +13,7 @@ from workspacectl.engine import pagination
 from workspacectl.engine.vault import token_refresh
 from workspacectl.engine import validate as v
 from workspacectl.engine.vault.credentials import (NEVER_ISSUED, credential_detail, env_vars, list_entry, open_secrets,
-                                             owned_credential, visible_credential)
+                                             owned_credential, precise_now, visible_credential)
 from workspacectl.engine.db import transaction
 from workspacectl.engine.registry import Ctx, route
 from workspacectl.engine.store import identity as identity_store
@@ -40,7 +40,7 @@ def get_credential(ctx: Ctx) -> dict:
 
 # --- tokens --------------------------------------------------------------------------------
 
-def token_fields(conn, row, secrets: dict) -> dict:
+def token_fields(row, secrets: dict, integration_env: dict) -> dict:
     """Only the usable fields: the access token or the integration's secret fields, plus the
     non-secret fields its env vars name (instanceUrl, a Twilio accountSid...). Never a refresh token."""
     out: dict = {}
@@ -56,7 +56,7 @@ def token_fields(conn, row, secrets: dict) -> dict:
         fields = json.loads(row["fields_json"] or "{}")
     except ValueError:
         fields = {}
-    usable = set(env_vars(store.get_integration(conn, row["service"]))) | {"instanceUrl"}
+    usable = set(integration_env) | {"instanceUrl"}
     for name in sorted(usable):
         if name not in out and name not in NEVER_ISSUED and isinstance(fields.get(name), str) and fields[name]:
             out[name] = fields[name]
@@ -71,46 +71,49 @@ def _log(conn, ctx: Ctx, cred_id: str, reason: str, fields: list, outcome: str) 
                             caller_kind=c.kind, reason=reason, fields=fields, outcome=outcome)
 
 
+_VIEWER_ONLY = ("This credential is shared with you as viewer only; ask its owner for user access to "
+                "request tokens.")
+
+
 def issue_token(ctx: Ctx, cred_id: str, reason: str, form: str = "json", dry_run: bool = False) -> dict:
-    """Refresh if needed (single flight), then release the token with its audit row in one transaction.
+    """Release the token with its audit row in one transaction, refreshing first when needed.
+
+    The transaction reads the credential, the caller's access and the integration's env vars in
+    one statement, then writes the row: a token needs no other statement (the server's writes
+    queue on one lock, so what happens inside it bounds the token rate). An OAuth token due for
+    a refresh leaves the transaction without writing, is refreshed outside it (single flight,
+    token_refresh.ensure_fresh: the provider call holds no lock) and the transaction runs again.
+    A viewer's request writes its refused row and commits before the 403.
 
     `form` is how the client will write the fields (env_text.FORMS): a body it cannot write exactly
     is refused here, before the row and the release, so a refused request gets no token. A dry run
     stops there too, answering only the field names."""
     conn = ctx.db
     member = ctx.caller.member_id
-    row = visible_credential(conn, cred_id, member)
-    if row["access"] == "viewer":
-        with transaction(conn):
-            _log(conn, ctx, cred_id, reason, [], "refused")
-        raise ApiError("forbidden", "This credential is shared with you as viewer only; ask its owner for "
-                       "user access to request tokens.")
-    if row["status"] == "needs_reconnect":
-        raise token_refresh.reconnect_error(row["service"], cred_id)
-    since = None
+    since = precise_now()   # a refresh completed after this counts as ours (token_refresh.needs_refresh)
     for _ in range(TOKEN_ATTEMPTS):
-        since = token_refresh.ensure_fresh(ctx.ws, cred_id, since=since)
+        refused = False
         with transaction(conn):
-            row = store.get_credential_sealed(conn, cred_id)
-            access = store.get_credential_for(conn, cred_id, member)
-            if row is None or access is None or access["access"] is None:
+            row = store.get_credential_to_issue(conn, cred_id, member) if isinstance(cred_id, str) else None
+            if row is None or row["access"] is None:
                 raise ApiError("not_found", f"No credential {cred_id} that you can see. Run `wsctl vault list`.")
-            if access["access"] == "viewer":
-                raise ApiError("forbidden", "This credential is shared with you as viewer only; ask its owner "
-                               "for user access to request tokens.")
-            if row["status"] == "needs_reconnect":
+            if row["access"] == "viewer":
+                _log(conn, ctx, cred_id, reason, [], "refused")
+                refused = True
+            elif row["status"] == "needs_reconnect":
                 raise token_refresh.reconnect_error(row["service"], cred_id)
-            if token_refresh.needs_refresh(row, since):
-                continue  # expired again between the refresh and now: go round once more
-            body = token_fields(conn, row, open_secrets(ctx.ws, row))
-            mapping = env_vars(store.get_integration(conn, row["service"])) if form in env_text.ENV_FORMS else {}
-            why = env_text.refusal(form, body, mapping)
-            if why:
-                raise ApiError("invalid_request", why)
-            if dry_run:
-                return {"dryRun": True, "fields": sorted(body)}
-            _log(conn, ctx, cred_id, reason, sorted(body), "issued")
-            return body
+            elif not token_refresh.needs_refresh(row, since):
+                body = token_fields(row, open_secrets(ctx.ws, row), integration_env := env_vars(row))
+                why = env_text.refusal(form, body, integration_env if form in env_text.ENV_FORMS else {})
+                if why:
+                    raise ApiError("invalid_request", why)
+                if dry_run:
+                    return {"dryRun": True, "fields": sorted(body)}
+                _log(conn, ctx, cred_id, reason, sorted(body), "issued")
+                return body
+        if refused:
+            raise ApiError("forbidden", _VIEWER_ONLY)
+        token_refresh.ensure_fresh(ctx.ws, cred_id, since=since)
     raise ApiError("upstream_failed", "The provider keeps issuing tokens that expire at once; try again shortly.")
 
 

@@ -1,0 +1,145 @@
+"""`wsctl serve --workers N`: several processes answer on one port, exactly one runs the timer,
+SIGTERM stops them all (exit 0, no orphans), a dead worker is replaced, a killed parent takes
+its workers with it. Real `wsctl serve` processes on loopback, a real workspace."""
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import httpx
+
+from tests.conftest import _owner_and_token, base_env, run_wsctl, start_server, wait_until
+from workspacectl.engine.store.leases import get_lease
+from workspacectl.engine.workspace import Workspace
+from workspacectl.server.memory_timer import LEASE
+
+ORG = "/v1/memory/organization"
+
+
+def children(pid: int) -> set[int]:
+    try:
+        return {int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+    except FileNotFoundError:
+        return set()
+
+
+def two_workers(server, log, other_than: int | None = None) -> set[int]:
+    def pair():
+        c = children(server.proc.pid)
+        return c if len(c) == 2 and other_than not in c else None
+
+    return wait_until(pair, "two worker processes", server.proc, log)
+
+
+def alive(pid: int) -> bool:
+    """Running and not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def workers_seen(url: str, want: set[int]):
+    """Fresh connections to /healthz until every worker number in `want` answered."""
+    seen: set[int] = set()
+
+    def poll():
+        for _ in range(20):
+            r = httpx.get(url + "/healthz", timeout=30, trust_env=False, headers={"Connection": "close"})
+            assert r.status_code == 200 and r.json()["ok"] is True
+            seen.add(r.json()["worker"])
+        return seen >= want
+
+    wait_until(poll, f"workers {sorted(want)} did not all answer (seen {sorted(seen)})")
+    return seen
+
+
+def lease_row(workspace: Path):
+    conn = Workspace(workspace).conn()
+    try:
+        return get_lease(conn, LEASE)
+    finally:
+        conn.close()
+
+
+def test_two_workers_answer_one_runs_the_timer_and_sigterm_stops_both(workspace, tmp_path):
+    log = tmp_path / "serve.log"
+    server = start_server(workspace, base_env(tmp_path / "srv-home"), log=log,
+                          args=("--workers", 2, "--memory-interval", "0.2"))
+    try:
+        assert workers_seen(server.url, {1, 2}) == {1, 2}
+        pids = two_workers(server, log)
+        # The timer: one holder, renewing each tick, never taken over by the other worker.
+        first = wait_until(lambda: (r := lease_row(workspace)) is not None and r["renewals"] >= 1 and r,
+                           "a worker took the timer lease", server.proc, log)
+        holder_pid = int(first["holder"].split(":")[1])
+        assert holder_pid in pids
+        later = wait_until(lambda: (r := lease_row(workspace))["renewals"] >= first["renewals"] + 5 and r,
+                           "the timer kept running", server.proc, log)
+        assert (later["holder"], later["acquired_at"]) == (first["holder"], first["acquired_at"])
+        # ... and it is the one folding the memory agent's notes.
+        _, token = _owner_and_token(workspace)
+        auth = {"Authorization": f"Bearer {token}"}
+        r = httpx.post(server.url + ORG + "/proposals", json={"text": "Workers fold once."}, headers=auth,
+                       trust_env=False, timeout=60)
+        assert r.status_code == 202, r.text
+        wait_until(lambda: "Workers fold once." in httpx.get(server.url + ORG, headers=auth, trust_env=False,
+                                                             timeout=60).json()["guide"],
+                   "the timer folded the note", server.proc, log)
+        text = log.read_text()
+        assert text.count("now runs the memory agent and housekeeping") == 1, text
+        folds = [line for line in text.splitlines() if "memory agent: organization" in line]
+        runner = next(line.split()[2] for line in text.splitlines() if "now runs the memory agent" in line)
+        assert folds and all(line.split()[2] == runner for line in folds), text
+
+        server.proc.send_signal(signal.SIGTERM)
+        assert server.proc.wait(120) == 0
+        wait_until(lambda: not any(alive(p) for p in pids), "the workers exited")
+        assert lease_row(workspace) is None   # handed on at a clean stop
+    finally:
+        server.stop()
+        for pid in children(server.proc.pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_dead_worker_is_reported_and_replaced(workspace, tmp_path):
+    log = tmp_path / "serve.log"
+    server = start_server(workspace, base_env(tmp_path / "srv-home"), log=log,
+                          args=("--workers", 2, "--memory-interval", "0"))
+    try:
+        before = two_workers(server, log)
+        victim = min(before)
+        os.kill(victim, signal.SIGKILL)
+        wait_until(lambda: f"(pid {victim}) exited with code -9; starting a new one" in log.read_text(),
+                   "the parent reported the dead worker", server.proc, log)
+        after = two_workers(server, log, other_than=victim)
+        assert len(after & before) == 1
+        assert workers_seen(server.url, {1, 2}) == {1, 2}
+        assert server.proc.poll() is None
+    finally:
+        server.stop()
+    assert server.proc.returncode == 0
+
+
+def test_a_killed_parent_leaves_no_workers(workspace, tmp_path):
+    log = tmp_path / "serve.log"
+    server = start_server(workspace, base_env(tmp_path / "srv-home"), log=log,
+                          args=("--workers", 2, "--memory-interval", "0"))
+    pids: set[int] = set()
+    try:
+        pids = two_workers(server, log)
+        server.proc.kill()
+        server.proc.wait()
+        wait_until(lambda: not any(alive(p) for p in pids), "the workers of a killed parent exited")
+    finally:
+        server.stop()
+        for pid in pids:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_workers_must_be_one_or_more(workspace, tmp_path):
+    r = run_wsctl(["serve", "--workspace", workspace, "--port", "0", "--workers", "0"],
+                  base_env(tmp_path / "h"), expect=2)
+    assert "--workers" in r.err and "Traceback" not in r.err
