@@ -159,6 +159,15 @@ def test_debug_anywhere_on_the_line_traces_each_request_redacted(server_pool, ho
         b.close()
 
 
+def test_debug_on_the_local_door_traces_each_engine_call(workspace, home):
+    env = {**base_env(home), "WSCTL_WORKSPACE": str(workspace)}
+    r = run_wsctl(["vault", "show", "cred_missing", "--debug"], env, expect=5)
+    assert "debug: GET local:/v1/credentials/cred_missing -> 404 not_found (" in r.err, r.err
+    r = run_wsctl(["--json", "vault", "list"], {**env, "WSCTL_DEBUG": "1"})
+    assert re.search(r"^debug: GET local:/v1/credentials\?limit=500 -> 200 \(\d+ ms\)$", r.err, re.M), r.err
+    assert json.loads(r.out)["credentials"] == []
+
+
 def test_debug_redaction_is_default_deny():
     from workspacectl.backend.http_trace import redact_url
 

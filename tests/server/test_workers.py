@@ -143,3 +143,37 @@ def test_workers_must_be_one_or_more(workspace, tmp_path):
     r = run_wsctl(["serve", "--workspace", workspace, "--port", "0", "--workers", "0"],
                   base_env(tmp_path / "h"), expect=2)
     assert "--workers" in r.err and "Traceback" not in r.err
+
+
+def test_two_workers_on_a_postgresql_workspace(pg_workspace, pg_databases, tmp_path):
+    """The same on the PostgreSQL door: both workers answer, one holds the timer lease in the
+    database, SIGTERM stops both and hands the lease on."""
+    from tests.conftest import pg_env
+    from workspacectl.engine.workspaces import open_workspace
+
+    log = tmp_path / "serve.log"
+    env = {**pg_env(tmp_path / "srv-home", pg_databases), "WSCTL_BLOB_DIR": str(pg_workspace / "blobs")}
+    server = start_server(pg_workspace, env, log=log, args=("--workers", 2, "--memory-interval", "0.2"))
+
+    def lease():
+        conn = open_workspace(str(pg_workspace)).conn()
+        try:
+            return get_lease(conn, LEASE)
+        finally:
+            conn.close()
+
+    try:
+        assert workers_seen(server.url, {1, 2}) == {1, 2}
+        pids = two_workers(server, log)
+        first = wait_until(lambda: (r := lease()) is not None and r["renewals"] >= 1 and r,
+                           "a worker took the timer lease", server.proc, log)
+        assert int(first["holder"].split(":")[1]) in pids
+        later = wait_until(lambda: (r := lease())["renewals"] >= first["renewals"] + 3 and r,
+                           "the timer kept running", server.proc, log)
+        assert (later["holder"], later["acquired_at"]) == (first["holder"], first["acquired_at"])
+        server.proc.send_signal(signal.SIGTERM)
+        assert server.proc.wait(120) == 0
+        wait_until(lambda: not any(alive(p) for p in pids), "the workers exited")
+        assert lease() is None
+    finally:
+        server.stop()

@@ -131,13 +131,33 @@ class LocalBackend:
         return connections.connect_in_place(self.ws, self.caller, service, values, reconnect, name)
 
     def request(self, method: str, path: str, query: dict | None = None, body: Any = None, progress=None) -> Any:
-        resp = self.engine.call(self.caller, method, path, query, body, self.base_url, progress)
+        resp = self._traced(method, path, query, lambda: self.engine.call(
+            self.caller, method, path, query, body, self.base_url, progress))
         if resp.stream is not None:
             return b"".join(resp.stream)
         if resp.status == 204 or resp.body is None:
             return None
         # The same bytes the server would send: JSON types only, in the same key order.
         return json.loads(json.dumps(resp.body))
+
+    def _traced(self, method: str, path: str, query: dict | None, call):
+        """--debug: the in-process call as one line, like the remote backend's HTTP requests."""
+        from workspacectl.backend import http_trace
+
+        if not http_trace.enabled:
+            return call()
+        import time
+        import urllib.parse
+
+        url = f"local:{path}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
+        started = time.monotonic()
+        try:
+            resp = call()
+        except ApiError as e:
+            http_trace.trace(method.upper(), url, f"{e.status} {e.code}", time.monotonic() - started)
+            raise
+        http_trace.trace(method.upper(), url, str(resp.status), time.monotonic() - started)
+        return resp
 
     def exchange(self, method: str, path: str, query: dict | None = None, body: Any = None,
                  headers: dict | None = None) -> tuple[int, list[tuple[str, str]], Any]:

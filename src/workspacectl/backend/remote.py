@@ -71,8 +71,10 @@ def _delay(attempt: int, resp: httpx.Response | None) -> float:
 class RemoteBackend:
     kind = "remote"
 
-    def __init__(self, url: str, secret: str | None, timeout: float = 60.0, unauthenticated_hint: str | None = None):
+    def __init__(self, url: str, secret: str | None, timeout: float = 60.0, unauthenticated_hint: str | None = None,
+                 attempts: int = ATTEMPTS):
         self.location = strip_api_suffix(url)
+        self.attempts = max(1, attempts)   # 1: no retries (shell completion must answer at once)
         self.unauthenticated_hint = unauthenticated_hint   # why no token was sent, said on a 401
         headers = {"User-Agent": f"wsctl/{__version__}"}
         if secret:
@@ -83,8 +85,8 @@ class RemoteBackend:
         """One request, tried again as the module docstring says. stream: the answer's body is
         left unread (the caller reads and closes it)."""
         method = method.upper()
-        for attempt in range(ATTEMPTS):
-            last = attempt == ATTEMPTS - 1
+        for attempt in range(self.attempts):
+            last = attempt == self.attempts - 1
             started = time.monotonic()
             request = self.http.build_request(method, path, **kw)
             try:

@@ -99,7 +99,7 @@ def _values(kind: str, prefix: str, profile: str | None) -> list[str]:
     if target.kind == "remote":
         from workspacectl.backend.remote import RemoteBackend
 
-        backend = RemoteBackend(target.location, target.secret, timeout=TIME_LIMIT)
+        backend = RemoteBackend(target.location, target.secret, timeout=TIME_LIMIT, attempts=1)
     else:
         backend = _open_existing(target)
         if backend is None:
