@@ -41,9 +41,11 @@ class WorkersFailed(Exception):
 def _start(number: int, sock, settings: dict) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "-m", "workspacectl.server.workers"], stdin=subprocess.PIPE,
                             pass_fds=(sock.fileno(),), close_fds=True)
-    proc.stdin.write(json.dumps({**settings, "worker": number, "fd": sock.fileno(),
-                                 "parent": os.getpid()}).encode())
-    proc.stdin.close()
+    stdin = proc.stdin
+    assert stdin is not None  # stdin=PIPE
+    stdin.write(json.dumps({**settings, "worker": number, "fd": sock.fileno(),
+                            "parent": os.getpid()}).encode())
+    stdin.close()
     return proc
 
 
