@@ -500,14 +500,20 @@ class PgDatabases:
                 pass
 
 
-@pytest.fixture(scope="session")
-def pg_databases(tmp_path_factory):
+def postgres_admin_url() -> str:
+    """The test PostgreSQL server's admin URL; skips the test saying why when none answers, or
+    fails it when WSCTL_REQUIRE_POSTGRES=1 (.ci/run)."""
     url, why = postgres_server()
     if url is None:
         if os.environ.get("WSCTL_REQUIRE_POSTGRES") == "1":
             pytest.fail(f"WSCTL_REQUIRE_POSTGRES=1 but {why}", pytrace=False)
         pytest.skip(f"PostgreSQL door skipped: {why}")
-    dbs = PgDatabases(url, tmp_path_factory.mktemp("pg"))
+    return url
+
+
+@pytest.fixture(scope="session")
+def pg_databases(tmp_path_factory):
+    dbs = PgDatabases(postgres_admin_url(), tmp_path_factory.mktemp("pg"))
     yield dbs
     dbs.close()
 

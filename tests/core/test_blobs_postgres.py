@@ -13,21 +13,18 @@ import pytest
 from workspacectl.engine.blobs import CHUNK, is_digest
 from workspacectl.engine.migrations import m016_blobs
 
+from tests.conftest import postgres_admin_url  # noqa: E402
+
 psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'workspacectl[postgres]')")
-ADMIN_URL = os.environ.get("WSCTL_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
 @pytest.fixture(scope="module")
 def pg_url():
-    try:
-        admin = psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError as e:
-        if os.environ.get("WSCTL_REQUIRE_POSTGRES") == "1":
-            raise
-        pytest.skip(f"no PostgreSQL answers at {ADMIN_URL}: {str(e).strip()[:200]}")
+    admin_url = postgres_admin_url()
+    admin = psycopg.connect(admin_url, autocommit=True, connect_timeout=5)
     name = f"h11b_blobs_{uuid.uuid4().hex[:12]}"
     admin.execute(f'CREATE DATABASE "{name}"')
-    url = ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+    url = admin_url.rsplit("/", 1)[0] + "/" + name
     try:
         with psycopg.connect(url, autocommit=True) as c:
             c.execute(m016_blobs.POSTGRES_SQL)

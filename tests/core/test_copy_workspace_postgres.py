@@ -15,26 +15,23 @@ from tests.core.test_copy_workspace import SECRET, _blob_files
 from tests.skill_helpers import create, publish_bundle, skill_md, targz
 from tests.vault_helpers import TWO_SECRET_TOML, install_service, make_credential
 
+from tests.conftest import postgres_admin_url  # noqa: E402
+
 psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'workspacectl[postgres]')")
 KEY = "YmVuY2gta2V5LWJlbmNoLWtleS1iZW5jaC1rZXktMTI="
-ADMIN_URL = os.environ.get("WSCTL_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
 @pytest.fixture
 def empty_db():
-    try:
-        admin = psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError as e:
-        if os.environ.get("WSCTL_REQUIRE_POSTGRES") == "1":
-            raise
-        pytest.skip(f"no PostgreSQL answers at {ADMIN_URL}: {str(e).strip()[:200]}")
+    admin_url = postgres_admin_url()
+    admin = psycopg.connect(admin_url, autocommit=True, connect_timeout=5)
     made = []
 
     def make() -> str:
         name = f"h11b_copy_{uuid.uuid4().hex[:12]}"
         admin.execute(f'CREATE DATABASE "{name}"')
         made.append(name)
-        return ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+        return admin_url.rsplit("/", 1)[0] + "/" + name
 
     yield make
     for name in made:
