@@ -9,7 +9,7 @@ the store, see store/catalog_search.py):
   value's type is inferred from where it stands, as SQLite does; a bool is written as 0/1.
 - transactions: autocommit outside them, like sqlite3 with isolation_level=None; `BEGIN
   IMMEDIATE` takes one transaction-scoped advisory lock (the workspace's writer lock, as SQLite
-  has one writer) with a lock_timeout of db.BUSY_TIMEOUT_MS; a writer that waits longer gets the
+  has one writer) with a lock_timeout of db.busy_timeout_ms(); a writer that waits longer gets the
   same "database is locked" OperationalError SQLite gives, which the engine answers with 409.
 - a failed write inside a transaction is rolled back to a savepoint, so the transaction goes on
   as on SQLite (the engine catches IntegrityError and carries on).
@@ -31,7 +31,7 @@ from psycopg import errors as pg_errors
 from psycopg.adapt import Loader
 from psycopg.pq import TransactionStatus
 
-from workspacectl.engine.db import BUSY_TIMEOUT_MS, WorkspaceBusy
+from workspacectl.engine.db import WorkspaceBusy, busy_timeout_ms
 from workspacectl.formats.workspace_url import redacted
 from workspacectl.errors import ApiError
 
@@ -215,6 +215,7 @@ class PgConnection:
     row_factory = None  # accepted and ignored (rows are always Row)
 
     def __init__(self, url: str):
+        self.busy_timeout_ms = busy_timeout_ms()
         try:
             self._pg = psycopg.connect(url, autocommit=True, cursor_factory=psycopg.ClientCursor,
                                        connect_timeout=15, application_name="wsctl")
@@ -243,7 +244,7 @@ class PgConnection:
     def _begin_writer(self) -> None:
         self._pg.execute("BEGIN")
         try:
-            self._pg.execute(f"SET LOCAL lock_timeout = {int(BUSY_TIMEOUT_MS)}")
+            self._pg.execute(f"SET LOCAL lock_timeout = {self.busy_timeout_ms}")
             self._pg.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, WRITER_LOCK))
             self._pg.execute("SET LOCAL lock_timeout = 0")
         except psycopg.Error as e:
