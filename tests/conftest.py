@@ -374,19 +374,9 @@ def server_pool(tmp_path_factory, template_workspace):
     pool.close()
 
 
-# Test folders whose `backend` tests have been run and pass on the PostgreSQL door; the door
-# skips (saying so) in the others until they are added here. Issue 11 item 6 ends with every folder.
-POSTGRES_DOOR_FOLDERS = {"catalog", "core", "cli", "identity", "memory", "openapi", "projects", "server", "skills"}
-POSTGRES_DOOR_ALL = os.environ.get("WSCTL_POSTGRES_DOOR_ALL") == "1"   # read before `home` clears WSCTL_*
-
-
 @pytest.fixture(params=["local", "remote", "postgres"])
 def backend(request, home):
     if request.param == "postgres":
-        folder = Path(str(request.node.fspath)).parent.name
-        if folder not in POSTGRES_DOOR_FOLDERS and not POSTGRES_DOOR_ALL:
-            pytest.skip(f"PostgreSQL door not yet verified for tests/{folder} (tests/conftest.py "
-                        "POSTGRES_DOOR_FOLDERS; WSCTL_POSTGRES_DOOR_ALL=1 runs it anyway)")
         pool = request.getfixturevalue("pg_server_pool")
         ws, server = pool.take()
         mp = request.getfixturevalue("monkeypatch")
