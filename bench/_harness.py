@@ -67,6 +67,7 @@ class Run:
     maxrss: int   # bytes, the CLI process's own peak RSS
     out: str
     err: str
+    cpu: float = 0.0   # seconds of user + system CPU of the CLI process itself (wait4)
 
 
 def run_cli(args, env: dict, cwd: Path | None = None, check: bool = True) -> Run:
@@ -82,7 +83,8 @@ def run_cli(args, env: dict, cwd: Path | None = None, check: bool = True) -> Run
         fo.seek(0)
         fe.seek(0)
         out, err = fo.read(), fe.read()
-    r = Run(wall, usage.ru_maxrss * 1024, out.decode(errors="replace"), err.decode(errors="replace"))
+    r = Run(wall, usage.ru_maxrss * 1024, out.decode(errors="replace"), err.decode(errors="replace"),
+            usage.ru_utime + usage.ru_stime)
     if check and p.returncode != 0:
         raise SystemExit(f"wsctl {' '.join(map(str, args))} exited {p.returncode}:\n{r.err[-2000:]}")
     return r
