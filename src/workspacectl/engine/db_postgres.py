@@ -9,7 +9,7 @@ the store, see store/catalog_search.py):
   value's type is inferred from where it stands, as SQLite does; a bool is written as 0/1.
 - transactions: autocommit outside them, like sqlite3 with isolation_level=None; `BEGIN
   IMMEDIATE` takes one transaction-scoped advisory lock (the workspace's writer lock, as SQLite
-  has one writer) with a lock_timeout of db.BUSY_TIMEOUT_MS; a writer that waits longer gets the
+  has one writer) with a lock_timeout of db.busy_timeout_ms(); a writer that waits longer gets the
   same "database is locked" OperationalError SQLite gives, which the engine answers with 409.
   A transaction that only appends (db.transaction(appends_only=True): a token's audit row) holds
   that lock shared: beside other appenders, never beside another writer.
@@ -36,7 +36,7 @@ from psycopg import errors as pg_errors
 from psycopg.adapt import Loader
 from psycopg.pq import TransactionStatus
 
-from workspacectl.engine.db import BUSY_TIMEOUT_MS, WorkspaceBusy
+from workspacectl.engine.db import WorkspaceBusy, busy_timeout_ms
 from workspacectl.formats.workspace_url import redacted
 from workspacectl.errors import ApiError
 
@@ -222,6 +222,7 @@ class PgConnection:
 
     def __init__(self, url: str):
         self._begin: tuple[str, ...] = ()   # a writer's BEGIN, sent with its first statement
+        self.busy_timeout_ms = busy_timeout_ms()
         try:
             self._session = psycopg.connect(url, autocommit=True, cursor_factory=psycopg.ClientCursor,
                                        connect_timeout=15, application_name="wsctl")
@@ -267,7 +268,7 @@ class PgConnection:
         """BEGIN and the writer lock (db.transaction), sent with the transaction's first statement;
         shared for a transaction that only appends."""
         lock = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
-        self._begin = ("BEGIN", f"SET LOCAL lock_timeout = {int(BUSY_TIMEOUT_MS)}",
+        self._begin = ("BEGIN", f"SET LOCAL lock_timeout = {int(self.busy_timeout_ms)}",
                        f"SELECT {lock}({LOCK_CLASS}, {WRITER_LOCK})", "SET LOCAL lock_timeout = 0")
 
     def _upsert(self, sql: str) -> str:
