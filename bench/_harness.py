@@ -90,6 +90,24 @@ def run_cli(args, env: dict, cwd: Path | None = None, check: bool = True) -> Run
     return r
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process and its live children (the workers), from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    pids = [pid]
+    try:
+        pids += [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        pass
+    for p in pids:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 def vm_hwm(pid: int) -> int:
     """Peak resident set size of a live process, bytes."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():

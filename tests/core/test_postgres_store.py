@@ -110,6 +110,32 @@ def test_failed_write_rolls_back_to_its_savepoint(pg_workspace):
         conn.close()
 
 
+def test_a_writer_waits_the_busy_timeout_setting_then_gets_locked(pg_workspace, monkeypatch):
+    """WSCTL_BUSY_TIMEOUT_MS is the PostgreSQL writer lock's lock_timeout too: a writer behind
+    another one that holds the workspace gets SQLite's "database is locked" (the engine's 409)
+    once that bound has passed, and nothing of its own is written."""
+    from workspacectl.engine.db import transaction
+    from workspacectl.engine.db_postgres import PgConnection
+
+    monkeypatch.setenv("WSCTL_BUSY_TIMEOUT_MS", "300")
+    holder, waiter = PgConnection(pg_workspace), PgConnection(pg_workspace)
+    assert waiter.busy_timeout_ms == 300
+    try:
+        with transaction(holder):
+            holder.execute("INSERT INTO settings (key, value) VALUES (?, ?)", ("busy.held", "1"))
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                with transaction(waiter):
+                    waiter.execute("INSERT INTO settings (key, value) VALUES (?, ?)", ("busy.waiter", "1"))
+            assert not waiter.in_transaction
+        with transaction(waiter):     # the holder committed: the lock is free again
+            waiter.execute("INSERT INTO settings (key, value) VALUES (?, ?)", ("busy.after", "1"))
+        keys = [r[0] for r in holder.execute("SELECT key FROM settings WHERE key LIKE 'busy.%' ORDER BY key")]
+        assert keys == ["busy.after", "busy.held"]
+    finally:
+        holder.close()
+        waiter.close()
+
+
 def test_insert_or_replace_is_an_upsert_on_the_primary_key(pg_workspace):
     from tests.vault_helpers import open_ws
 

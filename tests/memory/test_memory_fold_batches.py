@@ -265,7 +265,8 @@ def test_a_writer_queued_behind_a_long_writer_of_its_process_gets_409(kind, home
     answers 409 "retry" and writes nothing, instead of waiting behind it without end."""
     gate = tmp_path / "gate"
     gate.mkdir()
-    env = {"WSCTL_MEMORY_POLICY": "tests.memory.test_memory_fold_batches:GatedPolicy", GATE_ENV: str(gate)}
+    env = {"WSCTL_MEMORY_POLICY": "tests.memory.test_memory_fold_batches:GatedPolicy", GATE_ENV: str(gate),
+           "WSCTL_BUSY_TIMEOUT_MS": "2000"}   # the queue's bound: 2 s here instead of the default 15
     for k, v in env.items():  # the local door folds in this process (after `home` cleared WSCTL_*)
         monkeypatch.setenv(k, v)
     b = _gated_backend(kind, home, workspace, tmp_path, env)

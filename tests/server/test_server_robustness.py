@@ -15,8 +15,9 @@ import httpx
 import pytest
 
 from tests.api_helpers import assert_error, assert_error_body, fill
-from tests.conftest import ApiResult, make_backend, wait_until
+from tests.conftest import ApiResult, base_env, make_backend, run_wsctl, start_server, wait_until
 from workspacectl.engine.scopes import ROUTE_SCOPES
+from workspacectl.errors import ApiError
 from workspacectl.server.app import MAX_JSON_BODY
 
 # Field names the engine reads from bodies; each set to a value of the wrong kind.
@@ -88,15 +89,16 @@ def test_identity_routes_refuse_bad_bodies_with_400(backend):
             if path == "/v1/auth/session":
                 r = _send(backend, "POST", path, body, secret="")
                 code = body["code"] if isinstance(body, dict) else None
-                if isinstance(code, str) and len(code) <= 64 and "\ud800" not in code:
+                if isinstance(code, str) and len(code) <= 64 and "\ud800" not in code and "\x00" not in code:
                     assert_error(r, 401, "unauthenticated")  # a well-formed code that is not one
                     continue
             else:
                 r = _send(backend, "POST", path, body)
             assert_error(r, 400, "invalid_request")
-    # Lone surrogates spelled in JSON: 400, not a database error.
+    # Lone surrogates and NUL spelled in JSON: 400 on both stores, not a database error.
     for body in ({"email": "a\ud800@x.com", "name": "A"}, {"email": "a@x.com", "name": "\udcff"},
-                 {"email": "a@x.com", "name": "A", "\ud800": 1}):
+                 {"email": "a@x.com", "name": "A", "\ud800": 1}, {"email": "a@x.com", "name": "A\x00B"},
+                 {"email": "a@x.com", "name": "A", "\x00": 1}):
         assert_error(_send(backend, "POST", "/v1/members", body), 400, "invalid_request")
     assert_error(_send(backend, "POST", "/v1/keys", {"kind": "platform", "scopes": ["docs:read"], "name": "\ud800"}),
                  400, "invalid_request")
@@ -299,21 +301,62 @@ def test_an_upload_from_a_stranger_is_refused_before_its_body_is_read(remote):
     assert remote.ok("GET", f"/v1/projects/{pid}/files")["files"] == []
 
 
-def test_a_write_lock_held_past_the_busy_timeout_is_409_not_500(backend):
-    """Another process holding the workspace's write lock for longer than the busy timeout (15 s)
-    is not the caller's fault and not a bug: 409 conflict, "retry", and nothing written."""
+SHORT_BUSY_MS = 2000   # the test's busy timeout (WSCTL_BUSY_TIMEOUT_MS), so a 409 waits 2 s, not 15
+
+
+@pytest.fixture(params=["local", "remote"])
+def short_busy(request, home, workspace, tmp_path, monkeypatch):
+    """A backend on a folder workspace whose busy timeout is SHORT_BUSY_MS: set in this process
+    (the local door) and given to its own server (the remote door)."""
+    busy = {"WSCTL_BUSY_TIMEOUT_MS": str(SHORT_BUSY_MS)}
+    monkeypatch.setenv("WSCTL_BUSY_TIMEOUT_MS", busy["WSCTL_BUSY_TIMEOUT_MS"])
+    server = None
+    if request.param == "remote":
+        server = start_server(workspace, {**base_env(tmp_path / "srv-home"), **busy}, log=tmp_path / "busy-server.log")
+    b = make_backend(request.param, workspace, home, server=server)
+    b.env.update(busy)
+    yield b
+    b.close()
+
+
+def test_a_write_lock_held_past_the_busy_timeout_is_409_not_500(short_busy):
+    """Another process holding the workspace's write lock for longer than the busy timeout
+    (WSCTL_BUSY_TIMEOUT_MS, here 2 s) is not the caller's fault and not a bug: 409 conflict,
+    "retry", exit 6 on the command line, and nothing written."""
     import sqlite3
 
-    holder = sqlite3.connect(str(backend.workspace / "workspace.db"), isolation_level=None)
+    b = short_busy
+    holder = sqlite3.connect(str(b.workspace / "workspace.db"), isolation_level=None)
     try:
         holder.execute("BEGIN IMMEDIATE")
         t0 = time.monotonic()
-        r = backend.api("POST", "/v1/projects", {"name": "Blocked"})
-        assert time.monotonic() - t0 >= 10  # it waited for the lock before giving up
+        r = b.api("POST", "/v1/projects", {"name": "Blocked"})
+        assert time.monotonic() - t0 >= SHORT_BUSY_MS / 1000 * 0.9  # it waited for the lock before giving up
         assert_error(r, 409, "conflict")
         assert "retry" in r.body["error"]["message"]
+        cli = b.wsctl("specialist", "create", "Blocked too", expect=6)
+        assert "retry" in cli.err and len(cli.err.strip().splitlines()) == 1, cli.err
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-    assert backend.ok("GET", "/v1/projects")["projects"] == []
-    assert backend.api("POST", "/v1/projects", {"name": "Now"}).status == 201
+    assert b.ok("GET", "/v1/projects")["projects"] == []
+    assert b.api("POST", "/v1/projects", {"name": "Now"}).status == 201
+
+
+def test_a_bad_busy_timeout_setting_is_refused_saying_what_to_do(workspace, home, monkeypatch):
+    """WSCTL_BUSY_TIMEOUT_MS that is not a whole number of milliseconds from 1 to an hour: a
+    local command exits 7 with one line naming the setting and its range, and `wsctl serve`
+    refuses to start the same way; no traceback, nothing served."""
+    from workspacectl.engine.db import busy_timeout_ms
+
+    for value in ["abc", "0", "-5", "1.5", "3600001", "１０", "1e3"]:   # each refused in-process ...
+        monkeypatch.setenv("WSCTL_BUSY_TIMEOUT_MS", value)
+        with pytest.raises(ApiError, match="WSCTL_BUSY_TIMEOUT_MS must be a whole number of milliseconds from 1 to 3600000"):
+            busy_timeout_ms()
+    monkeypatch.delenv("WSCTL_BUSY_TIMEOUT_MS")
+    assert busy_timeout_ms() == 15000
+    env = {**base_env(home), "WSCTL_WORKSPACE": str(workspace)}
+    for value, args in (("abc", ["specialist", "list"]), ("0", ["serve", "--port", "0"])):   # ... and by wsctl
+        r = run_wsctl(args, {**env, "WSCTL_BUSY_TIMEOUT_MS": value}, expect=7)
+        assert r.err.strip().splitlines() == [r.err.strip()] and "Traceback" not in r.err, r.err
+        assert "WSCTL_BUSY_TIMEOUT_MS must be a whole number of milliseconds from 1 to 3600000" in r.err

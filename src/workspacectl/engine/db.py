@@ -5,6 +5,7 @@ wait their turn instead of polling SQLite's busy handler (which sleeps in steps 
 and gave write p95s of ~0.5 s under contention); other processes still meet the busy timeout.
 The queue has the same bound as the busy timeout: a writer that waits longer for its turn gets
 WorkspaceBusy (the engine answers 409 "retry"), never an unbounded wait behind a long writer.
+The bound is 15 s unless WSCTL_BUSY_TIMEOUT_MS says otherwise (read when a connection opens).
 """
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 
-BUSY_TIMEOUT_MS = 15000
+from workspacectl.errors import ApiError
+
+BUSY_TIMEOUT_MS = 15000  # the default
+BUSY_TIMEOUT_ENV = "WSCTL_BUSY_TIMEOUT_MS"
+MAX_BUSY_TIMEOUT_MS = 3_600_000
 WAL_AUTOCHECKPOINT_PAGES = 1000  # SQLite's default
 _write_locks: dict[str, threading.RLock] = {}
 _write_locks_guard = threading.Lock()
@@ -25,8 +30,21 @@ class WorkspaceBusy(sqlite3.OperationalError):
     that into 409 conflict (engine/dispatch.py) treats both alike."""
 
 
+def busy_timeout_ms() -> int:
+    """How long a writer waits for the workspace's write lock before 409: WSCTL_BUSY_TIMEOUT_MS
+    (whole milliseconds, 1 to an hour), else 15 s. A bad value is refused, never guessed at."""
+    raw = os.environ.get(BUSY_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return BUSY_TIMEOUT_MS
+    if not (raw.isascii() and raw.isdigit() and 1 <= int(raw) <= MAX_BUSY_TIMEOUT_MS):
+        raise ApiError("invalid_request", f"{BUSY_TIMEOUT_ENV} must be a whole number of milliseconds from 1 "
+                       f"to {MAX_BUSY_TIMEOUT_MS} (default {BUSY_TIMEOUT_MS}); fix or unset it.")
+    return int(raw)
+
+
 class _Connection(sqlite3.Connection):
     write_lock: threading.RLock | None = None
+    busy_timeout_ms: int = BUSY_TIMEOUT_MS
 
 
 def _write_lock_for(path: str) -> threading.RLock:
@@ -36,11 +54,13 @@ def _write_lock_for(path: str) -> threading.RLock:
 
 
 def open_db(path) -> sqlite3.Connection:
-    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+    timeout_ms = busy_timeout_ms()
+    conn = sqlite3.connect(str(path), timeout=timeout_ms / 1000, isolation_level=None,
                            check_same_thread=False, factory=_Connection)
     conn.write_lock = _write_lock_for(str(path))
+    conn.busy_timeout_ms = timeout_ms
     conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute(f"PRAGMA busy_timeout = {timeout_ms}")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA synchronous = NORMAL")
@@ -48,17 +68,27 @@ def open_db(path) -> sqlite3.Connection:
 
 
 @contextmanager
-def transaction(conn: sqlite3.Connection):
-    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception. Nested use joins the outer one."""
+def transaction(conn: sqlite3.Connection, *, appends_only: bool = False):
+    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception. Nested use joins the outer one.
+
+    appends_only: the transaction reads, then only adds rows that no rule reads back under the
+    writer lock (a token's audit row). On SQLite nothing changes (one writer per file); on
+    PostgreSQL it holds the workspace's writer lock shared, so such transactions run beside each
+    other (and their commits share WAL flushes) while every other writer still runs alone."""
     if conn.in_transaction:
         yield conn
         return
     lock = getattr(conn, "write_lock", None)
-    if lock is not None and not lock.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
+    timeout_ms = getattr(conn, "busy_timeout_ms", BUSY_TIMEOUT_MS)
+    if lock is not None and not lock.acquire(timeout=timeout_ms / 1000):
         raise WorkspaceBusy("database is locked: another writer of this process held the workspace "
-                            f"past the busy timeout ({BUSY_TIMEOUT_MS // 1000} s)")
+                            f"past the busy timeout ({timeout_ms} ms)")
     try:
-        conn.execute("BEGIN IMMEDIATE")
+        begin_writer = getattr(conn, "begin_writer", None)
+        if begin_writer is not None:
+            begin_writer(shared=appends_only)
+        else:
+            conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
         except BaseException:

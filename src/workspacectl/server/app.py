@@ -8,17 +8,16 @@ import contextlib
 import logging
 import socket
 import sys
-import tempfile
 
 from fastapi import FastAPI, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import ClientDisconnect
 
 from workspacectl.engine.dispatch import Engine, load_routes
 from workspacectl.errors import ApiError
 from workspacectl.server.access_log import AccessLog, redact_path  # noqa: F401 (redact_path: tests)
 from workspacectl.server.api_path import MAX_JSON_BODY, LeanApi, bearer_of, json_response, raw_path, to_http  # noqa: F401
+from workspacectl.server.spool import spool_body
 
 # Binary uploads (tar.gz bundles) are spooled to a temp file and handed to the engine as a
 # stream, which applies its own tighter limits (engine/projects/files.py LIMITS).
@@ -27,31 +26,6 @@ BACKLOG = 2048          # uvicorn's default
 GRACEFUL_SECONDS = 10   # on SIGTERM, requests in flight get this long to finish
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 log = logging.getLogger("wsctl.server")
-
-
-async def spool_body(request: Request, limit: int):
-    """A binary upload (a tar.gz bundle) into a temp file, spilling to disk past 1 MiB: the
-    engine reads it as a stream and applies its own limits. Over `limit` bytes: 413."""
-    declared = request.headers.get("content-length")
-    too_large = ApiError("payload_too_large", f"The upload is over {limit // (1 << 20)} MiB; split it.")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise too_large
-    f = tempfile.SpooledTemporaryFile(max_size=1 << 20)
-    size = 0
-    try:
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise too_large
-            f.write(chunk)
-    except ClientDisconnect:
-        f.close()
-        raise ApiError("invalid_request", "The request body ended early.") from None
-    except BaseException:
-        f.close()
-        raise
-    f.seek(0)
-    return f
 
 
 def engine_path(request: Request) -> str:

@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 
 from workspacectl.engine.vault import connections as engine_connections
 from workspacectl.errors import ApiError
-from workspacectl.server.web import COOKIE, error_page, page, web_caller, who_header
+from workspacectl.server.pages import COOKIE, error_page, page, web_caller, who_header
 
 MAX_FORM_BYTES = 64 * 1024
 CSRF_FIELD = "csrf"

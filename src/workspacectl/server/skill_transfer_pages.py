@@ -16,7 +16,8 @@ from starlette.concurrency import run_in_threadpool
 from workspacectl.formats import skill_bundle as fmt
 from workspacectl.engine.skills import transfers
 from workspacectl.errors import ApiError
-from workspacectl.server.app import json_response, spool_body
+from workspacectl.server.api_path import json_response
+from workspacectl.server.spool import spool_body
 
 OTHER_METHODS = ["GET", "PUT", "POST", "PATCH", "DELETE"]
 

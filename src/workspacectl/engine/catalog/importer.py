@@ -14,44 +14,17 @@ quoting a secret value. Nothing here touches the database.
 """
 from __future__ import annotations
 
-import datetime as _dt
 import re
-import unicodedata
 from urllib.parse import urlsplit
 
-from workspacectl.errors import ApiError
+from workspacectl.engine.catalog.definition_values import MAX_NAME, MAX_SERVICE, SERVICE_RE, bad, jsonable, kebab
 
 CREDENTIAL_TYPES = ("oauth2", "apiKey", "platform", "noAuth")
 TRIGGER_TYPES = ("webhook", "cron", "poll")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE")
 PARAM_PLACES = ("path", "query", "header", "body", "cookie")
-SERVICE_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-MAX_NAME = 120
-MAX_SERVICE = 64
 MAX_ENV_VARS = 50
 DEFAULT_POLL_CADENCE = 300
-
-
-def bad(where: str, message: str) -> ApiError:
-    return ApiError("invalid_request", f"{where}: {message}")
-
-
-def ascii_fold(text: str) -> str:
-    """Letters with accents or compatibility forms as their ASCII base: 'über' -> 'uber',
-    'ﬁle' -> 'file', 'Ⅻ' -> 'XII', 'ß' -> 'ss'. Other non-ASCII characters are kept."""
-    if text.isascii():
-        return text
-    s = unicodedata.normalize("NFKD", text.replace("ß", "ss").replace("ẞ", "SS"))
-    return "".join(c for c in s if not unicodedata.combining(c))
-
-
-def kebab(text: str) -> str:
-    """'chat_postMessage' -> 'chat-post-message'; 'repos/get-HTTPStatus' -> 'repos-get-http-status';
-    'créerContact' -> 'creer-contact' (accents folded to ASCII, not dropped)."""
-    s = re.sub(r"([a-z0-9])([A-Z])", r"\1-\2", ascii_fold(str(text)[:MAX_NAME * 4]))
-    s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1-\2", s)
-    s = re.sub(r"[^A-Za-z0-9]+", "-", s).strip("-").lower()
-    return s[:MAX_NAME].strip("-")
 
 
 def env_prefix(service: str) -> str:
@@ -68,26 +41,6 @@ def default_env_vars(service: str, credential_type: str, fields: list[str]) -> d
     for f in fields:
         env.setdefault(f, f"{prefix}_{env_prefix(kebab(f))}")
     return env
-
-
-def jsonable(value, depth: int = 0, budget: list | None = None):
-    """TOML/YAML values as JSON: dates become ISO strings. Depth and size are capped, since YAML
-    aliases can make a value cyclic or exponentially large."""
-    budget = [5000] if budget is None else budget
-    budget[0] -= 1
-    if depth > 12 or budget[0] < 0:
-        return "…"
-    if isinstance(value, dict):
-        return {str(k)[:200]: jsonable(v, depth + 1, budget) for k, v in list(value.items())[:200]}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v, depth + 1, budget) for v in value[:200]]
-    if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
-        return value.isoformat()
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):  # not JSON
-        return None
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return str(value)
 
 
 # --- field helpers ---------------------------------------------------------------------------

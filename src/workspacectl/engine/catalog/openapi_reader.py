@@ -11,7 +11,7 @@ import re
 from urllib.parse import urljoin, urlsplit
 
 from workspacectl.engine.catalog import limits
-from workspacectl.engine.catalog.importer import MAX_SERVICE, SERVICE_RE, ascii_fold, bad, kebab
+from workspacectl.engine.catalog.definition_values import MAX_SERVICE, SERVICE_RE, ascii_fold, bad, kebab
 from workspacectl.engine.catalog.schema_walk import Resolver, merged_properties, required_of, sample, shape, type_name
 
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from urllib.parse import unquote
 
-from workspacectl.engine.catalog.importer import jsonable
+from workspacectl.engine.catalog.definition_values import jsonable
 
 SHAPE_DEPTH = 3
 MAX_PROPERTIES = 40

@@ -16,7 +16,7 @@ into ROUTE_DOCS and COMPONENTS at the end of this module (import this one, not t
 from __future__ import annotations
 
 from workspacectl.formats import env_text
-from workspacectl.engine.catalog.importer import MAX_SERVICE, SERVICE_RE
+from workspacectl.engine.catalog.definition_values import MAX_SERVICE, SERVICE_RE
 from workspacectl.engine.catalog.search_routes import DEFAULT_LIMIT as SEARCH_LIMIT, MAX_QUERY_CHARS
 from workspacectl.engine.vault.credentials import MAX_FIELD_CHARS, MAX_SECRET_CHARS
 from workspacectl.engine.identity.members import ROLES

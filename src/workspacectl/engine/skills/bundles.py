@@ -12,7 +12,7 @@ from workspacectl.engine.db import transaction
 from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.skills.versions import (base_version_of, check_refs, invalid_bundle, live_refs, live_version,
                                                 manifest_of, publish_refs, published_answer, version_refs)
-from workspacectl.engine.skills.routes import load_skill
+from workspacectl.engine.skills.records import load_skill
 from workspacectl.engine.store import skills as store
 from workspacectl.errors import ApiError
 

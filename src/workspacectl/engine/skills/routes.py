@@ -16,48 +16,11 @@ from workspacectl.engine.db import transaction
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.skills.access import access
+from workspacectl.engine.skills.records import load_skill, reload, require_edit, skill_json
 from workspacectl.engine.store import skills as store
 from workspacectl.errors import ApiError
 
 STATUSES = ("draft", "published", "archived")
-
-
-def skill_json(row, caller) -> dict:
-    return {
-        "id": row["id"], "name": row["name"], "description": row["description"], "status": row["status"],
-        "enabled": bool(row["enabled"]), "version": row["version"], "projectId": row["project_id"],
-        "createdBy": row["created_by"], "createdAt": row["created_at"], "updatedAt": row["updated_at"],
-        "lastUsedAt": row["last_used_at"], "canEdit": access(caller, row) == "edit" and row["status"] != "archived",
-    }
-
-
-def find_skill(ctx: Ctx, ref: str):
-    """The row named by an id or a (live) name, or 404 when absent or invisible."""
-    me = ctx.caller.member_id
-    row = store.get_skill(ctx.db, ref, me) if ref.startswith("skl_") else store.get_skill_by_name(ctx.db, ref, me)
-    if row is None or access(ctx.caller, row) is None:
-        raise ApiError("not_found", f"No skill '{ref[:100]}'. Run `wsctl skill list`.")
-    return row
-
-
-def load_skill(ctx: Ctx, edit: bool = False):
-    row = find_skill(ctx, ctx.params["id"])
-    if edit:
-        require_edit(ctx, row)
-    return row
-
-
-def require_edit(ctx: Ctx, row) -> None:
-    """403 unless the caller may change the skill, 409 when it is archived."""
-    if access(ctx.caller, row) != "edit":
-        raise ApiError("forbidden", f"You can read skill '{row['name']}' but not change it; ask its creator "
-                                    "or an editor of its specialist.")
-    if row["status"] == "archived":
-        raise ApiError("conflict", f"Skill '{row['name']}' is archived; create a new skill instead.")
-
-
-def reload(ctx: Ctx, sid: str):
-    return store.get_skill(ctx.db, sid, ctx.caller.member_id)
 
 
 def checked_name(body: dict) -> str:
@@ -67,9 +30,9 @@ def checked_name(body: dict) -> str:
     return name
 
 
-def checked_description(body: dict, required: bool = True) -> str | None:
-    desc = v.string(body, "description", required=required, max_len=1024)
-    if desc is not None and not desc.strip():
+def checked_description(body: dict) -> str:
+    desc = v.string(body, "description", max_len=1024)
+    if not desc.strip():
         raise v.bad("'description' must not be blank.")
     return desc
 
@@ -110,6 +73,7 @@ def get_skill(ctx: Ctx) -> dict:
 @route("PATCH", "/v1/skills/{id}")
 def patch_skill(ctx: Ctx) -> dict:
     """Rename or describe. On a published skill SKILL.md's frontmatter follows, as a new version."""
+    # imported here so that the other skill routes (`skill list`) load no more than this module
     from workspacectl.engine.skills import blobs
     from workspacectl.engine.skills.versions import live_refs, publish_refs, with_frontmatter
 

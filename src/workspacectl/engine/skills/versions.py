@@ -16,7 +16,7 @@ from workspacectl.engine.archive_staging import FileRef
 from workspacectl.engine.db import transaction
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
-from workspacectl.engine.skills.routes import load_skill, reload, skill_json
+from workspacectl.engine.skills.records import load_skill, reload, skill_json
 from workspacectl.engine.store import skills as store
 from workspacectl.errors import ApiError
 
