@@ -118,7 +118,7 @@ _wsctl_spec() {
             fileopts='' diropts='' args='' argchoices=''
             argvalues='credential' argmulti='' ;;
         'vault env')
-            cmds='' opts='--reason -r --format --json --jq --help -h' argopts='--reason -r --format --jq'
+            cmds='' opts='--reason -r --format --var-names --json --jq --help -h' argopts='--reason -r --format --var-names --jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='credential' argmulti='1' ;;
         'vault inject')
@@ -126,7 +126,7 @@ _wsctl_spec() {
             fileopts='--output -o' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'vault run')
-            cmds='' opts='--reason -r --no-masking --help -h' argopts='--reason -r'
+            cmds='' opts='--reason -r --no-masking --var-names --help -h' argopts='--reason -r --var-names'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='credential' argmulti='1' ;;
         'vault connect')
@@ -420,6 +420,8 @@ _wsctl_values() {
         'keys create|-s') printf '%s\n' 'vault:read' 'vault:token' 'vault:connect' 'vault:manage' 'docs:read' 'projects:manage' 'memory:manage' 'skills:manage' 'triggers:manage' ;;
         'vault token|--format') printf '%s\n' 'json' 'value' 'env' ;;
         'vault env|--format') printf '%s\n' 'export' 'dotenv' 'json' ;;
+        'vault env|--var-names') printf '%s\n' 'service' 'credential' ;;
+        'vault run|--var-names') printf '%s\n' 'service' 'credential' ;;
         'vault connect|--reconnect') printf '%s\n' '@credential' ;;
         'vault share|--role') printf '%s\n' 'user' 'viewer' 'none' ;;
         'vault share|--member') printf '%s\n' '@member' ;;

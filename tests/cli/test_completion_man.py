@@ -58,7 +58,10 @@ def filled(backend, tmp_path):
     cred = make_credential(backend.workspace, backend.owner["id"], "compsvc", {"apiKey": "sk-COMP-CANARY"})
     ops = backend.wsctl("specialist", "create", "ops-desk", "--json").json["project"]
     team = backend.wsctl("specialist", "create", "Ops Team", "--json").json["project"]
-    env = {**backend.env, "PATH": f"{_shim(tmp_path)}{os.pathsep}{os.environ['PATH']}"}
+    # The time limit is behaviour tested on its own below; here the values must come however busy
+    # the machine is (a remote completion starts Python and asks a server: seconds under load).
+    env = {**backend.env, "PATH": f"{_shim(tmp_path)}{os.pathsep}{os.environ['PATH']}",
+           "WSCTL_COMPLETION_SECONDS": "600"}
     return env, cred, ops, team
 
 
@@ -118,14 +121,47 @@ def test_complete_values_never_makes_a_workspace(home):
     assert not [p for p in home.rglob("*") if p.is_file() or p.name == "workspace"]
 
 
-def test_complete_values_gives_up_on_a_server_that_never_answers(home):
-    """A listening socket that accepts nothing: the completion ends (empty), it does not hang the shell."""
+@pytest.mark.parametrize("limit", [None, "0.5", "not-a-number"])
+def test_complete_values_gives_up_on_a_server_that_never_answers(home, limit):
+    """A listening socket that accepts nothing: the completion ends (empty, silent) at its time
+    limit, the default or WSCTL_COMPLETION_SECONDS (a bad value means the default); it does not
+    hang the shell. No clock is read here: the bound is the harness's own timeout."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen(1)
         env = {**base_env(home), "WSCTL_SERVER": f"http://127.0.0.1:{s.getsockname()[1]}", "WSCTL_TOKEN": "x"}
+        if limit is not None:
+            env["WSCTL_COMPLETION_SECONDS"] = limit
         r = run_wsctl(["complete-values", "specialist"], env, timeout=120)
-    assert r.out == "" and r.err == ""
+    assert r.code == 0 and r.out == "" and r.err == ""
+
+
+def test_complete_values_waits_as_long_as_it_is_allowed(home):
+    """A server that answers only after the default limit has passed: with WSCTL_COMPLETION_SECONDS
+    long enough the values still come (the answer is held until the client has certainly waited
+    past 2 s of its own clock: the server waits for the request, then for 3 s)."""
+    import threading
+
+    body = b'{"projects":[{"id":"proj_late","name":"late-one","description":"d"}],"nextCursor":null}'
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+
+        def answer_late():
+            conn, _ = s.accept()
+            with conn:
+                conn.recv(65536)
+                threading.Event().wait(3)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                             + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+
+        t = threading.Thread(target=answer_late, daemon=True)
+        t.start()
+        env = {**base_env(home), "WSCTL_SERVER": f"http://127.0.0.1:{s.getsockname()[1]}", "WSCTL_TOKEN": "x",
+               "WSCTL_COMPLETION_SECONDS": "600"}
+        r = run_wsctl(["complete-values", "specialist"], env, timeout=120)
+        t.join(30)
+    assert r.out.splitlines() == ["proj_late\tlate-one", "late-one\tproj_late"]
 
 
 # ------------------------------------------------------------------ man

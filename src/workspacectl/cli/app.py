@@ -58,7 +58,7 @@ def root(
     ctx: typer.Context,
     profile: Annotated[Optional[str], typer.Option("--profile", "-p", help="Profile in config.toml to use.", envvar=None)] = None,
     json: Annotated[bool, typer.Option("--json", help="Print the API's JSON body exactly.")] = False,
-    debug: Annotated[bool, typer.Option("--debug", help="Print each HTTP request (method, URL, status, time; secrets redacted) and tracebacks on stderr; works anywhere on the line.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Trace each request on stderr (method, URL, status, time; secrets redacted) and print the traceback of an error; works anywhere on the line, except as the value of another option.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
 ):
     """wsctl: run a workspace platform from the terminal.

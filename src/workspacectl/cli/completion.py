@@ -5,8 +5,9 @@
   Python; ids and names of credentials, specialists, skills, members and keys are asked of `complete-values`.
 - `complete-values KIND` prints `VALUE<TAB>DESCRIPTION` lines (ids, then names) from the current
   profile's workspace or server. It never makes a workspace (a missing one answers nothing), reads
-  at most one page, and gives up silently after TIME_LIMIT seconds: a completion must never hang
-  a shell or print an error into the command line.
+  at most one page, and gives up silently after a time limit (TIME_LIMIT seconds, or
+  WSCTL_COMPLETION_SECONDS): a completion must never hang a shell or print an error into the
+  command line. A busy machine or a slow link may need more than the default.
 - `man` shows a page of the installed version (`man -l` when `man` is there, else the roff text).
 
 This module is imported on every run (app.COMMANDS): it imports nothing heavy at the top.
@@ -19,7 +20,7 @@ from typing import Annotated, List, Literal, Optional
 
 import typer
 
-TIME_LIMIT = 2.0
+TIME_LIMIT = 2.0   # seconds; WSCTL_COMPLETION_SECONDS overrides it
 ROUTES = {"credential": ("/v1/credentials", "credentials", "service"),
           "specialist": ("/v1/projects", "projects", "description"),
           "skill": ("/v1/skills", "skills", "description"),
@@ -76,7 +77,7 @@ def complete_values(ctx: typer.Context,
 
     if hasattr(signal, "setitimer"):
         signal.signal(signal.SIGALRM, lambda *_: os._exit(0))
-        signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT)
+        signal.setitimer(signal.ITIMER_REAL, time_limit())
     try:
         from workspacectl.cli.context import state
 
@@ -86,6 +87,15 @@ def complete_values(ctx: typer.Context,
     if hasattr(signal, "setitimer"):
         signal.setitimer(signal.ITIMER_REAL, 0)
     sys.stdout.write("".join(f"{line}\n" for line in lines))
+
+
+def time_limit() -> float:
+    """WSCTL_COMPLETION_SECONDS when it is a positive number (at most an hour), else TIME_LIMIT."""
+    try:
+        seconds = float(os.environ.get("WSCTL_COMPLETION_SECONDS", ""))
+    except ValueError:
+        return TIME_LIMIT
+    return min(seconds, 3600.0) if seconds > 0 else TIME_LIMIT
 
 
 def _values(kind: str, prefix: str, profile: str | None) -> list[str]:
@@ -99,7 +109,7 @@ def _values(kind: str, prefix: str, profile: str | None) -> list[str]:
     if target.kind == "remote":
         from workspacectl.backend.remote import RemoteBackend
 
-        backend = RemoteBackend(target.location, target.secret, timeout=TIME_LIMIT, attempts=1)
+        backend = RemoteBackend(target.location, target.secret, timeout=time_limit(), attempts=1)
     else:
         backend = _open_existing(target)
         if backend is None:

@@ -17,19 +17,55 @@ HINTS = {
 }
 
 
-def take_debug(argv: list[str]) -> tuple[list[str], bool]:
+def take_debug(argv: list[str], command=None) -> tuple[list[str], bool]:
     """`--debug` means the same anywhere on the line (`wsctl vault list --debug` too), up to a
-    `--` (what follows belongs to another program). Answers (argv without it, debug on)."""
+    `--` (what follows belongs to another program), except as the value of an option that takes
+    one (`--name --debug` names something "--debug"; `command`, the click tree, says which do).
+    Answers (argv without it, debug on)."""
     out, debug = [], os.environ.get("WSCTL_DEBUG") == "1"
-    for i, arg in enumerate(argv):
+    values = _ValueOptions(command)
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
         if arg == "--":
             out.extend(argv[i:])
             break
         if arg == "--debug":
             debug = True
-        else:
-            out.append(arg)
+            i += 1
+            continue
+        taken = values.after(arg)
+        out.extend(argv[i:i + 1 + taken])
+        i += 1 + taken
     return out, debug
+
+
+class _ValueOptions:
+    """Walks a command line down the click tree: how many words after each one are an option's
+    value (so not a switch). Groups not built yet are built as click would build them to parse."""
+
+    def __init__(self, command):
+        self.command = command
+
+    def after(self, arg: str) -> int:
+        cmd = self.command
+        if cmd is None:
+            return 0
+        if not arg.startswith("-") or arg == "-":
+            sub = getattr(cmd, "commands", None)
+            if sub is not None and arg in sub:
+                self.command = cmd.get_command(None, arg)
+            return 0
+        if "=" in arg and arg.startswith("--"):
+            return 0
+        for param in cmd.params:
+            if arg in (*getattr(param, "opts", ()), *getattr(param, "secondary_opts", ())):
+                if getattr(param, "is_flag", False) or getattr(param, "count", False):
+                    return 0
+                if getattr(param, "_flag_needs_value", False):
+                    return 0  # an optional value: click takes a following word only if it is not an option
+                return max(1, getattr(param, "nargs", 1))
+        return 0
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -43,13 +79,13 @@ def main(argv: list[str] | None = None) -> None:
     from workspacectl.cli import scripting
     from workspacectl.cli.app import COMMANDS, GROUPS, LAZY_COMMANDS
 
-    argv, debug = take_debug(list(sys.argv[1:] if argv is None else argv))
+    app = build_app()
+    command = __import__("typer").main.get_command(app)
+    argv, debug = take_debug(list(sys.argv[1:] if argv is None else argv), command)
     if debug:
         from workspacectl.backend import http_trace
 
         http_trace.enabled = True  # each HTTP request's method, URL, status and time on stderr
-    app = build_app()
-    command = __import__("typer").main.get_command(app)
     try:
         try:
             parsed = scripting.take_json_fields(argv, {g[1] for g in GROUPS} | {c[2] for c in COMMANDS + LAZY_COMMANDS})

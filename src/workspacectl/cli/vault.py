@@ -29,6 +29,10 @@ IdArg = Annotated[str, typer.Argument(metavar="CREDENTIAL", click_type=choices.c
                                       help="Credential id (cred_…) or name.")]
 ReasonOpt = Annotated[str, typer.Option("--reason", "-r", help="Why you need the secret (1-500 characters); "
                                         "recorded in the credential's access log.")]
+VarNamesOpt = Annotated[Literal["service", "credential"], typer.Option(
+    "--var-names", help="Where variable names come from: service (the catalog's, e.g. STRIPE_API_KEY) or "
+    "credential (after each credential's name: stripe-live sets STRIPE_LIVE_API_KEY), so two accounts "
+    "of one service can be used together.")]
 
 
 def cred(ctx, ref: str) -> str:
@@ -161,12 +165,16 @@ def token(
 TOKEN_FORMS = {"json": "json", "value": "value", "env": "dotenv"}
 
 
-def issue_env(ctx, cred_ids: list[str], reason: str, form: str) -> tuple[dict[str, str], list[str]]:
-    """Variables and secret values of several credentials, written in `form`. Every detail is read,
-    and with several credentials every request is tried as a dry run, before any token is issued."""
+def issue_env(ctx, cred_ids: list[str], reason: str, form: str,
+              var_names: str = "service") -> tuple[dict[str, str], list[str]]:
+    """Variables and secret values of several credentials, written in `form`. Every detail is read
+    (and with var_names "credential" its variables renamed after it), and with several credentials
+    every request is tried as a dry run, before any token is issued."""
     from workspacectl.cli import vault_env
 
     details = [env_detail(ctx, c) for c in cred_ids]
+    if var_names == "credential":
+        details = [vault_env.named_after_credential(d) for d in details]
     vault_env.check_injectable(details)
     if len(cred_ids) > 1:
         for cred_id in cred_ids:
@@ -186,6 +194,7 @@ def env(
                                                   help="One or more credential ids or names.")],
     reason: ReasonOpt,
     format: Annotated[Literal["export", "dotenv", "json"], typer.Option("--format", help="export (for eval), dotenv, or json.")] = "export",
+    var_names: VarNamesOpt = "service",
     json: JsonOpt = False,
 ):
     """Print the credentials' environment variables: eval "$(wsctl vault env ID --reason R)"."""
@@ -196,7 +205,8 @@ def env(
         raise ApiError("invalid_request", "--format must be export, dotenv or json.")
     from workspacectl.cli.refs import resolve_all
 
-    variables, _ = issue_env(ctx, resolve_all(ctx, "credential", cred_ids), reason, vault_env.REQUEST_FORMS[fmt])
+    variables, _ = issue_env(ctx, resolve_all(ctx, "credential", cred_ids), reason, vault_env.REQUEST_FORMS[fmt],
+                             var_names)
     from workspacectl.cli import scripting
 
     if fmt == "json" and scripting.active():  # --json FIELDS or --jq: the same JSON, filtered
@@ -249,6 +259,7 @@ def run(
     reason: ReasonOpt,
     no_masking: Annotated[bool, typer.Option("--no-masking", help="Do not mask secret values in the output: the "
                                              "command writes straight to wsctl's stdout and stderr.")] = False,
+    var_names: VarNamesOpt = "service",
 ):
     """Run CMD with the credentials' env vars set; secrets in its output are masked as ***.
 
@@ -269,7 +280,7 @@ def run(
         raise ApiError("invalid_request", "Name at least one credential: wsctl vault run ID... --reason R -- CMD...")
     from workspacectl.cli.refs import resolve_all
 
-    variables, secrets = issue_env(ctx, resolve_all(ctx, "credential", ids), reason, "environ")
+    variables, secrets = issue_env(ctx, resolve_all(ctx, "credential", ids), reason, "environ", var_names)
     code = vault_run.run_command(command, variables, secrets, masking=not no_masking)
     raise typer.Exit(code)
 

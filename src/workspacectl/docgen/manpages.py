@@ -39,7 +39,12 @@ ENVIRONMENT = [
     ("WSCTL_MASTER_KEY_PREVIOUS", "The previous workspace key while rotating to a new WSCTL_MASTER_KEY "
                                   "(see wsctl admin rotate-key)."),
     ("WSCTL_NOW_OFFSET_SECONDS", "Shift the clock by this many seconds (drills and tests of expiry)."),
-    ("WSCTL_DEBUG", "Set to 1 to print tracebacks on errors, as --debug does."),
+    ("WSCTL_COMPLETION_SECONDS", "How long shell completion may take to list ids and names from the "
+                                 "workspace or server before it gives up and offers none (default 2)."),
+    ("WSCTL_DEBUG", "Set to 1 to do what --debug does: trace each request (method, URL, status, time; "
+                    "on a local workspace, each in-process call) on standard error with secrets redacted "
+                    "(never a header or body; secret query values and presigned links read ***), and print "
+                    "the traceback of an error."),
 ]
 
 
@@ -159,7 +164,8 @@ def _fixed_sections() -> list[str]:
         out += [".TP", f"\\fB{code}\\fR", _escape(text)]
     out.append(".PP")
     out.append("Errors are printed to standard error as one line saying what to do; "
-               "\\fB\\-\\-debug\\fR adds the traceback.")
+               "\\fB\\-\\-debug\\fR (or WSCTL_DEBUG=1) traces each request, secrets redacted, "
+               "and adds the traceback.")
     out.append(".SH ENVIRONMENT")
     for name, text in ENVIRONMENT:
         out += [".TP", f"\\fB{name}\\fR", _escape(text)]
