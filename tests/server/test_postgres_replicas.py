@@ -5,16 +5,19 @@ the same blob folder (WSCTL_BLOB_DIR, as a shared mount would be); each has its 
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import subprocess
+import tarfile
 import threading
-import time
+import zlib
+from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import WSCTL, free_port, make_backend, pg_env, start_server
+from tests.conftest import WAIT_LIMIT, WSCTL, free_port, make_backend, pg_env, start_server, wait_until
 from tests.oauth_provider import OAuthProvider
 from tests.project_helpers import make_project
 from tests.skill_helpers import create, put_url, skill_md, targz
@@ -144,58 +147,211 @@ def test_a_replica_with_the_wrong_key_refuses_to_start(pg_workspace, pg_database
     assert "postgres@" in lines[0] or "workspace" in lines[0]
 
 
-def _slow_bundle(total: int, started: threading.Event):
-    """A large upload streamed slowly enough that the replica can be killed in the middle."""
-    import gzip
-    import io
-    import tarfile
+# ---------------------------------------------------------------- kill -9 drills
 
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as t:
-        for i in range(4):
-            data = os.urandom(total // 4)
-            info = tarfile.TarInfo(f"part{i}.bin")
-            info.size = len(data)
-            t.addfile(info, io.BytesIO(data))
-    packed = gzip.compress(buf.getvalue(), compresslevel=1)
-    step = 256 << 10
+class StreamedBundle:
+    """A tar.gz made while it is sent, never held whole: `files` maps a path to its bytes or to a
+    size (that many random bytes, made a MiB at a time). Counts the bytes handed to the sender
+    (`sent`) and records each file's sha256 once made. With `pause_at`, it stops handing out
+    bytes once that many have gone (setting `paused`) until `resume` is set, so a test can act
+    at that point of the upload."""
 
-    def gen():
-        for i in range(0, len(packed), step):
-            if i >= len(packed) // 2:
-                started.set()
-                time.sleep(0.2)
-            yield packed[i:i + step]
-    return gen()
+    def __init__(self, files: dict, pause_at: int | None = None):
+        self.files, self.pause_at = files, pause_at
+        self.sent = 0
+        self.sha256: dict[str, str] = {}
+        self.paused, self.resume = threading.Event(), threading.Event()
+
+    def __iter__(self):
+        z = zlib.compressobj(0, zlib.DEFLATED, 31)   # gzip framing around stored blocks: cheap to make
+        for path, spec in self.files.items():
+            info = tarfile.TarInfo(path)
+            info.size, info.mode = (len(spec) if isinstance(spec, bytes) else spec), 0o644
+            yield from self._out(z.compress(info.tobuf()))
+            digest = hashlib.sha256()
+            for piece in [spec] if isinstance(spec, bytes) else _random_pieces(spec):
+                digest.update(piece)
+                yield from self._out(z.compress(piece))
+            self.sha256[path] = digest.hexdigest()
+            yield from self._out(z.compress(b"\0" * (-info.size % 512)))
+        yield from self._out(z.compress(b"\0" * 1024) + z.flush())
+
+    def _out(self, data: bytes):
+        if self.pause_at is not None and self.sent >= self.pause_at and not self.paused.is_set():
+            self.paused.set()
+            self.resume.wait(WAIT_LIMIT)
+        self.sent += len(data)
+        if data:
+            yield data
 
 
-def test_kill_9_of_a_replica_mid_upload_and_mid_publish_leaves_nothing_half_visible(replicas, tmp_path):
+def _random_pieces(size: int):
+    while size:
+        n = min(size, 1 << 20)
+        size -= n
+        yield os.urandom(n)
+
+
+def _bytes_written_by(pid: int) -> int:
+    """Bytes the process has written with write(2) and its kin (/proc/PID/io wchar): a server's
+    upload spool file counts, its sockets (send(2)) do not."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("wchar:"):
+            return int(line.split()[1])
+    raise AssertionError(f"/proc/{pid}/io has no wchar line")
+
+
+def _blob_rows(url) -> tuple[int, int]:
+    """(blob rows, chunk rows) committed in the workspace's database, as any other session sees them."""
+    import psycopg
+
+    with psycopg.connect(str(url), autocommit=True) as c:
+        return c.execute("SELECT (SELECT count(*) FROM blob), (SELECT count(*) FROM blob_chunk)").fetchone()
+
+
+def _chunks_being_copied(watch) -> int:
+    """The most blob chunks a COPY still running in this database has written so far (0: none runs):
+    a write transaction storing a blob, caught in the act (PostgreSQL's pg_stat_progress_copy)."""
+    return watch.execute("SELECT coalesce(max(tuples_processed), 0) FROM pg_stat_progress_copy "
+                         "WHERE datname = current_database() AND relid = 'blob_chunk'::regclass").fetchone()[0]
+
+
+def _kill_9(server) -> None:
+    server.proc.send_signal(signal.SIGKILL)
+    assert server.proc.wait(WAIT_LIMIT) == -signal.SIGKILL
+
+
+def _in_flight(request) -> tuple[threading.Thread, dict]:
+    """Run `request()` in a thread; its answer (or the HTTP error it met) lands in the dict."""
+    outcome: dict = {}
+
+    def run():
+        try:
+            outcome["answer"] = request()
+        except httpx.HTTPError as e:
+            outcome["error"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t, outcome
+
+
+def _when_copying(url, at_least: int, outcome: dict, server) -> None:
+    """Wait until a COPY in the workspace's database has written `at_least` blob chunks (the write
+    transaction of the request in flight on `server`), failing if the request was answered first."""
+    import psycopg
+
+    def copying():
+        if "answer" in outcome or "error" in outcome:
+            raise AssertionError(f"the request ended before its transaction was seen storing blobs: {outcome}")
+        return _chunks_being_copied(watch) >= at_least
+
+    with psycopg.connect(str(url), autocommit=True) as watch:
+        wait_until(copying, "no transaction was seen storing blob chunks", server.proc, server.log, every=0.01)
+
+
+def _no_stage_left(replica_env: dict, ws, log: Path) -> None:
+    """The killed replica, started again, removes what its killed request staged on local disk."""
+    again = start_server(ws, replica_env, log=log)
+    try:
+        assert [p.name for p in (ws / "blobs" / "tmp").glob("stage-*")] == []
+    finally:
+        again.stop()
+
+
+BIG = 200 << 20
+
+
+@pytest.mark.parametrize("moment", ["receiving", "storing"])
+def test_kill_9_of_a_replica_mid_200_mb_upload_leaves_nothing_half_visible(replicas, pg_databases, tmp_path, moment):
+    """A 200 MiB bundle (streamed from a generator) to replica A, which is killed with SIGKILL
+    either while the body arrives (once it has spooled over half of it) or while its transaction
+    stores the blobs (PostgreSQL shows the COPY under way): no project file, no blob and no chunk
+    of it is visible, replica B answers throughout, and a later upload through B lands whole."""
     a, b_url = replicas
     pid = make_project(a, "Big")
-    started = threading.Event()
-    errors = []
-
-    def upload():
-        try:
-            httpx.post(f"{a.base_url}/v1/projects/{pid}/files/bundle", content=_slow_bundle(24 << 20, started),
-                      headers={"Authorization": f"Bearer {a.owner_token}", "Content-Type": "application/gzip"},
-                      trust_env=False, timeout=120)
-        except httpx.HTTPError as e:
-            errors.append(e)
-
-    t = threading.Thread(target=upload)
-    t.start()
-    assert started.wait(120), "the upload never got half-way"
-    a.server.proc.send_signal(signal.SIGKILL)
-    a.server.proc.wait(60)
-    t.join(120)
+    before = _blob_rows(a.workspace)
+    bundle = StreamedBundle({"README.md": b"# Big\n", **{f"part{i}.bin": BIG // 4 for i in range(4)}},
+                            pause_at=BIG * 7 // 10 if moment == "receiving" else None)
+    written_before = _bytes_written_by(a.server.proc.pid)
+    t, outcome = _in_flight(lambda: httpx.post(
+        f"{a.base_url}/v1/projects/{pid}/files/bundle", content=iter(bundle), trust_env=False, timeout=WAIT_LIMIT,
+        headers={"Authorization": f"Bearer {a.owner_token}", "Content-Type": "application/gzip"}))
+    try:
+        if moment == "receiving":
+            assert bundle.paused.wait(WAIT_LIMIT), "the upload never got that far"
+            wait_until(lambda: _bytes_written_by(a.server.proc.pid) - written_before >= BIG // 2,
+                       "replica A did not spool half of the upload", a.server.proc, a.server.log)
+        else:
+            _when_copying(a.workspace, 8, outcome, a.server)
+        _kill_9(a.server)
+    finally:
+        bundle.resume.set()
+        t.join(WAIT_LIMIT)
+    assert "answer" not in outcome, outcome          # the killed replica answered nothing
+    assert _blob_rows(a.workspace) == before           # no blob, no chunk of it
     with _as(b_url, a.owner_token) as b:
         assert b.get("/healthz").status_code == 200
-        assert b.get(f"/v1/projects/{pid}/files").json()["files"] == []     # nothing half-visible
-        # a skill publish on B while A is gone: whole or not at all, and B keeps serving
-        sid = b.post("/v1/skills", json={"name": "after-kill", "description": "Does a thing. Use when testing."}).json()["id"]
-        up = b.post(f"/v1/skills/{sid}/bundle-upload-url").json()
-        assert put_url(up["url"], targz({"SKILL.md": skill_md("after-kill")})) == 200
-        assert b.post(f"/v1/skills/{sid}/publish", json={"uploadId": up["uploadId"]}).status_code in (200, 201)
-        got = b.get(f"/v1/skills/{sid}").json()
-        assert got["version"] == 1
+        assert b.get(f"/v1/projects/{pid}/files").json()["files"] == []
+        r = b.post(f"/v1/projects/{pid}/files/bundle", content=targz({"after.md": "after the kill"}),
+                   headers={"Content-Type": "application/gzip"})
+        assert r.json() == {"added": 1, "updated": 0}, r.text
+        assert [f["path"] for f in b.get(f"/v1/projects/{pid}/files").json()["files"]] == ["after.md"]
+    assert _blob_rows(a.workspace) == (before[0] + 1, before[1] + 1)
+    _no_stage_left(_replica_env(pg_databases, a.workspace, tmp_path / "a-home"), a.workspace, tmp_path / "a2.log")
+
+
+def _stored_whole(url, digests) -> bool:
+    """Every blob named is committed with all of its chunks."""
+    import psycopg
+
+    with psycopg.connect(str(url), autocommit=True) as c:
+        rows = c.execute("SELECT b.sha256, b.chunks, (SELECT count(*) FROM blob_chunk k WHERE k.sha256 = b.sha256) "
+                         "FROM blob b WHERE b.sha256 = ANY(%s)", (list(digests),)).fetchall()
+    return len(rows) == len(set(digests)) and all(chunks == have for _, chunks, have in rows)
+
+
+def test_kill_9_of_a_replica_mid_skill_publish_leaves_the_old_version_or_the_whole_new_one(replicas, pg_databases,
+                                                                                           tmp_path):
+    """A skill at version 1; a 40 MiB version 2 is uploaded, then its publish sent to replica A,
+    which is killed with SIGKILL while the publish's transaction stores the new files. Through
+    replica B the skill then has exactly the old version list and files, or exactly the new ones
+    with every blob whole, never a part; and the same upload publishes through B (once)."""
+    a, b_url = replicas
+    sid = create(a, "drill-skill")["id"]
+    first = a.ok("POST", f"/v1/skills/{sid}/bundle-upload-url")
+    assert put_url(first["url"], targz({"SKILL.md": skill_md("drill-skill"), "v1.txt": "one"})) == 200
+    a.ok("POST", f"/v1/skills/{sid}/publish", {"uploadId": first["uploadId"]})
+    old_files = a.ok("GET", f"/v1/skills/{sid}/files")["files"]
+    old_versions = a.ok("GET", f"/v1/skills/{sid}/versions")["versions"]
+
+    bundle = StreamedBundle({"SKILL.md": skill_md("drill-skill", "Version two. Use when testing.").encode(),
+                             **{f"assets/part{i}.bin": 10 << 20 for i in range(4)}})
+    up = a.ok("POST", f"/v1/skills/{sid}/bundle-upload-url")
+    assert httpx.put(up["url"], content=iter(bundle), trust_env=False, timeout=WAIT_LIMIT).status_code == 200
+    before = _blob_rows(a.workspace)
+    t, outcome = _in_flight(lambda: httpx.post(
+        f"{a.base_url}/v1/skills/{sid}/publish", json={"uploadId": up["uploadId"]}, trust_env=False,
+        timeout=WAIT_LIMIT, headers={"Authorization": f"Bearer {a.owner_token}"}))
+    try:
+        _when_copying(a.workspace, 2, outcome, a.server)   # SKILL.md stored, a part under way
+        _kill_9(a.server)
+    finally:
+        t.join(WAIT_LIMIT)
+    with _as(b_url, a.owner_token) as b:
+        assert b.get("/healthz").status_code == 200
+        versions = b.get(f"/v1/skills/{sid}/versions").json()["versions"]
+        files = b.get(f"/v1/skills/{sid}/files").json()
+        if len(versions) == len(old_versions):           # the publish died before its commit: all old
+            assert versions == old_versions and files["version"] == 1 and files["files"] == old_files
+            assert _blob_rows(a.workspace) == before
+            r = b.post(f"/v1/skills/{sid}/publish", json={"uploadId": up["uploadId"]})
+            assert r.status_code == 201, r.text
+            files = b.get(f"/v1/skills/{sid}/files").json()
+        assert [v["number"] for v in b.get(f"/v1/skills/{sid}/versions").json()["versions"]] == [2, 1]
+        assert files["version"] == 2
+        assert {f["path"]: f["sha256"] for f in files["files"]} == bundle.sha256
+        assert _stored_whole(a.workspace, bundle.sha256.values())
+        again = b.post(f"/v1/skills/{sid}/publish", json={"uploadId": up["uploadId"]})
+        assert again.status_code == 409, again.text                       # used once, whichever replica
+    _no_stage_left(_replica_env(pg_databases, a.workspace, tmp_path / "a-home"), a.workspace, tmp_path / "a2.log")

@@ -123,6 +123,13 @@ class Workspace:
     def _connect(self):
         return open_db(self.db_path)
 
+    def close_thread_conn(self) -> None:
+        """Close this thread's connection (for a thread that is about to end)."""
+        c = getattr(self._local, "conn", None)
+        if c is not None:
+            self._local.conn = None
+            c.close()
+
     def setting(self, key: str, default: str | None = None) -> str | None:
         from workspacectl.engine.store.identity import get_setting
 

@@ -17,18 +17,15 @@ import asyncio
 import functools
 import json
 import urllib.parse
-from concurrent.futures import ThreadPoolExecutor
 
 from workspacectl.engine.dispatch import parse_json_body
 from workspacectl.engine.registry import Response
 from workspacectl.errors import ApiError
+from workspacectl.server.engine_pool import EnginePool
 
 MAX_JSON_BODY = 64 * 1024 * 1024
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE"})
 STREAM_TYPES = {"application/gzip", "application/x-gzip"}
-# Engine calls run on these threads: as many as anyio's default limiter allowed before, so a
-# slow request (a provider refresh) still leaves room for the others.
-ENGINE_THREADS = 40
 
 
 def is_stream_type(content_type: str) -> bool:
@@ -156,11 +153,11 @@ class LeanApi:
     """ASGI: `/v1/...` requests with a JSON (or no) body go to the engine directly; everything else
     (gzip uploads, /healthz, web pages, other methods) to `fallback`, the FastAPI app."""
 
-    def __init__(self, engine, fallback, public_url: str | None = None, threads: int = ENGINE_THREADS):
+    def __init__(self, engine, fallback, public_url: str | None = None):
         self.engine = engine
         self.fallback = fallback
         self.public_url = public_url
-        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="wsctl-engine")
+        self.pool = EnginePool(on_thread_exit=engine.ws.close_thread_conn)
 
     async def __call__(self, scope, receive, send):
         if (scope["type"] != "http" or not scope["path"].startswith("/v1/") or scope["method"] not in METHODS
