@@ -108,7 +108,8 @@ def test_a_local_command_loads_its_own_area_only(workspace, home):
         foreign = sorted(m for m in loaded if area_of(m) not in (None, area))
         assert foreign == [], (argv, foreign)
         cli_groups = {m for m in loaded if m.startswith("workspacectl.cli.")} - {
-            "workspacectl.cli.app", "workspacectl.cli.main", "workspacectl.cli.context", "workspacectl.cli.config",
+            "workspacectl.cli.app", "workspacectl.cli.main", "workspacectl.cli.context", "workspacectl.cli.state",
+            "workspacectl.cli.config",
             "workspacectl.cli.paths", "workspacectl.cli.output", "workspacectl.cli.init", "workspacectl.cli.serve",
             "workspacectl.cli.api", "workspacectl.cli.secrets_store",
             # shared by every group: --json FIELDS/--jq/--limit, choice types, the top-level completion/man
