@@ -376,7 +376,7 @@ def server_pool(tmp_path_factory, template_workspace):
 
 # Test folders whose `backend` tests have been run and pass on the PostgreSQL door; the door
 # skips (saying so) in the others until they are added here. Issue 11 item 6 ends with every folder.
-POSTGRES_DOOR_FOLDERS = {"core", "cli", "identity", "memory", "openapi", "projects", "server", "skills"}
+POSTGRES_DOOR_FOLDERS = {"catalog", "core", "cli", "identity", "memory", "openapi", "projects", "server", "skills"}
 POSTGRES_DOOR_ALL = os.environ.get("WSCTL_POSTGRES_DOOR_ALL") == "1"   # read before `home` clears WSCTL_*
 
 

@@ -21,8 +21,6 @@ def test_import_contracts_are_kept():
 # Module-level import circles that remain (issue 10: each is two modules of one package that should
 # share a third). The test fails on any other circle, and when one of these is gone (drop it here).
 KNOWN_CIRCLES = {
-    frozenset({"workspacectl.cli.context", "workspacectl.cli.scripting"}),
-    frozenset({"workspacectl.cli.specialist", "workspacectl.cli.specialist_files", "workspacectl.cli.specialist_memory"}),
     frozenset({"workspacectl.cli.vault", "workspacectl.cli.vault_inject"}),
 }
 

@@ -89,15 +89,16 @@ def test_identity_routes_refuse_bad_bodies_with_400(backend):
             if path == "/v1/auth/session":
                 r = _send(backend, "POST", path, body, secret="")
                 code = body["code"] if isinstance(body, dict) else None
-                if isinstance(code, str) and len(code) <= 64 and "\ud800" not in code:
+                if isinstance(code, str) and len(code) <= 64 and "\ud800" not in code and "\x00" not in code:
                     assert_error(r, 401, "unauthenticated")  # a well-formed code that is not one
                     continue
             else:
                 r = _send(backend, "POST", path, body)
             assert_error(r, 400, "invalid_request")
-    # Lone surrogates spelled in JSON: 400, not a database error.
+    # Lone surrogates and NUL spelled in JSON: 400 on both stores, not a database error.
     for body in ({"email": "a\ud800@x.com", "name": "A"}, {"email": "a@x.com", "name": "\udcff"},
-                 {"email": "a@x.com", "name": "A", "\ud800": 1}):
+                 {"email": "a@x.com", "name": "A", "\ud800": 1}, {"email": "a@x.com", "name": "A\x00B"},
+                 {"email": "a@x.com", "name": "A", "\x00": 1}):
         assert_error(_send(backend, "POST", "/v1/members", body), 400, "invalid_request")
     assert_error(_send(backend, "POST", "/v1/keys", {"kind": "platform", "scopes": ["docs:read"], "name": "\ud800"}),
                  400, "invalid_request")

@@ -30,8 +30,17 @@ def check_text(*values: dict) -> None:
                                                   "check the arguments for stray bytes.") from None
 
 
-def _holds_surrogates(value) -> bool:
-    """True when any string in a JSON value (keys too) cannot be encoded as UTF-8. Iterative:
+def check_names(path: str, params: dict) -> None:
+    """A path segment names something (an id, a name); none holds a NUL character, so nothing is
+    found: 404 on both stores (PostgreSQL cannot even bind one, SQLite would look and miss)."""
+    if any("\x00" in v for v in params.values()):
+        raise ApiError("not_found", f"Nothing is at {path[:200]}: no id or name holds a NUL character (%00).")
+
+
+def _bad_text(value) -> str | None:
+    """Why a JSON value (keys too) is not text both stores keep, or None: a string that cannot
+    be encoded as UTF-8 (a lone surrogate, which SQLite cannot bind) or one holding a NUL (which
+    PostgreSQL text cannot hold; refused on SQLite too, so both stores answer alike). Iterative:
     a body may nest as deep as the JSON parser allows."""
     stack = [value]
     while stack:
@@ -40,24 +49,27 @@ def _holds_surrogates(value) -> bool:
             try:
                 v.encode("utf-8")
             except UnicodeEncodeError:
-                return True
+                return ("The request body holds text that is not valid Unicode (a lone surrogate escape); "
+                        "send UTF-8 text.")
+            if "\x00" in v:
+                return "The request body holds a NUL character (\\u0000); remove it and retry."
         elif isinstance(v, dict):
             stack.extend(v.keys())
             stack.extend(v.values())
         elif isinstance(v, list):
             stack.extend(v)
-    return False
+    return None
 
 
 def check_body(body) -> None:
     """A body the server could not parse is reported here, after authentication and the scope
     check (a personal key on a vault route is 403 whatever it sends). JSON may spell lone
-    surrogates ("\\ud800"), which SQLite cannot bind: 400, not a server error."""
+    surrogates ("\\ud800") or NUL ("\\u0000"): 400, not a server error, on both stores."""
     if isinstance(body, ApiError):
         raise body
-    if _holds_surrogates(body):
-        raise ApiError("invalid_request", "The request body holds text that is not valid Unicode "
-                                          "(a lone surrogate escape); send UTF-8 text.")
+    why = _bad_text(body)
+    if why:
+        raise ApiError("invalid_request", why)
 
 
 _UNSAFE_IN_PATH = re.compile(r"[\x00-\x20\x7f]")
@@ -105,6 +117,7 @@ class Engine:
         handler = registry.handler_for(route)
         params = {k: urllib.parse.unquote(v) for k, v in params.items()}
         check_text(params, query)
+        check_names(path, params)
         check_body(body)
         ctx: PublicCtx   # check_scope lets no caller through but to a public route
         if caller is not None:

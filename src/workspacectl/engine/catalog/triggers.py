@@ -5,6 +5,8 @@
 """
 from __future__ import annotations
 
+import itertools
+
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.registry import Ctx, route
 from workspacectl.engine.catalog.render import trigger_json
@@ -22,8 +24,19 @@ def list_triggers(ctx: Ctx) -> dict:
     if len(q) > MAX_QUERY:
         raise bad(f"Query parameter 'q' must be at most {MAX_QUERY} characters.")
     limit, after = page_args(ctx, list)
-    rows = store.list_triggers(ctx.db, q.split()[:20], after, limit + 1)
+    words = [w.casefold() for w in q.split()[:20]]
+    rows = list(itertools.islice((r for r in store.iter_triggers(ctx.db, after) if _matches(r, words)), limit + 1))
     return page("triggers", rows, limit, store.trigger_sort_key, trigger_json)
+
+
+def _matches(row, words: list[str]) -> bool:
+    """Every word is in the name, service or description, case-insensitively for any script
+    (casefold: 'STRASSE' finds 'Straße'). Done here rather than in SQL, whose lower() differs
+    between SQLite (ASCII only) and PostgreSQL (by collation); the list is a few hundred rows."""
+    if not words:
+        return True
+    text = "\n".join(str(row[k] or "") for k in ("name", "service", "description")).casefold()
+    return all(w in text for w in words)
 
 
 @route("GET", "/v1/triggers/{triggerId}")

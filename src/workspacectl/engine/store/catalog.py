@@ -50,28 +50,16 @@ def get_operations(conn, op_ids: list[str]) -> dict:
     return out
 
 
-def _casefold(text) -> str:
-    return text.casefold() if isinstance(text, str) else ""
-
-
-def list_triggers(conn, words: list[str], after, limit: int) -> list:
-    """Providers whose name, service or description hold every word, case-insensitively for any
-    script (SQLite's LIKE and lower() fold ASCII only, so Python's casefold() does it).
-
-    Order: generic providers first, then by service and position; `after` is the last sort key.
-    """
-    conn.create_function("wsctl_casefold", 1, _casefold, deterministic=True)
-    sql = "SELECT *, coalesce(service, '') AS sort_service FROM trigger_providers WHERE 1 = 1"
+def iter_triggers(conn, after):
+    """Every trigger provider in list order, after the sort key `after` (any other shape starts
+    from the top): generic providers first, then by service and position. The caller filters
+    (engine/catalog/triggers.py matches q with Python's casefold(), the same on both stores)."""
+    sql = "SELECT *, coalesce(service, '') AS sort_service FROM trigger_providers"
     args: list = []
-    for w in words:
-        sql += (" AND (instr(wsctl_casefold(name), ?) > 0 OR instr(wsctl_casefold(service), ?) > 0"
-                " OR instr(wsctl_casefold(description), ?) > 0)")
-        args += [w.casefold()] * 3
     if isinstance(after, list) and len(after) == 3:
-        sql += " AND (coalesce(service, ''), position, id) > (?, ?, ?)"
+        sql += " WHERE (coalesce(service, ''), position, id) > (?, ?, ?)"
         args += [str(after[0]), int(after[1]) if isinstance(after[1], int) else 0, str(after[2])]
-    sql += " ORDER BY sort_service, position, id LIMIT ?"
-    return conn.execute(sql, (*args, limit)).fetchall()
+    return conn.execute(sql + " ORDER BY sort_service, position, id", args)
 
 
 def trigger_sort_key(row) -> list:
