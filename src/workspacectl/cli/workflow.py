@@ -55,7 +55,7 @@ def import_(ctx: typer.Context,
     if not isinstance(doc, dict):
         raise ApiError("invalid_request", f"{file} must hold a JSON object {{name, kind, description, nodes}}.")
     if into:
-        from workspacectl.cli.specialist import project_id
+        from workspacectl.cli.specialist_refs import project_id
 
         doc = {**doc, "projectId": project_id(ctx, into)}
     body = backend(ctx).request("POST", "/v1/workflows", body=doc)
@@ -80,7 +80,7 @@ def list_(ctx: typer.Context,
     if kind:
         query["kind"] = kind
     if specialist:
-        from workspacectl.cli.specialist import project_id
+        from workspacectl.cli.specialist_refs import project_id
 
         query["projectId"] = project_id(ctx, specialist)
     body = all_pages(ctx, "/v1/workflows", "workflows", query)
