@@ -147,6 +147,11 @@ def word_pieces(word: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+def is_word(word: str) -> bool:
+    """A whole word of the vocabulary (not a word piece)."""
+    return word in _load().vocab
+
+
 def _letter_soup(word: str, pieces: tuple[int, ...]) -> bool:
     """A word the vocabulary can only spell letter by letter ("zzqx") means nothing: more than
     half of its pieces are single characters."""

@@ -29,7 +29,7 @@ import re
 import secrets
 import sqlite3
 
-from workspacectl.engine.catalog import embedding, search_vectors
+from workspacectl.engine.catalog import embedding, search_vectors, spelling
 from workspacectl.engine.catalog.search_text import (ACTION_OF_TERM, EQUIVALENTS, LIST_TERMS, NOISE_TERMS,
                                                      STOP_WORDS, SYNONYMS, apply_idioms, clean, stem, terms,
                                                      words)
@@ -254,12 +254,16 @@ def _service_keys(conn: sqlite3.Connection) -> list[tuple[tuple[str, ...], str]]
 _NAME_NOISE = {"api", "apis", "rest", "beta", "v1", "v2", "v3", "openapi"}
 
 
-def parse_query(conn: sqlite3.Connection, q: str) -> tuple[list[str], list[str]]:
-    """A phrase -> (content terms, services it names)."""
-    ws = words(apply_idioms(clean(q)))
+def parse_query(conn: sqlite3.Connection, q: str) -> tuple[list[str], list[str], str]:
+    """A phrase -> (content terms, services it names, the phrase for the vectors), misspelt
+    words put right (engine/catalog/spelling.py) in all three."""
+    keys = _service_keys(conn)
+    typed = words(clean(q))
+    fixed = spelling.corrections(conn, typed, known={w for key, _ in keys for w in key})
+    ws = [fixed.get(w, w) for w in words(apply_idioms(" ".join(fixed.get(w, w) for w in typed)))]
     named: list[str] = []
     keep = [True] * len(ws)
-    for key, service in _service_keys(conn):
+    for key, service in keys:
         n = len(key)
         for i in range(len(ws) - n + 1):
             if all(keep[i:i + n]) and tuple(ws[i:i + n]) == key:
@@ -268,7 +272,7 @@ def parse_query(conn: sqlite3.Connection, q: str) -> tuple[list[str], list[str]]
                     named.append(service)
     content = [w for w, k in zip(ws, keep) if k and w not in STOP_WORDS and len(w) > 1]
     out = list(dict.fromkeys(t for t in (stem(w) for w in content) if t not in NOISE_TERMS))
-    return out[:MAX_QUERY_TERMS], named
+    return out[:MAX_QUERY_TERMS], named, " ".join(fixed.get(w, w) for w in typed) if fixed else q
 
 
 def query_action(query_terms: list[str]) -> str:
@@ -416,7 +420,7 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
     """[(op_id, score, parts)] best first; parts are the re-rank's (weight, value) features.
     mode: "hybrid" (lexical and nearest vectors), "lexical" or "vectors" (the bench's baselines)."""
     ensure_current(conn)
-    query_terms, named = parse_query(conn, q)
+    query_terms, named, q = parse_query(conn, q)
     if service:
         named = []
     if not query_terms:     # only a service's name ("github"): its operations in catalog order

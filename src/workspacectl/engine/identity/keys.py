@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from workspacectl import clock
 from workspacectl.engine.db import transaction
-from workspacectl.engine.pagination import page, page_args
+from workspacectl.engine.pagination import name_filter, page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.scopes import KIND_SCOPES
 from workspacectl.engine.store import identity as store
@@ -16,7 +16,7 @@ from workspacectl.secret import new_secret, sha256_hex
 def list_keys(ctx: Ctx) -> dict:
     limit, after = page_args(ctx)
     owner = None if ctx.caller.is_admin else ctx.caller.member_id
-    rows = store.list_keys(ctx.db, owner, after, limit + 1)
+    rows = store.list_keys(ctx.db, owner, after, limit + 1, name_filter(ctx))
     return page("keys", rows, limit, lambda r: r["id"], store.secret_json)
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from workspacectl.engine.identity.auth import make_login_code
 from workspacectl.engine.db import transaction
-from workspacectl.engine.pagination import page, page_args
+from workspacectl.engine.pagination import name_filter, page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.store import identity as store
 from workspacectl.engine import validate as v
@@ -27,7 +27,7 @@ def resolve_member(conn, ref: str):
 @route("GET", "/v1/members")
 def list_members(ctx: Ctx) -> dict:
     limit, after = page_args(ctx)
-    rows = store.list_members(ctx.db, after, limit + 1)
+    rows = store.list_members(ctx.db, after, limit + 1, name_filter(ctx))
     return page("members", rows, limit, lambda r: r["id"], store.member_json)
 
 

@@ -6,6 +6,7 @@ import sqlite3
 
 from workspacectl import clock
 from workspacectl.engine.ids import new_id
+from workspacectl.engine.store import name_clause
 
 
 def set_setting(conn, key: str, value: str) -> None:
@@ -55,8 +56,10 @@ def first_owner(conn) -> sqlite3.Row | None:
     return conn.execute("SELECT * FROM members WHERE role = 'owner' ORDER BY id LIMIT 1").fetchone()
 
 
-def list_members(conn, after, limit: int) -> list:
-    return conn.execute("SELECT * FROM members WHERE id > ? ORDER BY id LIMIT ?", (after or "", limit)).fetchall()
+def list_members(conn, after, limit: int, named: tuple[str, str] | None = None) -> list:
+    clause, args = name_clause("name", named)
+    return conn.execute(f"SELECT * FROM members WHERE id > :after{clause} ORDER BY id LIMIT :limit",
+                        {"after": after or "", "limit": limit, **args}).fetchall()
 
 
 # --- login codes ---------------------------------------------------------------------------
@@ -104,13 +107,14 @@ def find_secret_by_hash(conn, secret_hash: str):
         "WHERE s.secret_hash = ?", (secret_hash,)).fetchone()
 
 
-def list_keys(conn, member_id: str | None, after, limit: int) -> list:
-    sql = "SELECT * FROM secrets WHERE kind IN ('platform', 'personal') AND revoked_at IS NULL AND id > ?"
-    args: list = [after or ""]
+def list_keys(conn, member_id: str | None, after, limit: int, named: tuple[str, str] | None = None) -> list:
+    clause, args = name_clause("name", named)
+    sql = f"SELECT * FROM secrets WHERE kind IN ('platform', 'personal') AND revoked_at IS NULL AND id > :after{clause}"
+    args.update({"after": after or "", "limit": limit})
     if member_id is not None:
-        sql += " AND member_id = ?"
-        args.append(member_id)
-    return conn.execute(sql + " ORDER BY id LIMIT ?", (*args, limit)).fetchall()
+        sql += " AND member_id = :member"
+        args["member"] = member_id
+    return conn.execute(sql + " ORDER BY id LIMIT :limit", args).fetchall()
 
 
 def revoke_secret(conn, secret_id: str) -> bool:

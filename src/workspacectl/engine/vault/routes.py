@@ -28,7 +28,8 @@ TOKEN_ATTEMPTS = 3
 def list_credentials(ctx: Ctx) -> dict:
     limit, after = pagination.page_args(ctx, str)
     service = ctx.query.get("service") or None
-    rows = store.list_credentials_for(ctx.db, ctx.caller.member_id, after, limit + 1, service)
+    rows = store.list_credentials_for(ctx.db, ctx.caller.member_id, after, limit + 1, service,
+                                      pagination.name_filter(ctx))
     cache: dict = {}
     return pagination.page("credentials", rows, limit, lambda r: r["id"], lambda r: list_entry(ctx.db, r, cache))
 
