@@ -7,6 +7,7 @@ import secrets as _secrets
 
 from workspacectl import clock
 from workspacectl.engine.db import transaction
+from workspacectl.engine.identity.render import member_json
 from workspacectl.engine.registry import Caller, Ctx, PublicCtx, Response, route
 from workspacectl.engine.store import identity as store
 from workspacectl.engine import validate as v
@@ -83,7 +84,7 @@ def create_session(ctx: PublicCtx) -> Response:
         if not store.use_login_code(conn, code_hash):
             raise ApiError("unauthenticated", "That login code was already used. Ask an admin for a new one.")
         token, _ = new_session(conn, row["member_id"], name)
-        member = store.member_json(store.get_member(conn, row["member_id"]))
+        member = member_json(store.get_member(conn, row["member_id"]))
     return Response(201, {"token": token, "member": member})
 
 
@@ -98,7 +99,7 @@ def delete_session(ctx: Ctx) -> Response:
 def whoami(ctx: Ctx) -> dict:
     c = ctx.caller
     member = store.get_member(ctx.db, c.member_id)
-    return {"member": store.member_json(member), "kind": c.kind, "keyId": c.key_id, "scopes": list(c.scopes),
+    return {"member": member_json(member), "kind": c.kind, "keyId": c.key_id, "scopes": list(c.scopes),
             "workspace": store.get_setting(ctx.db, "name")}
 
 
