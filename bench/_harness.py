@@ -67,6 +67,7 @@ class Run:
     maxrss: int   # bytes, the CLI process's own peak RSS
     out: str
     err: str
+    cpu: float = 0.0   # seconds of user + system CPU of the CLI process itself (wait4)
 
 
 def run_cli(args, env: dict, cwd: Path | None = None, check: bool = True) -> Run:
@@ -82,10 +83,29 @@ def run_cli(args, env: dict, cwd: Path | None = None, check: bool = True) -> Run
         fo.seek(0)
         fe.seek(0)
         out, err = fo.read(), fe.read()
-    r = Run(wall, usage.ru_maxrss * 1024, out.decode(errors="replace"), err.decode(errors="replace"))
+    r = Run(wall, usage.ru_maxrss * 1024, out.decode(errors="replace"), err.decode(errors="replace"),
+            usage.ru_utime + usage.ru_stime)
     if check and p.returncode != 0:
         raise SystemExit(f"wsctl {' '.join(map(str, args))} exited {p.returncode}:\n{r.err[-2000:]}")
     return r
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process and its live children (the workers), from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    pids = [pid]
+    try:
+        pids += [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        pass
+    for p in pids:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
 
 
 def vm_hwm(pid: int) -> int:

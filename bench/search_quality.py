@@ -19,8 +19,8 @@ prints recall@1, recall@5 and MRR@10 for:
 
 recall@k: share of phrases with at least one correct opId in the first k results.
 MRR@10: mean of 1/rank of the first correct opId (0 when not in the first 10).
-Rows are given for the tuning set (all, and its old dev / holdout thirds, see search_labels.py)
-and for `holdout13`, the fresh set written before any ranking work on issue 13; tune on the
+Rows are given for the tuning set (all, and its old dev / holdout thirds, see search_labels.py),
+for `misspelt` (the tuning phrases with one mechanical slip each, see misspelt()) and for `holdout13`, the fresh set written before any ranking work on issue 13; tune on the
 tuning set only and read holdout13 last.
 """
 from __future__ import annotations
@@ -43,6 +43,26 @@ from tests.search_labels import LABELS, evaluate, make_corpus_workspace  # noqa:
 from workspacectl.engine.catalog import search as catalog_search  # noqa: E402
 
 K = 10
+
+
+def misspelt(labels, seed: int = 13):
+    """The tuning phrases with one slip each, made mechanically (seeded): in the longest word of
+    five letters or more, one letter left out, two swapped, one changed or one added. A tuning
+    split for misspellings that does not look at the holdout's."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for phrase, ops, kind in labels:
+        ws = phrase.split()
+        i = max(range(len(ws)), key=lambda j: (len(ws[j]), -j))
+        w = ws[i]
+        if len(w) >= 5:
+            k, op, c = rng.randrange(1, len(w) - 1), rng.choice("dtri"), rng.choice("abcdefghijklmnopqrstuvwxyz")
+            ws[i] = {"d": w[:k] + w[k + 1:], "t": w[:k] + w[k + 1] + w[k] + w[k + 2:],
+                     "r": w[:k] + c + w[k + 1:], "i": w[:k] + c + w[k:]}[op]
+        out.append((" ".join(ws), ops, kind))
+    return out
 
 
 class PlainBM25:
@@ -114,7 +134,7 @@ def main() -> int:
         "bm25+porter": PlainBM25(conn, "porter unicode61").search,
     }
     splits = {"all": LABELS, "dev": [lab for lab in LABELS if lab[2] == "dev"],
-              "holdout": [lab for lab in LABELS if lab[2] == "holdout"],
+              "holdout": [lab for lab in LABELS if lab[2] == "holdout"], "misspelt": misspelt(LABELS),
               "holdout13": [(p, frozenset(ops), kind) for p, ops, kind in HOLDOUT]}
     print(f"\n{'system':<12} {'split':<9} {'n':>3} {'recall@1':>9} {'recall@5':>9} {'MRR@10':>8}")
     results = {}

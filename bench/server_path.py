@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
-from bench._harness import make_workspace  # noqa: E402
+from bench._harness import cpu_seconds, make_workspace  # noqa: E402
 from tests.conftest import base_env, start_server  # noqa: E402
 from tests.vault_helpers import APIKEY_TOML, install_service, make_credential  # noqa: E402
 
@@ -68,24 +68,6 @@ def parse_wrk(out: str) -> dict:
     return {"rps": rps, "requests": requests, "non2xx": int(non2xx.group(1)) if non2xx else 0,
             "errors": sum(map(int, errors.groups())) if errors else 0,
             **{f"p{k}": _ms(v) for k, v in pcts.items()}}
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process and its live children (the workers), from /proc."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    pids = [pid]
-    try:
-        pids += [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        pass
-    for p in pids:
-        try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / tick
-    return total
 
 
 def run_wrk(url: str, script: Path, args, server_pid: int) -> dict:

@@ -46,7 +46,7 @@ _wsctl_spec() {
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'profile')
-            cmds='list show use remove' opts='--help -h' argopts=''
+            cmds='list show use rename remove' opts='--help -h' argopts=''
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'profile list')
@@ -61,8 +61,12 @@ _wsctl_spec() {
             cmds='' opts='--json --jq --help -h' argopts='--jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
+        'profile rename')
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
         'profile remove')
-            cmds='' opts='--yes -y --json --jq --help -h' argopts='--jq'
+            cmds='' opts='--yes -y --force --json --jq --help -h' argopts='--jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'members')

@@ -152,3 +152,27 @@ def test_wordpiece_cuts_words_as_the_model_vocabulary_does():
     assert len(pieces("stargazers")) > 1            # cut into known pieces, none lost
     assert pieces("caf\u00e9") == pieces("cafe")     # accents folded as BERT's uncased tokenizer does
     assert pieces("\u4e2d\u6587") == ()              # nothing known: no vector, no failure
+
+
+def test_plain_python_and_numpy_similarities_agree(tmp_path):
+    """A one-shot search takes the dot products in plain Python, a server with numpy: the same
+    figures (to float rounding) and the same nearest operations."""
+    from workspacectl.engine.catalog import search_vectors, services
+    from workspacectl.engine.catalog.importer import parse_document
+    from workspacectl.engine.workspace import Workspace
+
+    ws, _ = Workspace.create(tmp_path / "ws", name="t", owner_name="O", owner_email="o@example.com")
+    conn = ws.conn()
+    for doc in (MELODIA, ZORBLY, QUUXPAY, MELODIA.replace('"melodia"', '"melodia2"')):
+        services.replace_service(conn, parse_document(doc, "toml"), source="import")
+    catalog_search.ensure_current(conn)
+    for phrase in [*MEANINGS, "make a widget", "refund"]:
+        plain = search_vectors.similarities(conn, phrase, plain=True)
+        matrix = search_vectors.similarities(conn, phrase, plain=False)
+        assert plain is not None and matrix is not None
+        assert plain.vs.matrix is None and matrix.vs.matrix is not None
+        assert plain.op_ids == matrix.op_ids
+        assert max(abs(a - float(b)) for a, b in zip(plain.sims, matrix.sims)) < 1e-5
+        for services_ in (None, ["melodia", "melodia2"]):
+            assert plain.nearest(6, services_) == matrix.nearest(6, services_), phrase
+    conn.close()

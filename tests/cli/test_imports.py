@@ -108,9 +108,22 @@ def test_a_local_command_loads_its_own_area_only(workspace, home):
         foreign = sorted(m for m in loaded if area_of(m) not in (None, area))
         assert foreign == [], (argv, foreign)
         cli_groups = {m for m in loaded if m.startswith("workspacectl.cli.")} - {
-            "workspacectl.cli.app", "workspacectl.cli.main", "workspacectl.cli.context", "workspacectl.cli.config",
+            "workspacectl.cli.app", "workspacectl.cli.main", "workspacectl.cli.context", "workspacectl.cli.state",
+            "workspacectl.cli.config",
             "workspacectl.cli.paths", "workspacectl.cli.output", "workspacectl.cli.init", "workspacectl.cli.serve",
             "workspacectl.cli.api", "workspacectl.cli.secrets_store",
             # shared by every group: --json FIELDS/--jq/--limit, choice types, the top-level completion/man
             "workspacectl.cli.scripting", "workspacectl.cli.choices", "workspacectl.cli.completion"}
         assert {m.rsplit(".", 1)[-1].split("_")[0] for m in cli_groups} == {argv[0]}, (argv, sorted(cli_groups))
+
+
+def test_a_local_catalog_search_does_not_import_numpy(workspace, home):
+    """numpy costs ~90 ms of CPU to import: a one-shot search over a small catalog does without."""
+    env = {**base_env(home), "WSCTL_WORKSPACE": str(workspace)}
+    assert run_wsctl(["catalog", "search", "send a message"], env).code == 0   # builds the index and vectors
+    p = subprocess.run([sys.executable, "-c", PROBE, json.dumps([["catalog", "search", "post a message"]])],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    run = json.loads(p.stdout)["runs"][0]
+    assert run["code"] == 0 and run["out"].strip(), run
+    assert "numpy" not in run["imported"], run["imported"]

@@ -1,4 +1,4 @@
-"""Profiles you can see and switch (issue 12 item 2): `wsctl profile list | show | use | remove`,
+"""Profiles you can see and switch (issue 12 item 2): `wsctl profile list | show | use | rename | remove`,
 `auth login --profile X [--activate]`, `init --workspace DIR` making or naming a profile and saying
 so, `auth status` listing the others. Real CLI subprocesses, each test its own WSCTL_HOME."""
 from __future__ import annotations
@@ -72,7 +72,7 @@ def test_use_and_remove(tmp_path):
     assert "--yes" in one_error_line(run_wsctl(["profile", "remove", "c"], env, expect=7))
     assert snapshot(home) == before
     r = run_wsctl(["profile", "remove", "c", "--yes", "--json"], env)
-    assert r.json == {"removed": "c", "active": "default"}
+    assert r.json == {"removed": "c", "active": "default", "sessionRevoked": None}  # a local profile has no session
     config = read_toml(home / "config.toml")
     assert config["profile"] == "default" and sorted(config["profiles"]) == ["b", "default"]
     assert (tmp_path / "c" / "workspace.db").exists()  # the workspace itself is left alone
@@ -118,3 +118,92 @@ def test_login_profile_says_how_to_use_it_and_remove_deletes_its_token(tmp_path,
                        "--json"], env)
         assert r.json["active"] is True and read_toml(home / "config.toml")["profile"] == "prod"
         assert run_wsctl(["auth", "status", "--json"], env).json["signedIn"] is True
+
+
+# ------------------------------------------------------------------ rename, and remove revoking
+
+def _signed_in_profile(backend, home, name: str) -> str | None:
+    """A profile `name` for the backend's workspace in a client home of its own: signed in to the
+    server with a login code (answers the stored token), or naming the local workspace (None)."""
+    env = base_env(home)
+    if backend.kind == "remote":
+        code = backend.ok("POST", f"/v1/members/{backend.owner['id']}/login-codes")["code"]
+        run_wsctl(["auth", "login", "--server", backend.base_url, "--code", code, "--profile", name], env)
+        return read_toml(home / "credentials.toml")[f"profile:{name}"]
+    import tomli_w
+
+    data = read_toml(home / "config.toml") if (home / "config.toml").exists() else {}
+    data.setdefault("profiles", {})[name] = {"workspace": str(backend.workspace), "member": backend.owner["id"]}
+    data.setdefault("profile", name)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(tomli_w.dumps(data))
+    return None
+
+
+def test_rename_moves_the_token_and_remove_revokes_the_session(backend, tmp_path):
+    home = tmp_path / "client"
+    env = base_env(home)
+    token = _signed_in_profile(backend, home, "prod")
+    _signed_in_profile(backend, home, "other")
+    r = run_wsctl(["profile", "rename", "prod", "live", "--json"], env)
+    assert r.json == {"renamed": "prod", "name": "live", "active": True}
+    config = read_toml(home / "config.toml")
+    assert config["profile"] == "live" and sorted(config["profiles"]) == ["live", "other"]
+    if token:
+        stored = read_toml(home / "credentials.toml")
+        assert stored["profile:live"] == token and "profile:prod" not in stored
+    assert run_wsctl(["-p", "live", "auth", "whoami", "--json"], env).json["member"]["id"] == backend.owner["id"]
+    # refused, and nothing changes: a name taken, a bad name, no such profile
+    before = snapshot(home)
+    assert "exists already" in one_error_line(run_wsctl(["profile", "rename", "live", "other"], env, expect=6))
+    for bad in ("two words", "a/b", ".hidden", "x" * 65):
+        assert "is not a profile name" in one_error_line(run_wsctl(["profile", "rename", "live", bad], env, expect=7))
+    assert "No profile 'prod'" in one_error_line(run_wsctl(["profile", "rename", "prod", "p2"], env, expect=5))
+    assert snapshot(home) == before
+
+    r = run_wsctl(["profile", "remove", "live", "--yes", "--json"], env)
+    assert r.json == {"removed": "live", "active": "other", "sessionRevoked": True if token else None}
+    assert "live" not in read_toml(home / "config.toml")["profiles"]
+    if token:
+        assert backend.api("GET", "/v1/auth/whoami", secret=token).status == 401   # revoked on the server
+        assert "profile:live" not in read_toml(home / "credentials.toml")
+
+
+def test_remove_when_the_session_cannot_be_revoked(backend, tmp_path):
+    """A server that cannot be reached: nothing is removed and the error says so and names --force;
+    with --force the profile goes and the output says its session is still valid there."""
+    if backend.kind != "remote":
+        import pytest
+
+        pytest.skip("a local profile has no server session to revoke (the other test covers its removal)")
+    import socket
+
+    import tomli_w
+
+    home = tmp_path / "client"
+    env = base_env(home)
+    token = _signed_in_profile(backend, home, "gone")
+    with socket.socket() as s:   # a port nobody listens on once closed
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    config = read_toml(home / "config.toml")
+    config["profiles"]["gone"]["server"] = dead
+    (home / "config.toml").write_text(tomli_w.dumps(config))
+    before = snapshot(home)
+    r = run_wsctl(["profile", "remove", "gone", "--yes"], env, expect=8)
+    line = one_error_line(r)
+    assert "Could not revoke" in line and dead in line and "--force" in line and "Nothing was removed" in line
+    assert snapshot(home) == before
+    r = run_wsctl(["profile", "remove", "gone", "--yes", "--force", "--json"], env)
+    assert r.json == {"removed": "gone", "active": None, "sessionRevoked": False}
+    r2 = read_toml(home / "config.toml")
+    assert "profiles" not in r2
+    assert "profile:gone" not in read_toml(home / "credentials.toml")
+    assert backend.api("GET", "/v1/auth/whoami", secret=token).status == 200   # still valid: it said so
+    # without --json the sentence says it
+    _signed_in_profile(backend, home, "gone2")
+    config = read_toml(home / "config.toml")
+    config["profiles"]["gone2"]["server"] = dead
+    (home / "config.toml").write_text(tomli_w.dumps(config))
+    r = run_wsctl(["profile", "remove", "gone2", "--yes", "--force"], env)
+    assert "could not be revoked" in r.err and "stays valid there" in r.err

@@ -131,5 +131,47 @@ def test_download_bar_on_a_terminal_only(backend, tmp_path):
     out = tmp_path / "b.tar.gz"
     code, _, term = with_terminal_stderr(backend.env, ["specialist", "files", "bundle", "download", pid, "-o", out])
     assert code == 0 and "Downloading" in term and "Saved" in term, term
+    # the total is known before the first byte: the tar inside (512-byte header, the file padded to
+    # 512, the 1,024-byte end, all padded to a 10,240-byte record: 102,400 bytes), counted inflated
+    assert "/102.4 kB" in term, term   # (before the answer's headers arrive the bar reads 0/? bytes)
     r = backend.wsctl("specialist", "files", "bundle", "download", pid, "-o", out)
     assert "Downloading" not in r.err and r.err.startswith("Saved ")
+
+
+def _bundle_answer(backend, pid: str) -> tuple[dict, bytes]:
+    """(lower-cased headers, body) of the project bundle route, as this door answers it."""
+    path = f"/v1/projects/{pid}/files/bundle"
+    if backend.kind == "remote":
+        r = backend._http.get(path, headers={"Authorization": f"Bearer {backend.owner_token}"})
+        assert r.status_code == 200
+        return {k.lower(): v for k, v in r.headers.items()}, r.content
+    resp = backend._engine.handle("GET", path, None, None, backend.owner_token)
+    return {k.lower(): str(v) for k, v in resp.headers.items()}, b"".join(resp.stream)
+
+
+def test_a_bundle_announces_the_length_of_the_tar_inside(backend, tmp_path):
+    import gzip
+
+    pid = new_project(backend)
+    src = tmp_path / "src"
+    (src / ("long-" * 30)).mkdir(parents=True)   # a path over 100 bytes: a pax header
+    (src / ("long-" * 30) / "ünï.txt").write_bytes(b"u" * 777)
+    (src / "x.bin").write_bytes(os.urandom(5_000))
+    (src / "empty").write_bytes(b"")
+    backend.wsctl("specialist", "files", "bundle", "upload", pid, src)
+    headers, body = _bundle_answer(backend, pid)
+    assert headers["x-uncompressed-length"] == str(len(gzip.decompress(body)))
+    assert "content-length" not in headers or backend.kind == "remote"   # streamed: no Content-Length
+
+
+def test_skill_pull_bar_has_a_total(backend, tmp_path):
+    import re
+
+    d = tmp_path / "big-skill"
+    (d / "assets").mkdir(parents=True)
+    (d / "SKILL.md").write_text("---\nname: big-skill\ndescription: A big one.\n---\nBody\n")
+    (d / "assets" / "x.bin").write_bytes(os.urandom(200_000))
+    backend.wsctl("skill", "publish", d)
+    code, _, term = with_terminal_stderr(backend.env, ["skill", "pull", "big-skill", tmp_path / "out"])
+    assert code == 0 and (tmp_path / "out" / "assets" / "x.bin").read_bytes() == (d / "assets" / "x.bin").read_bytes()
+    assert "download big-skill" in term and re.search(r"/2\d\d\.\d kB", term), term

@@ -61,36 +61,43 @@ def path_helpers(tree: ast.Module) -> dict[str, tuple[str, int | None]]:
 def sent_paths() -> list[tuple[str, str | None, str]]:
     """(path, method or None, where) for every /v1 path in the CLI and the backends."""
     found: list[tuple[str, str | None, str]] = []
-    for folder in ("cli", "backend"):
-        for file in sorted((SRC / folder).rglob("*.py")):
-            where = str(file.relative_to(SRC))
-            tree = ast.parse(file.read_text(encoding="utf-8"))
-            helpers = path_helpers(tree)
-            seen: set[int] = set()   # nodes already read (as a call's path, or a part of an f-string)
-            for node in ast.walk(tree):
-                if isinstance(node, ast.JoinedStr):
-                    seen.update(id(v) for v in node.values)
-                if isinstance(node, ast.FunctionDef) and node.name in helpers:
-                    seen.update(id(n) for n in ast.walk(node))
-                if not isinstance(node, ast.Call):
+    trees = {str(file.relative_to(SRC)): ast.parse(file.read_text(encoding="utf-8"))
+             for folder in ("cli", "backend") for file in sorted((SRC / folder).rglob("*.py"))}
+    own = {where: path_helpers(tree) for where, tree in trees.items()}
+    # a helper another module imports (cli/specialist_refs.project_path): known everywhere when its
+    # name means one template; a module's own helper of that name comes first
+    templates: dict[str, set] = {}
+    for helpers in own.values():
+        for name, spec in helpers.items():
+            templates.setdefault(name, set()).add(spec)
+    shared = {name: next(iter(specs)) for name, specs in templates.items() if len(specs) == 1}
+    for where, tree in trees.items():
+        helpers = {**shared, **own[where]}
+        seen: set[int] = set()   # nodes already read (as a call's path, or a part of an f-string)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.JoinedStr):
+                seen.update(id(v) for v in node.values)
+            if isinstance(node, ast.FunctionDef) and node.name in helpers:
+                seen.update(id(n) for n in ast.walk(node))
+            if not isinstance(node, ast.Call):
+                continue
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            args = list(node.args)
+            for i, arg in enumerate(args):
+                path = path_text(arg, helpers)
+                if path is None:
                     continue
-                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-                args = list(node.args)
-                for i, arg in enumerate(args):
-                    path = path_text(arg, helpers)
-                    if path is None:
-                        continue
-                    method = None
-                    if i > 0 and isinstance(args[i - 1], ast.Constant) and args[i - 1].value in METHODS:
-                        method = args[i - 1].value
-                    elif name in GETTERS:
-                        method = "GET"
-                    found.append((path, method, f"{where}:{arg.lineno}"))
-                    seen.update(id(n) for n in ast.walk(arg))
-            for node in ast.walk(tree):
-                path = path_text(node) if id(node) not in seen else None
-                if path is not None:
-                    found.append((path, None, f"{where}:{node.lineno}"))
+                method = None
+                if i > 0 and isinstance(args[i - 1], ast.Constant) and args[i - 1].value in METHODS:
+                    method = args[i - 1].value
+                elif name in GETTERS:
+                    method = "GET"
+                found.append((path, method, f"{where}:{arg.lineno}"))
+                seen.update(id(n) for n in ast.walk(arg))
+        for node in ast.walk(tree):
+            path = path_text(node) if id(node) not in seen else None
+            if path is not None:
+                found.append((path, None, f"{where}:{node.lineno}"))
     return found
 
 

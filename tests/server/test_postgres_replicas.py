@@ -32,9 +32,20 @@ def _replica_env(pg_databases, ws, folder):
 @pytest.fixture
 def replicas(pg_workspace, pg_databases, home, tmp_path, monkeypatch):
     """(backend on replica A, URL of replica B) on one fresh PostgreSQL workspace."""
+    from concurrent.futures import ThreadPoolExecutor
+
     monkeypatch.setenv("WSCTL_BLOB_DIR", str(pg_workspace / "blobs"))
-    a = start_server(pg_workspace, _replica_env(pg_databases, pg_workspace, tmp_path / "a-home"), log=tmp_path / "a.log")
-    b = start_server(pg_workspace, _replica_env(pg_databases, pg_workspace, tmp_path / "b-home"), log=tmp_path / "b.log")
+    with ThreadPoolExecutor(2) as starting:       # both start at once, as replicas do
+        futures = [starting.submit(start_server, pg_workspace, _replica_env(pg_databases, pg_workspace,
+                                                                            tmp_path / f"{name}-home"),
+                                   log=tmp_path / f"{name}.log") for name in "ab"]
+    failed = [f.exception() for f in futures if f.exception() is not None]
+    if failed:                                    # stop the one that did start, say why the other did not
+        for f in futures:
+            if f.exception() is None:
+                f.result().stop()
+        raise failed[0]
+    a, b = (f.result() for f in futures)
     backend = make_backend("remote", pg_workspace, home, server=a)
     try:
         yield backend, b.url

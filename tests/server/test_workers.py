@@ -87,7 +87,9 @@ def test_two_workers_answer_one_runs_the_timer_and_sigterm_stops_both(workspace,
         wait_until(lambda: "Workers fold once." in httpx.get(server.url + ORG, headers=auth, trust_env=False,
                                                              timeout=60).json()["guide"],
                    "the timer folded the note", server.proc, log)
-        text = log.read_text()
+        # the fold's log line is written after its commit, which the GET above may already see
+        text = wait_until(lambda: "memory agent: organization" in (t := log.read_text()) and t,
+                          "the timer logged its fold", server.proc, log)
         assert text.count("now runs the memory agent and housekeeping") == 1, text
         folds = [line for line in text.splitlines() if "memory agent: organization" in line]
         runner = next(line.split()[2] for line in text.splitlines() if "now runs the memory agent" in line)
@@ -120,6 +122,71 @@ def test_a_dead_worker_is_reported_and_replaced(workspace, tmp_path):
     finally:
         server.stop()
     assert server.proc.returncode == 0
+
+
+def test_workers_that_cannot_start_stop_the_server_with_exit_1(workspace, tmp_path):
+    """The workspace goes away under a running server: the workers still running keep their open
+    database, but every replacement fails to open it and exits before it takes requests; after
+    three such starts in a row `wsctl serve` stops all workers and exits 1, saying why."""
+    log = tmp_path / "serve.log"
+    server = start_server(workspace, base_env(tmp_path / "srv-home"), log=log,
+                          args=("--workers", 2, "--memory-interval", "0"))
+    moved = workspace.with_name(workspace.name + "-moved")
+    pids: set[int] = set()
+    try:
+        pids = two_workers(server, log)
+        assert workers_seen(server.url, {1, 2}) == {1, 2}   # both took requests: the kill is no failed start
+        workspace.rename(moved)
+        os.kill(min(pids), signal.SIGKILL)
+        assert server.proc.wait(120) == 1
+        text = log.read_text()
+        assert text.count("before it took requests") == 1 and "3 in a row, stopping" in text, text
+        assert text.count(f"No workspace at {workspace}") == 3, text   # each failed worker in one line
+        assert "wsctl serve stopped: workers exit before they take requests (3 in a row)" in text, text
+        assert "Traceback" not in text, text
+        wait_until(lambda: not any(alive(p) for p in pids), "the other worker was stopped")
+    finally:
+        server.stop()
+        for pid in pids:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        if moved.exists():
+            moved.rename(workspace)
+
+
+def test_workers_that_keep_dying_stop_the_server_with_exit_1(workspace, tmp_path):
+    """Workers that start and take requests, then die: each is replaced, until more than five have
+    died within a minute; then `wsctl serve` exits 1. The test kills each pair once its
+    replacements took requests (three rounds, six exits), by what the log says, not by time."""
+    log = tmp_path / "serve.log"
+    server = start_server(workspace, base_env(tmp_path / "srv-home"), log=log,
+                          args=("--workers", 2, "--memory-interval", "0"))
+    killed: set[int] = set()
+    try:
+        pids = two_workers(server, log)
+        assert workers_seen(server.url, {1, 2}) == {1, 2}   # both took requests
+        for round_ in range(3):
+            for pid in pids:
+                os.kill(pid, signal.SIGKILL)
+            killed |= pids
+            if round_ == 2:
+                break
+
+            def replacements(killed=frozenset(killed)):
+                text = log.read_text()
+                new = children(server.proc.pid) - killed
+                return new if len(new) == 2 and all(f"(pid {p}) started again and takes requests" in text
+                                                    for p in new) else None
+
+            pids = wait_until(replacements, "two replacement workers took requests", server.proc, log)
+        assert server.proc.wait(120) == 1
+        text = log.read_text()
+        assert "6 exits in 60 s, stopping" in text, text
+        assert "wsctl serve stopped: workers keep exiting (6 in 60 s); see the log above for the cause." in text, text
+        assert "Traceback" not in text, text
+        wait_until(lambda: not children(server.proc.pid), "no worker is left")
+    finally:
+        server.stop()
 
 
 def test_a_killed_parent_leaves_no_workers(workspace, tmp_path):

@@ -16,7 +16,7 @@ import urllib.parse
 enabled = False   # set by cli/main.py from --debug or WSCTL_DEBUG=1
 
 # Query keys whose values are never secret: paging, search text, names of things.
-SHOWN_QUERY = frozenset({"limit", "cursor", "q", "service", "path", "format", "kind", "status", "all"})
+SHOWN_QUERY = frozenset({"limit", "cursor", "q", "service", "path", "format", "kind", "status", "all", "name"})
 _WORD = re.compile(r"^[a-z][a-z-]*$")
 
 

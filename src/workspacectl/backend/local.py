@@ -34,8 +34,10 @@ def create_workspace(location: Path | str, name: str, owner_name: str, owner_ema
         from workspacectl.engine.validate import email_address
 
         owner_email = email_address(owner_email, email_flag)
+    from workspacectl.engine.identity.render import member_json   # here: other commands load no identity module
+
     ws, owner = workspace_type(location).create(location, name=name, owner_name=owner_name, owner_email=owner_email)
-    return {"workspace": ws.location, "shown": ws.shown, "name": ws.setting("name"), "owner": owner}
+    return {"workspace": ws.location, "shown": ws.shown, "name": ws.setting("name"), "owner": member_json(owner) if owner is not None else None}
 
 
 class LocalBackend:
@@ -174,17 +176,17 @@ class LocalBackend:
         return resp.status, out, answer
 
     def download(self, path, out, progress=None, total=None) -> int:
+        from workspacectl.formats import transfer_size
+
         resp = self.engine.call(self.caller, "GET", path, None, None, self.base_url)
-        if total is not None:
-            length = str(resp.headers.get("Content-Length", ""))
-            total(int(length) if length.isdigit() else None)
-        total = 0
+        headers = {k.lower(): str(v) for k, v in resp.headers.items()}
+        advance = transfer_size.counter(lambda name: headers.get(name.lower()), progress, total)
+        written = 0
         for chunk in resp.stream or [resp.body or b""]:
             out.write(chunk)
-            total += len(chunk)
-            if progress:
-                progress(len(chunk))
-        return total
+            written += len(chunk)
+            advance(chunk)
+        return written
 
     def upload(self, method, path, data, size, content_type, progress=None) -> Any:
         if content_type in ("application/gzip", "application/x-gzip"):

@@ -21,6 +21,7 @@ import httpx
 
 from workspacectl import __version__
 from workspacectl.backend import http_trace
+from workspacectl.formats import transfer_size
 from workspacectl.errors import ApiError
 
 ATTEMPTS = 4                       # one try and at most three more
@@ -179,21 +180,19 @@ class RemoteBackend:
 
     def download(self, path, out, progress=None, total=None) -> int:
         """Stream a binary route into out. total(size), when given, is told the size the answer
-        announces (its Content-Length; None when it streams without one) before the first byte."""
+        announces before the first byte (formats/transfer_size.py: its Content-Length, else the
+        inflated length of a tar.gz made on the fly, which progress then counts; None: unknown)."""
         written = 0
         resp = self._send("GET", path, stream=True)
         try:
             if resp.status_code >= 400:
                 resp.read()
                 self._answer(resp)
-            if total is not None:
-                length = resp.headers.get("content-length")
-                total(int(length) if length and length.isdigit() else None)
+            advance = transfer_size.counter(resp.headers.get, progress, total)
             for chunk in resp.iter_bytes():
                 out.write(chunk)
                 written += len(chunk)
-                if progress:
-                    progress(len(chunk))
+                advance(chunk)
         except httpx.TransportError as e:
             raise _unreachable(self.location, e) from None
         finally:

@@ -21,7 +21,7 @@ from workspacectl.cli.context import state
 # (module, command name, help) in the order `wsctl --help` lists them.
 GROUPS = [
     ("auth", "auth", "Sign in to a server, show who you are, sign out."),
-    ("profile", "profile", "Profiles: list, show, switch and remove them."),
+    ("profile", "profile", "Profiles: list, show, switch, rename and remove them."),
     ("members", "members", "Members of the workspace and their login codes."),
     ("keys", "keys", "Personal and platform API keys."),
     ("vault", "vault", "Connected accounts: list, connect, issue audited tokens, run with secrets."),

@@ -10,23 +10,15 @@ from __future__ import annotations
 import os
 import sys
 import urllib.parse
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
 from workspacectl.cli import config
 from workspacectl.cli.paths import default_workspace
+from workspacectl.cli.scripting import page_limit
+from workspacectl.cli.state import state
 from workspacectl.errors import ApiError
-
-
-@dataclass
-class State:
-    """The root callback's object, kept in ctx.obj."""
-
-    profile_flag: str | None = None
-    json: bool = False
-    debug: bool = False
-    _backend: object = field(default=None, repr=False)
 
 
 @dataclass
@@ -38,13 +30,6 @@ class Target:
     secret_source: str        # WSCTL_TOKEN | WSCTL_API_KEY | keyring | profile member | withheld | ...
     member: str | None = None
     withheld: str | None = None   # why a stored token was not sent (said when the server answers 401)
-
-
-def state(ctx) -> State:
-    root = ctx.find_root()
-    if not isinstance(root.obj, State):
-        root.obj = State()
-    return root.obj
 
 
 def token_key(profile: str) -> str:
@@ -228,8 +213,6 @@ def all_pages(ctx, path: str, key: str, query: dict | None = None, default_limit
     With `--limit N` (cli/scripting.py) it stops after N entries, asking each page for at most the
     entries still wanted, so the nextCursor answered is exactly where the next run continues.
     """
-    from workspacectl.cli.scripting import page_limit
-
     cap = page_limit(default_limit)
     query = {**(query or {}), "limit": "500"}
     items: list = []

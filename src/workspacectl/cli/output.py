@@ -173,6 +173,9 @@ class _Advance:
     def __init__(self, bar=None, task=None):
         self.bar, self.task = bar, task
 
+    def __bool__(self) -> bool:   # no bar shown: nothing need count (or inflate) for it
+        return self.bar is not None
+
     def __call__(self, n: int) -> None:
         if self.bar is not None:
             self.bar.advance(self.task, n)

@@ -1,15 +1,18 @@
 """The one resolver for what a command names: an id, or a name (issue 12).
 
-Every command that takes a credential, specialist, skill, member or key passes the word through
-`resolve(ctx, KIND, word)` and sends the answer to the API. The rules, the same on every backend
-(the lookup is an ordinary list request through the command's backend):
+Every command that takes a credential, specialist, skill, workflow, member or key passes the word
+through `resolve(ctx, KIND, word)` and sends the answer to the API. The rules, the same on every
+backend (the lookup is one list request with `?name=` through the command's backend; the server
+filters, docs/api.md §1 "Lists"):
 
-- A word starting with the kind's id prefix (`cred_`, `proj_`, `skl_`, `um_`, `key_`) is an id and
-  is used as given, without a lookup: an id always wins. (Credential names may not start with
-  `cred_`; a specialist, member or key whose name starts with its prefix is named by its id.)
+- A word starting with the kind's id prefix (`cred_`, `proj_`, `skl_`, `wf_`, `um_`, `key_`) is an
+  id and is used as given, without a lookup: an id always wins. (Credential names may not start
+  with `cred_`; a specialist, workflow, member or key whose name starts with its prefix is named by
+  its id.)
 - Anything else is a name, looked up among what you can see: an exact match first, else one
-  regardless of case. A member's email (a word with `@`) goes to the API, which matches it. One match answers its id; none is exit 5; several
-  are exit 7 with the candidates, one line each (`error.detail.candidates`, cli/main.py prints them).
+  regardless of ASCII case. A member's email (a word with `@`) goes to the API, which matches it.
+  One match answers its id; none is exit 5; several are exit 7 with the candidates, one line each
+  (`error.detail.candidates`, cli/main.py prints them).
 - Skills are the exception: their names are unique among live skills and the server resolves them
   (engine/skills/routes.find_skill), so a skill name goes to the API as given.
 """
@@ -41,6 +44,8 @@ KINDS = {
                    lambda r: f"{r.get('email')}, {r.get('role')}"),
     "key": Kind("key_", "/v1/keys", "keys", "key", "wsctl keys list", ("name",),
                 lambda r: f"{r.get('kind')}, made {r.get('createdAt')}"),
+    "workflow": Kind("wf_", "/v1/workflows", "workflows", "workflow", "wsctl workflow list", ("name",),
+                     lambda r: f"{r.get('kind')}, in {r.get('projectId') or 'no specialist'}"),
 }
 MAX_CANDIDATES = 20
 
@@ -51,7 +56,7 @@ def resolve(ctx, kind: str, ref: str, be=None) -> str:
     if kind == "skill" or ref.startswith(KINDS[kind].prefix) or (kind == "member" and "@" in ref):
         return ref  # an id; a skill name or an email, which the server resolves itself
     k = KINDS[kind]
-    rows = _visible(be or _backend(ctx), k)
+    rows = _named(be or _backend(ctx), k, ref)
     hits = [r for r in rows if any(r.get(f) == ref for f in k.keys)]
     if not hits:
         folded = ref.casefold()
@@ -78,9 +83,10 @@ def _backend(ctx):
     return backend(ctx)
 
 
-def _visible(be, k: Kind) -> list[dict]:
-    """Every entry of the kind's list route (all pages; --limit does not apply to a lookup)."""
-    query: dict = {"limit": "500"}
+def _named(be, k: Kind, name: str) -> list[dict]:
+    """The entries of the kind's list route the server finds by `?name=` (one request unless more
+    than 500 share the name; --limit does not apply to a lookup)."""
+    query: dict = {"name": name, "limit": "500"}
     rows: list[dict] = []
     while True:
         try:

@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from workspacectl.cli.state import state
+
 # camelCase names, dotted for nested objects; no underscore, so an id is never one.
 _FIELD = r"[a-z][A-Za-z0-9]*(?:\.[A-Za-z][A-Za-z0-9]*)*"
 FIELD_LIST = re.compile(rf"{_FIELD}(?:,{_FIELD})*")
@@ -192,8 +194,6 @@ def jq_switch(ctx, param, value):
     if value is not None:
         compile_jq(value)  # a bad expression is refused before anything is sent
         FILTERS.jq = value
-        from workspacectl.cli.context import state
-
         state(ctx).json = True
     return value
 

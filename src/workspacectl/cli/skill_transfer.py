@@ -4,6 +4,7 @@ Progress bars go to stderr, and only when stderr is a terminal.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -14,6 +15,7 @@ from typing import BinaryIO
 from workspacectl.cli.config import atomic_output
 from workspacectl.cli.output import progress_bar
 from workspacectl.formats import skill_bundle as fmt
+from workspacectl.formats import transfer_size
 from workspacectl.formats.tar_stream import CHUNK, ArchiveError, read_tar
 from workspacectl.errors import ApiError
 
@@ -71,8 +73,10 @@ def get_from_url(url: str, out: BinaryIO, label: str, local: bool = False) -> No
     _check_url(url, local)
     if url.startswith("file://"):
         try:
-            with _file_path(url).open("rb") as fh:
-                shutil.copyfileobj(fh, out, CHUNK)
+            with _file_path(url).open("rb") as fh, progress_bar(label, os.fstat(fh.fileno()).st_size) as advance:
+                while chunk := fh.read(CHUNK):
+                    out.write(chunk)
+                    advance(len(chunk))
             return
         except OSError:
             raise ApiError("expired", "The download link's file is gone; ask for a new link.") from None
@@ -87,11 +91,11 @@ def get_from_url(url: str, out: BinaryIO, label: str, local: bool = False) -> No
             if resp.status_code >= 400:
                 resp.read()
                 raise ApiError.from_body(resp.status_code, _json(resp))
-            total = int(resp.headers.get("content-length") or 0) or None
-            with progress_bar(label, total) as advance:
+            with progress_bar(label, None) as bar:   # its total: what the answer announces
+                advance = transfer_size.counter(resp.headers.get, bar, bar.total)
                 for chunk in resp.iter_bytes():
                     out.write(chunk)
-                    advance(len(chunk))
+                    advance(chunk)
     except httpx.TransportError as e:
         raise ApiError("unreachable", f"Cannot reach the download URL ({type(e).__name__}); check the server.") from None
 

@@ -6,13 +6,13 @@ you can see. `memory` lives in specialist_memory.py, `files` in specialist_files
 from __future__ import annotations
 
 from typing import Annotated, Literal, Optional
-from urllib.parse import quote
 
 import typer
 
 from workspacectl.cli import choices
 from workspacectl.cli.context import all_pages, backend
 from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, fields, info, table
+from workspacectl.cli.specialist_refs import project_id, project_path
 from workspacectl.errors import ApiError
 
 app = typer.Typer(help="Specialists (projects): workflows, apps, skills and files.", no_args_is_help=True)
@@ -22,17 +22,6 @@ LIST_COLUMNS = [("id", "ID"), ("name", "NAME"), ("role", "ROLE"), ("shared", "SH
                 ("apps", "APPS"), ("skills", "SKILLS"), ("files", "FILES")]
 RESOURCE_COLUMNS = [("id", "ID"), ("type", "TYPE"), ("name", "NAME"), ("lastUsedAt", "LAST USED")]
 CONNECTION_COLUMNS = [("id", "ID"), ("service", "SERVICE"), ("name", "NAME"), ("status", "STATUS"), ("usedBy", "USED BY")]
-
-
-def project_id(ctx: typer.Context, ref: str) -> str:
-    """An id as given, or the id of the one specialist you can see with this name (cli/refs.py)."""
-    from workspacectl.cli.refs import resolve
-
-    return resolve(ctx, "specialist", ref)
-
-
-def project_path(ctx: typer.Context, ref: str, suffix: str = "") -> str:
-    return f"/v1/projects/{quote(project_id(ctx, ref), safe='')}{suffix}"
 
 
 def _row(p: dict) -> dict:

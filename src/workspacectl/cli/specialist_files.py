@@ -18,6 +18,7 @@ from workspacectl.cli.config import atomic_output
 from workspacectl.cli import choices
 from workspacectl.cli.context import all_pages, backend, state
 from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, info, progress_bar, table
+from workspacectl.cli.specialist_refs import project_id
 from workspacectl.errors import ApiError
 
 app = typer.Typer(no_args_is_help=True, help="A specialist's shared files: list, remove, bundle download/upload.")
@@ -28,14 +29,8 @@ IdArg = Annotated[str, typer.Argument(metavar="ID", click_type=choices.specialis
 COLUMNS = [("path", "PATH"), ("size", "SIZE"), ("sha256", "SHA256"), ("updatedAt", "UPDATED")]
 
 
-def _project_id(ctx: typer.Context, ref: str) -> str:
-    from workspacectl.cli.specialist import project_id  # imported late: specialist.py mounts this module
-
-    return project_id(ctx, ref)
-
-
 def _files_path(ctx: typer.Context, ref: str) -> str:
-    return f"/v1/projects/{quote(_project_id(ctx, ref), safe='')}/files"
+    return f"/v1/projects/{quote(project_id(ctx, ref), safe='')}/files"
 
 
 @app.command("list")
@@ -63,7 +58,7 @@ def download(ctx: typer.Context, pid: IdArg,
              json: JsonOpt = False):
     """Download every file as a tar.gz (entries at the root)."""
     as_json = json or state(ctx).json
-    pid = _project_id(ctx, pid)
+    pid = project_id(ctx, pid)
     path = f"/v1/projects/{quote(pid, safe='')}/files/bundle"
     if output == "-":
         if as_json:

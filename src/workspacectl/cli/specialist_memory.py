@@ -14,17 +14,12 @@ import typer
 from workspacectl.cli import choices
 from workspacectl.cli.context import backend
 from workspacectl.cli.output import JsonOpt, emit, info
+from workspacectl.cli.specialist_refs import project_path
 from workspacectl.errors import ApiError
 
 app = typer.Typer(help="The specialist's own memory document, written by version.", no_args_is_help=True)
 
 SpecArg = Annotated[str, typer.Argument(metavar="ID", click_type=choices.specialist(), help="Specialist id (proj_…) or its exact name.")]
-
-
-def _path(ctx, ref: str, suffix: str = "") -> str:
-    from workspacectl.cli.specialist import project_path
-
-    return project_path(ctx, ref, suffix)
 
 
 def _written(m: dict) -> None:
@@ -34,7 +29,7 @@ def _written(m: dict) -> None:
 @app.command("show")
 def show(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False):
     """Print the memory text (with --json, the whole specialist as the API answers it)."""
-    body = backend(ctx).request("GET", _path(ctx, ref))
+    body = backend(ctx).request("GET", project_path(ctx, ref))
 
     def render(b):
         m = b["memory"]
@@ -63,7 +58,7 @@ def set_(ctx: typer.Context, ref: SpecArg,
          json: JsonOpt = False):
     """Replace the memory with a file's contents (needs edit access)."""
     text = _read_text(file)
-    path = _path(ctx, ref)
+    path = project_path(ctx, ref)
     if version is None:
         version = backend(ctx).request("GET", path)["memory"]["version"]
     body = backend(ctx).request("PUT", path + "/memory", body={"text": text, "version": version})
@@ -78,7 +73,7 @@ def edit(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False):
     import subprocess
     import tempfile
 
-    path = _path(ctx, ref)
+    path = project_path(ctx, ref)
     memory = backend(ctx).request("GET", path)["memory"]
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     with tempfile.TemporaryDirectory(prefix="wsctl-memory-") as tmp:

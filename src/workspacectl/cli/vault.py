@@ -8,7 +8,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 from typing import Annotated, List, Literal, Optional
-from urllib.parse import quote
 
 import typer
 from typer.core import TyperCommand
@@ -16,6 +15,7 @@ from typer.core import TyperCommand
 from workspacectl.cli import choices
 from workspacectl.cli.context import all_pages, backend
 from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, fields, info, print_json, table
+from workspacectl.cli.vault_requests import cred_path, issue, seg
 from workspacectl.errors import ApiError
 
 app = typer.Typer(help="Connected accounts: list, connect, issue audited tokens, run with secrets.",
@@ -42,23 +42,8 @@ def cred(ctx, ref: str) -> str:
     return resolve(ctx, "credential", ref)
 
 
-def seg(value: str) -> str:
-    return quote(value, safe="")
-
-
-def cred_path(cred_id: str, suffix: str = "") -> str:
-    return f"/v1/credentials/{seg(cred_id)}{suffix}"
-
-
 def manage_path(cred_id: str, suffix: str = "") -> str:
     return f"/v1/vault/credentials/{seg(cred_id)}{suffix}"
-
-
-def issue(ctx, cred_id: str, reason: str, form: str = "json", dry_run: bool = False) -> dict:
-    """One token request. `form` tells the engine how we will write it (workspacectl/formats/env_text.py), so a
-    body we could not write exactly is refused before it is issued or logged."""
-    body = {"reason": reason, "format": form, **({"dryRun": True} if dry_run else {})}
-    return backend(ctx).request("POST", cred_path(cred_id, "/token"), body=body)
 
 
 def env_detail(ctx, cred_id: str) -> dict:

@@ -17,6 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from workspacectl.cli.vault_requests import issue
 from workspacectl.errors import ApiError
 
 REFERENCE = re.compile(r"\{\{\s*wsctl://([^\s/{}]+)/([^\s/{}]+)\s*\}\}")
@@ -47,7 +48,6 @@ def read_template(source: str | None) -> str:
 
 def fill(ctx, text: str, reason: str) -> str:
     from workspacectl.cli.refs import resolve
-    from workspacectl.cli.vault import issue
 
     refs = references(text)
     if not refs:

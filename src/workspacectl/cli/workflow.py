@@ -14,7 +14,7 @@ from workspacectl.errors import ApiError
 
 app = typer.Typer(help="Workflows and apps.", no_args_is_help=True)
 
-WfArg = Annotated[str, typer.Argument(metavar="ID", help="Workflow or app id (wf_…).")]
+WfArg = Annotated[str, typer.Argument(metavar="WORKFLOW", help="Workflow or app id (wf_…) or name.")]
 LIST_COLUMNS = [("id", "ID"), ("kind", "KIND"), ("name", "NAME"), ("projectId", "SPECIALIST"), ("lastUsedAt", "LAST USED")]
 TRIGGER_COLUMNS = [("nodeId", "NODE"), ("triggerId", "TRIGGER"), ("ready", "READY"), ("credentialId", "CREDENTIAL"),
                    ("missing", "MISSING")]
@@ -22,6 +22,13 @@ TRIGGER_COLUMNS = [("nodeId", "NODE"), ("triggerId", "TRIGGER"), ("ready", "READ
 
 def wf_path(wid: str, suffix: str = "") -> str:
     return f"/v1/workflows/{quote(wid, safe='')}{suffix}"
+
+
+def workflow_id(ctx, ref: str) -> str:
+    """The id a word names: an id as given, or the id of the workflow or app with that name (cli/refs.py)."""
+    from workspacectl.cli.refs import resolve
+
+    return resolve(ctx, "workflow", ref)
 
 
 def show_workflow(w: dict) -> None:
@@ -48,7 +55,7 @@ def import_(ctx: typer.Context,
     if not isinstance(doc, dict):
         raise ApiError("invalid_request", f"{file} must hold a JSON object {{name, kind, description, nodes}}.")
     if into:
-        from workspacectl.cli.specialist import project_id
+        from workspacectl.cli.specialist_refs import project_id
 
         doc = {**doc, "projectId": project_id(ctx, into)}
     body = backend(ctx).request("POST", "/v1/workflows", body=doc)
@@ -73,7 +80,7 @@ def list_(ctx: typer.Context,
     if kind:
         query["kind"] = kind
     if specialist:
-        from workspacectl.cli.specialist import project_id
+        from workspacectl.cli.specialist_refs import project_id
 
         query["projectId"] = project_id(ctx, specialist)
     body = all_pages(ctx, "/v1/workflows", "workflows", query)
@@ -83,13 +90,13 @@ def list_(ctx: typer.Context,
 @app.command("show")
 def show(ctx: typer.Context, wid: WfArg, json: JsonOpt = False):
     """Show a workflow or app and whether each trigger node is ready."""
-    emit(ctx, backend(ctx).request("GET", wf_path(wid)), show_workflow, json_flag=json)
+    emit(ctx, backend(ctx).request("GET", wf_path(workflow_id(ctx, wid))), show_workflow, json_flag=json)
 
 
 @app.command("configure")
 def configure(ctx: typer.Context, wid: WfArg,
               node: Annotated[str, typer.Argument(metavar="NODE", help="The trigger node's id.")],
-              credential: Annotated[Optional[str], typer.Option("--credential", help="Credential id (cred_…) it polls with.")] = None,
+              credential: Annotated[Optional[str], typer.Option("--credential", help="Credential id (cred_…) or name it polls with.")] = None,
               inputs: Annotated[Optional[List[str]], typer.Option("--input", help="NAME=VALUE, repeatable.")] = None,
               json: JsonOpt = False):
     """Set a trigger node's credential and inputs (replaces both)."""
@@ -99,6 +106,10 @@ def configure(ctx: typer.Context, wid: WfArg,
         if not sep or not name:
             raise ApiError("invalid_request", f"--input must read NAME=VALUE, not '{item}'.")
         values[name] = value
-    body = backend(ctx).request("PUT", wf_path(wid, f"/triggers/{quote(node, safe='')}/config"),
+    if credential:
+        from workspacectl.cli.refs import resolve
+
+        credential = resolve(ctx, "credential", credential)
+    body = backend(ctx).request("PUT", wf_path(workflow_id(ctx, wid), f"/triggers/{quote(node, safe='')}/config"),
                                 body={"credentialId": credential, "inputs": values if inputs else None})
     emit(ctx, body, show_workflow, json_flag=json)

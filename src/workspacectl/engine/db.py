@@ -68,8 +68,13 @@ def open_db(path) -> sqlite3.Connection:
 
 
 @contextmanager
-def transaction(conn: sqlite3.Connection):
-    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception. Nested use joins the outer one."""
+def transaction(conn: sqlite3.Connection, *, appends_only: bool = False):
+    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception. Nested use joins the outer one.
+
+    appends_only: the transaction reads, then only adds rows that no rule reads back under the
+    writer lock (a token's audit row). On SQLite nothing changes (one writer per file); on
+    PostgreSQL it holds the workspace's writer lock shared, so such transactions run beside each
+    other (and their commits share WAL flushes) while every other writer still runs alone."""
     if conn.in_transaction:
         yield conn
         return
@@ -79,7 +84,11 @@ def transaction(conn: sqlite3.Connection):
         raise WorkspaceBusy("database is locked: another writer of this process held the workspace "
                             f"past the busy timeout ({timeout_ms} ms)")
     try:
-        conn.execute("BEGIN IMMEDIATE")
+        begin_writer = getattr(conn, "begin_writer", None)
+        if begin_writer is not None:
+            begin_writer(shared=appends_only)
+        else:
+            conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
         except BaseException:

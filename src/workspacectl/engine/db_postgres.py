@@ -11,8 +11,13 @@ the store, see store/catalog_search.py):
   IMMEDIATE` takes one transaction-scoped advisory lock (the workspace's writer lock, as SQLite
   has one writer) with a lock_timeout of db.busy_timeout_ms(); a writer that waits longer gets the
   same "database is locked" OperationalError SQLite gives, which the engine answers with 409.
+  A transaction that only appends (db.transaction(appends_only=True): a token's audit row) holds
+  that lock shared: beside other appenders, never beside another writer.
 - a failed write inside a transaction is rolled back to a savepoint, so the transaction goes on
   as on SQLite (the engine catches IntegrityError and carries on).
+- round trips: a writer's BEGIN and lock go with its first statement, and a write's SAVEPOINT
+  and RELEASE with the write, as one simple-protocol message each (a token issue: the read, the
+  audit row and COMMIT, three round trips where it took nine).
 - errors: psycopg's become the sqlite3 classes the engine catches (IntegrityError for unique,
   foreign key, check and not-null violations; OperationalError "database is locked" for a lock
   timeout, deadlock or serialization failure; "no such table" for an undefined table). A NUL in
@@ -42,6 +47,7 @@ MIGRATION_LOCK = 2
 REFRESH_LOCK = 3
 
 _WRITE = re.compile(r"^\s*(INSERT|UPDATE|DELETE|REPLACE)\b", re.I)
+_ENDS = re.compile(r"^(COMMIT|END|ROLLBACK)\s*;?\s*$", re.I)
 
 
 # ------------------------------------------------------------------------------- SQL translation
@@ -215,16 +221,17 @@ class PgConnection:
     row_factory = None  # accepted and ignored (rows are always Row)
 
     def __init__(self, url: str):
+        self._begin: tuple[str, ...] = ()   # a writer's BEGIN, sent with its first statement
         self.busy_timeout_ms = busy_timeout_ms()
         try:
-            self._pg = psycopg.connect(url, autocommit=True, cursor_factory=psycopg.ClientCursor,
+            self._session = psycopg.connect(url, autocommit=True, cursor_factory=psycopg.ClientCursor,
                                        connect_timeout=15, application_name="wsctl")
         except psycopg.OperationalError as e:
             first = str(e).strip().splitlines()[-1] if str(e).strip() else "no answer"
             raise ApiError("unreachable", f"Cannot reach the PostgreSQL workspace {redacted(url)}: "
                                           f"{first.replace(url, redacted(url))}. Check the URL and that the server runs.") from None
-        self._pg.adapters.register_loader("numeric", _NumericLoader)
-        self._pg.row_factory = _row_factory
+        self._session.adapters.register_loader("numeric", _NumericLoader)
+        self._session.row_factory = _row_factory
         self._primary_keys: dict[str, list[str]] = {}
         self.url = url
 
@@ -232,8 +239,24 @@ class PgConnection:
         return f"PgConnection({redacted(self.url)!r})"
 
     @property
+    def _pg(self) -> psycopg.Connection:
+        """The psycopg session, for what runs on it directly (store/pg_blobs.py): a writer's
+        BEGIN still waiting for its first statement is sent first."""
+        if self._begin:
+            self._send_begin()
+        return self._session
+
+    def _send_begin(self) -> None:
+        begin, self._begin = self._begin, ()
+        try:
+            self._session.execute("; ".join(begin))
+        except psycopg.Error as e:
+            self._session.execute("ROLLBACK")
+            raise _sqlite_error(e) from None
+
+    @property
     def in_transaction(self) -> bool:
-        return self._pg.info.transaction_status != TransactionStatus.IDLE
+        return bool(self._begin) or self._session.info.transaction_status != TransactionStatus.IDLE
 
     def _raw_one(self, sql: str, params=None):
         with self._pg.cursor(row_factory=psycopg.rows.tuple_row) as cur:
@@ -241,15 +264,12 @@ class PgConnection:
             row = cur.fetchone()
             return row[0] if row else None
 
-    def _begin_writer(self) -> None:
-        self._pg.execute("BEGIN")
-        try:
-            self._pg.execute(f"SET LOCAL lock_timeout = {self.busy_timeout_ms}")
-            self._pg.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, WRITER_LOCK))
-            self._pg.execute("SET LOCAL lock_timeout = 0")
-        except psycopg.Error as e:
-            self._pg.execute("ROLLBACK")
-            raise _sqlite_error(e) from None
+    def begin_writer(self, shared: bool = False) -> None:
+        """BEGIN and the writer lock (db.transaction), sent with the transaction's first statement;
+        shared for a transaction that only appends."""
+        lock = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+        self._begin = ("BEGIN", f"SET LOCAL lock_timeout = {int(self.busy_timeout_ms)}",
+                       f"SELECT {lock}({LOCK_CLASS}, {WRITER_LOCK})", "SET LOCAL lock_timeout = 0")
 
     def _upsert(self, sql: str) -> str:
         """INSERT OR REPLACE INTO t (cols) ... -> INSERT ... ON CONFLICT (t's primary key) DO
@@ -260,7 +280,7 @@ class PgConnection:
         table, cols = m.group(1), [c.strip() for c in m.group(2).split(",")]
         key = self._primary_keys.get(table)
         if key is None:
-            key = self._primary_keys[table] = [r[0] for r in self._pg.execute(
+            key = self._primary_keys[table] = [r[0] for r in self._session.execute(
                 "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
                 "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary "
                 "ORDER BY array_position(i.indkey, a.attnum)", (table,)).fetchall()]
@@ -273,10 +293,11 @@ class PgConnection:
         sql = self._upsert(sql)
         head = sql.lstrip()[:16].upper()
         if head.startswith("BEGIN IMMEDIATE"):
-            self._begin_writer()
-            return Cursor(self, self._pg.cursor())
-        if head.startswith("PRAGMA"):
-            return Cursor(self, self._pg.cursor())
+            self.begin_writer()
+            return Cursor(self, self._session.cursor())
+        if head.startswith("PRAGMA") or (self._begin and _ENDS.match(head)):
+            self._begin = ()    # COMMIT or ROLLBACK of a transaction that sent nothing yet
+            return Cursor(self, self._session.cursor())
         return self._run(translate(sql), _params(params), many=False)
 
     def executemany(self, sql: str, seq) -> Cursor:
@@ -284,19 +305,30 @@ class PgConnection:
 
     def _run(self, sql: str, params, many: bool) -> Cursor:
         guard = self.in_transaction and _WRITE.match(sql) is not None
-        cur = self._pg.cursor()
+        if many and self._begin:
+            self._send_begin()
+        before, self._begin = (*self._begin, *(("SAVEPOINT wsctl_stmt",) if guard else ())), ()
+        cur = self._session.cursor()
         try:
-            if guard:
-                self._pg.execute("SAVEPOINT wsctl_stmt")
             if many:
+                if guard:
+                    self._session.execute("SAVEPOINT wsctl_stmt")
                 cur.executemany(sql, params)
+                if guard:
+                    self._session.execute("RELEASE SAVEPOINT wsctl_stmt")
+            elif before:   # one message; the cursor then reads the statement's own result
+                after = ("RELEASE SAVEPOINT wsctl_stmt",) if guard else ()
+                cur.execute("; ".join((*before, sql.rstrip().rstrip(";"), *after)), params)
+                for _ in before:
+                    cur.nextset()
             else:
                 cur.execute(sql, params)
-            if guard:
-                self._pg.execute("RELEASE SAVEPOINT wsctl_stmt")
         except psycopg.Error as e:
-            if guard and self._pg.info.transaction_status == TransactionStatus.INERROR:
-                self._pg.execute("ROLLBACK TO SAVEPOINT wsctl_stmt")
+            if guard and self._session.info.transaction_status == TransactionStatus.INERROR:
+                try:
+                    self._session.execute("ROLLBACK TO SAVEPOINT wsctl_stmt")
+                except psycopg.Error:
+                    pass    # the BEGIN sent with it failed (lock timeout): the engine rolls back
             if _is_nul(e):
                 raise _nul_error() from None
             mapped = _sqlite_error(e)
@@ -330,7 +362,7 @@ class PgConnection:
         pass
 
     def close(self) -> None:
-        self._pg.close()
+        self._session.close()
 
 
 def open_pg(url: str) -> PgConnection:

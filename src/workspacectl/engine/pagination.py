@@ -24,6 +24,29 @@ _STRING = rb'"(?:[^"\\]|\\.)*"'
 _CURSOR_SHAPE = re.compile(_STRING + rb'|-?\d{1,20}|\[(?:' + _STRING + rb'|[^\[\]{}"])*\]')
 
 
+MAX_NAME_FILTER = 200
+
+
+def name_filter(ctx) -> tuple[str, str] | None:
+    """`?name=` on a list route (what `wsctl` resolves a name with, in one request): (the name,
+    its ASCII lower case) for store.name_clause, or None when absent or empty. Entries match when
+    their name equals it, or equals it regardless of ASCII case (the same on SQLite and
+    PostgreSQL); the client picks an exact match over the others."""
+    name = ctx.query.get("name") or None
+    if name is None:
+        return None
+    if len(name) > MAX_NAME_FILTER:
+        raise bad(f"Query parameter 'name' is at most {MAX_NAME_FILTER} characters.")
+    return name, ascii_lower(name)
+
+
+def ascii_lower(text: str) -> str:
+    return text.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
 def page_args(ctx, key_type: type | tuple = str) -> tuple[int, Any]:
     """(limit, after). `after` is checked to be of key_type (a store binds it as a parameter)."""
     limit = query_int(ctx, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)

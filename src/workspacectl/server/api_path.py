@@ -13,7 +13,6 @@ percent-encoded paths, Bearer parsing, the base URL) is done here the same way.
 """
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import urllib.parse
@@ -172,7 +171,7 @@ class LeanApi:
         query = dict(urllib.parse.parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
         call = functools.partial(self.engine.handle, scope["method"], raw_path(scope), query, body,
                                  bearer_of(header(scope, b"authorization")), base_url(scope, self.public_url))
-        resp: Response = await asyncio.get_running_loop().run_in_executor(self.pool, call)
+        resp: Response = await self.pool.run(call)
         if resp.stream is None and resp.content_type == "application/json":
             data = b"" if resp.status == 204 or resp.body is None else json_bytes(resp.body)
             await send({"type": "http.response.start", "status": resp.status,

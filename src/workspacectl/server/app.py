@@ -43,13 +43,17 @@ def base_url_of(request: Request, public_url: str | None) -> str:
     return (public_url or str(request.base_url)).rstrip("/")
 
 
-def create_app(engine: Engine, public_url: str | None = None, worker: int | None = None, on_shutdown=None):
+def create_app(engine: Engine, public_url: str | None = None, worker: int | None = None, on_shutdown=None,
+               on_ready=None):
     """The ASGI app: the access log around the lean /v1 path (server/api_path.py), around FastAPI
     for the rest. `worker`: this process's number among `wsctl serve --workers N` (N > 1), which
-    /healthz answers so a client can tell the workers apart (a number, not a pid). `on_shutdown`
-    runs (in a thread) once the server stops taking requests, before the process exits."""
+    /healthz answers so a client can tell the workers apart (a number, not a pid). `on_ready` runs
+    once the server starts taking requests; `on_shutdown` runs (in a thread) once it stops, before
+    the process exits."""
     @contextlib.asynccontextmanager
     async def lifespan(app):
+        if on_ready is not None:
+            on_ready()
         yield
         if on_shutdown is not None:
             await run_in_threadpool(on_shutdown)
@@ -137,9 +141,9 @@ def announce(ws_shown: str, sock: socket.socket, workers: int = 1) -> None:
 
 
 def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
-          memory_interval: float | None = None, worker: int | None = None) -> None:
+          memory_interval: float | None = None, worker: int | None = None, on_ready=None) -> None:
     """Serve until SIGTERM or SIGINT. `worker` is set in a worker of `wsctl serve --workers N`
-    (server/workers.py), whose parent announced the address."""
+    (server/workers.py), whose parent announced the address and hears `on_ready`."""
     import uvicorn
 
     from workspacectl.engine.workspaces import open_workspace
@@ -158,7 +162,7 @@ def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
     timer = start_memory_timer(ws, resolve_interval(memory_interval))
     # uvicorn re-raises SIGTERM once it has shut down (the process then ends by the signal), so
     # the timer is stopped and its lease handed on in the app's shutdown, not after run().
-    app = create_app(engine, public_url, worker, on_shutdown=timer.stop)
+    app = create_app(engine, public_url, worker, on_shutdown=timer.stop, on_ready=on_ready)
     if worker is None:
         announce(ws.shown, sock)
     from workspacectl.server.http_protocol import ContractH11Protocol

@@ -113,8 +113,8 @@ class Timer:
         self.thread.join(wait)   # a job in progress ends first (a fold batch is short)
         try:
             leases.release(self.ws.conn(), LEASE, self.holder)
-        except Exception:  # shutting down: an unreleased lease only expires later
-            log.exception("timer: could not release the %s lease", LEASE)
+        except Exception as e:  # shutting down (the workspace may be gone): the lease expires on its own
+            log.warning("timer: could not release the %s lease (%s); it expires on its own", LEASE, e)
 
 
 def start_memory_timer(ws, interval: float) -> Timer:

@@ -49,11 +49,12 @@ def mount(app: FastAPI, engine) -> None:
         if request.method != "GET":
             return _refuse()
         try:
-            chunks, ctype, name = await run_in_threadpool(transfers.serve_download, ws, token)
+            out = await run_in_threadpool(transfers.serve_download, ws, token)
         except ApiError as e:
             return json_response(e.status, e.body())
-        return StreamingResponse(chunks, media_type=ctype, headers={
-            "Content-Disposition": content_disposition(name), "Cache-Control": "no-store"})
+        return StreamingResponse(out.chunks, media_type=out.content_type, headers={
+            "Content-Disposition": content_disposition(out.filename), "Cache-Control": "no-store",
+            **out.size_headers})
 
 
 def content_disposition(name: str) -> str:

@@ -14,12 +14,15 @@ then exits 0 (workers still alive after STOP_SECONDS are killed). A worker learn
 parent's death (PR_SET_PDEATHSIG on Linux) and stops too, so a killed parent leaves no workers.
 
 A worker that exits on its own is reported on stderr and replaced by a new process with the same
-number; more than RESTART_LIMIT such exits within RESTART_WINDOW seconds mean something is wrong
-with every start (a broken workspace), and the parent stops all workers and exits 1.
+number. Two rules stop the whole server (every worker stopped, `wsctl serve` exits 1 saying why):
+START_FAILURES workers in a row that exit before they take requests (each tells the parent it
+is ready through a pipe; a workspace that cannot be opened any more fails every start), or more
+than RESTART_LIMIT exits within RESTART_WINDOW seconds (workers that start, then keep dying).
 """
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import json
 import os
 import signal
@@ -29,6 +32,7 @@ import time
 
 STOP_SECONDS = 30.0
 RESTART_LIMIT = 5
+START_FAILURES = 3
 RESTART_WINDOW = 60.0
 POLL_SECONDS = 0.2
 PR_SET_PDEATHSIG = 1
@@ -38,15 +42,39 @@ class WorkersFailed(Exception):
     """Workers kept exiting right after they started."""
 
 
-def _start(number: int, sock, settings: dict) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "workspacectl.server.workers"], stdin=subprocess.PIPE,
-                            pass_fds=(sock.fileno(),), close_fds=True)
-    stdin = proc.stdin
-    assert stdin is not None  # stdin=PIPE
-    stdin.write(json.dumps({**settings, "worker": number, "fd": sock.fileno(),
-                            "parent": os.getpid()}).encode())
-    stdin.close()
-    return proc
+class _Worker:
+    """One worker process and the read end of its ready pipe (one byte once it takes requests)."""
+
+    def __init__(self, number: int, sock, settings: dict, replacing: bool = False):
+        read_fd, write_fd = os.pipe()
+        fcntl.fcntl(read_fd, fcntl.F_SETFL, fcntl.fcntl(read_fd, fcntl.F_GETFL) | os.O_NONBLOCK)
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "workspacectl.server.workers"],
+                                         stdin=subprocess.PIPE, pass_fds=(sock.fileno(), write_fd), close_fds=True)
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
+        self.number, self.ready_fd, self.ready, self.replacing = number, read_fd, False, replacing
+        stdin = self.proc.stdin
+        assert stdin is not None  # stdin=PIPE
+        stdin.write(json.dumps({**settings, "worker": number, "fd": sock.fileno(), "ready": write_fd,
+                                "parent": os.getpid()}).encode())
+        stdin.close()
+
+    def became_ready(self) -> bool:
+        """True once, when the worker's ready byte is first read."""
+        if self.ready:
+            return False
+        try:
+            self.ready = os.read(self.ready_fd, 1) == b"1"
+        except BlockingIOError:
+            return False
+        return self.ready
+
+    def close(self) -> None:
+        os.close(self.ready_fd)
 
 
 def supervise(count: int, sock, workspace_path, public_url: str | None, memory_interval: float | None) -> None:
@@ -66,30 +94,45 @@ def supervise(count: int, sock, workspace_path, public_url: str | None, memory_i
         stopping = True
 
     previous = {s: signal.signal(s, request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
-    procs: dict[int, subprocess.Popen] = {}
+    workers: dict[int, _Worker] = {}
     exits: list[float] = []
+    failed_starts = 0
     try:
         for number in range(1, count + 1):
-            procs[number] = _start(number, sock, settings)
+            workers[number] = _Worker(number, sock, settings)
         announce(shown, sock, count)
         while not stopping:
             time.sleep(POLL_SECONDS)
-            for number, proc in list(procs.items()):
-                code = proc.poll()
+            for number, w in list(workers.items()):
+                if w.became_ready():
+                    failed_starts = 0
+                    if w.replacing:
+                        print(f"wsctl serve: worker {number} (pid {w.proc.pid}) started again and takes requests",
+                              file=sys.stderr, flush=True)
+                code = w.proc.poll()
                 if code is None or stopping:
                     continue
+                w.became_ready()   # a byte written just before it died still counts
+                failed_starts = 0 if w.ready else failed_starts + 1
                 now = time.monotonic()
                 exits = [t for t in exits if now - t < RESTART_WINDOW] + [now]
+                said = f"wsctl serve: worker {number} (pid {w.proc.pid}) exited with code {code}"
+                if failed_starts >= START_FAILURES:
+                    print(f"{said} before it took requests; {failed_starts} in a row, stopping",
+                          file=sys.stderr, flush=True)
+                    raise WorkersFailed(f"workers exit before they take requests ({failed_starts} in a row); "
+                                        "see the log above for the cause")
                 if len(exits) > RESTART_LIMIT:
-                    print(f"wsctl serve: worker {number} (pid {proc.pid}) exited with code {code}; "
-                          f"{len(exits)} exits in {RESTART_WINDOW:.0f} s, stopping", file=sys.stderr, flush=True)
+                    print(f"{said}; {len(exits)} exits in {RESTART_WINDOW:.0f} s, stopping", file=sys.stderr, flush=True)
                     raise WorkersFailed(f"workers keep exiting ({len(exits)} in {RESTART_WINDOW:.0f} s); "
                                         "see the log above for the cause")
-                print(f"wsctl serve: worker {number} (pid {proc.pid}) exited with code {code}; starting a new one",
-                      file=sys.stderr, flush=True)
-                procs[number] = _start(number, sock, settings)
+                print(f"{said}; starting a new one", file=sys.stderr, flush=True)
+                w.close()
+                workers[number] = _Worker(number, sock, settings, replacing=True)
     finally:
-        _stop_all(procs.values())
+        _stop_all([w.proc for w in workers.values()])
+        for w in workers.values():
+            w.close()
         for s, handler in previous.items():
             signal.signal(s, handler)
 
@@ -124,16 +167,28 @@ def _die_with_parent(parent: int) -> None:
 def worker_main() -> None:
     import socket
 
+    from workspacectl.errors import ApiError
+
     settings = json.loads(sys.stdin.buffer.read())
     sys.stdin.close()
     _die_with_parent(settings["parent"])
     sock = socket.socket(fileno=settings["fd"])
+    ready_fd = settings["ready"]
+
+    def ready() -> None:   # the parent counts a worker that dies before this as a failed start
+        os.write(ready_fd, b"1")
+        os.close(ready_fd)
+
     from workspacectl.server.app import serve
 
     try:
-        serve(settings["workspace"], sock, settings["publicUrl"], settings["memoryInterval"], worker=settings["worker"])
+        serve(settings["workspace"], sock, settings["publicUrl"], settings["memoryInterval"], worker=settings["worker"],
+              on_ready=ready)
     except KeyboardInterrupt:   # Ctrl-C reaches the whole process group; uvicorn re-raises it once stopped
         pass
+    except ApiError as e:       # the workspace cannot be opened (moved, removed, a wrong key): one line
+        print(f"wsctl serve: worker {settings['worker']}: {e.message}", file=sys.stderr, flush=True)
+        sys.exit(e.exit_code)
 
 
 if __name__ == "__main__":

@@ -1,65 +1,111 @@
 """Static sentence vectors for operation search: MiniLM distilled to one vector per WordPiece
 token (bench/distil_embeddings.py; embedding_data/MODEL.md says what and under which licence).
 
-    embed(text) -> float32 [DIMS], unit length (zeros when no token is known)
-    embed_many(texts) -> float32 [n, DIMS]
+    embed_query(text) -> tuple of floats [DIMS], unit length, or None when no token is known
+    embed(text) / embed_many(texts) -> float32 numpy arrays (zeros when no token is known)
+    dot_all(query, blobs) -> [cosine of the query to each stored vector]  (no numpy)
     model_id()  changes whenever the shipped vectors do (stored vectors made by another are rebuilt)
 
 A text is split as search_text.words splits it (camelCase, snake_case, paths), each word
 lower-cased, accents removed, and cut into WordPiece tokens (greedy longest match, as BERT's
 tokenizer does) over the shipped vocabulary; its vector is the mean of its tokens' vectors,
-normalised. No torch, no tokenizer library: numpy and this module.
+normalised. No torch, no tokenizer library.
+
+numpy is imported only where many vectors are made or kept (import, a server's cached matrix):
+a phrase's vector and one pass over a small catalog's stored vectors are plain Python, so a
+one-shot `wsctl catalog search` does not pay for importing numpy (bench/README.md).
 """
 from __future__ import annotations
 
+import ast
 import hashlib
+import math
+import mmap
 import os
+import struct
 import threading
 import unicodedata
+from array import array
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
-# One BLAS thread: a search is one matrix-vector product, which a single core does in well under
-# a millisecond over 3,481 rows (4 ms over 100,000); OpenBLAS's thread pool costs 8 ms of CPU and,
-# on a busy machine, 60 ms of waiting for each one (measured, bench/README.md). Set before numpy
-# is first imported, which only this module does; a caller's own setting wins.
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-
-import numpy as np  # noqa: E402
-
-from workspacectl.engine.catalog.search_text import words  # noqa: E402  (after the thread settings, as numpy)
+from workspacectl.engine.catalog.search_text import words
 
 DATA = Path(__file__).resolve().parent / "embedding_data"
 MAX_WORD_CHARS = 60
 MAX_TOKENS = 256
+BLOB_FORMAT = "<{}e"     # a stored vector: float16, little-endian
 
 _lock = threading.Lock()
-_table: tuple[dict[str, int], "_Rows"] | None = None
+_table: "_Table | None" = None
 
 
-def _load() -> tuple[dict[str, int], "_Rows"]:
+def numpy() -> Any:
+    """numpy, with one BLAS thread: a search is one matrix-vector product, which a single core
+    does in well under a millisecond over 3,481 rows (4 ms over 100,000); OpenBLAS's thread pool
+    costs 8 ms of CPU and, on a busy machine, 60 ms of waiting for each one (measured,
+    bench/README.md). Set before numpy is first imported; a caller's own setting wins."""
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    import numpy as np
+
+    return np
+
+
+def _npy(path: Path) -> tuple[Any, int, tuple[int, ...], str]:
+    """(memory map of an .npy file, offset of its data, shape, dtype descr), read without numpy."""
+    with open(path, "rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    if mm[:6] != b"\x93NUMPY":
+        raise ValueError(f"{path.name}: not an .npy file")
+    if mm[6] == 1:
+        (n,), start = struct.unpack_from("<H", mm, 8), 10
+    else:
+        (n,), start = struct.unpack_from("<I", mm, 8), 12
+    header = ast.literal_eval(mm[start:start + n].decode("latin-1"))
+    if header.get("fortran_order"):
+        raise ValueError(f"{path.name}: Fortran order")
+    return mm, start + n, tuple(header["shape"]), header["descr"]
+
+
+class _Table:
+    """The shipped vocabulary and its vectors: int8 rows and a float32 scale each, mapped, not
+    read (a phrase touches a handful of rows)."""
+
+    def __init__(self) -> None:
+        tokens = (DATA / "tokens.txt").read_text(encoding="utf-8").split()
+        self.tokens = tokens
+        self.vocab = dict(zip(tokens, range(len(tokens))))
+        self.mm, self.offset, shape, descr = _npy(DATA / "vectors.npy")
+        if descr != "|i1" or len(shape) != 2 or shape[0] != len(tokens):
+            raise ValueError("vectors.npy: expected int8 [tokens, dims]")
+        self.dims = shape[1]
+        self._row = struct.Struct(f"{self.dims}b")
+        scales, offset, shape, descr = _npy(DATA / "scales.npy")
+        if descr != "<f4" or shape != (len(tokens),):
+            raise ValueError("scales.npy: expected float32 [tokens]")
+        self.scales = array("f", scales[offset:offset + 4 * len(tokens)])
+        scales.close()
+
+    def row(self, i: int) -> tuple[int, ...]:
+        return self._row.unpack_from(self.mm, self.offset + i * self.dims)
+
+    def matrix(self) -> Any:
+        """The whole table as a numpy int8 [tokens, dims] view and float32 scales (for embed_many)."""
+        np = numpy()
+        q = np.frombuffer(self.mm, dtype=np.int8, count=len(self.tokens) * self.dims,
+                          offset=self.offset).reshape(len(self.tokens), self.dims)
+        return q, np.frombuffer(self.scales, dtype=np.float32)
+
+
+def _load() -> _Table:
     global _table
     if _table is None:
         with _lock:
             if _table is None:
-                tokens = (DATA / "tokens.txt").read_text(encoding="utf-8").split()
-                # Mapped, not read: a phrase touches a handful of rows, so a local search
-                # does not pay for reading 7 MB.
-                _table = ({t: i for i, t in enumerate(tokens)},
-                          _Rows(np.load(DATA / "vectors.npy", mmap_mode="r"), np.load(DATA / "scales.npy")))
+                _table = _Table()
     return _table
-
-
-class _Rows:
-    """int8 rows and their float32 scales; rows[ids] -> float32 vectors."""
-
-    def __init__(self, q, scales):
-        self.q, self.scales = q, scales
-        self.shape = q.shape
-
-    def __getitem__(self, ids):
-        return np.asarray(self.q[ids], dtype=np.float32) * self.scales[ids][:, None]
 
 
 @lru_cache(maxsize=1)
@@ -71,7 +117,7 @@ def model_id() -> str:
 
 
 def dims() -> int:
-    return _load()[1].shape[1]
+    return _load().dims
 
 
 def _fold(word: str) -> str:
@@ -81,7 +127,7 @@ def _fold(word: str) -> str:
 @lru_cache(maxsize=65536)
 def word_pieces(word: str) -> tuple[int, ...]:
     """WordPiece token rows of one lower-case word; () when it cannot be cut into known pieces."""
-    vocab = _load()[0]
+    vocab = _load().vocab
     word = _fold(word)
     if not word or len(word) > MAX_WORD_CHARS:
         return ()
@@ -101,19 +147,16 @@ def word_pieces(word: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+def is_word(word: str) -> bool:
+    """A whole word of the vocabulary (not a word piece)."""
+    return word in _load().vocab
+
+
 def _letter_soup(word: str, pieces: tuple[int, ...]) -> bool:
     """A word the vocabulary can only spell letter by letter ("zzqx") means nothing: more than
     half of its pieces are single characters."""
-    return len(pieces) > 1 and sum(1 for p in pieces if len(_piece_text(p)) == 1) * 2 > len(pieces)
-
-
-def _piece_text(row: int) -> str:
-    return _tokens()[row].removeprefix("##")
-
-
-@lru_cache(maxsize=1)
-def _tokens() -> list[str]:
-    return (DATA / "tokens.txt").read_text(encoding="utf-8").split()
+    tokens = _load().tokens
+    return len(pieces) > 1 and sum(1 for p in pieces if len(tokens[p].removeprefix("##")) == 1) * 2 > len(pieces)
 
 
 def token_rows(text: str) -> list[int]:
@@ -128,29 +171,67 @@ def token_rows(text: str) -> list[int]:
     return rows[:MAX_TOKENS]
 
 
-def embed(text: str) -> np.ndarray:
-    return embed_many([text])[0]
+def embed_query(text: str) -> tuple[float, ...] | None:
+    """A phrase's unit vector in plain Python (a few rows of the table), or None."""
+    rows = token_rows(text)
+    if not rows:
+        return None
+    table = _load()
+    total = [0.0] * table.dims
+    for i in rows:
+        scale = table.scales[i]
+        total = [t + scale * x for t, x in zip(total, table.row(i))]
+    norm = math.sqrt(math.fsum(t * t for t in total))
+    if norm == 0:
+        return None
+    return tuple(t / norm for t in total)
 
 
-def embed_many(texts: list[str]) -> np.ndarray:
-    matrix = _load()[1]
-    out = np.zeros((len(texts), matrix.shape[1]), dtype=np.float32)
+def embed(text: str) -> Any:
+    """A phrase's vector as a float32 numpy array (zeros when no token is known)."""
+    np = numpy()
+    v = embed_query(text)
+    return np.zeros(dims(), dtype=np.float32) if v is None else np.asarray(v, dtype=np.float32)
+
+
+def embed_many(texts: list[str]) -> Any:
+    """float32 [n, dims], one unit row per text (zeros when no token is known)."""
+    np = numpy()
+    q, scales = _load().matrix()
+    out = np.zeros((len(texts), q.shape[1]), dtype=np.float32)
     for i, text in enumerate(texts):
         rows = token_rows(text)
         if rows:
-            v = matrix[rows].mean(axis=0)
+            v = (q[rows].astype(np.float32) * scales[rows][:, None]).mean(axis=0)
             norm = float(np.linalg.norm(v))
             if norm > 0:
                 out[i] = v / norm
     return out
 
 
-def to_blob(vector: np.ndarray) -> bytes:
+def to_blob(vector: Any) -> bytes:
     """float16 bytes: half the size, and far more precision than a cosine ranking needs."""
     return vector.astype("<f2").tobytes()
 
 
-def from_blobs(blobs: list[bytes]) -> np.ndarray:
+def from_blobs(blobs: list[bytes]) -> Any:
+    np = numpy()
     if not blobs:
         return np.zeros((0, dims()), dtype=np.float32)
     return np.frombuffer(b"".join(blobs), dtype="<f2").reshape(len(blobs), -1).astype(np.float32)
+
+
+def dot_all(query: tuple[float, ...], blobs: list[bytes]) -> list[float]:
+    """The query's dot product with each stored vector, in plain Python, for a one-shot search
+    over a few thousand (cheaper than importing numpy, ~90 ms of CPU). Through math.dist and
+    math.hypot, which loop in C: for a unit q, q.d = (|d|^2 + 1 - |q - d|^2) / 2."""
+    row = struct.Struct(BLOB_FORMAT.format(len(query)))
+    unpack, dist, hypot = row.unpack, math.dist, math.hypot
+    out = []
+    for b in blobs:
+        if len(b) != row.size:
+            out.append(0.0)
+            continue
+        d = unpack(b)
+        out.append((hypot(*d) ** 2 + 1.0 - dist(query, d) ** 2) / 2)
+    return out

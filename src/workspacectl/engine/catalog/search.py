@@ -23,15 +23,13 @@ How a query is answered:
 """
 from __future__ import annotations
 
-from typing import Any
-
 import json
 import math
 import re
 import secrets
 import sqlite3
-import threading
 
+from workspacectl.engine.catalog import embedding, search_vectors, spelling
 from workspacectl.engine.catalog.search_text import (ACTION_OF_TERM, EQUIVALENTS, LIST_TERMS, NOISE_TERMS,
                                                      STOP_WORDS, SYNONYMS, apply_idioms, clean, stem, terms,
                                                      words)
@@ -153,8 +151,6 @@ def vector_text(row) -> str:
 
 
 def _index_vectors(conn: sqlite3.Connection, rows) -> None:
-    from workspacectl.engine.catalog import embedding     # numpy: only search and import load it
-
     matrix = embedding.embed_many([vector_text(r) for r in rows])
     store.insert_vectors(conn, [(r["op_id"], r["service"], embedding.to_blob(v)) for r, v in zip(rows, matrix)])
     store.set_meta(conn, "vectors_generation", secrets.token_hex(16))
@@ -214,8 +210,6 @@ def reindex_vectors(conn: sqlite3.Connection) -> None:
 
 
 def _model_id() -> str:
-    from workspacectl.engine.catalog import embedding
-
     return embedding.model_id()
 
 
@@ -239,52 +233,6 @@ def ensure_current(conn: sqlite3.Connection) -> None:
                 reindex_vectors(conn)
 
 
-# --- vectors in memory -----------------------------------------------------------------------
-
-class VectorSet:
-    """Every operation's vector as one float32 matrix, so a phrase is one matrix-vector product."""
-
-    def __init__(self, rows: list[tuple[str, str, bytes]]):
-        from workspacectl.engine.catalog import embedding
-
-        self.op_ids = [r[0] for r in rows]
-        self.row_of = {op_id: i for i, op_id in enumerate(self.op_ids)}
-        self.services = [r[1] for r in rows]
-        self._service_array: Any = None   # numpy array of self.services, made on first use
-        self.matrix = embedding.from_blobs([r[2] for r in rows])
-
-    def rows_of_services(self, services: list[str]):
-        import numpy as np
-
-        if self._service_array is None:
-            self._service_array = np.array(self.services)
-        return np.flatnonzero(np.isin(self._service_array, services))
-
-
-# generation (a random token written with every change of vectors) -> VectorSet; a few kept,
-# for a process serving several workspaces.
-_VECTOR_CACHE: dict[str, VectorSet] = {}
-_VECTOR_CACHE_SIZE = 4
-_vector_lock = threading.Lock()
-
-
-def vector_set(conn: sqlite3.Connection) -> VectorSet | None:
-    generation = store.get_meta(conn, "vectors_generation")
-    if generation is None:
-        return None
-    cached = _VECTOR_CACHE.get(generation)
-    if cached is not None:
-        return cached
-    with _vector_lock:
-        cached = _VECTOR_CACHE.get(generation)
-        if cached is None:
-            cached = VectorSet(store.all_vectors(conn))
-            while len(_VECTOR_CACHE) >= _VECTOR_CACHE_SIZE:
-                _VECTOR_CACHE.pop(next(iter(_VECTOR_CACHE)))
-            _VECTOR_CACHE[generation] = cached
-    return cached
-
-
 # --- query -----------------------------------------------------------------------------------
 
 
@@ -306,12 +254,16 @@ def _service_keys(conn: sqlite3.Connection) -> list[tuple[tuple[str, ...], str]]
 _NAME_NOISE = {"api", "apis", "rest", "beta", "v1", "v2", "v3", "openapi"}
 
 
-def parse_query(conn: sqlite3.Connection, q: str) -> tuple[list[str], list[str]]:
-    """A phrase -> (content terms, services it names)."""
-    ws = words(apply_idioms(clean(q)))
+def parse_query(conn: sqlite3.Connection, q: str) -> tuple[list[str], list[str], str]:
+    """A phrase -> (content terms, services it names, the phrase for the vectors), misspelt
+    words put right (engine/catalog/spelling.py) in all three."""
+    keys = _service_keys(conn)
+    typed = words(clean(q))
+    fixed = spelling.corrections(conn, typed, known={w for key, _ in keys for w in key})
+    ws = [fixed.get(w, w) for w in words(apply_idioms(" ".join(fixed.get(w, w) for w in typed)))]
     named: list[str] = []
     keep = [True] * len(ws)
-    for key, service in _service_keys(conn):
+    for key, service in keys:
         n = len(key)
         for i in range(len(ws) - n + 1):
             if all(keep[i:i + n]) and tuple(ws[i:i + n]) == key:
@@ -320,7 +272,7 @@ def parse_query(conn: sqlite3.Connection, q: str) -> tuple[list[str], list[str]]
                     named.append(service)
     content = [w for w, k in zip(ws, keep) if k and w not in STOP_WORDS and len(w) > 1]
     out = list(dict.fromkeys(t for t in (stem(w) for w in content) if t not in NOISE_TERMS))
-    return out[:MAX_QUERY_TERMS], named
+    return out[:MAX_QUERY_TERMS], named, " ".join(fixed.get(w, w) for w in typed) if fixed else q
 
 
 def query_action(query_terms: list[str]) -> str:
@@ -451,38 +403,24 @@ def _service_affinity(stats: TermStats, concepts) -> dict[str, float]:
 
 
 def _semantic(conn: sqlite3.Connection, q: str, service: str | None, named: list[str]):
-    """(similarity of every operation to the phrase by row, VectorSet, nearest rows), or None
-    when the catalog has no vectors or the phrase no known word piece."""
-    from workspacectl.engine.catalog import embedding     # before numpy: it sets numpy's threads
-
-    import numpy as np
-
-    vs = vector_set(conn)
-    if vs is None or not vs.op_ids:
+    """(similarities of every operation to the phrase, nearest rows), or None when the catalog
+    has no vectors or the phrase no known word piece."""
+    sims = search_vectors.similarities(conn, q)
+    if sims is None:
         return None
-    qv = embedding.embed(q)
-    if not qv.any():
-        return None
-    sims = vs.matrix @ qv
     nearest: list[int] = []
     for services in ([service] if service else None, named or None):
         if services is None and service:
             continue
-        rows = vs.rows_of_services(services) if services else None
-        pool = sims if rows is None else sims[rows]
-        k = min(SEMANTIC_CANDIDATES, len(pool))
-        if k == 0:
-            continue
-        top = np.argpartition(-pool, k - 1)[:k]
-        nearest.extend(int(i) for i in (top if rows is None else rows[top]))
-    return sims, vs, nearest
+        nearest.extend(sims.nearest(SEMANTIC_CANDIDATES, services))
+    return sims, nearest
 
 
 def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mode: str = "hybrid"):
     """[(op_id, score, parts)] best first; parts are the re-rank's (weight, value) features.
     mode: "hybrid" (lexical and nearest vectors), "lexical" or "vectors" (the bench's baselines)."""
     ensure_current(conn)
-    query_terms, named = parse_query(conn, q)
+    query_terms, named, q = parse_query(conn, q)
     if service:
         named = []
     if not query_terms:     # only a service's name ("github"): its operations in catalog order
@@ -491,10 +429,8 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
     if mode == "vectors":
         if semantic is None:
             return []
-        sims, vs, _ = semantic
-        rows = vs.rows_of_services([service]) if service else range(len(vs.op_ids))
-        ranked = sorted(((vs.op_ids[i], float(sims[i])) for i in rows), key=lambda x: (-x[1], x[0]))
-        return [(op_id, sim, []) for op_id, sim in ranked[:limit]]
+        sims, _ = semantic
+        return [(sims.op_ids[i], float(sims.sims[i]), []) for i in sims.nearest(limit, [service] if service else None)]
     stats = TermStats(conn, {v for t in query_terms for v in _variants(t)})
     n_docs, dfs = stats.n_docs, stats.df
     concepts = _concepts(query_terms, dfs, n_docs)
@@ -514,16 +450,15 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
                 candidates.setdefault(r["op_id"], r)
     sim_of: dict[str, float] = {}
     if semantic is not None:
-        sims, vs, nearest = semantic
+        sims, nearest = semantic
         # A near vector alone makes a candidate only when it is near the nearest one: every
         # catalog has nearest operations, not always relevant ones.
-        floor = max(SEMANTIC_MIN, SEMANTIC_FLOOR * max((float(sims[i]) for i in nearest), default=0.0))
-        extra = [vs.op_ids[i] for i in nearest if vs.op_ids[i] not in candidates and sims[i] >= floor]
+        floor = max(SEMANTIC_MIN, SEMANTIC_FLOOR * max((float(sims.sims[i]) for i in nearest), default=0.0))
+        extra = [sims.op_ids[i] for i in nearest if sims.op_ids[i] not in candidates and sims.sims[i] >= floor]
         for r in store.docs_by_op_ids(conn, extra):
             candidates.setdefault(r["op_id"], r)
         for op_id in candidates:
-            i = vs.row_of.get(op_id)
-            sim_of[op_id] = max(float(sims[i]), 0.0) if i is not None else 0.0
+            sim_of[op_id] = max(sims.of(op_id), 0.0)
     if not candidates:
         return []
     asked = query_action(query_terms)

@@ -5,7 +5,7 @@ so each part module imports them without importing the others.
 """
 from __future__ import annotations
 
-from workspacectl.engine.pagination import DEFAULT_LIMIT, MAX_LIMIT
+from workspacectl.engine.pagination import DEFAULT_LIMIT, MAX_LIMIT, MAX_NAME_FILTER
 
 NOT_BLANK = r"\S"  # JSON Schema patterns are unanchored: at least one non-space character
 
@@ -67,3 +67,6 @@ ANY: dict = {}
 PAGE = [query("limit", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
               f"Page size, 1-{MAX_LIMIT} (default {DEFAULT_LIMIT})."),
         query("cursor", STR, "The nextCursor of the previous page; empty or absent for the first page.")]
+# A list that takes ?name= (what the CLI resolves a name with, in one request)
+NAMED_PAGE = [query("name", text(max_len=MAX_NAME_FILTER), "Only entries with this name: exactly, or regardless "
+                    "of ASCII case (the caller prefers an exact match). Empty or absent: all."), *PAGE]

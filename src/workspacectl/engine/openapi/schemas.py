@@ -21,7 +21,7 @@ from workspacectl.engine.catalog.search_routes import DEFAULT_LIMIT as SEARCH_LI
 from workspacectl.engine.vault.credentials import MAX_FIELD_CHARS, MAX_SECRET_CHARS
 from workspacectl.engine.identity.members import ROLES
 from workspacectl.engine.pagination import MAX_LIMIT
-from workspacectl.engine.openapi.blocks import (ANY, BOOL, INT, NOT_BLANK, PAGE, STR, STR_MAP, TIME, array,
+from workspacectl.engine.openapi.blocks import (ANY, BOOL, INT, NAMED_PAGE, NOT_BLANK, PAGE, STR, STR_MAP, TIME, array,
                                                        nullable, obj, page_of, query, ref, text)
 from workspacectl.engine.scopes import KIND_SCOPES
 from workspacectl.engine.catalog.triggers import MAX_QUERY as TRIGGER_QUERY_CHARS
@@ -156,13 +156,13 @@ ROUTE_DOCS: dict[tuple[str, str], dict] = {
         "body": obj({"next": text(1, 2000, _WEB_NEXT, description="A path on this server (default /).")}),
         "body_required": False,
         "responses": {201: obj({"url": STR, "expiresAt": TIME}, required="all")}},
-    ("GET", "/v1/members"): {"query": PAGE, "responses": {200: page_of("members", ref("Member"))}},
+    ("GET", "/v1/members"): {"query": NAMED_PAGE, "responses": {200: page_of("members", ref("Member"))}},
     ("POST", "/v1/members"): {
         "body": obj({"email": text(3, 320, EMAIL.pattern), "name": text(1, 200, description="Blank: the email."),
                      "role": text(enum=list(ROLES), description="Default member.")}, required=["email", "name"]),
         "responses": {201: ref("Member")}},
     ("POST", "/v1/members/{id}/login-codes"): {"responses": {201: _CREATED_CODE}},
-    ("GET", "/v1/keys"): {"query": PAGE, "responses": {200: page_of("keys", ref("ApiKey"))}},
+    ("GET", "/v1/keys"): {"query": NAMED_PAGE, "responses": {200: page_of("keys", ref("ApiKey"))}},
     ("POST", "/v1/keys"): {"body": _KEY_BODY, "responses": {201: obj({
         "id": STR, "secret": text(description="Shown only here."), "kind": text(enum=list(KIND_SCOPES)),
         "scopes": array(STR), "name": STR, "memberId": STR, "createdAt": TIME, "expiresAt": nullable(TIME)},
@@ -170,7 +170,7 @@ ROUTE_DOCS: dict[tuple[str, str], dict] = {
     ("DELETE", "/v1/keys/{id}"): {"responses": {204: None}},
     # vault
     ("GET", "/v1/credentials"): {
-        "query": [query("service", STR, "Only credentials of this service."), *PAGE],
+        "query": [query("service", STR, "Only credentials of this service."), *NAMED_PAGE],
         "responses": {200: page_of("credentials", ref("Credential"))}},
     ("GET", "/v1/credentials/{id}"): {"responses": {200: ref("CredentialDetail")}},
     ("POST", "/v1/credentials/{id}/token"): {

@@ -6,7 +6,7 @@ workflows.py.
 """
 from __future__ import annotations
 
-from workspacectl.engine.openapi.blocks import (BOOL, INT, NOT_BLANK, PAGE, STR, TIME, array, nullable, obj,
+from workspacectl.engine.openapi.blocks import (BOOL, INT, NAMED_PAGE, NOT_BLANK, PAGE, STR, TIME, array, nullable, obj,
                                                        page_of, query, ref, text)
 from workspacectl.engine.projects.routes import ACCESSORIES, MEMORY_MAX
 from workspacectl.engine.projects.workflows import KINDS, MAX_INPUTS, MAX_NODES
@@ -105,7 +105,7 @@ _PROJECT_FILE = obj({"path": text(1, 1024, description="A relative POSIX path: n
 
 ROUTE_DOCS: dict[tuple[str, str], dict] = {
     # projects (engine/projects/routes.py, projects/grants.py, projects/contents.py)
-    ("GET", "/v1/projects"): {"query": PAGE, "responses": {200: page_of("projects", ref("ProjectSummary"))}},
+    ("GET", "/v1/projects"): {"query": NAMED_PAGE, "responses": {200: page_of("projects", ref("ProjectSummary"))}},
     ("POST", "/v1/projects"): {"body": obj(_PROJECT_FIELDS, required=["name"]), "responses": {201: ref("Project")}},
     ("GET", "/v1/projects/{id}"): {"responses": {200: ref("Project")}},
     ("PATCH", "/v1/projects/{id}"): {"body": obj(_PROJECT_FIELDS, description="Every field optional; {} changes "
@@ -137,7 +137,8 @@ ROUTE_DOCS: dict[tuple[str, str], dict] = {
     # workflows and apps (engine/projects/workflows.py)
     ("GET", "/v1/workflows"): {
         "query": [query("kind", text(enum=list(KINDS)), "Only workflows or only apps."),
-                  query("projectId", STR, "Only those in this specialist (404 when you cannot see it)."), *PAGE],
+                  query("projectId", STR, "Only those in this specialist (404 when you cannot see it)."),
+                  *NAMED_PAGE],
         "responses": {200: page_of("workflows", ref("WorkflowSummary"))}},
     ("POST", "/v1/workflows"): {"body": _WORKFLOW_BODY, "responses": {201: ref("Workflow")}},
     ("GET", "/v1/workflows/{id}"): {"responses": {200: ref("Workflow")}},

@@ -10,7 +10,8 @@ from __future__ import annotations
 from workspacectl import clock
 from workspacectl.engine import blobs
 from workspacectl.engine.archive_staging import stage_archive
-from workspacectl.formats.tar_stream import Limits, check_path, size_text, write_bundle
+from workspacectl.formats.tar_stream import Limits, check_path, size_text, tar_length, write_bundle
+from workspacectl.formats.transfer_size import UNCOMPRESSED_LENGTH
 from workspacectl.engine.db import transaction
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.projects.routes import load, require_edit
@@ -56,9 +57,10 @@ def download_bundle(ctx: Ctx) -> Response:
                 return None
         return open_
 
-    entries = ((path, size, clock.parse_iso(at).timestamp(), opener(sha)) for path, size, sha, at in rows)
+    entries = [(path, size, clock.parse_iso(at).timestamp(), opener(sha)) for path, size, sha, at in rows]
     return Response(200, stream=write_bundle(entries), content_type="application/gzip",
-                    headers={"Content-Disposition": f'attachment; filename="{pid}.tar.gz"'})
+                    headers={"Content-Disposition": f'attachment; filename="{pid}.tar.gz"',
+                             UNCOMPRESSED_LENGTH: str(tar_length(entries))})
 
 
 @route("POST", "/v1/projects/{id}/files/bundle")

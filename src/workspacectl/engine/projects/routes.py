@@ -10,7 +10,7 @@ import json
 
 from workspacectl.engine import validate as v
 from workspacectl.engine.db import transaction
-from workspacectl.engine.pagination import page, page_args
+from workspacectl.engine.pagination import name_filter, page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.store import projects as store
 from workspacectl.errors import ApiError
@@ -96,7 +96,7 @@ def require_owner(row, what: str) -> None:
 @route("GET", "/v1/projects")
 def list_projects(ctx: Ctx) -> dict:
     limit, after = page_args(ctx)
-    rows = store.list_projects(ctx.db, ctx.caller.member_id, after, limit + 1)
+    rows = store.list_projects(ctx.db, ctx.caller.member_id, after, limit + 1, name_filter(ctx))
     return page("projects", rows, limit, lambda r: r["id"], project_json)
 
 

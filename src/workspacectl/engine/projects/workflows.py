@@ -14,7 +14,7 @@ import math
 from workspacectl.engine import validate as v
 from workspacectl.engine.vault.credentials import visible_credential
 from workspacectl.engine.db import transaction
-from workspacectl.engine.pagination import page, page_args
+from workspacectl.engine.pagination import name_filter, page, page_args
 from workspacectl.engine.projects.routes import load as load_project, require_edit
 from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.store import catalog as catalog_store
@@ -160,7 +160,7 @@ def list_workflows(ctx: Ctx) -> dict:
     pid = ctx.query.get("projectId") or None
     if pid is not None:
         load_project(ctx, pid)
-    rows = store.list_workflows(ctx.db, ctx.caller.member_id, after, limit + 1, kind, pid)
+    rows = store.list_workflows(ctx.db, ctx.caller.member_id, after, limit + 1, kind, pid, name_filter(ctx))
     return page("workflows", rows, limit, lambda r: r["id"], summary_json)
 
 

@@ -22,11 +22,13 @@ import shutil
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from workspacectl import clock
 from workspacectl.engine.skills import blobs
 from workspacectl.formats import skill_bundle as fmt
+from workspacectl.formats.tar_stream import tar_length
+from workspacectl.formats.transfer_size import UNCOMPRESSED_LENGTH
 from workspacectl.engine.db import transaction
 from workspacectl.engine.store import skills as store
 from workspacectl.errors import ApiError
@@ -175,7 +177,7 @@ def download_url(ctx, vrow, path: str, filename: str) -> dict:
     dest = folder / filename
     tmp = folder / f".{filename}.tmp"
     with tmp.open("wb") as fh:
-        for chunk in read_download(ctx.ws, vrow, path)[0]:
+        for chunk in read_download(ctx.ws, vrow, path).chunks:
             fh.write(chunk)
     os.replace(tmp, dest)
     return {"url": dest.as_uri(), "expiresAt": exp_iso}
@@ -194,21 +196,30 @@ def sweep_outbox(outbox: Path) -> None:
             pass
 
 
-def read_download(ws, vrow, path: str) -> tuple[Iterator[bytes], str, str]:
-    """(chunks, content type, file name) of a version's bundle or one of its files, streamed
-    from the blob store. Every blob is checked present first: a stream cannot turn into a 404."""
+class Download(NamedTuple):
+    chunks: Iterator[bytes]
+    content_type: str
+    filename: str
+    size_headers: dict   # Content-Length of a file; X-Uncompressed-Length of a bundle (formats/transfer_size.py)
+
+
+def read_download(ws, vrow, path: str) -> Download:
+    """A version's bundle or one of its files, streamed from the blob store. Every blob is
+    checked present first: a stream cannot turn into a 404."""
     from workspacectl.engine.skills.versions import version_refs
 
     files = version_refs(vrow)
     if not path:
         blobs.require_stored(ws, [f.sha256 for f in files.values()])
         entries = fmt.canonical_entries(files, lambda p: blobs.open_ref(ws, {}, files[p].sha256))
-        return fmt.pack(entries), "application/gzip", "bundle.tar.gz"
+        return Download(fmt.pack(entries), "application/gzip", "bundle.tar.gz",
+                        {UNCOMPRESSED_LENGTH: str(tar_length(entries))})
     ref = files.get(path)
     if ref is None:
         raise ApiError("forbidden", "This link is not valid for this request; ask for a new one.")
     fh = blobs.open_ref(ws, {}, ref.sha256)
-    return _chunks_of(fh), "application/octet-stream", path.rsplit("/", 1)[-1]
+    return Download(_chunks_of(fh), "application/octet-stream", path.rsplit("/", 1)[-1],
+                    {"Content-Length": str(ref.size)})
 
 
 def _chunks_of(fh) -> Iterator[bytes]:
@@ -217,7 +228,7 @@ def _chunks_of(fh) -> Iterator[bytes]:
             yield chunk
 
 
-def serve_download(ws, token: str) -> tuple[Iterator[bytes], str, str]:
+def serve_download(ws, token: str) -> Download:
     """The presigned GET."""
     vid, path = verify(ws, token, "GET")
     vrow = store.get_version(ws.conn(), vid)

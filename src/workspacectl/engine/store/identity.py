@@ -6,6 +6,7 @@ import sqlite3
 
 from workspacectl import clock
 from workspacectl.engine.ids import new_id
+from workspacectl.engine.store import name_clause
 
 
 def set_setting(conn, key: str, value: str) -> None:
@@ -20,24 +21,19 @@ def get_setting(conn, key: str) -> str | None:
 
 # --- members -------------------------------------------------------------------------------
 
-def member_json(row) -> dict:
-    return {"id": row["id"], "name": row["name"], "email": row["email"], "role": row["role"],
-            "createdAt": row["created_at"]}
-
-
 def count_members(conn) -> int:
     return conn.execute("SELECT count(*) FROM members").fetchone()[0]
 
 
-def insert_member(conn, name: str, email: str, role: str) -> dict | None:
-    """The new member, or None when the email (any case) is taken."""
+def insert_member(conn, name: str, email: str, role: str) -> sqlite3.Row | None:
+    """The new member's row, or None when the email (any case) is taken."""
     mid = new_id("um")
     try:
         conn.execute("INSERT INTO members (id, name, email, role, created_at) VALUES (?, ?, ?, ?, ?)",
                      (mid, name, email, role, clock.now_iso()))
     except sqlite3.IntegrityError:
         return None
-    return member_json(get_member(conn, mid))
+    return get_member(conn, mid)
 
 
 def get_member(conn, member_id: str) -> sqlite3.Row | None:
@@ -55,8 +51,10 @@ def first_owner(conn) -> sqlite3.Row | None:
     return conn.execute("SELECT * FROM members WHERE role = 'owner' ORDER BY id LIMIT 1").fetchone()
 
 
-def list_members(conn, after, limit: int) -> list:
-    return conn.execute("SELECT * FROM members WHERE id > ? ORDER BY id LIMIT ?", (after or "", limit)).fetchall()
+def list_members(conn, after, limit: int, named: tuple[str, str] | None = None) -> list:
+    clause, args = name_clause("name", named)
+    return conn.execute(f"SELECT * FROM members WHERE id > :after{clause} ORDER BY id LIMIT :limit",
+                        {"after": after or "", "limit": limit, **args}).fetchall()
 
 
 # --- login codes ---------------------------------------------------------------------------
@@ -79,12 +77,6 @@ def use_login_code(conn, code_hash: str) -> bool:
 
 # --- secrets: sessions, API keys, web sessions ---------------------------------------------
 
-def secret_json(row) -> dict:
-    return {"id": row["id"], "kind": row["kind"], "name": row["name"], "scopes": json.loads(row["scopes"]),
-            "memberId": row["member_id"], "createdAt": row["created_at"], "expiresAt": row["expires_at"],
-            "revokedAt": row["revoked_at"]}
-
-
 def insert_secret(conn, kind: str, member_id: str, secret_hash: str, name: str = "", scopes=(),
                   expires_at: str | None = None) -> sqlite3.Row:
     sid = new_id("key" if kind in ("platform", "personal") else "ses")
@@ -104,13 +96,14 @@ def find_secret_by_hash(conn, secret_hash: str):
         "WHERE s.secret_hash = ?", (secret_hash,)).fetchone()
 
 
-def list_keys(conn, member_id: str | None, after, limit: int) -> list:
-    sql = "SELECT * FROM secrets WHERE kind IN ('platform', 'personal') AND revoked_at IS NULL AND id > ?"
-    args: list = [after or ""]
+def list_keys(conn, member_id: str | None, after, limit: int, named: tuple[str, str] | None = None) -> list:
+    clause, args = name_clause("name", named)
+    sql = f"SELECT * FROM secrets WHERE kind IN ('platform', 'personal') AND revoked_at IS NULL AND id > :after{clause}"
+    args.update({"after": after or "", "limit": limit})
     if member_id is not None:
-        sql += " AND member_id = ?"
-        args.append(member_id)
-    return conn.execute(sql + " ORDER BY id LIMIT ?", (*args, limit)).fetchall()
+        sql += " AND member_id = :member"
+        args["member"] = member_id
+    return conn.execute(sql + " ORDER BY id LIMIT :limit", args).fetchall()
 
 
 def revoke_secret(conn, secret_id: str) -> bool:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from workspacectl.engine.store import name_clause
+
 _PUBLIC_COLS = ("c.id, c.service, c.name, c.credential_type, c.owner_member_id, c.fields_json, c.scopes_json, "
                 "c.secret_names_json, c.status, c.token_type, c.expires_at, c.synced_at, c.refreshed_at, "
                 "c.refresh_retry_at, c.refresh_lease_owner, c.refresh_lease_until, c.last_error, "
@@ -76,11 +78,13 @@ def get_credential_to_issue(conn, cred_id: str, member_id: str) -> sqlite3.Row |
 
 
 def list_credentials_for(conn, member_id: str, after: str | None, limit: int,
-                         service: str | None = None) -> list[sqlite3.Row]:
+                         service: str | None = None, named: tuple[str, str] | None = None) -> list[sqlite3.Row]:
     """Credentials the member owns or was granted, in id order, after the cursor."""
+    clause, args = name_clause("c.name", named)
     sql = (f"SELECT {_PUBLIC_COLS}, {_ACCESS} FROM credentials c {_GRANT_JOINS} "
-           "WHERE c.id > :after AND (c.owner_member_id = :member OR gm.role IS NOT NULL OR gw.role IS NOT NULL) ")
-    args = {"member": member_id, "after": after or "", "limit": limit}
+           "WHERE c.id > :after AND (c.owner_member_id = :member OR gm.role IS NOT NULL OR gw.role IS NOT NULL)"
+           f"{clause} ")
+    args.update({"member": member_id, "after": after or "", "limit": limit})
     if service:
         sql += "AND c.service = :service "
         args["service"] = service

@@ -5,6 +5,7 @@ import json
 
 from workspacectl import clock
 from workspacectl.engine.ids import new_id
+from workspacectl.engine.store import name_clause
 from workspacectl.engine.store.projects import ROLE_SQL
 
 # 'creator' for the member who made it; else the role on the project holding it (grants flow down).
@@ -42,14 +43,16 @@ def workflow_homes_named(conn, name: str, limit: int = 200) -> list:
                         " WHERE name = ? ORDER BY id LIMIT ?", (name, limit)).fetchall()
 
 
-def list_workflows(conn, me: str, after, limit: int, kind: str | None, project_id: str | None) -> list:
+def list_workflows(conn, me: str, after, limit: int, kind: str | None, project_id: str | None,
+                   named: tuple[str, str] | None = None) -> list:
     """Workflows the caller made or can reach through a project, in id order."""
+    clause, args = name_clause("w.name", named)
     sql = (f"SELECT * FROM (SELECT {_COLUMNS} FROM workflows w WHERE w.id > :after"
            + (" AND w.kind = :kind" if kind else "")
-           + (" AND w.project_id = :pid" if project_id else "")
+           + (" AND w.project_id = :pid" if project_id else "") + clause
            + " AND (w.created_by = :me OR w.project_id IS NOT NULL)) AS visible WHERE access IS NOT NULL ORDER BY id LIMIT :limit")
     return conn.execute(sql, {"me": me, "after": after or "", "limit": limit, "kind": kind,
-                              "pid": project_id}).fetchall()
+                              "pid": project_id, **args}).fetchall()
 
 
 def set_nodes(conn, wid: str, nodes: list) -> None:

@@ -28,7 +28,8 @@ TOKEN_ATTEMPTS = 3
 def list_credentials(ctx: Ctx) -> dict:
     limit, after = pagination.page_args(ctx, str)
     service = ctx.query.get("service") or None
-    rows = store.list_credentials_for(ctx.db, ctx.caller.member_id, after, limit + 1, service)
+    rows = store.list_credentials_for(ctx.db, ctx.caller.member_id, after, limit + 1, service,
+                                      pagination.name_filter(ctx))
     cache: dict = {}
     return pagination.page("credentials", rows, limit, lambda r: r["id"], lambda r: list_entry(ctx.db, r, cache))
 
@@ -80,7 +81,9 @@ def issue_token(ctx: Ctx, cred_id: str, reason: str, form: str = "json", dry_run
 
     The transaction reads the credential, the caller's access and the integration's env vars in
     one statement, then writes the row: a token needs no other statement (the server's writes
-    queue on one lock, so what happens inside it bounds the token rate). An OAuth token due for
+    queue on one lock, so what happens inside it bounds the token rate). The row is only added,
+    never read back under the lock, so the transaction is appends_only: on PostgreSQL token issues
+    run beside each other, still never beside a refresh, a share change or a delete. An OAuth token due for
     a refresh leaves the transaction without writing, is refreshed outside it (single flight,
     token_refresh.ensure_fresh: the provider call holds no lock) and the transaction runs again.
     A viewer's request writes its refused row and commits before the 403.
@@ -93,7 +96,7 @@ def issue_token(ctx: Ctx, cred_id: str, reason: str, form: str = "json", dry_run
     since = precise_now()   # a refresh completed after this counts as ours (token_refresh.needs_refresh)
     for _ in range(TOKEN_ATTEMPTS):
         refused = False
-        with transaction(conn):
+        with transaction(conn, appends_only=True):
             row = store.get_credential_to_issue(conn, cred_id, member) if isinstance(cred_id, str) else None
             if row is None or row["access"] is None:
                 raise ApiError("not_found", f"No credential {cred_id} that you can see. Run `wsctl vault list`.")

@@ -1,0 +1,114 @@
+"""The semantic half of operation search: how near each operation's stored vector is to a phrase.
+
+    similarities(conn, phrase) -> Similarities | None     (None: no vectors, or no known word)
+    Similarities.nearest(k, services=None) -> rows, nearest first
+
+Two ways to the same figures (they differ only in float rounding, ~1e-6):
+- a process that searches again (a server) keeps every operation's vector as one numpy float32
+  matrix per vectors generation, and a phrase is one matrix-vector product;
+- a process's first search over a catalog of at most PLAIN_MAX operations (a one-shot `wsctl
+  catalog search`) reads the stored vectors and takes the dot products in plain Python
+  (~10 µs each), which costs less than importing numpy (~90 ms of CPU) and building the matrix.
+"""
+from __future__ import annotations
+
+import heapq
+import sqlite3
+import threading
+from typing import Any, Sequence
+
+from workspacectl.engine.catalog import embedding
+from workspacectl.engine.store import catalog_search as store
+
+PLAIN_MAX = 8000
+
+
+class VectorSet:
+    """The stored vectors' operations in row order, and (numpy way) their float32 matrix."""
+
+    def __init__(self, rows: list[tuple[str, str, bytes]], matrix: bool):
+        self.op_ids = [r[0] for r in rows]
+        self.row_of = {op_id: i for i, op_id in enumerate(self.op_ids)}
+        self.services = [r[1] for r in rows]
+        self.matrix: Any = embedding.from_blobs([r[2] for r in rows]) if matrix else None
+        self._service_array: Any = None   # numpy array of self.services, made on first use
+
+    def rows_of_services(self, services: list[str]) -> Any:
+        if self.matrix is None:
+            wanted = set(services)
+            return [i for i, s in enumerate(self.services) if s in wanted]
+        np = embedding.numpy()
+        if self._service_array is None:
+            self._service_array = np.array(self.services)
+        return np.flatnonzero(np.isin(self._service_array, services))
+
+
+class Similarities:
+    def __init__(self, vs: VectorSet, sims: Sequence[float]):
+        self.vs, self.sims = vs, sims
+        self.op_ids, self.row_of = vs.op_ids, vs.row_of
+
+    def of(self, op_id: str) -> float:
+        i = self.row_of.get(op_id)
+        return float(self.sims[i]) if i is not None else 0.0
+
+    def nearest(self, k: int, services: list[str] | None = None) -> list[int]:
+        """The k rows nearest the phrase (among some services' rows), ties in row order."""
+        rows = self.vs.rows_of_services(services) if services else None
+        if self.vs.matrix is None:
+            pool = range(len(self.sims)) if rows is None else rows
+            return heapq.nsmallest(k, pool, key=lambda i: (-self.sims[i], i))
+        np = embedding.numpy()
+        sims = self.sims if rows is None else self.sims[rows]
+        k = min(k, len(sims))
+        if k == 0:
+            return []
+        kth = np.partition(sims, len(sims) - k)[len(sims) - k]
+        top = np.flatnonzero(sims >= kth)
+        top = top[np.lexsort((top, -sims[top]))][:k]
+        return [int(i) for i in (top if rows is None else rows[top])]
+
+
+# generation (a random token written with every change of vectors) -> VectorSet with its matrix;
+# a few kept, for a process serving several workspaces.
+_CACHE: dict[str, VectorSet] = {}
+_CACHE_SIZE = 4
+_lock = threading.Lock()
+_searched = False     # has this process searched before? (then it will again: keep the matrix)
+
+
+def _matrix_set(conn: sqlite3.Connection, generation: str) -> VectorSet:
+    cached = _CACHE.get(generation)
+    if cached is not None:
+        return cached
+    with _lock:
+        cached = _CACHE.get(generation)
+        if cached is None:
+            cached = VectorSet(store.all_vectors(conn), matrix=True)
+            while len(_CACHE) >= _CACHE_SIZE:
+                _CACHE.pop(next(iter(_CACHE)))
+            _CACHE[generation] = cached
+    return cached
+
+
+def similarities(conn: sqlite3.Connection, phrase: str, plain: bool | None = None) -> Similarities | None:
+    """plain: True for plain Python, False for the numpy matrix, None to choose (see above)."""
+    global _searched
+    generation = store.get_meta(conn, "vectors_generation")
+    if generation is None:
+        return None
+    query = embedding.embed_query(phrase)
+    if query is None:
+        return None
+    first, _searched = not _searched, True
+    if plain is None:
+        plain = generation not in _CACHE and first and store.vector_count(conn) <= PLAIN_MAX
+    if plain:
+        rows = store.all_vectors(conn)
+        vs = VectorSet(rows, matrix=False)
+        return Similarities(vs, embedding.dot_all(query, [r[2] for r in rows])) if vs.op_ids else None
+    vs = _matrix_set(conn, generation)
+    if not vs.op_ids:
+        return None
+    np = embedding.numpy()
+    return Similarities(vs, vs.matrix @ np.asarray(query, dtype=np.float32))
