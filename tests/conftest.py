@@ -294,12 +294,13 @@ def _owner_and_token(ws_path: Path) -> tuple[dict, str]:
     """The owner record and a real session for it, made through a login code in-process."""
     from workspacectl.engine.identity.auth import new_session
     from workspacectl.engine.db import transaction
+    from workspacectl.engine.identity.render import member_json
     from workspacectl.engine.store import identity
     from workspacectl.engine.workspaces import open_workspace
 
     ws = open_workspace(str(ws_path))
     conn = ws.conn()
-    owner = identity.member_json(identity.first_owner(conn))
+    owner = member_json(identity.first_owner(conn))
     with transaction(conn):
         token, _ = new_session(conn, owner["id"], "tests")
     conn.close()

@@ -34,8 +34,10 @@ def create_workspace(location: Path | str, name: str, owner_name: str, owner_ema
         from workspacectl.engine.validate import email_address
 
         owner_email = email_address(owner_email, email_flag)
+    from workspacectl.engine.identity.render import member_json   # here: other commands load no identity module
+
     ws, owner = workspace_type(location).create(location, name=name, owner_name=owner_name, owner_email=owner_email)
-    return {"workspace": ws.location, "shown": ws.shown, "name": ws.setting("name"), "owner": owner}
+    return {"workspace": ws.location, "shown": ws.shown, "name": ws.setting("name"), "owner": member_json(owner) if owner is not None else None}
 
 
 class LocalBackend:

@@ -52,8 +52,8 @@ class Workspace:
         return ws
 
     @classmethod
-    def create(cls, path: Path | str, name: str, owner_name: str, owner_email: str) -> tuple["Workspace", dict | None]:
-        """Make the folder, the database and the first owner, in one transaction."""
+    def create(cls, path: Path | str, name: str, owner_name: str, owner_email: str) -> tuple["Workspace", sqlite3.Row | None]:
+        """Make the folder, the database and the first owner (answered as its row), in one transaction."""
         from workspacectl.engine.store import identity as store
 
         if cls.exists_at(path):

@@ -13,7 +13,6 @@ percent-encoded paths, Bearer parsing, the base URL) is done here the same way.
 """
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import urllib.parse
@@ -177,7 +176,7 @@ class LeanApi:
             from workspacectl.server import progress_stream
 
             return await progress_stream.answer(self.pool, send, call, lambda r: self.reply(scope, receive, send, r))
-        resp: Response = await asyncio.get_running_loop().run_in_executor(self.pool, call)
+        resp: Response = await self.pool.run(call)
         await self.reply(scope, receive, send, resp)
 
     @staticmethod

@@ -48,7 +48,7 @@ async def answer(pool, send, call, reply) -> None:
         last_phase[0], last_at[0] = phase, now
         loop.call_soon_threadsafe(queue.put_nowait, {"phase": phase, "done": done, "total": total})
 
-    work = loop.run_in_executor(pool, functools.partial(call, progress=progress))
+    work = asyncio.ensure_future(pool.run(functools.partial(call, progress=progress)))
     work.add_done_callback(lambda _: queue.put_nowait(_DONE))
     started = False
     while (event := await queue.get()) is not _DONE:

@@ -1,11 +1,13 @@
 """Authentication: secrets to callers, login codes to sessions, web sign-in links to cookies."""
 from __future__ import annotations
 
+import functools
 import json
 import secrets as _secrets
 
 from workspacectl import clock
 from workspacectl.engine.db import transaction
+from workspacectl.engine.identity.render import member_json
 from workspacectl.engine.registry import Caller, Ctx, PublicCtx, Response, route
 from workspacectl.engine.store import identity as store
 from workspacectl.engine import validate as v
@@ -17,6 +19,11 @@ LOGIN_CODE_SECONDS = 15 * 60
 WEB_LINK_SECONDS = 5 * 60
 WEB_SESSION_SECONDS = 12 * 3600
 _CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+
+@functools.lru_cache(maxsize=256)   # a key's scopes as stored (JSON text): parsed once per text
+def _scopes(text: str) -> tuple:
+    return tuple(json.loads(text))
 
 
 def _usable(row) -> bool:
@@ -32,7 +39,7 @@ def authenticate_secret(conn, secret: str) -> Caller:
     row = store.find_secret_by_hash(conn, sha256_hex(secret)) if kind else None
     if kind is None or row is None or row["kind"] != kind or not _usable(row):
         raise ApiError("unauthenticated", "The key or session is unknown, revoked or expired. Sign in again or use another key.")
-    return Caller(row["member_id"], row["member_role"], kind, row["id"], tuple(json.loads(row["scopes"])))
+    return Caller(row["member_id"], row["member_role"], kind, row["id"], _scopes(row["scopes"]))
 
 
 def authenticate_web(conn, cookie: str | None) -> Caller | None:
@@ -77,7 +84,7 @@ def create_session(ctx: PublicCtx) -> Response:
         if not store.use_login_code(conn, code_hash):
             raise ApiError("unauthenticated", "That login code was already used. Ask an admin for a new one.")
         token, _ = new_session(conn, row["member_id"], name)
-        member = store.member_json(store.get_member(conn, row["member_id"]))
+        member = member_json(store.get_member(conn, row["member_id"]))
     return Response(201, {"token": token, "member": member})
 
 
@@ -92,7 +99,7 @@ def delete_session(ctx: Ctx) -> Response:
 def whoami(ctx: Ctx) -> dict:
     c = ctx.caller
     member = store.get_member(ctx.db, c.member_id)
-    return {"member": store.member_json(member), "kind": c.kind, "keyId": c.key_id, "scopes": list(c.scopes),
+    return {"member": member_json(member), "kind": c.kind, "keyId": c.key_id, "scopes": list(c.scopes),
             "workspace": store.get_setting(ctx.db, "name")}
 
 

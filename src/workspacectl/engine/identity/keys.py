@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from workspacectl import clock
 from workspacectl.engine.db import transaction
+from workspacectl.engine.identity.render import secret_json
 from workspacectl.engine.pagination import name_filter, page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.scopes import KIND_SCOPES
@@ -17,7 +18,7 @@ def list_keys(ctx: Ctx) -> dict:
     limit, after = page_args(ctx)
     owner = None if ctx.caller.is_admin else ctx.caller.member_id
     rows = store.list_keys(ctx.db, owner, after, limit + 1, name_filter(ctx))
-    return page("keys", rows, limit, lambda r: r["id"], store.secret_json)
+    return page("keys", rows, limit, lambda r: r["id"], secret_json)
 
 
 @route("POST", "/v1/keys")
@@ -43,7 +44,7 @@ def create_key(ctx: Ctx) -> Response:
     secret = new_secret(f"ws_{kind}_")
     with transaction(ctx.db):
         row = store.insert_secret(ctx.db, kind, ctx.caller.member_id, sha256_hex(secret), name, scopes, expires_at)
-    out = store.secret_json(row)
+    out = secret_json(row)
     return Response(201, {"id": out["id"], "secret": secret, "kind": kind, "scopes": out["scopes"], "name": name,
                           "memberId": out["memberId"], "createdAt": out["createdAt"], "expiresAt": expires_at})
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from workspacectl.engine.identity.auth import make_login_code
+from workspacectl.engine.identity.render import member_json
 from workspacectl.engine.db import transaction
 from workspacectl.engine.pagination import name_filter, page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
@@ -28,7 +29,7 @@ def resolve_member(conn, ref: str):
 def list_members(ctx: Ctx) -> dict:
     limit, after = page_args(ctx)
     rows = store.list_members(ctx.db, after, limit + 1, name_filter(ctx))
-    return page("members", rows, limit, lambda r: r["id"], store.member_json)
+    return page("members", rows, limit, lambda r: r["id"], member_json)
 
 
 @route("POST", "/v1/members")
@@ -44,7 +45,7 @@ def add_member(ctx: Ctx) -> Response:
         member = store.insert_member(ctx.db, name, email, role)
     if member is None:
         raise ApiError("conflict", f"A member with email {email} already exists.")
-    return Response(201, member)
+    return Response(201, member_json(member))
 
 
 @route("POST", "/v1/members/{id}/login-codes")

@@ -21,24 +21,19 @@ def get_setting(conn, key: str) -> str | None:
 
 # --- members -------------------------------------------------------------------------------
 
-def member_json(row) -> dict:
-    return {"id": row["id"], "name": row["name"], "email": row["email"], "role": row["role"],
-            "createdAt": row["created_at"]}
-
-
 def count_members(conn) -> int:
     return conn.execute("SELECT count(*) FROM members").fetchone()[0]
 
 
-def insert_member(conn, name: str, email: str, role: str) -> dict | None:
-    """The new member, or None when the email (any case) is taken."""
+def insert_member(conn, name: str, email: str, role: str) -> sqlite3.Row | None:
+    """The new member's row, or None when the email (any case) is taken."""
     mid = new_id("um")
     try:
         conn.execute("INSERT INTO members (id, name, email, role, created_at) VALUES (?, ?, ?, ?, ?)",
                      (mid, name, email, role, clock.now_iso()))
     except sqlite3.IntegrityError:
         return None
-    return member_json(get_member(conn, mid))
+    return get_member(conn, mid)
 
 
 def get_member(conn, member_id: str) -> sqlite3.Row | None:
@@ -81,12 +76,6 @@ def use_login_code(conn, code_hash: str) -> bool:
 
 
 # --- secrets: sessions, API keys, web sessions ---------------------------------------------
-
-def secret_json(row) -> dict:
-    return {"id": row["id"], "kind": row["kind"], "name": row["name"], "scopes": json.loads(row["scopes"]),
-            "memberId": row["member_id"], "createdAt": row["created_at"], "expiresAt": row["expires_at"],
-            "revokedAt": row["revoked_at"]}
-
 
 def insert_secret(conn, kind: str, member_id: str, secret_hash: str, name: str = "", scopes=(),
                   expires_at: str | None = None) -> sqlite3.Row:

@@ -1,0 +1,15 @@
+"""Identity rows as the API answers them: a member, an API key or session (never its hash)."""
+from __future__ import annotations
+
+import json
+
+
+def member_json(row) -> dict:
+    return {"id": row["id"], "name": row["name"], "email": row["email"], "role": row["role"],
+            "createdAt": row["created_at"]}
+
+
+def secret_json(row) -> dict:
+    return {"id": row["id"], "kind": row["kind"], "name": row["name"], "scopes": json.loads(row["scopes"]),
+            "memberId": row["member_id"], "createdAt": row["created_at"], "expiresAt": row["expires_at"],
+            "revokedAt": row["revoked_at"]}
