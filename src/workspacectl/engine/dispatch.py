@@ -143,10 +143,10 @@ class Engine:
         check_scope(self.authenticate(secret), route.scope)
 
     def handle(self, method: str, path: str, query: dict | None, body, secret: str | None,
-               base_url: str | None = None) -> Response:
+               base_url: str | None = None, progress=None) -> Response:
         """Authenticate a presented secret, then call; every ApiError becomes its error body."""
         try:
-            return self.call(self.authenticate(secret), method, path, query, body, base_url)
+            return self.call(self.authenticate(secret), method, path, query, body, base_url, progress)
         except ApiError as e:
             return Response(e.status, e.body())
 
