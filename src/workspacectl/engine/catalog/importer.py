@@ -199,7 +199,7 @@ def build_record(d: dict, where: str, service_override: str | None = None, *, le
     elif oauth:
         raise bad(where, "an [oauth2] table is only allowed when credentialType is oauth2.")
 
-    record = {
+    record: dict = {
         "service": service,
         "name": _str(d, "name", where, required=True, max_len=200),
         "description": _str(d, "description", where, max_len=4000),
