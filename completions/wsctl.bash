@@ -388,11 +388,11 @@ _wsctl_spec() {
         'workflow show')
             cmds='' opts='--json --jq --help -h' argopts='--jq'
             fileopts='' diropts='' args='' argchoices=''
-            argvalues='' argmulti='' ;;
+            argvalues='workflow' argmulti='' ;;
         'workflow configure')
             cmds='' opts='--credential --input --json --jq --help -h' argopts='--credential --input --jq'
             fileopts='' diropts='' args='' argchoices=''
-            argvalues='' argmulti='' ;;
+            argvalues='workflow -' argmulti='' ;;
         'admin')
             cmds='rotate-key copy-workspace' opts='--help -h' argopts=''
             fileopts='' diropts='' args='' argchoices=''
@@ -435,6 +435,7 @@ _wsctl_values() {
         'specialist grant|-m') printf '%s\n' '@member' ;;
         'skill list|--status') printf '%s\n' 'draft' 'published' 'archived' 'all' ;;
         'workflow list|--kind') printf '%s\n' 'workflow' 'app' ;;
+        'workflow configure|--credential') printf '%s\n' '@credential' ;;
     esac
 }
 

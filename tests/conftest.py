@@ -517,11 +517,12 @@ class PgDatabases:
         with psycopg.connect(self.admin_url, autocommit=True) as c:
             c.execute(statement)
 
-    def fresh(self, folder: Path) -> PgLocation:
+    def fresh(self, folder: Path, empty: bool = False) -> PgLocation:
+        """A new database: a copy of the workspace template, or with `empty` one holding nothing."""
         with self.lock:
             self.count += 1
             name = f"{self.prefix}{self.count}"
-        self._sql(f"CREATE DATABASE {name} TEMPLATE {self.template}")
+        self._sql(f"CREATE DATABASE {name}" + ("" if empty else f" TEMPLATE {self.template}"))
         self.made.add(name)
         return PgLocation(self.url(name), folder)
 
