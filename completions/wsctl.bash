@@ -118,7 +118,7 @@ _wsctl_spec() {
             fileopts='' diropts='' args='' argchoices=''
             argvalues='credential' argmulti='' ;;
         'vault token')
-            cmds='' opts='--reason -r --format --json --jq --help -h' argopts='--reason -r --format --jq'
+            cmds='' opts='--reason -r --format --var-names --json --jq --help -h' argopts='--reason -r --format --var-names --jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='credential' argmulti='' ;;
         'vault env')
@@ -423,6 +423,7 @@ _wsctl_values() {
         'keys create|--scope') printf '%s\n' 'vault:read' 'vault:token' 'vault:connect' 'vault:manage' 'docs:read' 'projects:manage' 'memory:manage' 'skills:manage' 'triggers:manage' ;;
         'keys create|-s') printf '%s\n' 'vault:read' 'vault:token' 'vault:connect' 'vault:manage' 'docs:read' 'projects:manage' 'memory:manage' 'skills:manage' 'triggers:manage' ;;
         'vault token|--format') printf '%s\n' 'json' 'value' 'env' ;;
+        'vault token|--var-names') printf '%s\n' 'service' 'credential' ;;
         'vault env|--format') printf '%s\n' 'export' 'dotenv' 'json' ;;
         'vault env|--var-names') printf '%s\n' 'service' 'credential' ;;
         'vault run|--var-names') printf '%s\n' 'service' 'credential' ;;

@@ -405,9 +405,10 @@ def backend(request, home):
 
 class PgLocation(str):
     """A PostgreSQL workspace URL that tests may use where they use the workspace folder's Path:
-    `.parent` is the test's own folder; `/ "blobs"` and rglob() reach what the workspace keeps on
-    this machine (its blob folder, WSCTL_BLOB_DIR of the server and of the test process). A test
-    that opens the SQLite file (`/ "workspace.db"`) skips on this door, saying so."""
+    `.parent` is the test's own folder; `/ "blobs"` (any name) and rglob() reach what the workspace
+    keeps on this machine (its blob folder, WSCTL_BLOB_DIR of the server and of the test process). A
+    test that opens the SQLite file (`/ "workspace.db"`) or the key file skips on this door, saying
+    so; workspace_db() and workspace_at_rest() reach the database on both stores."""
 
     parent: Path
     folder: Path
@@ -420,10 +421,10 @@ class PgLocation(str):
         return s
 
     def __truediv__(self, name):
-        if str(name) == "blobs":
-            return self.folder / "blobs"
-        pytest.skip(f"reads the workspace folder's {name}, which a PostgreSQL workspace does not have "
-                    "(its rows are in the database)")
+        if str(name).startswith(("workspace.db", "master.key")):
+            pytest.skip(f"reads the workspace folder's {name}, which a PostgreSQL workspace does not have "
+                        "(its rows are in the database, its key in WSCTL_MASTER_KEY; see workspace_db)")
+        return self.folder / name      # blobs/, or what must not appear beside them
 
     def rglob(self, pattern: str):
         return self.folder.rglob(pattern)
