@@ -1,7 +1,7 @@
 """Distil MiniLM (sentence-transformers/all-MiniLM-L6-v2) into the static token vectors that
 operation search ships (src/workspacectl/engine/catalog/embedding_data/), model2vec-style.
 
-    python bench/distil_embeddings.py [--dims 256] [--out DIR]
+    python bench/distil_embeddings.py [--dims 256] [--out DIR] [--words FILE]
 
 Run ONCE, by hand, in a separate virtual environment; never a dependency of wsctl:
 
@@ -43,6 +43,8 @@ def main() -> int:
     ap.add_argument("--dims", type=int, default=256)
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--words", type=Path, help="whole words to add, one a line, most frequent first "
+                                              "(bench/catalog_words.py writes them)")
     args = ap.parse_args()
 
     import numpy as np
@@ -69,8 +71,23 @@ def main() -> int:
             hidden = model(input_ids=ids, attention_mask=torch.ones_like(ids)).last_hidden_state
             out.append(hidden.mean(dim=1).numpy().astype(np.float64))
             print(f"  {start + len(ids)}/{len(keep)}", file=sys.stderr, end="\r")
+    extra = [w for w in (args.words.read_text(encoding="utf-8").split() if args.words else [])
+             if w not in {t for _, t in keep}]
+    if extra:
+        # model2vec's vocabulary extension: a whole word through the model as its own sentence,
+        # [CLS] its pieces [SEP], mean-pooled over every position as the tokens above are.
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+        with torch.no_grad():
+            for start in range(0, len(extra), args.batch):
+                batch = tokenizer(extra[start:start + args.batch], padding=True, return_tensors="pt")
+                hidden = model(**batch).last_hidden_state
+                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                out.append(((hidden * mask).sum(dim=1) / mask.sum(dim=1)).numpy().astype(np.float64))
+        keep += [(-1, w) for w in extra]
     emb = np.concatenate(out)
-    print(file=sys.stderr)
+    print(f"{len(extra)} whole words added", file=sys.stderr)
 
     emb -= emb.mean(axis=0)
     _, _, vt = np.linalg.svd(emb, full_matrices=False)
@@ -89,7 +106,8 @@ def main() -> int:
     np.save(args.out / "scales.npy", scale.astype(np.float32))
     digests = {name: hashlib.sha256((args.out / name).read_bytes()).hexdigest()
                for name in ("tokens.txt", "vectors.npy", "scales.npy")}
-    (args.out / "MODEL.md").write_text(MODEL_MD.format(n=len(keep), dims=args.dims, torch=torch.__version__,
+    (args.out / "MODEL.md").write_text(MODEL_MD.format(n=len(keep) - len(extra), extra=len(extra), dims=args.dims,
+                                                        torch=torch.__version__,
                                                         **{k.replace(".", "_"): v for k, v in digests.items()}),
                                        encoding="utf-8")
     print(f"wrote {args.out}: {len(keep)} x {args.dims} int8", file=sys.stderr)
@@ -105,6 +123,8 @@ LICENSE-MiniLM.txt beside this file; the model card names Microsoft's MiniLM-L6-
 as the base model and the sentence-transformers authors as the fine-tuners.
 
 - tokens.txt: {n} WordPiece tokens of the model's vocabulary (plain `^(##)?[a-z0-9]+$` ones),
+  then {extra} whole words the vocabulary only cuts into pieces (`--words`, made by
+  bench/catalog_words.py from the 12 shared OpenAPI documents, each word seen twice or more),
   one a line, in row order. sha256 {tokens_txt}
 - vectors.npy: int8 [{n}, {dims}], and scales.npy: float32 [{n}]; a token's vector is
   `vectors[i] * scales[i]`: its output embedding alone through the model (mean-pooled), PCA-reduced

@@ -119,6 +119,12 @@ def answers_health(url: str) -> bool:
         return False
 
 
+# The door servers fold no memory on a timer: a server started ahead of its test may sit in the pool
+# for minutes under load, and a fold the test did not ask for changes the versions it counts. Tests
+# of the timer start their own server with --memory-interval.
+DOOR_SERVER_ARGS = ("--memory-interval", "0")
+
+
 def start_server(workspace: Path, env: dict | None = None, offset: int = 0, log: Path | None = None,
                  args: tuple = ()) -> Server:
     """`wsctl serve` on a free port of 127.0.0.1 (extra `args` appended), once it answers /healthz.
@@ -313,7 +319,7 @@ def make_backend(kind: str, workspace: Path, home: Path, server: Server | None =
     b = Backend(kind, workspace, home, owner, token, door=kind)
     if kind == "remote":
         b.server = server or start_server(workspace, base_env(workspace.parent / "server-home"),
-                                          log=workspace.parent / "server.log")
+                                          log=workspace.parent / "server.log", args=DOOR_SERVER_ARGS)
         b.base_url = b.server.url
         b._http = httpx.Client(trust_env=False, base_url=b.base_url, timeout=60)
         env.update({"WSCTL_SERVER": b.base_url, "WSCTL_TOKEN": token})
@@ -346,7 +352,7 @@ class ServerPool:
         d = self.root / f"srv{n}"
         d.mkdir()
         ws = copy_workspace(self.template, d / "ws")
-        return ws, start_server(ws, base_env(d / "server-home"), log=d / "server.log")
+        return ws, start_server(ws, base_env(d / "server-home"), log=d / "server.log", args=DOOR_SERVER_ARGS)
 
     def _fill(self) -> None:
         while len(self.pending) < self.ahead:
@@ -375,19 +381,9 @@ def server_pool(tmp_path_factory, template_workspace):
     pool.close()
 
 
-# Test folders whose `backend` tests have been run and pass on the PostgreSQL door; the door
-# skips (saying so) in the others until they are added here. Issue 11 item 6 ends with every folder.
-POSTGRES_DOOR_FOLDERS = {"catalog", "core", "cli", "identity", "memory", "openapi", "projects", "server", "skills"}
-POSTGRES_DOOR_ALL = os.environ.get("WSCTL_POSTGRES_DOOR_ALL") == "1"   # read before `home` clears WSCTL_*
-
-
 @pytest.fixture(params=["local", "remote", "postgres"])
 def backend(request, home):
     if request.param == "postgres":
-        folder = Path(str(request.node.fspath)).parent.name
-        if folder not in POSTGRES_DOOR_FOLDERS and not POSTGRES_DOOR_ALL:
-            pytest.skip(f"PostgreSQL door not yet verified for tests/{folder} (tests/conftest.py "
-                        "POSTGRES_DOOR_FOLDERS; WSCTL_POSTGRES_DOOR_ALL=1 runs it anyway)")
         pool = request.getfixturevalue("pg_server_pool")
         ws, server = pool.take()
         mp = request.getfixturevalue("monkeypatch")
@@ -409,9 +405,10 @@ def backend(request, home):
 
 class PgLocation(str):
     """A PostgreSQL workspace URL that tests may use where they use the workspace folder's Path:
-    `.parent` is the test's own folder; `/ "blobs"` and rglob() reach what the workspace keeps on
-    this machine (its blob folder, WSCTL_BLOB_DIR of the server and of the test process). A test
-    that opens the SQLite file (`/ "workspace.db"`) skips on this door, saying so."""
+    `.parent` is the test's own folder; `/ "blobs"` (any name) and rglob() reach what the workspace
+    keeps on this machine (its blob folder, WSCTL_BLOB_DIR of the server and of the test process). A
+    test that opens the SQLite file (`/ "workspace.db"`) or the key file skips on this door, saying
+    so; workspace_db() and workspace_at_rest() reach the database on both stores."""
 
     parent: Path
     folder: Path
@@ -424,13 +421,51 @@ class PgLocation(str):
         return s
 
     def __truediv__(self, name):
-        if str(name) == "blobs":
-            return self.folder / "blobs"
-        pytest.skip(f"reads the workspace folder's {name}, which a PostgreSQL workspace does not have "
-                    "(its rows are in the database)")
+        if str(name).startswith(("workspace.db", "master.key")):
+            pytest.skip(f"reads the workspace folder's {name}, which a PostgreSQL workspace does not have "
+                        "(its rows are in the database, its key in WSCTL_MASTER_KEY; see workspace_db)")
+        return self.folder / name      # blobs/, or what must not appear beside them
 
     def rglob(self, pattern: str):
         return self.folder.rglob(pattern)
+
+
+def workspace_db(location):
+    """A connection to a workspace's database for a test's own reads and writes, autocommit: sqlite3
+    on the folder's workspace.db, or on the PostgreSQL door the store's driver, which takes the
+    same SQL (`?` placeholders, sqlite3-like rows). Close it when done."""
+    if isinstance(location, PgLocation):
+        from workspacectl.engine.db_postgres import PgConnection
+
+        return PgConnection(str(location))
+    return sqlite3.connect(Path(location) / "workspace.db", timeout=15, isolation_level=None)
+
+
+def workspace_at_rest(location) -> dict[str, bytes]:
+    """Everything a workspace keeps at rest, by place, for plaintext scans: every file of its folder
+    (database, WAL, blobs) and an SQL dump of its database. On the PostgreSQL door: the blob folder
+    on this machine and a real `pg_dump` of the test database (rows and blob chunks), whose binary
+    (bytea) columns are also given decoded, so a plaintext kept there is seen as well."""
+    if isinstance(location, PgLocation):
+        import re
+
+        files = {str(p.relative_to(location.folder)): p.read_bytes() for p in sorted(location.rglob("*"))
+                 if p.is_file()}
+        dump = subprocess.run(["pg_dump", "--no-owner", "--dbname", str(location)], capture_output=True,
+                              timeout=300, check=True).stdout
+        assert b"CREATE TABLE public.secrets" in dump and b"CREATE TABLE public.login_codes" in dump
+        decoded = b"\n".join(bytes.fromhex(h.decode()) for h in re.findall(rb"\\x((?:[0-9a-f]{2})+)", dump))
+        return {**files, "pg_dump": dump, "pg_dump bytea decoded": decoded}
+    folder = Path(location)
+    files = {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    assert "workspace.db" in files, sorted(files)
+    con = sqlite3.connect(folder / "workspace.db")
+    try:
+        dump = "\n".join(con.iterdump())
+    finally:
+        con.close()
+    assert "CREATE TABLE secrets" in dump and "CREATE TABLE login_codes" in dump
+    return {**files, "sqlite dump": dump.encode()}
 
 
 def postgres_server() -> tuple[str | None, str]:
@@ -489,11 +524,12 @@ class PgDatabases:
         with psycopg.connect(self.admin_url, autocommit=True) as c:
             c.execute(statement)
 
-    def fresh(self, folder: Path) -> PgLocation:
+    def fresh(self, folder: Path, empty: bool = False) -> PgLocation:
+        """A new database: a copy of the workspace template, or with `empty` one holding nothing."""
         with self.lock:
             self.count += 1
             name = f"{self.prefix}{self.count}"
-        self._sql(f"CREATE DATABASE {name} TEMPLATE {self.template}")
+        self._sql(f"CREATE DATABASE {name}" + ("" if empty else f" TEMPLATE {self.template}"))
         self.made.add(name)
         return PgLocation(self.url(name), folder)
 
@@ -574,7 +610,7 @@ class PgServerPool(ServerPool):
         d.mkdir()
         loc = self.databases.fresh(d)
         env = {**pg_env(d / "server-home", self.databases), "WSCTL_BLOB_DIR": str(loc / "blobs")}
-        return loc, start_server(loc, env, log=d / "server.log")
+        return loc, start_server(loc, env, log=d / "server.log", args=DOOR_SERVER_ARGS)
 
 
 @pytest.fixture(scope="session")

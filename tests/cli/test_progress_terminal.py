@@ -1,6 +1,6 @@
 """Long work shows progress (issue 12 item 7), on stderr and only on a terminal: catalog import's
-phases (read, resolve, index in-process; "on the server..." over HTTP), transfer bars with the
-measured total, and a specialist folder upload that sends only what changed. Terminal behaviour
+phases (read, resolve, index: in-process, or streamed by the server as progress lines after the
+upload's bar), transfer bars with the measured or announced total, and a specialist folder upload that sends only what changed. Terminal behaviour
 is checked under a real pty on stderr (stdout stays a pipe, as `wsctl ... | jq` has it); the same
 commands piped or with --json show no progress at all.
 """
@@ -66,10 +66,11 @@ def test_catalog_import_shows_its_phases_only_on_a_terminal(backend, tmp_path):
     doc.write_text(openapi_doc(5))
     code, out, term = with_terminal_stderr(backend.env, ["catalog", "import", doc])
     assert code == 0 and out == "progress\n", (out, term)
-    if backend.kind == "local":
-        for phase in ("reading the document", "resolving operations", "indexing operations (5)"):
-            assert f"Importing progress.json: {phase}" in term, term
-    else:
+    # the same phases on every door: over HTTP the server streams them (application/x-ndjson)
+    for phase in ("reading the document", "resolving operations", "indexing operations (5)"):
+        assert f"Importing progress.json: {phase}" in term, term
+    if backend.kind == "remote":   # first the upload, with its size, then the server's phases
+        assert "Importing progress.json: sending the document" in term, term
         assert "Importing progress.json on the server..." in term, term
     assert any(c in term for c in SPINNER) and "Imported progress" in term
     # piped: the one summary line, no spinner, no phase; --json on a terminal: no progress either
@@ -175,3 +176,35 @@ def test_skill_pull_bar_has_a_total(backend, tmp_path):
     code, _, term = with_terminal_stderr(backend.env, ["skill", "pull", "big-skill", tmp_path / "out"])
     assert code == 0 and (tmp_path / "out" / "assets" / "x.bin").read_bytes() == (d / "assets" / "x.bin").read_bytes()
     assert "download big-skill" in term and re.search(r"/2\d\d\.\d kB", term), term
+
+
+def test_catalog_import_progress_lines_over_http(backend, tmp_path):
+    """The contract of Accept: application/x-ndjson (docs/api.md §1 "Progress"), as a script meets it;
+    and the CLI's one error line when the import fails after the phases began."""
+    doc = openapi_doc(30)
+    body = {"content": doc, "filename": "lines.json"}
+    if backend.kind == "remote":
+        headers = {"Authorization": f"Bearer {backend.owner_token}", "Accept": "application/x-ndjson"}
+        r = backend._http.post("/v1/admin/catalog", json=body, headers=headers)
+        assert r.status_code == 200 and r.headers["content-type"] == "application/x-ndjson"
+        lines = [json.loads(x) for x in r.text.splitlines()]
+        phases = [x["progress"]["phase"] for x in lines[:-1]]
+        assert phases[0] == "read" and "resolve" in phases and phases[-1] == "index", lines
+        assert lines[-1]["status"] == 201 and lines[-1]["body"]["service"] == "progress"
+        assert ("index", 30) in {(x["progress"]["phase"], x["progress"]["total"]) for x in lines[:-1]}
+        # an error before any phase (no key): the usual status and JSON body
+        r = backend._http.post("/v1/admin/catalog", json=body, headers={"Accept": "application/x-ndjson"})
+        assert r.status_code == 401 and r.json()["error"]["code"] == "unauthenticated"
+        # a route that reports no phase answers as usual
+        r = backend._http.get("/v1/auth/whoami", headers=headers)
+        assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+        # an error after the phases began: 200, and the last line carries it
+        bad = {"content": "{\"openapi\": \"3.0.0\", \"paths\": 7}", "filename": "bad.json"}
+        r = backend._http.post("/v1/admin/catalog", json=bad, headers=headers)
+        last = json.loads(r.text.splitlines()[-1])
+        assert last["status"] == 400 and last["body"]["error"]["code"] == "invalid_request", r.text
+    # the CLI on a terminal: the same one error line and exit 7 on every door
+    bad_doc = tmp_path / "bad.json"
+    bad_doc.write_text('{"openapi": "3.0.0", "paths": 7}')
+    code, out, term = with_terminal_stderr(backend.env, ["catalog", "import", bad_doc])
+    assert code == 7 and out == "" and "error: " in term and "Traceback" not in term, term

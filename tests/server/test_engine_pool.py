@@ -96,3 +96,21 @@ def test_shutdown_refuses_new_calls_and_ends_the_threads():
     with pytest.raises(RuntimeError):
         pool.submit(int)
     wait_until(lambda: pool.thread_count == 0 and exits == ["x"], "the pool's thread did not end")
+
+
+def test_run_answers_on_the_event_loop():
+    """The server's path: the call's result or exception comes back to the awaiting request."""
+    import asyncio
+
+    pool = EnginePool()
+
+    async def main():
+        assert await pool.run(lambda: 41 + 1) == 42
+        with pytest.raises(KeyError):
+            await pool.run(lambda: {}["missing"])
+        return await asyncio.gather(*(pool.run(lambda i=i: i * i) for i in range(10)))
+
+    try:
+        assert asyncio.run(main()) == [i * i for i in range(10)]
+    finally:
+        pool.shutdown()

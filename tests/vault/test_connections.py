@@ -12,7 +12,7 @@ import urllib.parse
 import httpx
 import pytest
 
-from tests.conftest import make_backend, serve
+from tests.conftest import make_backend, serve, workspace_at_rest, workspace_db
 from tests.connect_helpers import Door, credential_ids, parse_form, path_of
 from workspacectl.secret import sha256_hex
 from tests.vault_helpers import APIKEY_TOML, TWO_SECRET_TOML, install_service, member_with_session, token
@@ -375,19 +375,15 @@ def test_a_refused_code_exchange_marks_the_connection_failed(door, loopcrm, prov
 def test_oauth_without_a_client_is_refused_up_front_saying_how_to_set_it(backend, door, loopcrm, provider):
     """No client id: POST /v1/connections is 409 naming the oauth-client route (no link to a provider
     that would refuse the user); a link made before the client went away says the same."""
-    import sqlite3
-
     made = door.connect("loopcrm")
-    con = sqlite3.connect(backend.workspace / "workspace.db", timeout=15)
-    with con:
-        con.execute("UPDATE integrations SET oauth_client_id = NULL WHERE service = 'loopcrm'")
-        before = con.execute("SELECT count(*) FROM connections").fetchone()[0]
+    con = workspace_db(backend.workspace)
+    con.execute("UPDATE integrations SET oauth_client_id = NULL WHERE service = 'loopcrm'")
+    before = con.execute("SELECT count(*) FROM connections").fetchone()[0]
     r = door.api("POST", "/v1/connections", {"service": "loopcrm"})
     assert (r.status, r.code) == (409, "conflict"), r.body
     assert "wsctl catalog oauth-client loopcrm --client-id" in r.body["error"]["message"]
     assert "wsctl catalog oauth-client" in r.body["error"]["message"]
-    with con:
-        assert con.execute("SELECT count(*) FROM connections").fetchone()[0] == before
+    assert con.execute("SELECT count(*) FROM connections").fetchone()[0] == before
     con.close()
     b, page = door.browser(path_of(made["connectUrl"]))
     assert page.status_code == 409 and "no OAuth client" in page.text and "oauth-client" in page.text
@@ -409,16 +405,14 @@ def test_no_secret_reaches_a_page_the_log_or_the_api(backend, door, loopcrm, key
     for text in seen:
         for s in secrets:
             assert s not in text
-    raw = b"".join(p.read_bytes() for p in backend.workspace.glob("workspace.db*"))
-    for s in secrets:
-        assert s.encode() not in raw
+    for place, raw in workspace_at_rest(backend.workspace).items():
+        for s in secrets:
+            assert s.encode() not in raw, place
     # Link tokens and OAuth state are stored as hashes only (the link needs the creator's cookie too).
-    import sqlite3
-
-    con = sqlite3.connect(backend.workspace / "workspace.db")
+    con = workspace_db(backend.workspace)
     rows = con.execute("SELECT * FROM connections").fetchall()
     con.close()
-    dump = repr(rows)
+    dump = repr([tuple(r) for r in rows])
     for link in (c["connectUrl"], o["connectUrl"]):
         tok = path_of(link).rsplit("/", 1)[1]
         assert tok not in dump and sha256_hex(tok) in dump

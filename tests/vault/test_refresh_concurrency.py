@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from tests.conftest import WAIT_LIMIT, base_env, make_backend, serve, wait_until
+from tests.conftest import WAIT_LIMIT, base_env, make_backend, serve, wait_until, workspace_db
 from tests.oauth_provider import OAuthProvider
 from tests.vault_helpers import install_service, make_credential
 from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
@@ -164,8 +164,6 @@ def test_provider_call_does_not_hold_the_write_lock(backend, provider):
 def test_a_lease_left_by_a_crashed_process_expires(backend, provider):
     """A refresh lease whose holder died is taken over once it runs out, not before: the order
     of the provider's refresh and the lease's end is checked, not how long the request took."""
-    import sqlite3
-
     from workspacectl import clock
 
     install_service(backend.workspace, provider.service_toml("loopcrm"))
@@ -174,10 +172,9 @@ def test_a_lease_left_by_a_crashed_process_expires(backend, provider):
                            {"accessToken": grant["access_token"], "refreshToken": grant["refresh_token"]},
                            expires_in=-5)
     lease_until = clock.later(2)
-    con = sqlite3.connect(backend.workspace / "workspace.db", timeout=15)
-    with con:
-        con.execute("UPDATE credentials SET refresh_lease_owner = 'dead', refresh_lease_until = ? WHERE id = ?",
-                    (lease_until, cred["id"]))
+    con = workspace_db(backend.workspace)
+    con.execute("UPDATE credentials SET refresh_lease_owner = 'dead', refresh_lease_until = ? WHERE id = ?",
+                (lease_until, cred["id"]))
     con.close()
     r = backend.api("POST", f"/v1/credentials/{cred['id']}/token", {"reason": "after crash"})
     assert r.status == 200, r.body

@@ -5,6 +5,8 @@ every behaviour under test goes through `backend.wsctl(...)` (a real `wsctl` sub
 """
 from __future__ import annotations
 
+import base64
+import os
 import shlex
 import signal
 import subprocess
@@ -12,7 +14,7 @@ import sys
 
 import pytest
 
-from tests.conftest import WSCTL, wait_until
+from tests.conftest import WAIT_LIMIT, WSCTL, base_env, free_port, run_wsctl, serve, wait_until
 from tests.vault_helpers import install_service, make_credential, member_with_session
 from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
 
@@ -395,13 +397,38 @@ def test_env_output_with_a_token_only_key_names_the_missing_scope_and_issues_not
 
 # --- admin rotate-key -------------------------------------------------------------------------
 
+def _rotate_an_environment_key(backend, cred) -> None:
+    """A PostgreSQL workspace's replicas take the key from WSCTL_MASTER_KEY (docs/api.md §5): wsctl
+    cannot change it, so rotate-key alone is exit 7 saying how, and changes nothing. Done as told,
+    on a replica given the new key and the old one as WSCTL_MASTER_KEY_PREVIOUS, it re-seals
+    everything under the new key, and a replica with only the old key is then refused."""
+    r = backend.wsctl("admin", "rotate-key", "--yes", "--json", expect=7)
+    assert "WSCTL_MASTER_KEY_PREVIOUS" in r.err and "rotate-key again" in r.err and r.out == ""
+    assert backend.wsctl("vault", "token", cred["id"], "--reason", "not rotated").json["apiKey"] == HOSTILE
+    old, new = os.environ["WSCTL_MASTER_KEY"], base64.b64encode(os.urandom(32)).decode()
+    ws = backend.workspace
+    env = {**base_env(ws.parent / "rotating-home"), "WSCTL_MASTER_KEY": new, "WSCTL_MASTER_KEY_PREVIOUS": old}
+    with serve(ws, env) as url:
+        r = backend.wsctl("admin", "rotate-key", "--yes", "--json", env={"WSCTL_SERVER": url})
+        assert r.json["keySource"] == "env" and r.json["credentials"] >= 1, r.json
+        got = backend.wsctl("vault", "token", cred["id"], "--reason", "rotated", env={"WSCTL_SERVER": url})
+        assert got.json["apiKey"] == HOSTILE
+    r = run_wsctl(["serve", "--workspace", ws, "--port", free_port()], {**base_env(ws.parent / "old-key-home"),
+                  "WSCTL_MASTER_KEY": old}, expect=3, timeout=WAIT_LIMIT)
+    assert "WSCTL_MASTER_KEY" in r.err and old not in r.err + r.out
+
+
+
 def test_rotate_key_confirms_and_keeps_every_secret_readable(backend, cred):
     r = backend.wsctl("admin", "rotate-key", input="", expect=7)
     assert "--yes" in r.err
-    r = backend.wsctl("admin", "rotate-key", "--yes", "--json")
-    assert r.json["credentials"] >= 1
-    assert backend.wsctl("vault", "token", cred["id"], "--reason", "after rotation").json["apiKey"] == HOSTILE
-    text = backend.wsctl("admin", "rotate-key", "--yes").err
-    assert "Re-encrypted" in text
+    if backend.door == "postgres":
+        _rotate_an_environment_key(backend, cred)
+    else:
+        r = backend.wsctl("admin", "rotate-key", "--yes", "--json")
+        assert r.json["credentials"] >= 1
+        assert backend.wsctl("vault", "token", cred["id"], "--reason", "after rotation").json["apiKey"] == HOSTILE
+        text = backend.wsctl("admin", "rotate-key", "--yes").err
+        assert "Re-encrypted" in text
     member, session = member_with_session(backend, "adam@example.com", role="admin")
     backend.wsctl("admin", "rotate-key", "--yes", env=backend.env_for(session), expect=4)

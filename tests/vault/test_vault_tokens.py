@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.conftest import base_env, serve
+from tests.conftest import base_env, serve, workspace_db
 from tests.vault_helpers import (APIKEY_TOML, TWO_SECRET_TOML, install_service, make_credential, oauth_credential,
                                  open_ws, token)
 from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
@@ -145,11 +145,8 @@ def test_rotated_refresh_token_is_saved_and_omitted_one_is_kept(backend, provide
 
 def _expire_now(backend, cred_id: str) -> None:
     """Make the stored access token expire (as time passing would)."""
-    import sqlite3
-
-    con = sqlite3.connect(backend.workspace / "workspace.db", timeout=15)
-    with con:
-        con.execute("UPDATE credentials SET expires_at = '2000-01-01T00:00:00Z' WHERE id = ?", (cred_id,))
+    con = workspace_db(backend.workspace)
+    con.execute("UPDATE credentials SET expires_at = '2000-01-01T00:00:00Z' WHERE id = ?", (cred_id,))
     con.close()
 
 
@@ -200,16 +197,19 @@ def test_invalid_grant_marks_needs_reconnect_and_stops_refreshing(backend, provi
 
 
 def _audit_log_writable(workspace, writable: bool) -> None:
-    """Make inserts into the access log fail (a real SQLite trigger in the workspace), or work again."""
-    import sqlite3
-
-    con = sqlite3.connect(workspace / "workspace.db", timeout=15)
-    with con:
-        if writable:
-            con.execute("DROP TRIGGER audit_down")
-        else:
-            con.execute("CREATE TRIGGER audit_down BEFORE INSERT ON credential_access_log "
-                        "BEGIN SELECT RAISE(ABORT, 'the access log cannot be written'); END")
+    """Make inserts into the access log fail (a real trigger in the workspace's database), or work again."""
+    con = workspace_db(workspace)
+    if getattr(con, "dialect", "") == "postgres":
+        con.execute_script("DROP TRIGGER audit_down ON credential_access_log; DROP FUNCTION audit_down()" if writable
+                           else "CREATE FUNCTION audit_down() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                                "RAISE EXCEPTION 'the access log cannot be written'; END $$; "
+                                "CREATE TRIGGER audit_down BEFORE INSERT ON credential_access_log "
+                                "FOR EACH ROW EXECUTE FUNCTION audit_down()")
+    elif writable:
+        con.execute("DROP TRIGGER audit_down")
+    else:
+        con.execute("CREATE TRIGGER audit_down BEFORE INSERT ON credential_access_log "
+                    "BEGIN SELECT RAISE(ABORT, 'the access log cannot be written'); END")
     con.close()
 
 

@@ -13,6 +13,7 @@ streamed upload (its body cannot be read twice).
 """
 from __future__ import annotations
 
+import json
 import random
 import time
 from typing import Any
@@ -67,6 +68,38 @@ def _delay(attempt: int, resp: httpx.Response | None) -> float:
         except ValueError:
             pass
     return wait
+
+
+class _Sending:
+    """A request body sent in pieces, each reported as progress("upload", sent, size), then
+    progress("server"). Iterable again (not a generator), so a request whose connection never
+    opened can be sent again."""
+
+    STEP = 64 * 1024
+
+    def __init__(self, raw: bytes, progress):
+        self.raw, self.progress = raw, progress
+
+    def __iter__(self):
+        size = len(self.raw)
+        self.progress("upload", 0, size)
+        for start in range(0, size, self.STEP):
+            yield self.raw[start:start + self.STEP]
+            self.progress("upload", min(start + self.STEP, size), size)
+        self.progress("server", None, None)
+
+
+def _line(resp: httpx.Response, text: str) -> dict | None:
+    """One progress line as an object (None for a blank one); anything else is not our server."""
+    if not text.strip():
+        return None
+    try:
+        item = json.loads(text)
+    except ValueError:
+        item = None
+    if not isinstance(item, dict):
+        raise not_a_workspace_server(resp)
+    return item
 
 
 class RemoteBackend:
@@ -148,9 +181,10 @@ class RemoteBackend:
         raise not_a_workspace_server(resp)
 
     def request(self, method: str, path: str, query: dict | None = None, body: Any = None, progress=None) -> Any:
-        """progress(phase, done, total) hears "server" once: the work happens there, unseen."""
+        """progress(phase, done, total) hears the body go ("upload", bytes sent, size), then "server",
+        then the phases the server reports (see with_progress)."""
         if progress is not None:
-            progress("server", None, None)
+            return self.with_progress(method, path, query, body, progress)
         kw: dict = {"params": query or None}
         if isinstance(body, (bytes, bytearray)):
             kw["content"] = bytes(body)
@@ -158,6 +192,41 @@ class RemoteBackend:
         elif body is not None:
             kw["json"] = body
         return self._answer(self._send(method, path, **kw))
+
+    def with_progress(self, method: str, path: str, query: dict | None, body: Any, progress) -> Any:
+        """One request whose answer comes as progress lines (Accept: application/x-ndjson,
+        server/progress_stream.py, docs/api.md §1 "Progress"): each line's phase goes to progress,
+        the last line's status and body are the answer. A server that answers plain JSON (the
+        work reported no phase, or an error came first) is read as usual."""
+        raw = bytes(body) if isinstance(body, (bytes, bytearray)) else json.dumps(body).encode() if body is not None else b""
+        headers = {"Content-Type": "application/octet-stream" if isinstance(body, (bytes, bytearray)) else "application/json",
+                   "Content-Length": str(len(raw)), "Accept": "application/x-ndjson"}
+        resp = self._send(method, path, stream=True, params=query or None, content=_Sending(raw, progress),
+                          headers=headers)
+        try:
+            if "ndjson" not in _content_type(resp) or resp.status_code != 200:
+                resp.read()
+                return self._answer(resp)
+            last = None
+            for text in resp.iter_lines():
+                item = _line(resp, text)
+                if item is None:
+                    continue
+                if isinstance(item.get("progress"), dict):
+                    step = item["progress"]
+                    progress(str(step.get("phase")), step.get("done"), step.get("total"))
+                elif isinstance(item.get("status"), int):
+                    last = item
+        except httpx.TransportError as e:
+            raise _unreachable(self.location, e) from None
+        finally:
+            resp.close()
+        if last is None:
+            raise ApiError("unreachable", f"The answer from {self.location} ended before its result; the request may "
+                           "or may not have taken effect. Check, then run it again.")
+        if last["status"] >= 400:
+            raise ApiError.from_body(last["status"], last.get("body"))
+        return last.get("body")
 
     def exchange(self, method: str, path: str, query: dict | None = None, body: Any = None,
                  headers: dict | None = None) -> tuple[int, list[tuple[str, str]], Any]:

@@ -203,7 +203,7 @@ def progress_bar(label: str, total: int | None):
 
 
 PHASES = {"read": "reading the document", "resolve": "resolving operations", "index": "indexing operations",
-          "server": "on the server..."}
+          "upload": "sending the document", "server": "on the server..."}
 
 
 @contextmanager

@@ -144,12 +144,23 @@ def load_all() -> None:
         importlib.import_module(module)
 
 
+def _area(path: str) -> str:
+    """The segment after /v1/ ('credentials' of '/v1/credentials/x/token'): every route's is literal."""
+    return path.split("/", 3)[2] if path.count("/") >= 2 else ""
+
+
+@functools.lru_cache(maxsize=512)   # keys come from clients' paths: bounded
+def _candidates(segments: int, area: str) -> tuple[Route, ...]:
+    """The routes that could match a path of this many slashes in this area, in ROUTES order (a
+    route of another area or length can never match it)."""
+    return tuple(r for r in ROUTES if r.segments == segments and _area(r.path) == area)
+
+
 def match(method: str, path: str) -> tuple[Route | None, dict, bool]:
     """(route, path params, path_known). path_known is True when another method has the path."""
     known = False
-    segments = path.count("/")
-    for r in ROUTES:
-        m = r.regex.match(path) if r.segments == segments else None
+    for r in _candidates(path.count("/"), _area(path)):
+        m = r.regex.match(path)
         if m:
             if r.method == method:
                 return r, m.groupdict(), True

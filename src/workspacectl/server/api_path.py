@@ -13,7 +13,6 @@ percent-encoded paths, Bearer parsing, the base URL) is done here the same way.
 """
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import urllib.parse
@@ -26,6 +25,7 @@ from workspacectl.server.engine_pool import EnginePool
 MAX_JSON_BODY = 64 * 1024 * 1024
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE"})
 STREAM_TYPES = {"application/gzip", "application/x-gzip"}
+NDJSON = "application/x-ndjson"   # an Accept asking for progress lines (server/progress_stream.py)
 
 
 def is_stream_type(content_type: str) -> bool:
@@ -172,7 +172,16 @@ class LeanApi:
         query = dict(urllib.parse.parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
         call = functools.partial(self.engine.handle, scope["method"], raw_path(scope), query, body,
                                  bearer_of(header(scope, b"authorization")), base_url(scope, self.public_url))
-        resp: Response = await asyncio.get_running_loop().run_in_executor(self.pool, call)
+        if NDJSON in header(scope, b"accept"):   # long work with its phases (server/progress_stream.py)
+            from workspacectl.server import progress_stream
+
+            return await progress_stream.answer(self.pool, send, call, lambda r: self.reply(scope, receive, send, r))
+        resp: Response = await self.pool.run(call)
+        await self.reply(scope, receive, send, resp)
+
+    @staticmethod
+    async def reply(scope, receive, send, resp: Response) -> None:
+        """Send an engine answer: a JSON body in one `send`, anything else through Starlette."""
         if resp.stream is None and resp.content_type == "application/json":
             data = b"" if resp.status == 204 or resp.body is None else json_bytes(resp.body)
             await send({"type": "http.response.start", "status": resp.status,

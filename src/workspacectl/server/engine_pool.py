@@ -15,74 +15,106 @@ as soon as it finds the queue empty. Calls are taken in the order they came (FIF
 """
 from __future__ import annotations
 
-import collections
+import asyncio
+import queue
 import threading
-from concurrent.futures import Executor, Future
+from concurrent.futures import Future
 
 CORE_THREADS = 1
 MAX_THREADS = 40
 STALL_SECONDS = 0.02
+_STOP = None   # a queue item that ends the thread taking it
 
 
-def _call(future: Future, fn, args, kwargs) -> None:
-    if future.set_running_or_notify_cancel():
-        try:
-            result = fn(*args, **kwargs)
-        except BaseException as e:
-            future.set_exception(e)
-        else:
-            future.set_result(result)
+def _settle(future: asyncio.Future, result, error) -> None:
+    """On the event loop: hand a call's outcome to its awaiting request (unless it was cancelled)."""
+    if future.cancelled():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
 
 
-class EnginePool(Executor):
+class EnginePool:
     def __init__(self, core: int = CORE_THREADS, most: int = MAX_THREADS, stall: float = STALL_SECONDS,
                  name: str = "wsctl-engine", on_thread_exit=None):
         self._core, self._most, self._stall = core, most, stall
         self._name, self._on_thread_exit = name, on_thread_exit
-        self._lock = threading.Lock()
-        self._work = threading.Condition(self._lock)      # idle threads wait here
-        self._watching = threading.Condition(self._lock)  # the stall watcher waits here
-        self._queue: collections.deque = collections.deque()
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()   # C: a put wakes one waiting thread, no more
+        self._lock = threading.Lock()   # thread counts
         self._threads = 0    # alive
-        self._idle = 0       # waiting for work
         self._starting = 0   # started, not yet at the queue: the watcher adds no more meanwhile
-        self._finished = 0   # calls finished so far: the watcher's sign of progress
         self._started = 0    # threads ever started (names)
+        self._finished = 0   # calls finished so far: the watcher's sign of progress
+        self._awake = threading.Event()   # set while the watcher polls; a submit sets it when cleared
         self._watcher: threading.Thread | None = None
-        self._watcher_asleep = False
         self._shutdown = False
+        self._stopped = threading.Event()   # the watcher's sleep ends at once on shutdown
 
     @property
     def thread_count(self) -> int:
         with self._lock:
             return self._threads
 
+    async def run(self, fn):
+        """fn() on a pool thread; its result or exception, on the event loop. No concurrent
+        Future in between: the thread answers the loop directly (call_soon_threadsafe)."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+
+        def done(result, error) -> None:
+            loop.call_soon_threadsafe(_settle, future, result, error)
+
+        def call():
+            return None if future.cancelled() else fn()   # a request cancelled while queued: not run
+
+        self._put((done, call))
+        return await future
+
     def submit(self, fn, /, *args, **kwargs) -> Future:
+        """fn(*args, **kwargs) on a pool thread, as a concurrent Future (for callers off the loop)."""
         future: Future = Future()
-        with self._lock:
-            if self._shutdown:
-                raise RuntimeError("cannot schedule new calls after shutdown")
-            self._queue.append((future, fn, args, kwargs))
-            if self._idle:
-                self._work.notify()
-            elif self._threads < self._core:
-                self._spawn()
-            elif self._watcher is None:
-                self._watcher = threading.Thread(target=self._watch, name=f"{self._name}-watch", daemon=True)
-                self._watcher.start()
-            elif self._watcher_asleep:
-                self._watching.notify()
+
+        def done(result, error) -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+
+        self._put((done, lambda: fn(*args, **kwargs)))
         return future
 
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+    def shutdown(self) -> None:
+        """Threads end once the calls already queued have run (they are daemons: a call stuck in a
+        provider does not hold up the process's exit)."""
         with self._lock:
+            if self._shutdown:
+                return
             self._shutdown = True
-            if cancel_futures:
-                while self._queue:
-                    self._queue.popleft()[0].cancel()
-            self._work.notify_all()
-            self._watching.notify_all()
-        # Threads are daemons: a call stuck in a provider does not hold up the process's exit.
+            for _ in range(self._threads):
+                self._queue.put(_STOP)
+        self._stopped.set()
+        self._awake.set()
+
+    def _put(self, item) -> None:
+        if self._shutdown:
+            raise RuntimeError("cannot schedule new calls after shutdown")
+        self._queue.put(item)
+        if self._threads < self._core:
+            with self._lock:
+                if self._threads < self._core:
+                    self._spawn()
+        if not self._awake.is_set():   # the watcher sleeps until there is work to watch
+            if self._watcher is None:
+                with self._lock:
+                    if self._watcher is None:
+                        self._watcher = threading.Thread(target=self._watch, name=f"{self._name}-watch",
+                                                         daemon=True)
+                        self._watcher.start()
+            self._awake.set()
 
     def _spawn(self) -> None:   # with the lock held
         self._threads += 1
@@ -92,42 +124,51 @@ class EnginePool(Executor):
 
     def _watch(self) -> None:
         """Add a thread when calls wait and no call has finished for a whole STALL_SECONDS."""
-        with self._lock:
-            while not self._shutdown:
-                if not self._queue or self._idle:
-                    self._watcher_asleep = True
-                    self._watching.wait()
-                    self._watcher_asleep = False
-                    continue
-                seen = self._finished
-                self._watching.wait(self._stall)
-                if (self._queue and not self._idle and not self._starting and self._finished == seen
-                        and self._threads < self._most):
+        while not self._shutdown:
+            if self._queue.empty():
+                self._awake.clear()
+                if self._queue.empty():   # a put after the clear sets it again: no lost wake-up
+                    self._awake.wait()
+                continue
+            seen = self._finished
+            self._stopped.wait(self._stall)
+            with self._lock:
+                if (not self._queue.empty() and not self._starting and self._finished == seen
+                        and self._threads < self._most and not self._shutdown):
                     self._spawn()
 
     def _run(self) -> None:
         try:
-            item = self._take(0, starting=1)
-            while item is not None:
-                _call(*item)
+            with self._lock:
+                self._starting -= 1
+            while (item := self._take()) is not _STOP:
+                done, fn = item
                 item = None   # hold no request's objects while waiting for the next
-                item = self._take(1)
+                try:
+                    result = fn()
+                except BaseException as e:
+                    done(None, e)
+                else:
+                    done(result, None)
+                done = fn = result = None
+                self._finished += 1   # only this watcher's heuristic reads it: a lost update is harmless
         finally:
             if self._on_thread_exit is not None:
                 self._on_thread_exit()
 
-    def _take(self, finished: int, starting: int = 0):
-        """Count the call just finished; the next call, or None when this thread should end (an
-        added thread ends as soon as it finds no work: a waiting extra thread would be woken for
-        the next call instead of the busy one, and the hand-offs would be back)."""
-        with self._lock:
-            self._finished += finished
-            self._starting -= starting
-            while not self._queue:
-                if self._shutdown or self._threads > self._core:
+    def _take(self):
+        """The next call; _STOP when this thread should end (an added thread ends as soon as it
+        finds no work: a waiting extra thread would be woken for the next call instead of the
+        busy one, and the hand-offs would be back)."""
+        try:
+            return self._queue.get_nowait()
+        except queue.Empty:
+            with self._lock:
+                if self._threads > self._core:
                     self._threads -= 1
-                    return None
-                self._idle += 1
-                self._work.wait()
-                self._idle -= 1
-            return self._queue.popleft()
+                    return _STOP
+        item = self._queue.get()
+        if item is _STOP:
+            with self._lock:
+                self._threads -= 1
+        return item

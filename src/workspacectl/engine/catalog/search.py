@@ -143,11 +143,21 @@ def index_columns(row) -> dict[str, str]:
             "tags": _analyzed(tags), "body": _analyzed(body), "params": _analyzed(params)}
 
 
+# The summary (or the name, when there is none) counts this many times in an operation's vector:
+# the vector is the mean of its text's tokens, so this weighs the field that says what the
+# operation does against the rest (tuning set MRR@10 0.751 at 1, 0.765 at 3, 0.774 at 5 and 8).
+SUMMARY_TIMES = 5
+# Bump when vector_text changes: stored vectors are made again on the next search.
+VECTOR_TEXT_VERSION = "2"
+
+
 def vector_text(row) -> str:
     """What an operation's semantic vector is made of: service, name, summary, the first
-    sentence of its description and its path (chosen on the tuning set, bench/search_quality.py)."""
+    sentence of its description and its path, the summary weighing SUMMARY_TIMES (chosen on the
+    tuning set, bench/search_quality.py)."""
+    head = row["summary"] or row["name"] or ""
     return " ".join((row["service"] or "", row["name"] or "", row["summary"] or "",
-                     _first_sentence(row["description"] or ""), row["path"] or ""))
+                     _first_sentence(row["description"] or ""), row["path"] or "", *[head] * (SUMMARY_TIMES - 1)))
 
 
 def _index_vectors(conn: sqlite3.Connection, rows) -> None:
@@ -181,7 +191,7 @@ def reindex_service(conn: sqlite3.Connection, service: str) -> None:
             reindex_all(conn)
         else:
             _index_service(conn, service)
-            if store.get_meta(conn, "vector_model") != _model_id():
+            if store.get_meta(conn, "vector_model") != model_id():
                 reindex_vectors(conn)
 
 
@@ -197,7 +207,7 @@ def reindex_all(conn: sqlite3.Connection) -> None:
         for row in store.catalog_services(conn):
             _index_service(conn, row["service"])
         store.set_meta(conn, "analyzer_version", ANALYZER_VERSION)
-        store.set_meta(conn, "vector_model", _model_id())
+        store.set_meta(conn, "vector_model", model_id())
 
 
 def reindex_vectors(conn: sqlite3.Connection) -> None:
@@ -206,15 +216,16 @@ def reindex_vectors(conn: sqlite3.Connection) -> None:
         store.delete_all_vectors(conn)
         for row in store.catalog_services(conn):
             _index_vectors(conn, store.operations_of_service(conn, row["service"]))
-        store.set_meta(conn, "vector_model", _model_id())
+        store.set_meta(conn, "vector_model", model_id())
 
 
-def _model_id() -> str:
-    return embedding.model_id()
+def model_id() -> str:
+    """Names how stored vectors are made: the shipped vectors and the text each is made of."""
+    return f"{embedding.model_id()}+text{VECTOR_TEXT_VERSION}"
 
 
 def _vectors_current(conn: sqlite3.Connection) -> bool:
-    return store.get_meta(conn, "vector_model") == _model_id() and store.vector_count(conn) == store.doc_count(conn)
+    return store.get_meta(conn, "vector_model") == model_id() and store.vector_count(conn) == store.doc_count(conn)
 
 
 def ensure_current(conn: sqlite3.Connection) -> None:

@@ -1,6 +1,7 @@
 """Authentication: secrets to callers, login codes to sessions, web sign-in links to cookies."""
 from __future__ import annotations
 
+import functools
 import json
 import secrets as _secrets
 
@@ -20,6 +21,11 @@ WEB_SESSION_SECONDS = 12 * 3600
 _CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
 
+@functools.lru_cache(maxsize=256)   # a key's scopes as stored (JSON text): parsed once per text
+def _scopes(text: str) -> tuple:
+    return tuple(json.loads(text))
+
+
 def _usable(row) -> bool:
     if row is None or row["revoked_at"]:
         return False
@@ -33,7 +39,7 @@ def authenticate_secret(conn, secret: str) -> Caller:
     row = store.find_secret_by_hash(conn, sha256_hex(secret)) if kind else None
     if kind is None or row is None or row["kind"] != kind or not _usable(row):
         raise ApiError("unauthenticated", "The key or session is unknown, revoked or expired. Sign in again or use another key.")
-    return Caller(row["member_id"], row["member_role"], kind, row["id"], tuple(json.loads(row["scopes"])))
+    return Caller(row["member_id"], row["member_role"], kind, row["id"], _scopes(row["scopes"]))
 
 
 def authenticate_web(conn, cookie: str | None) -> Caller | None:

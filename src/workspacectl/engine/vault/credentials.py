@@ -7,6 +7,7 @@ token, to refresh, to probe or to revoke, and are wrapped in ``Secret`` while he
 """
 from __future__ import annotations
 
+import functools
 import json
 
 from workspacectl import clock
@@ -50,9 +51,13 @@ def secret_field_names(integration) -> list[str]:
     return []
 
 
+@functools.lru_cache(maxsize=256)   # an integration's env vars as stored (JSON text): parsed once per text
+def _env_var_items(text) -> tuple:
+    return tuple((k, v) for k, v in _json(text, {}).items() if isinstance(k, str) and isinstance(v, str))
+
+
 def env_vars(integration) -> dict:
-    return {k: v for k, v in _json(integration["env_vars_json"], {}).items()
-            if isinstance(k, str) and isinstance(v, str)} if integration is not None else {}
+    return dict(_env_var_items(integration["env_vars_json"])) if integration is not None else {}
 
 
 # --- sealing --------------------------------------------------------------------------------
