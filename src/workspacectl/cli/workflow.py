@@ -78,7 +78,7 @@ def list_(ctx: typer.Context,
           specialist: Annotated[Optional[str], typer.Option("--specialist", help="Only those in this specialist.")] = None,
           json: JsonOpt = False):
     """List the workflows and apps you made or can reach through a specialist."""
-    query = {}
+    query: dict[str, str] = {}
     if kind:
         query["kind"] = kind
     if specialist:
