@@ -6,7 +6,7 @@ Makes one workspace of each kind holding exactly the shared corpus (imported thr
 route), then for every labelled phrase of tests/search_labels.py prints:
 - parity: how many phrases answer the same top 5 (same opIds, same order) and the same top 1 on
   both stores (the re-rank is shared code; only the candidate lookup differs: FTS5 bm25 versus
-  the weighted tsvector's GIN index and ts_rank);
+  the same bm25 summed over PostgreSQL's per-term postings, migration m019);
 - quality: recall@5 and MRR@10 of each store against the labels;
 - latency p50 / p95 of catalog_search.search() in-process on each store (after a warm-up pass).
 The PostgreSQL database is made and dropped by the script.

@@ -118,7 +118,7 @@ _wsctl_spec() {
             fileopts='' diropts='' args='' argchoices=''
             argvalues='credential' argmulti='' ;;
         'vault token')
-            cmds='' opts='--reason -r --format --json --jq --help -h' argopts='--reason -r --format --jq'
+            cmds='' opts='--reason -r --format --var-names --json --jq --help -h' argopts='--reason -r --format --var-names --jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='credential' argmulti='' ;;
         'vault env')
@@ -388,11 +388,11 @@ _wsctl_spec() {
         'workflow show')
             cmds='' opts='--json --jq --help -h' argopts='--jq'
             fileopts='' diropts='' args='' argchoices=''
-            argvalues='' argmulti='' ;;
+            argvalues='workflow' argmulti='' ;;
         'workflow configure')
             cmds='' opts='--credential --input --json --jq --help -h' argopts='--credential --input --jq'
             fileopts='' diropts='' args='' argchoices=''
-            argvalues='' argmulti='' ;;
+            argvalues='workflow -' argmulti='' ;;
         'admin')
             cmds='rotate-key copy-workspace' opts='--help -h' argopts=''
             fileopts='' diropts='' args='' argchoices=''
@@ -423,6 +423,7 @@ _wsctl_values() {
         'keys create|--scope') printf '%s\n' 'vault:read' 'vault:token' 'vault:connect' 'vault:manage' 'docs:read' 'projects:manage' 'memory:manage' 'skills:manage' 'triggers:manage' ;;
         'keys create|-s') printf '%s\n' 'vault:read' 'vault:token' 'vault:connect' 'vault:manage' 'docs:read' 'projects:manage' 'memory:manage' 'skills:manage' 'triggers:manage' ;;
         'vault token|--format') printf '%s\n' 'json' 'value' 'env' ;;
+        'vault token|--var-names') printf '%s\n' 'service' 'credential' ;;
         'vault env|--format') printf '%s\n' 'export' 'dotenv' 'json' ;;
         'vault env|--var-names') printf '%s\n' 'service' 'credential' ;;
         'vault run|--var-names') printf '%s\n' 'service' 'credential' ;;
@@ -435,6 +436,7 @@ _wsctl_values() {
         'specialist grant|-m') printf '%s\n' '@member' ;;
         'skill list|--status') printf '%s\n' 'draft' 'published' 'archived' 'all' ;;
         'workflow list|--kind') printf '%s\n' 'workflow' 'app' ;;
+        'workflow configure|--credential') printf '%s\n' '@credential' ;;
     esac
 }
 

@@ -119,6 +119,12 @@ def answers_health(url: str) -> bool:
         return False
 
 
+# The door servers fold no memory on a timer: a server started ahead of its test may sit in the pool
+# for minutes under load, and a fold the test did not ask for changes the versions it counts. Tests
+# of the timer start their own server with --memory-interval.
+DOOR_SERVER_ARGS = ("--memory-interval", "0")
+
+
 def start_server(workspace: Path, env: dict | None = None, offset: int = 0, log: Path | None = None,
                  args: tuple = ()) -> Server:
     """`wsctl serve` on a free port of 127.0.0.1 (extra `args` appended), once it answers /healthz.
@@ -313,7 +319,7 @@ def make_backend(kind: str, workspace: Path, home: Path, server: Server | None =
     b = Backend(kind, workspace, home, owner, token, door=kind)
     if kind == "remote":
         b.server = server or start_server(workspace, base_env(workspace.parent / "server-home"),
-                                          log=workspace.parent / "server.log")
+                                          log=workspace.parent / "server.log", args=DOOR_SERVER_ARGS)
         b.base_url = b.server.url
         b._http = httpx.Client(trust_env=False, base_url=b.base_url, timeout=60)
         env.update({"WSCTL_SERVER": b.base_url, "WSCTL_TOKEN": token})
@@ -346,7 +352,7 @@ class ServerPool:
         d = self.root / f"srv{n}"
         d.mkdir()
         ws = copy_workspace(self.template, d / "ws")
-        return ws, start_server(ws, base_env(d / "server-home"), log=d / "server.log")
+        return ws, start_server(ws, base_env(d / "server-home"), log=d / "server.log", args=DOOR_SERVER_ARGS)
 
     def _fill(self) -> None:
         while len(self.pending) < self.ahead:
@@ -399,9 +405,10 @@ def backend(request, home):
 
 class PgLocation(str):
     """A PostgreSQL workspace URL that tests may use where they use the workspace folder's Path:
-    `.parent` is the test's own folder; `/ "blobs"` and rglob() reach what the workspace keeps on
-    this machine (its blob folder, WSCTL_BLOB_DIR of the server and of the test process). A test
-    that opens the SQLite file (`/ "workspace.db"`) skips on this door, saying so."""
+    `.parent` is the test's own folder; `/ "blobs"` (any name) and rglob() reach what the workspace
+    keeps on this machine (its blob folder, WSCTL_BLOB_DIR of the server and of the test process). A
+    test that opens the SQLite file (`/ "workspace.db"`) or the key file skips on this door, saying
+    so; workspace_db() and workspace_at_rest() reach the database on both stores."""
 
     parent: Path
     folder: Path
@@ -414,10 +421,10 @@ class PgLocation(str):
         return s
 
     def __truediv__(self, name):
-        if str(name) == "blobs":
-            return self.folder / "blobs"
-        pytest.skip(f"reads the workspace folder's {name}, which a PostgreSQL workspace does not have "
-                    "(its rows are in the database)")
+        if str(name).startswith(("workspace.db", "master.key")):
+            pytest.skip(f"reads the workspace folder's {name}, which a PostgreSQL workspace does not have "
+                        "(its rows are in the database, its key in WSCTL_MASTER_KEY; see workspace_db)")
+        return self.folder / name      # blobs/, or what must not appear beside them
 
     def rglob(self, pattern: str):
         return self.folder.rglob(pattern)
@@ -517,11 +524,12 @@ class PgDatabases:
         with psycopg.connect(self.admin_url, autocommit=True) as c:
             c.execute(statement)
 
-    def fresh(self, folder: Path) -> PgLocation:
+    def fresh(self, folder: Path, empty: bool = False) -> PgLocation:
+        """A new database: a copy of the workspace template, or with `empty` one holding nothing."""
         with self.lock:
             self.count += 1
             name = f"{self.prefix}{self.count}"
-        self._sql(f"CREATE DATABASE {name} TEMPLATE {self.template}")
+        self._sql(f"CREATE DATABASE {name}" + ("" if empty else f" TEMPLATE {self.template}"))
         self.made.add(name)
         return PgLocation(self.url(name), folder)
 
@@ -602,7 +610,7 @@ class PgServerPool(ServerPool):
         d.mkdir()
         loc = self.databases.fresh(d)
         env = {**pg_env(d / "server-home", self.databases), "WSCTL_BLOB_DIR": str(loc / "blobs")}
-        return loc, start_server(loc, env, log=d / "server.log")
+        return loc, start_server(loc, env, log=d / "server.log", args=DOOR_SERVER_ARGS)
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import html.parser
 import json
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import httpx
 
@@ -49,6 +49,7 @@ class Door:
     backend: object
     base_url: str
     _server: object = None
+    _browsers: list = field(default_factory=list)   # closed with the door: no socket left to the collector
 
     def api(self, method: str, path: str, body=None, secret: str | None = None) -> ApiResult:
         b = self.backend
@@ -79,10 +80,13 @@ class Door:
                 ) -> tuple[httpx.Client, httpx.Response]:
         """A cookie-keeping client signed in as `session`'s member (default: the owner), on next_path."""
         b = httpx.Client(trust_env=False, follow_redirects=follow, timeout=30)
+        self._browsers.append(b)
         page = b.get(self.signin_link(next_path, session))
         return b, page
 
     def close(self):
+        for b in self._browsers:
+            b.close()
         if self._server is not None:
             self._server.__exit__(None, None, None)
 

@@ -6,13 +6,12 @@ import json
 import os
 import pty
 import re
-import sqlite3
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import WSCTL, base_env
+from tests.conftest import WSCTL, base_env, workspace_at_rest, workspace_db
 
 PLATFORM = ["vault:read", "vault:token", "vault:connect", "vault:manage", "docs:read"]
 PERSONAL = ["projects:manage", "memory:manage", "skills:manage", "triggers:manage"]
@@ -260,9 +259,8 @@ def test_delete_service(acme):
     r = acme.api("DELETE", "/v1/admin/catalog/acme")
     assert (r.status, r.body["error"]["detail"]) == (409, {"credentials": 0, "pendingConnections": 1}), r.body
     assert "1 pending connection;" in r.body["error"]["message"]
-    con = sqlite3.connect(acme.workspace / "workspace.db", timeout=15)
-    with con:  # an hour passes
-        con.execute("UPDATE connections SET expires_at = '2000-01-01T00:00:00Z' WHERE id = ?", (pending["id"],))
+    con = workspace_db(acme.workspace)   # an hour passes
+    con.execute("UPDATE connections SET expires_at = '2000-01-01T00:00:00Z' WHERE id = ?", (pending["id"],))
     con.close()
     assert acme.api("DELETE", "/v1/admin/catalog/acme").status == 204
     assert acme.api("GET", "/v1/integrations/acme").status == 404
@@ -279,11 +277,8 @@ def test_oauth_client_secret_is_sealed(backend):
     r = backend.api("PUT", f"/v1/admin/catalog/{service}/oauth-client", {"clientId": "cid-1", "clientSecret": secret})
     assert r.status == 200 and r.body["oauthClientConfigured"] is True
     assert secret not in str(r.body)
-    db = backend.workspace / "workspace.db"
-    con = sqlite3.connect(db)
-    dump = "\n".join(con.iterdump())
-    con.close()
-    assert "client-SECRET" not in dump
+    for place, data in workspace_at_rest(backend.workspace).items():
+        assert b"client-SECRET" not in data, place
     from workspacectl.engine.catalog.services import get_oauth_client
     from workspacectl.engine.workspaces import open_workspace
 

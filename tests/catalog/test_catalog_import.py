@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import workspace_at_rest
 from tests.search_labels import OPENAPI_DIR  # the one place that finds ../shared/data/openapi
 
 # Operation counts from SOURCES.md (methods under paths).
@@ -72,12 +73,9 @@ def write(backend, name: str, text: str) -> Path:
     return f
 
 
-def db_dump(workspace: Path) -> str:
-    con = sqlite3.connect(workspace / "workspace.db")
-    try:
-        return "\n".join(con.iterdump())
-    finally:
-        con.close()
+def db_dump(workspace: Path) -> bytes:
+    """Everything the workspace keeps at rest (an SQL dump: sqlite3's, or pg_dump's on PostgreSQL)."""
+    return b"\n".join(workspace_at_rest(workspace).values())
 
 
 def test_acceptance_definitions_import(backend):
@@ -87,7 +85,7 @@ def test_acceptance_definitions_import(backend):
     assert body["service"] == "fakeoauth" and body["created"] is True and body["operationCount"] == 1
     assert body["integration"]["oauthClientConfigured"] is True
     assert "SECRET" not in json.dumps(body)
-    assert "client-SECRET-1" not in db_dump(backend.workspace)
+    assert b"client-SECRET-1" not in db_dump(backend.workspace)
     detail = backend.ok("GET", "/v1/integrations/fakeoauth")
     assert detail["authorizeUrl"] == "http://127.0.0.1:5999/authorize" and detail["scopes"] == ["contacts.read"]
     assert backend.ok("GET", "/v1/integrations/testkey")["secretFields"] == ["apiKey"]

@@ -7,11 +7,11 @@ every member's refresh token and the client secret there. The listener must neve
 from __future__ import annotations
 
 import json
-import sqlite3
 
 import pytest
 
 from tests.catalog.test_catalog_import import connection_recorder
+from tests.conftest import workspace_db
 from tests.vault_helpers import install_service, make_credential, member_with_session, oauth_credential, token
 
 
@@ -116,7 +116,7 @@ def test_a_move_without_credentials_is_allowed_and_drops_the_client_secret(backe
 
 def _set_setup(workspace, service: str, **changes) -> None:
     """Test setup only: a catalog row as an older version (before the import rules) may hold it."""
-    con = sqlite3.connect(workspace / "workspace.db")
+    con = workspace_db(workspace)
     row = con.execute("SELECT setup_json, env_vars_json FROM integrations WHERE service = ?", (service,)).fetchone()
     setup = {**json.loads(row[0]), **{k: v for k, v in changes.items() if k != "envVars"}}
     env = changes.get("envVars", json.loads(row[1]))

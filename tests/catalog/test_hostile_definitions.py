@@ -97,6 +97,10 @@ DOCUMENTS = {
                                                         "paths": {}}), 400, "'baseUrl' is refused"),
     "openapi-lone-surrogate": ("a.json", '{"openapi": "3.0.0", "info": {"title": "A\\ud800"}, "paths": {}}', 400,
                                "lone surrogate"),
+    # a NUL spelled as an escape: refused on both stores (PostgreSQL text cannot hold one)
+    "openapi-nul-escape": ("a.json", '{"openapi": "3.0.0", "info": {"title": "A"}, "paths": {"/x": {"get": '
+                                     '{"operationId": "getX", "summary": "Get\\u0000x"}}}}', 400, "NUL character"),
+    "toml-nul-escape": ("a.toml", 'service="x"\nname="X\\u0000"\ncredentialType="noAuth"\n', 400, "NUL character"),
 }
 
 # JSON bodies to the route itself: name -> (raw body bytes, status)

@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from tests.conftest import make_backend
+from tests.conftest import make_backend, workspace_db
 from tests.search_holdout import HOLDOUT
 from tests.search_labels import LABELS, OPENAPI_DIR, all_label_op_ids, evaluate, openapi_files
 from workspacectl.engine.catalog import search as catalog_search
@@ -208,17 +208,15 @@ def test_reimport_and_delete_keep_the_index_in_step(toys):
 
 def test_an_index_out_of_step_is_rebuilt_on_the_next_search(toys):
     """An index an older analyzer built, or one a catalog change bypassed, is rebuilt."""
-    db = sqlite3.connect(toys.workspace / "workspace.db", timeout=15)
-    with db:
-        db.execute("UPDATE operation_search_meta SET value = 'old' WHERE key = 'analyzer_version'")
-        db.execute("DELETE FROM operation_search")
-        db.execute("DELETE FROM operation_search_docs")
-        db.execute("DELETE FROM operation_search_terms")
+    db = workspace_db(toys.workspace)
+    db.execute("UPDATE operation_search_meta SET value = 'old' WHERE key = 'analyzer_version'")
+    db.execute("DELETE FROM operation_search")
+    db.execute("DELETE FROM operation_search_docs")
+    db.execute("DELETE FROM operation_search_terms")
     assert op_ids(search(toys, "refund a charge"))[0] == "quuxpay.refund-charge"
-    with db:
-        db.execute("DELETE FROM operation_search WHERE rowid IN "
-                   "(SELECT rowid FROM operation_search_docs WHERE service = 'zorbly')")
-        db.execute("DELETE FROM operation_search_docs WHERE service = 'zorbly'")
+    db.execute("DELETE FROM operation_search WHERE rowid IN "
+               "(SELECT rowid FROM operation_search_docs WHERE service = 'zorbly')")
+    db.execute("DELETE FROM operation_search_docs WHERE service = 'zorbly'")
     assert op_ids(search(toys, "remove a widget", service="zorbly"))[0] == "zorbly.delete-widget"
     version = db.execute("SELECT value FROM operation_search_meta WHERE key = 'analyzer_version'").fetchone()[0]
     assert version == catalog_search.ANALYZER_VERSION

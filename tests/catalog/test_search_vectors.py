@@ -7,12 +7,12 @@ through the vectors, the same on every door.
 """
 from __future__ import annotations
 
-import sqlite3
 import textwrap
 
 import pytest
 
 from tests.catalog.test_search import QUUXPAY, QUUXPAY_V2, ZORBLY, import_toml, op_ids, search
+from tests.conftest import workspace_db
 from workspacectl.engine.catalog import embedding
 from workspacectl.engine.catalog import search as catalog_search
 
@@ -48,8 +48,8 @@ MEANINGS = {"take a payment": "melodia.charge-card", "listen to music": "melodia
             "text my mom": "melodia.send-sms", "put away old files": "melodia.archive-folder"}
 
 
-def _db(backend) -> sqlite3.Connection:
-    return sqlite3.connect(backend.workspace / "workspace.db", timeout=15)
+def _db(backend):
+    return workspace_db(backend.workspace)
 
 
 def _vectors(db, service: str) -> dict[str, bytes]:
@@ -106,9 +106,9 @@ def test_a_workspace_from_before_vectors_gets_them_on_its_first_search(backend):
     import_toml(backend, MELODIA)
     db = _db(backend)
     before = _vectors(db, "melodia")
-    with db:    # as a workspace made before m015 looks once migrated: no vectors, no model named
-        db.execute("DELETE FROM operation_vectors")
-        db.execute("DELETE FROM operation_search_meta WHERE key IN ('vector_model', 'vectors_generation')")
+    # as a workspace made before m015 looks once migrated: no vectors, no model named
+    db.execute("DELETE FROM operation_vectors")
+    db.execute("DELETE FROM operation_search_meta WHERE key IN ('vector_model', 'vectors_generation')")
     assert op_ids(search(backend, "take a payment", service="melodia"))[0] == "melodia.charge-card"
     assert _vectors(db, "melodia") == before
     n_ops = db.execute("SELECT count(*) FROM operations").fetchone()[0]
@@ -122,9 +122,8 @@ def test_vectors_another_model_made_are_made_again(backend):
     import_toml(backend, MELODIA)
     db = _db(backend)
     before = _vectors(db, "melodia")
-    with db:
-        db.execute("UPDATE operation_search_meta SET value = 'an-older-model' WHERE key = 'vector_model'")
-        db.execute("UPDATE operation_vectors SET vector = zeroblob(length(vector))")
+    db.execute("UPDATE operation_search_meta SET value = 'an-older-model' WHERE key = 'vector_model'")
+    db.execute("UPDATE operation_vectors SET vector = ?", (bytes(2 * embedding.dims()),))
     assert op_ids(search(backend, "listen to music", service="melodia"))[0] == "melodia.play-track"
     assert _vectors(db, "melodia") == before
     db.close()

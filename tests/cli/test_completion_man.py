@@ -114,6 +114,16 @@ def test_zsh_value_function_describes_ids_and_names(filled):
     assert p.stdout.splitlines() == [f"ops-desk:{ops['id']}", f"{cred['id']}:compsvc"]
 
 
+def test_complete_values_lists_workflows(backend):
+    from tests.project_helpers import make_workflow
+
+    wf = make_workflow(backend, name="triage-flow")
+    r = backend.wsctl("complete-values", "workflow", "tri", env={"WSCTL_COMPLETION_SECONDS": "600"})
+    assert r.out.splitlines() == [f"triage-flow\t{wf['id']}"]
+    r = backend.wsctl("complete-values", "workflow", env={"WSCTL_COMPLETION_SECONDS": "600"})
+    assert sorted(r.out.splitlines()) == sorted([f"{wf['id']}\ttriage-flow", f"triage-flow\t{wf['id']}"])
+
+
 def test_complete_values_never_makes_a_workspace(home):
     env = base_env(home)
     r = run_wsctl(["complete-values", "credential"], env)

@@ -37,6 +37,9 @@ def test_names_come_from_each_credential(backend, two_accounts):
                       "STRIPE_TEST_API_KEY": "sk-test-2", "STRIPE_TEST_SK_URL": "https://test.example"}
     out = backend.wsctl("vault", "env", "stripe-live", "--reason", "one", "--var-names", "credential").out
     assert out == "export STRIPE_LIVE_API_KEY=sk-live-1\nexport STRIPE_LIVE_SK_URL=https://live.example\n"
+    # vault token --format env names them the same way
+    r = backend.wsctl("vault", "token", "stripe.test", "--reason", "one", "--format", "env", "--var-names", "credential")
+    assert r.out == "STRIPE_TEST_API_KEY='sk-test-2'\nSTRIPE_TEST_SK_URL='https://test.example'\n"
     # the default is still the catalog's names
     assert backend.wsctl("vault", "env", "stripe-live", "--reason", "one", "--json").json == \
         {"STRIPE_API_KEY": "sk-live-1", "SK_URL": "https://live.example"}

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import uuid
 
 import pytest
 
@@ -15,28 +14,22 @@ from tests.core.test_copy_workspace import SECRET, _blob_files
 from tests.skill_helpers import create, publish_bundle, skill_md, targz
 from tests.vault_helpers import TWO_SECRET_TOML, install_service, make_credential
 
-from tests.conftest import postgres_admin_url  # noqa: E402
-
 psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'workspacectl[postgres]')")
 KEY = "YmVuY2gta2V5LWJlbmNoLWtleS1iZW5jaC1rZXktMTI="
 
 
 @pytest.fixture
-def empty_db():
-    admin_url = postgres_admin_url()
-    admin = psycopg.connect(admin_url, autocommit=True, connect_timeout=5)
+def empty_db(pg_databases, tmp_path):
+    """Makes empty databases on the test server (dropped with the session's others, in a batch)."""
     made = []
 
     def make() -> str:
-        name = f"h11b_copy_{uuid.uuid4().hex[:12]}"
-        admin.execute(f'CREATE DATABASE "{name}"')
-        made.append(name)
-        return admin_url.rsplit("/", 1)[0] + "/" + name
+        made.append(pg_databases.fresh(tmp_path / f"empty{len(made)}", empty=True))
+        return str(made[-1])
 
     yield make
-    for name in made:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    admin.close()
+    for loc in made:
+        pg_databases.drop(loc)
 
 
 def _pg(url: str, sql: str) -> list:

@@ -171,9 +171,7 @@ def test_profile_keeps_no_password(pg_databases, home, tmp_path):
         with_pw = loc.replace("postgres@", "postgres:Unused9PW@", 1)
         env = {**pg_env(home, pg_databases)}
         # trust auth ignores the password: the init succeeds, and the profile must not keep it
-        empty = pg_databases.fresh(tmp_path)
-        pg_databases._sql(f"DROP DATABASE {empty.rpartition('/')[2]} WITH (FORCE)")
-        pg_databases._sql(f"CREATE DATABASE {empty.rpartition('/')[2]}")
+        empty = pg_databases.fresh(tmp_path, empty=True)
         url = empty.replace("postgres@", "postgres:Unused9PW@", 1)
         r = _cli(env, "init", "--workspace", url, "--owner-email", "o@example.com", "--json")
         assert "Unused9PW" not in r.out + r.err and "PGPASSWORD" in r.err

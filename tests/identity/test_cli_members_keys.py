@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from tests.cli_helpers import one_error_line
+from tests.conftest import workspace_db
 
 CODE = re.compile(r"^[A-Z2-9]{4}-[A-Z2-9]{4}-[A-Z2-9]{4}$")
 
@@ -73,16 +74,14 @@ def test_keys_create_list_revoke_and_api_calls(backend):
 
 def test_list_commands_follow_every_page(backend):
     """`members list` and `keys list` show the whole list, not the first page of 500."""
-    import sqlite3
-
-    con = sqlite3.connect(backend.workspace / "workspace.db", timeout=15)
-    with con:  # one transaction, straight into the workspace: 600 API calls would cost seconds
-        for i in range(520):
-            con.execute("INSERT INTO members (id, name, email, role, created_at) VALUES (?, ?, ?, 'member', ?)",
-                        (f"um_zz{i:05d}", f"M{i}", f"m{i}@example.com", "2026-01-01T00:00:00Z"))
-            con.execute("INSERT INTO secrets (id, kind, member_id, name, scopes, secret_hash, created_at) "
-                        "VALUES (?, 'personal', ?, 'k', '[\"projects:manage\"]', ?, ?)",
-                        (f"key_zz{i:05d}", backend.owner["id"], f"{i:064x}", "2026-01-01T00:00:00Z"))
+    con = workspace_db(backend.workspace)
+    con.execute("BEGIN")   # one transaction, straight into the workspace: 600 API calls would cost seconds
+    con.executemany("INSERT INTO members (id, name, email, role, created_at) VALUES (?, ?, ?, 'member', ?)",
+                    [(f"um_zz{i:05d}", f"M{i}", f"m{i}@example.com", "2026-01-01T00:00:00Z") for i in range(520)])
+    con.executemany("INSERT INTO secrets (id, kind, member_id, name, scopes, secret_hash, created_at) "
+                    "VALUES (?, 'personal', ?, 'k', '[\"projects:manage\"]', ?, ?)",
+                    [(f"key_zz{i:05d}", backend.owner["id"], f"{i:064x}", "2026-01-01T00:00:00Z") for i in range(520)])
+    con.execute("COMMIT")
     con.close()
     members = backend.wsctl("members", "list", "--json").json
     assert len(members["members"]) == 521 and members["nextCursor"] is None

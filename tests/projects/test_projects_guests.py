@@ -3,8 +3,7 @@
 The review found a guest granted `editor` could rename the project and write its memory."""
 from __future__ import annotations
 
-import sqlite3
-
+from tests.conftest import workspace_db
 from tests.project_helpers import grant, make_project, member_key
 from tests.skill_helpers import create as create_skill
 
@@ -45,9 +44,8 @@ def test_a_member_made_guest_after_an_editor_grant_is_capped(backend):
     assert grant(backend, pid, "editor", member["id"]).status == 200
     assert backend.ok("GET", f"/v1/projects/{pid}", secret=key)["project"]["role"] == "editor"
     # No route changes a member's role yet; the cap must hold for data made before it anyway.
-    con = sqlite3.connect(backend.workspace / "workspace.db")
-    with con:
-        con.execute("UPDATE members SET role = 'guest' WHERE id = ?", (member["id"],))
+    con = workspace_db(backend.workspace)
+    con.execute("UPDATE members SET role = 'guest' WHERE id = ?", (member["id"],))
     con.close()
     assert backend.ok("GET", f"/v1/projects/{pid}", secret=key)["project"]["role"] == "viewer"
     r = backend.api("PUT", f"/v1/projects/{pid}/memory", {"text": "pwned", "version": 1}, secret=key)

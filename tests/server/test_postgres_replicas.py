@@ -115,9 +115,7 @@ def test_processes_starting_together_apply_each_migration_once(pg_databases, tmp
 
     from workspacectl.engine.migrations import MIGRATIONS
 
-    url = pg_databases.fresh(tmp_path)
-    pg_databases._sql(f"DROP DATABASE {url.rpartition('/')[2]} WITH (FORCE)")
-    pg_databases._sql(f"CREATE DATABASE {url.rpartition('/')[2]}")
+    url = pg_databases.fresh(tmp_path, empty=True)
     code = ("import json, sys; from workspacectl.engine.db_postgres import PgConnection; "
             "from workspacectl.engine.migrations import apply_migrations; "
             "sys.stdin.readline(); print(json.dumps(apply_migrations(PgConnection(sys.argv[1]))))")

@@ -78,6 +78,8 @@ def test_invalid_bundles_are_422_with_errors(backend):
         "unknown field": targz({"SKILL.md": skill_md("strict-skill", extra="colour: red\n")}),
         "name mismatch": targz({"SKILL.md": skill_md("other-skill")}),
         "bad metadata": targz({"SKILL.md": skill_md("strict-skill", extra="metadata:\n  tags: [a, b]\n")}),
+        # a YAML escape for NUL: text no store keeps alike (PostgreSQL cannot hold it), refused on both
+        "NUL in a field": targz({"SKILL.md": skill_md("strict-skill", extra='license: "MIT\\0"\n')}),
         "not gzip": b"plain bytes, not an archive",
     }
     for label, data in cases.items():
@@ -91,6 +93,9 @@ def test_invalid_bundles_are_422_with_errors(backend):
     mismatch = b.ok("POST", f"/v1/skills/{s['id']}/validate",
                     {"uploadId": stage(b, s["id"], cases["name mismatch"])})
     assert "must equal the skill's name" in mismatch["errors"][0]["message"]
+    nul = b.ok("POST", f"/v1/skills/{s['id']}/validate", {"uploadId": stage(b, s["id"], cases["NUL in a field"])})
+    assert [e["message"] for e in nul["errors"]] == ["The frontmatter holds a NUL character (a \\0 or \\x00 "
+                                                     "escape); remove it."]
     assert b.ok("GET", f"/v1/skills/{s['id']}")["version"] == 0
     assert b.ok("GET", f"/v1/skills/{s['id']}/versions")["versions"] == []
 

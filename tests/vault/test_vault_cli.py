@@ -266,6 +266,8 @@ def test_run_forwards_signals_to_the_child(backend, cred, tmp_path, masking, sig
     finally:
         if p.poll() is None:
             p.kill()
+        p.stdout.close()   # unread: closed here rather than left to the collector (a ResourceWarning)
+        p.stderr.close()
     assert got.read_text() == f"{sig} {URL}"
     assert p.returncode == 7  # the child's own exit code
 

@@ -101,7 +101,7 @@ def _build_command(module: str, func: str, name: str, hidden: bool) -> _click.Co
     return typer.main.get_group(holder).commands[name]
 
 
-def _build_group(module: str, name: str, help_text: str) -> _click.Command:
+def _build_group(module: str, name: str, help_text: str | None) -> _click.Command:
     holder = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False, add_completion=False)
     holder.add_typer(importlib.import_module(f"workspacectl.cli.{module}").app, name=name, help=help_text)
     return typer.main.get_group(holder).commands[name]

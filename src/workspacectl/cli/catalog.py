@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Optional, overload
 from urllib.parse import quote
 
 import typer
@@ -18,6 +18,12 @@ INTEGRATION_COLUMNS = [("service", "SERVICE"), ("name", "NAME"), ("credentialTyp
 OPERATION_COLUMNS = [("opId", "OPERATION"), ("method", "METHOD"), ("path", "PATH"), ("summary", "SUMMARY")]
 SEARCH_COLUMNS = [("opId", "OPERATION"), ("score", "SCORE"), ("method", "METHOD"), ("path", "PATH"),
                   ("summary", "SUMMARY")]
+
+
+@overload
+def utf8(value: str, what: str) -> str: ...
+@overload
+def utf8(value: None, what: str) -> None: ...
 
 
 def utf8(value: Optional[str], what: str) -> Optional[str]:
@@ -158,7 +164,7 @@ def import_(
         content = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise ApiError("invalid_request", f"{file.name}: the file is not UTF-8 text.") from None
-    body = {"content": content, "filename": file.name}
+    body: dict = {"content": content, "filename": file.name}
     fmt = _format_of(file)
     if fmt:
         body["format"] = fmt

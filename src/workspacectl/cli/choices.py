@@ -34,7 +34,7 @@ def scope_list() -> ChoiceList:
 
 
 class Ref(ParamType):
-    """An argument naming a credential, specialist, skill, member or key: any text, but the
+    """An argument naming a credential, specialist, skill, workflow, member or key: any text, but the
     completion scripts ask `wsctl complete-values KIND` for the ids and names there are."""
 
     def __init__(self, kind: str):
@@ -55,6 +55,10 @@ def specialist() -> Ref:
 
 def skill() -> Ref:
     return Ref("skill")
+
+
+def workflow() -> Ref:
+    return Ref("workflow")
 
 
 def member() -> Ref:

@@ -2,7 +2,8 @@
 
 - `completion` prints the bash, zsh or fish script, made from the command tree as `completions/`
   is (docgen/completions.py): commands, options, choices and paths complete without starting
-  Python; ids and names of credentials, specialists, skills, members and keys are asked of `complete-values`.
+  Python; ids and names of credentials, specialists, skills, workflows, members and keys are asked of
+  `complete-values`.
 - `complete-values KIND` prints `VALUE<TAB>DESCRIPTION` lines (ids, then names) from the current
   profile's workspace or server. It never makes a workspace (a missing one answers nothing), reads
   at most one page, and gives up silently after a time limit (TIME_LIMIT seconds, or
@@ -24,6 +25,7 @@ TIME_LIMIT = 2.0   # seconds; WSCTL_COMPLETION_SECONDS overrides it
 ROUTES = {"credential": ("/v1/credentials", "credentials", "service"),
           "specialist": ("/v1/projects", "projects", "description"),
           "skill": ("/v1/skills", "skills", "description"),
+          "workflow": ("/v1/workflows", "workflows", "kind"),
           "member": ("/v1/members", "members", "email"),
           "key": ("/v1/keys", "keys", "kind")}
 
@@ -70,7 +72,7 @@ def man(
 
 
 def complete_values(ctx: typer.Context,
-                    kind: Annotated[str, typer.Argument(help="credential, specialist, skill, member or key.")],
+                    kind: Annotated[str, typer.Argument(help="credential, specialist, skill, workflow, member or key.")],
                     prefix: Annotated[str, typer.Argument(help="What is typed so far.")] = ""):
     """Ids and names for shell completion (hidden)."""
     import signal

@@ -160,7 +160,7 @@ def _check_targets(files: dict, dest: Path) -> None:
 
     if dest.is_symlink() and not dest.is_dir():
         refuse(f"{dest} is a link to something that is not a folder.")
-    folders = set()
+    folders: set[str] = set()
     for path in files:
         parts = path.split("/")
         folders.update("/".join(parts[:i]) for i in range(1, len(parts)))

@@ -132,7 +132,7 @@ def pin(ctx: typer.Context,
     """Move a workflow, app or skill into a specialist (it leaves any other one)."""
     if bool(into) == unpin:
         raise ApiError("invalid_request", "Give exactly one of --into ID or --unpin.")
-    target = None if unpin else project_id(ctx, into)
+    target = project_id(ctx, into) if into else None   # exactly one of --into and --unpin: checked above
     body = backend(ctx).request("POST", "/v1/projects/pin", body={"resourceId": resource, "projectId": target})
     emit(ctx, body, lambda b: info(f"{b['resource']['type'].capitalize()} {b['resource']['id']} is now in "
                                    f"{b['projectId'] or 'no specialist (back with its creator)'}."), json_flag=json)
@@ -152,7 +152,7 @@ def grant(ctx: typer.Context, ref: SpecArg,
         raise ApiError("invalid_request", "--role must be editor, viewer or none.")
     from workspacectl.cli.refs import resolve
 
-    who = {"workspace": True} if workspace else {"membershipId": resolve(ctx, "member", member)}
+    who = {"membershipId": resolve(ctx, "member", member)} if member else {"workspace": True}   # one of them: above
     body = backend(ctx).request("PUT", project_path(ctx, ref, "/grants"),
                                 body={**who, "role": None if role == "none" else role})
     emit(ctx, body, show_project, json_flag=json)

@@ -122,6 +122,7 @@ def token(
     reason: ReasonOpt,
     format: Annotated[Literal["json", "value", "env"], typer.Option("--format", help="json (the token body), value (just the secret), "
                                         "env (VAR='value' lines, as dotenv writes them).")] = "json",
+    var_names: VarNamesOpt = "service",
     json: JsonOpt = False,
 ):
     """Issue a token (refreshed first when near expiry) and print it. Logged with the reason.
@@ -136,6 +137,8 @@ def token(
     cred_id = cred(ctx, cred_id)
     detail = env_detail(ctx, cred_id) if fmt == "env" else None
     if detail is not None:
+        if var_names == "credential":
+            detail = vault_env.named_after_credential(detail)
         vault_env.check_injectable([detail])
     body = issue(ctx, cred_id, reason, TOKEN_FORMS[fmt])
     if fmt == "json":

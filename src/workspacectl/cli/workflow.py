@@ -8,13 +8,15 @@ from urllib.parse import quote
 
 import typer
 
+from workspacectl.cli import choices
 from workspacectl.cli.context import backend
 from workspacectl.cli.output import JsonOpt, emit, fields, info, list_table, table
 from workspacectl.errors import ApiError
 
 app = typer.Typer(help="Workflows and apps.", no_args_is_help=True)
 
-WfArg = Annotated[str, typer.Argument(metavar="WORKFLOW", help="Workflow or app id (wf_…) or name.")]
+WfArg = Annotated[str, typer.Argument(metavar="WORKFLOW", click_type=choices.workflow(),
+                                      help="Workflow or app id (wf_…) or name.")]
 LIST_COLUMNS = [("id", "ID"), ("kind", "KIND"), ("name", "NAME"), ("projectId", "SPECIALIST"), ("lastUsedAt", "LAST USED")]
 TRIGGER_COLUMNS = [("nodeId", "NODE"), ("triggerId", "TRIGGER"), ("ready", "READY"), ("credentialId", "CREDENTIAL"),
                    ("missing", "MISSING")]
@@ -76,7 +78,7 @@ def list_(ctx: typer.Context,
           specialist: Annotated[Optional[str], typer.Option("--specialist", help="Only those in this specialist.")] = None,
           json: JsonOpt = False):
     """List the workflows and apps you made or can reach through a specialist."""
-    query = {}
+    query: dict[str, str] = {}
     if kind:
         query["kind"] = kind
     if specialist:
@@ -95,7 +97,8 @@ def show(ctx: typer.Context, wid: WfArg, json: JsonOpt = False):
 @app.command("configure")
 def configure(ctx: typer.Context, wid: WfArg,
               node: Annotated[str, typer.Argument(metavar="NODE", help="The trigger node's id.")],
-              credential: Annotated[Optional[str], typer.Option("--credential", help="Credential id (cred_…) or name it polls with.")] = None,
+              credential: Annotated[Optional[str], typer.Option("--credential", click_type=choices.credential(),
+                                                                help="Credential id (cred_…) or name it polls with.")] = None,
               inputs: Annotated[Optional[List[str]], typer.Option("--input", help="NAME=VALUE, repeatable.")] = None,
               json: JsonOpt = False):
     """Set a trigger node's credential and inputs (replaces both)."""

@@ -142,7 +142,7 @@ def _path_kind(p) -> str | None:
         info = desc.parameter_info
         return "dir" if getattr(info, "dir_okay", True) and not getattr(info, "file_okay", True) else "file"
     t = getattr(p, "type", None)  # click's types, or typer's copies of them: recognised by their attributes
-    if hasattr(t, "dir_okay") and hasattr(t, "file_okay"):
+    if t is not None and hasattr(t, "dir_okay") and hasattr(t, "file_okay"):
         return "dir" if t.dir_okay and not t.file_okay else "file"
     if getattr(t, "name", None) == "filename":  # click.File
         return "file"

@@ -36,7 +36,7 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO, Iterable, Iterator, Protocol
 
 from workspacectl.errors import ApiError
 
@@ -59,7 +59,13 @@ def reader_of(body) -> BinaryIO | None:
     return None
 
 
-def chunks_of(reader: BinaryIO | Iterable[bytes]) -> Iterator[bytes]:
+class Readable(Protocol):
+    """Anything read in chunks: a binary file, a tar member (formats/tar_stream.Record)."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def chunks_of(reader: Readable | Iterable[bytes]) -> Iterator[bytes]:
     return iter(lambda: reader.read(CHUNK), b"") if hasattr(reader, "read") else iter(reader)
 
 
@@ -83,7 +89,7 @@ class Stage:
     def __init__(self, folder: Path):
         self.folder = folder
 
-    def put(self, reader: BinaryIO | Iterable[bytes], max_bytes: int | None = None) -> Staged:
+    def put(self, reader: Readable | Iterable[bytes], max_bytes: int | None = None) -> Staged:
         """Write a stream (a binary file or an iterable of bytes) to a temp file, hashing it.
         More than max_bytes -> ApiError payload_too_large (the temp file is removed)."""
         digest, size = hashlib.sha256(), 0

@@ -12,6 +12,7 @@ import urllib.parse
 from workspacectl.engine import registry
 from workspacectl.engine.registry import Caller, Ctx, PublicCtx, Response
 from workspacectl.engine.scopes import check_scope
+from workspacectl.engine.validate import text_problem
 from workspacectl.errors import ApiError
 
 # Every route module, for the server and the API listing; one request imports only its own.
@@ -37,39 +38,19 @@ def check_names(path: str, params: dict) -> None:
         raise ApiError("not_found", f"Nothing is at {path[:200]}: no id or name holds a NUL character (%00).")
 
 
-def _bad_text(value) -> str | None:
-    """Why a JSON value (keys too) is not text both stores keep, or None: a string that cannot
-    be encoded as UTF-8 (a lone surrogate, which SQLite cannot bind) or one holding a NUL (which
-    PostgreSQL text cannot hold; refused on SQLite too, so both stores answer alike). Iterative:
-    a body may nest as deep as the JSON parser allows."""
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, str):
-            try:
-                v.encode("utf-8")
-            except UnicodeEncodeError:
-                return ("The request body holds text that is not valid Unicode (a lone surrogate escape); "
-                        "send UTF-8 text.")
-            if "\x00" in v:
-                return "The request body holds a NUL character (\\u0000); remove it and retry."
-        elif isinstance(v, dict):
-            stack.extend(v.keys())
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
-    return None
-
-
 def check_body(body) -> None:
     """A body the server could not parse is reported here, after authentication and the scope
     check (a personal key on a vault route is 403 whatever it sends). JSON may spell lone
     surrogates ("\\ud800") or NUL ("\\u0000"): 400, not a server error, on both stores."""
     if isinstance(body, ApiError):
         raise body
-    why = _bad_text(body)
-    if why:
-        raise ApiError("invalid_request", why)
+    why = text_problem(body)
+    if why == "surrogate":
+        raise ApiError("invalid_request", "The request body holds text that is not valid Unicode "
+                                          "(a lone surrogate escape); send UTF-8 text.")
+    if why == "nul":
+        raise ApiError("invalid_request", "The request body holds a NUL character (\\u0000), which stored "
+                                          "text may not contain; remove it and retry.")
 
 
 _UNSAFE_IN_PATH = re.compile(r"[\x00-\x20\x7f]")

@@ -10,6 +10,30 @@ EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
 _MISSING = object()
 
 
+def text_problem(value) -> str | None:
+    """Why a JSON-like value (dict keys too) is not text both stores keep, or None: "surrogate" for
+    a string that cannot be encoded as UTF-8 (a lone surrogate escape, which SQLite cannot bind),
+    "nul" for one holding a NUL (which PostgreSQL text cannot hold; refused on SQLite too, so both
+    stores answer alike).
+    Iterative: a body may nest as deep as the JSON parser allows."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return "surrogate"
+            if "\x00" in v:
+                return "nul"
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+    return None
+
+
 def bad(message: str) -> ApiError:
     return ApiError("invalid_request", message)
 

@@ -181,6 +181,8 @@ def parse_frontmatter(text: str) -> tuple[dict | None, list[str]]:
     if not isinstance(meta, dict):
         return None, ["The frontmatter must be a YAML mapping of fields."]
     errors = []
+    if _holds_nul(meta):
+        errors.append("The frontmatter holds a NUL character (a \\0 or \\x00 escape); remove it.")
     unknown = [str(k) for k in meta if k not in FIELDS]
     if unknown:
         errors.append(f"Unexpected fields in frontmatter: {', '.join(sorted(unknown))}. "
@@ -210,6 +212,22 @@ def parse_frontmatter(text: str) -> tuple[dict | None, list[str]]:
             isinstance(tools, list) and all(isinstance(t, str) for t in tools))):
         errors.append("allowed-tools must be a space-separated string of tool names.")
     return meta, errors
+
+
+def _holds_nul(value) -> bool:
+    """A string, key or nested value holding NUL, which YAML spells "\\0": no store keeps such text
+    alike (PostgreSQL text cannot hold it), so it is refused on both."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str) and "\x00" in v:
+            return True
+        if isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
 
 
 def set_frontmatter(text: str, updates: dict) -> str:

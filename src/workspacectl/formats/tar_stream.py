@@ -27,7 +27,7 @@ import hashlib
 import tarfile
 import zlib
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, Iterable, Iterator
+from typing import BinaryIO, Callable, Iterable, Iterator, Literal, overload
 
 from workspacectl.errors import ApiError
 
@@ -218,6 +218,12 @@ def _decode_name(raw: bytes, path_so_far: str = "") -> str:
     except UnicodeDecodeError:
         shown_raw = raw[:120].decode("utf-8", "backslashreplace")
         raise bad(f"The archive entry {shown_raw!r} is not valid UTF-8; rename the file.", shown_raw) from None
+
+
+@overload
+def _member_path(name: str, is_dir: Literal[False]) -> str: ...
+@overload
+def _member_path(name: str, is_dir: Literal[True]) -> str | None: ...
 
 
 def _member_path(name: str, is_dir: bool) -> str | None:

@@ -18,6 +18,7 @@ import re
 from urllib.parse import urlsplit
 
 from workspacectl.engine.catalog.definition_values import MAX_NAME, MAX_SERVICE, SERVICE_RE, bad, jsonable, kebab
+from workspacectl.engine.validate import text_problem
 
 CREDENTIAL_TYPES = ("oauth2", "apiKey", "platform", "noAuth")
 TRIGGER_TYPES = ("webhook", "cron", "poll")
@@ -199,7 +200,7 @@ def build_record(d: dict, where: str, service_override: str | None = None, *, le
     elif oauth:
         raise bad(where, "an [oauth2] table is only allowed when credentialType is oauth2.")
 
-    record = {
+    record: dict = {
         "service": service,
         "name": _str(d, "name", where, required=True, max_len=200),
         "description": _str(d, "description", where, max_len=4000),
@@ -445,13 +446,14 @@ def parse_document(text, fmt: str | None = None, service: str | None = None,
 
 
 def _text_only(record: dict, where: str) -> dict:
-    """A JSON escape such as \\ud800 parses to a lone surrogate, which is not text: SQLite and
-    UTF-8 output cannot hold it. Such a document is refused rather than stored half-readable."""
-    import json
-
-    try:
-        json.dumps(record, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
+    """A JSON escape such as \\ud800 parses to a lone surrogate, and \\u0000 (JSON or TOML) to a
+    NUL: neither is text every store keeps (SQLite cannot bind the one, PostgreSQL the other).
+    Such a document is refused, on both stores, rather than stored half-readable."""
+    why = text_problem(record)
+    if why == "surrogate":
         raise bad(where, "the document holds a lone surrogate escape (\\ud800 to \\udfff), "
-                         "which is not valid Unicode text; fix or remove it.") from None
+                         "which is not valid Unicode text; fix or remove it.")
+    if why == "nul":
+        raise bad(where, "the document holds a NUL character (\\u0000), which stored text may not contain; "
+                         "remove it.")
     return record

@@ -76,7 +76,10 @@ def _split_example(op: dict) -> tuple[dict, dict, dict, object]:
         return {}, {}, {}, example if method in _WRITE_METHODS else None
     places = {p.get("name"): p.get("in") for p in op.get("params") or [] if isinstance(p, dict)}
     in_path = set(_PLACEHOLDER.findall(op["path"]))
-    path, query, header, body = {}, {}, {}, {}
+    path: dict = {}
+    query: dict = {}
+    header: dict = {}
+    body: dict = {}
     dest = {"path": path, "query": query, "header": header, "body": body}
     for key, value in example.items():
         place = places.get(key) or ("path" if key in in_path else "body" if method in _WRITE_METHODS else "query")
@@ -108,7 +111,8 @@ def _auth(record: dict) -> tuple[list[str], dict, list[str]]:
     """(curl options, query params, headers) presenting the credential in the service's `[auth]` style."""
     auth = (record.get("setup") or {}).get("auth")
     auth = auth if isinstance(auth, dict) else {}
-    extra = auth.get("headers") if isinstance(auth.get("headers"), dict) else {}
+    extra = auth.get("headers")
+    extra = extra if isinstance(extra, dict) else {}
     headers = [f"{k}: {v}" for k, v in extra.items()]
     var = secret_env_var(record)
     if not var or record.get("credentialType") not in ("oauth2", "apiKey"):

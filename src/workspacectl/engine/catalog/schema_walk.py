@@ -35,7 +35,7 @@ class Resolver:
             return None
         if ref in self.cache:
             return self.cache[ref]
-        node = self.root
+        node: object = self.root
         for part in ref[1:].split("/"):
             if part == "":
                 continue
@@ -55,7 +55,7 @@ class Resolver:
         if self.budget is not None:
             self.budget.spend()
         name = None
-        seen = set()
+        seen: set[str] = set()
         while isinstance(node, dict) and isinstance(node.get("$ref"), str):
             ref = node["$ref"]
             name = self.ref_name(ref)
@@ -135,7 +135,8 @@ def merged_properties(r: Resolver, node: dict, stack: frozenset, depth: int = 0)
     own = node.get("properties")
     if isinstance(own, dict):
         props.update(own)
-    for part in node.get("allOf") if isinstance(node.get("allOf"), list) else []:
+    all_of = node.get("allOf")
+    for part in all_of if isinstance(all_of, list) else []:
         sub, name = r.resolve(part)
         if isinstance(sub, dict) and not (name and name in stack):
             for k, v in merged_properties(r, sub, stack, depth + 1).items():
@@ -146,7 +147,8 @@ def merged_properties(r: Resolver, node: dict, stack: frozenset, depth: int = 0)
 def required_of(r: Resolver, node: dict, depth: int = 0) -> set[str]:
     req = set(x for x in node.get("required") or [] if isinstance(x, str)) if isinstance(node.get("required"), list) else set()
     if depth < 6:
-        for part in node.get("allOf") if isinstance(node.get("allOf"), list) else []:
+        all_of = node.get("allOf")
+        for part in all_of if isinstance(all_of, list) else []:
             sub, _ = r.resolve(part)
             if isinstance(sub, dict):
                 req |= required_of(r, sub, depth + 1)

@@ -151,7 +151,7 @@ def resolve_checked(url: str, what: str, *, required: bool = True) -> tuple[str,
             return host, port, None
         raise ApiError("upstream_failed", f"Could not resolve {host[:100]} for {what}; check the name, "
                        "or try again shortly.") from None
-    addresses = list(dict.fromkeys(info[4][0] for info in infos))
+    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))   # str already: an IP address
     for address in addresses:
         why = address_refusal(ipaddress.ip_address(address))
         if why:

@@ -31,6 +31,7 @@ from workspacectl.engine.registry import Ctx, route
 from workspacectl.engine.store import memory as store
 
 if TYPE_CHECKING:  # the policy module loads on the first fold, not with every route module
+    from workspacectl.engine.memory.draft import SectionAppendDraft, StringDraft
     from workspacectl.engine.memory.folding import FoldingPolicy
 
 Owner = tuple[str, "str | None"]  # (ownerType, member id or None for the organization)
@@ -80,8 +81,8 @@ class _Run:
         self.conn, self.owner, self.policy = conn, owner, policy
         self.upto: int | None = None
         self.version = 0
-        self.done = {"folded": [], "dropped": [], "held": []}
-        self.draft = None
+        self.done: dict[str, list] = {"folded": [], "dropped": [], "held": []}
+        self.draft: SectionAppendDraft | StringDraft | None = None
 
     def batch(self, limit: int) -> bool:
         """Fold one batch; True when pending notes of this run may remain."""
@@ -98,8 +99,8 @@ class _Run:
                 return False
             started = time.monotonic()
             # The draft of the batch before is reused when nobody changed the guide since.
-            reuse = self.draft is not None and self.draft.text() == doc["guide"]
-            draft = self.draft if reuse else draft_for(self.policy, doc["guide"])
+            kept = self.draft
+            draft = kept if kept is not None and kept.text() == doc["guide"] else draft_for(self.policy, doc["guide"])
             self.draft = None  # until this batch commits
             outcome: dict[str, list] = {"folded": [], "dropped": [], "held": []}
             file_bytes = 0

@@ -50,7 +50,7 @@ class SectionAppendDraft:
         """(Re)build the section index: [start, end, key] per level-2 section, the first section
         of each key, and the code fence open at the end of the guide."""
         found, self.eof_fence = scan_sections(self.lines)
-        self.sections = [list(s) for s in found]
+        self.sections: list[list] = [list(s) for s in found]   # [start, end, key], ends moved by folds
         self.first: dict[str, int] = {}
         for n, (_, _, key) in enumerate(found):
             self.first.setdefault(key, n)
@@ -170,7 +170,7 @@ class StringDraft:
         return True
 
 
-def draft_for(policy: FoldingPolicy, guide: str):
+def draft_for(policy: FoldingPolicy, guide: str) -> SectionAppendDraft | StringDraft:
     """The default policy folds through its index; any other (a subclass too, which may change
     fold) through its own string protocol."""
     return SectionAppendDraft(guide) if type(policy) is SectionAppendPolicy else StringDraft(policy, guide)

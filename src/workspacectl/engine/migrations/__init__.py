@@ -25,6 +25,7 @@ from workspacectl.engine.migrations import m013_leases
 from workspacectl.engine.migrations import m014_credential_names
 from workspacectl.engine.migrations import m015_operation_vectors
 from workspacectl.engine.migrations import m016_blobs
+from workspacectl.engine.migrations import m019_search_postings
 
 MIGRATIONS = [
     ("m001_identity", m001_identity.up),
@@ -43,6 +44,7 @@ MIGRATIONS = [
     ("m014_credential_names", m014_credential_names.up),
     ("m015_operation_vectors", m015_operation_vectors.up),
     ("m016_blobs", m016_blobs.up),
+    ("m019_search_postings", m019_search_postings.up),
 ]
 
 

@@ -37,7 +37,7 @@ def _operation(method: str, path: str, scope: str) -> dict:
     handler = HANDLERS.get((method, path))
     summary = (handler.__doc__ or "").strip().splitlines()[0] if handler and handler.__doc__ else ""
     summary = SUMMARIES.get((method, path)) or summary
-    op = {
+    op: dict = {
         "operationId": f"{method.lower()}_{re.sub(r'[^a-z0-9]+', '_', path.lower()).strip('_')}",
         "summary": summary or f"{method} {path}",
         "tags": [tag_of(path) or "meta"],

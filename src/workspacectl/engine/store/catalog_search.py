@@ -109,39 +109,47 @@ BM25_B = 0.75
 
 def _match_postgres(conn, expression: str, weights: tuple[float, ...], limit: int,
                     services: list[str] | None) -> list:
-    """The PostgreSQL half of match(): the GIN index on the tsvector finds the rows holding any
-    term; each is scored with FTS5's bm25 (idf from the terms' document counts, the column-weighted
-    term frequency, the row's length against the average), so the same `limit` candidates come
-    back with the same scores as on SQLite and the shared re-rank orders them alike."""
+    """The PostgreSQL half of match(): FTS5's bm25 (idf from the terms' document counts, the
+    column-weighted term frequency, the row's length against the average) summed per operation
+    over the query terms' postings (m019: FTS5's doclists), best `limit` first, and only those
+    rows' text read; so the same candidates come back with the same scores as on SQLite and the
+    shared re-rank orders them alike. Per-term parts are added in query order."""
     terms = list(dict.fromkeys(t.strip('"') for t in expression.split(" OR ")))
     terms = [t for t in terms if t.isalnum()]
     if not terms:
         return []
-    n_rows, n_tokens = conn.execute("SELECT count(*), COALESCE(sum(ntokens), 0) FROM operation_search").fetchone()
-    if not n_rows:
+    rows = conn.execute(   # the index's size and each term's document count, in one round trip
+        f"SELECT t.docs, t.tokens, v.term, (SELECT sum(df) FROM operation_search_terms st "
+        f"WHERE st.term = v.term COLLATE \"C\") "
+        f"FROM (SELECT count(*) AS docs, sum(ntokens) AS tokens FROM operation_search_lengths) t "
+        f"CROSS JOIN (VALUES {', '.join(['(?)'] * len(terms))}) AS v(term) WHERE t.docs > 0", terms).fetchall()
+    if not rows:
         return []
-    marks = ", ".join("?" * len(terms))
-    hits = dict(conn.execute(f"SELECT term, sum(df) FROM operation_search_terms WHERE term IN ({marks}) "
-                             "GROUP BY term", terms).fetchall())
+    n_rows, n_tokens = rows[0][0], rows[0][1]
+    hits = {r[2]: r[3] or 0 for r in rows}
     idf = [max(math.log((n_rows - hits.get(t, 0) + 0.5) / (hits.get(t, 0) + 0.5)), 1e-6) for t in terms]
-    freq = ", ".join(
-        "(" + " + ".join(f"{float(w)} * COALESCE((s.term_counts[{j + 1}]->>?)::float8, 0)"
-                         for j, w in enumerate(weights)) + f") AS f{i}"
-        for i in range(len(terms)))
-    norm = f"{BM25_K1} * (1 - {BM25_B} + {BM25_B} * s.ntokens / {float(n_tokens) / n_rows})"
-    score = " + ".join(f"{idf[i]!r} * (f.f{i} * {BM25_K1 + 1}) / (f.f{i} + {norm})" for i in range(len(terms)))
-    where, args = "", []
+    query = ", ".join(f"({i}, ?, {idf[i]!r}::float8)" for i in range(len(terms)))
+    freq = " + ".join(f"{float(w)}::float8 * p.n_{c}" for w, c in zip(weights, FTS_COLUMNS))
+    avg = float(n_tokens) / n_rows
+    norm = f"{BM25_K1}::float8 * (1 - {BM25_B}::float8 + {BM25_B}::float8 * p.ntokens / {avg!r}::float8)"
+    where, args = "", list(terms)
     if services:
-        where = f" AND d.service IN ({', '.join('?' * len(services))})"
+        where = f" AND p.rowid IN (SELECT rowid FROM operation_search_docs WHERE service IN ({', '.join('?' * len(services))}))"
         args += services
-    freq_args = [t for t in terms for _ in FTS_COLUMNS]
+    # Each OFFSET 0 keeps its subquery whole: the postings are read term by term through the
+    # primary key (the planner would rather hash-join a scan of them all), and each posting's f
+    # and norm are computed once.
     return conn.execute(
         f"SELECT d.op_id, d.service, d.method, d.shape, d.action, "
-        f"s.name, s.summary, s.path, s.tags, s.body, s.params, -({score}) AS bm25 "
-        f"FROM operation_search s JOIN operation_search_docs d ON d.rowid = s.rowid "
-        f"CROSS JOIN LATERAL (SELECT {freq}) f "
-        f"WHERE s.document @@ to_tsquery('simple', ?){where} ORDER BY bm25, s.rowid LIMIT ?",
-        (*freq_args, " | ".join(terms), *args, limit)).fetchall()
+        f"s.name, s.summary, s.path, s.tags, s.body, s.params, b.bm25 "
+        f"FROM (SELECT x.rowid, -sum(x.idf * (x.f * {BM25_K1 + 1}::float8) / (x.f + x.norm) ORDER BY x.ord) AS bm25 "
+        f"      FROM (SELECT q.ord, q.idf, p.rowid, ({freq}) AS f, {norm} AS norm "
+        f"            FROM (VALUES {query}) AS q(ord, term, idf) CROSS JOIN LATERAL "
+        f"                 (SELECT * FROM operation_search_postings p "
+        f"                  WHERE p.term = q.term COLLATE \"C\"{where} OFFSET 0) p OFFSET 0) x "
+        f"      GROUP BY x.rowid ORDER BY bm25, x.rowid LIMIT ?) b "
+        f"JOIN operation_search_docs d ON d.rowid = b.rowid JOIN operation_search s ON s.rowid = b.rowid "
+        f"ORDER BY b.bm25, b.rowid", (*args, limit)).fetchall()
 
 
 def first_operations(conn: sqlite3.Connection, services: list[str], limit: int) -> list[str]:

@@ -40,7 +40,7 @@ def get_pkce_sealed(conn, conn_id: str) -> bytes | None:
     return None if row is None else row["pkce_sealed"]
 
 
-def start_oauth(conn, conn_id: str, *, state_hash: str, pkce_sealed: bytes, redirect_uri: str) -> bool:
+def start_oauth(conn, conn_id: str, *, state_hash: str, pkce_sealed: bytes | None, redirect_uri: str) -> bool:
     """Record a new authorize redirect (replacing an earlier one) while the connection is pending."""
     cur = conn.execute(
         "UPDATE connections SET state_hash = ?, pkce_sealed = ?, redirect_uri = ?, state_used_at = NULL "

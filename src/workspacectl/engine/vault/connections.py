@@ -327,7 +327,9 @@ def complete_api_key(ws, conn_id: str, member_id: str, values: dict) -> dict:
     form = link_form(conn, row)
     if credential_type(conn, row) != "apiKey":
         raise v.bad(f"{form.service_name} is connected through its provider's sign-in, not with a key.")
-    secrets, fields, missing = {}, {}, []
+    secrets: dict = {}
+    fields: dict = {}
+    missing: list = []
     for name in form.secret_fields + form.fields:
         raw = values.get(name)
         value = raw.strip() if isinstance(raw, str) else ""
@@ -459,11 +461,11 @@ def finish_oauth(ws, *, state, code, error, caller: Caller | None) -> dict:
             cred = _store_result(ws, conn, current, secrets=tokens.secrets(), fields=tokens.fields,
                                  scopes=tokens.scopes, expires_at=tokens.expires_at, token_type=tokens.token_type)
             store.mark_connected(conn, row["id"], cred["id"], clock.now_iso())
-            row = store.get_connection(conn, row["id"])
+            done = store.get_connection(conn, row["id"])
     except ApiError as e:
         _fail(conn, row["id"], e.message)
         raise
-    return connection_view(ws, row)
+    return connection_view(ws, done)
 
 
 def connect_in_place(ws, caller: Caller, service: str, values: dict, reconnect_id: str | None = None,

@@ -185,7 +185,8 @@ def _parse_tokens(cfg: ProviderConfig, resp) -> TokenSet:
     fields = {}
     if isinstance(body.get("instance_url"), str):
         fields["instanceUrl"] = body["instance_url"]
-    token_type = body.get("token_type") if isinstance(body.get("token_type"), str) else "Bearer"
+    token_type = body.get("token_type")
+    token_type = token_type if isinstance(token_type, str) else "Bearer"
     if token_type.lower() == "bearer":
         token_type = "Bearer"
     return TokenSet(Secret(access), Secret(refresh) if isinstance(refresh, str) and refresh else None,

@@ -80,7 +80,8 @@ def _presentation(auth: dict, secrets: dict[str, Secret], fields: dict) -> tuple
     extra = {str(k): str(v) for k, v in (auth.get("headers") or {}).items()} \
         if isinstance(auth.get("headers"), dict) else {}
     if kind == "header":
-        prefix = auth.get("prefix") if isinstance(auth.get("prefix"), str) else ""
+        prefix = auth.get("prefix")
+        prefix = prefix if isinstance(prefix, str) else ""
         return {**extra, str(auth.get("name") or "Authorization"): prefix + value(auth.get("field"))}, {}
     if kind == "query":
         return extra, {str(auth.get("name") or "api_key"): value(auth.get("field"))}
@@ -104,14 +105,14 @@ def run_probe(conn, integration, secrets: dict[str, Secret], fields: dict, crede
     known = credential_type == "oauth2" or bool(auth)
     from workspacectl.engine.catalog.urls import pin
 
-    target = pin(url, f"{integration['service']}'s probe")  # before any secret is read into a header
+    pinned = pin(url, f"{integration['service']}'s probe")  # before any secret is read into a header
     headers, params = _presentation(auth, secrets, fields)
     import httpx
 
     from workspacectl.engine.vault import outbound
 
     try:
-        resp = outbound.request(method, url, target, f"{integration['service']} probe", timeout=TIMEOUT_SECONDS,
+        resp = outbound.request(method, url, pinned, f"{integration['service']} probe", timeout=TIMEOUT_SECONDS,
                                 headers={"Accept": "application/json", **headers}, params=params)
     except httpx.HTTPError as e:
         raise ApiError("upstream_failed", f"Could not reach {integration['service']} to probe the credential "

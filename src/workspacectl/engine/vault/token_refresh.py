@@ -56,7 +56,7 @@ def needs_refresh(row, since: str | None = None, force: bool = False) -> bool:
     """
     if row["credential_type"] != "oauth2":
         return False
-    refreshed_after = bool(since) and (row["refreshed_at"] or "") >= since
+    refreshed_after = since is not None and bool(since) and (row["refreshed_at"] or "") >= since
     if force and not refreshed_after:
         return True
     if row["expires_at"] is None:
