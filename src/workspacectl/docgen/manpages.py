@@ -41,6 +41,11 @@ ENVIRONMENT = [
     ("WSCTL_NOW_OFFSET_SECONDS", "Shift the clock by this many seconds (drills and tests of expiry)."),
     ("WSCTL_COMPLETION_SECONDS", "How long shell completion may take to list ids and names from the "
                                  "workspace or server before it gives up and offers none (default 2)."),
+    ("WSCTL_BUSY_TIMEOUT_MS", "How long, in whole milliseconds (1 to 3600000, default 15000), a write waits "
+                              "for the workspace's write lock before it gives up with a conflict (exit 6) "
+                              "to retry; read by wsctl serve and by local commands when they open the "
+                              "workspace, on SQLite and PostgreSQL alike. Any other value is refused "
+                              "(exit 7)."),
     ("WSCTL_DEBUG", "Set to 1 to do what --debug does: trace each request (method, URL, status, time; "
                     "on a local workspace, each in-process call) on standard error with secrets redacted "
                     "(never a header or body; secret query values and presigned links read ***), and print "
