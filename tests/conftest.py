@@ -112,6 +112,24 @@ def wait_until(condition, what: str, proc: subprocess.Popen | None = None, log: 
         time.sleep(every)
 
 
+def finish_all(procs: list[subprocess.Popen], timeout: float = WAIT_LIMIT) -> list[tuple[int, str, str]]:
+    """(exit code, stdout, stderr) of each process started in parallel with its pipes, each read to
+    the end. Whatever happens (a timeout, an error), every process is killed if still running,
+    reaped and its pipes closed: no child or pipe is left to the garbage collector."""
+    try:
+        results = []
+        for p in procs:
+            out, err = p.communicate(timeout=timeout)
+            results.append((p.returncode, out, err))
+        return results
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            with p:  # closes the pipes and waits
+                pass
+
+
 def answers_health(url: str) -> bool:
     try:
         return httpx.get(url + "/healthz", timeout=10, trust_env=False).status_code == 200

@@ -13,7 +13,7 @@ import subprocess
 import httpx
 
 from tests.cli_helpers import one_error_line, read_toml
-from tests.conftest import WSCTL, base_env, free_port, run_wsctl
+from tests.conftest import WSCTL, base_env, finish_all, free_port, run_wsctl
 
 
 def tree(root) -> list[str]:
@@ -109,10 +109,7 @@ def test_failing_and_succeeding_commands_racing_on_a_fresh_home_keep_one_workspa
     argvs = [["vault", "token", "cred_nope", "--reason", "r"], ["members", "list", "--json"]] * 3
     procs = [subprocess.Popen([*WSCTL, *a], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for a in argvs]
-    results = [(p.wait(180), p.stdout.read(), p.stderr.read()) for p in procs]
-    for p in procs:
-        p.stdout.close()
-        p.stderr.close()
+    results = finish_all(procs)
     assert [code for code, _, _ in results] == [5, 0] * 3, results
     owners = {out for code, out, _ in results if code == 0}
     assert len(owners) == 1, owners   # every success saw the one workspace that was kept

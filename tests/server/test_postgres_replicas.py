@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import WAIT_LIMIT, WSCTL, free_port, make_backend, pg_env, start_server, wait_until
+from tests.conftest import WAIT_LIMIT, WSCTL, finish_all, free_port, make_backend, pg_env, start_server, wait_until
 from tests.oauth_provider import OAuthProvider
 from tests.project_helpers import make_project
 from tests.skill_helpers import create, put_url, skill_md, targz
@@ -124,10 +124,10 @@ def test_processes_starting_together_apply_each_migration_once(pg_databases, tmp
     for p in procs:                      # both are up and connected to nothing yet: go together
         p.stdin.write("go\n")
         p.stdin.flush()
-    outs = [p.communicate(timeout=300) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in outs]
+    outs = finish_all(procs, timeout=300)
+    assert [code for code, _, _ in outs] == [0, 0], [err[-2000:] for _, _, err in outs]
 
-    applied = [json.loads(out) for out, _ in outs]
+    applied = [json.loads(out) for _, out, _ in outs]
     assert sorted(applied[0] + applied[1]) == sorted(name for name, _ in MIGRATIONS)
     import psycopg
 

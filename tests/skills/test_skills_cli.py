@@ -96,13 +96,13 @@ def test_parallel_publish_of_the_same_folder_all_succeed(backend, tmp_path):
     """Parallel CI jobs publishing one folder: one publishes, the others find it unchanged (not 409)."""
     import subprocess
 
-    from tests.conftest import WSCTL
+    from tests.conftest import WSCTL, finish_all
 
     b = backend
     d = _folder(tmp_path, "ci-race")
     procs = [subprocess.Popen([*WSCTL, "skill", "publish", str(d)], env=b.env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(4)]
-    outs = [(p.wait(timeout=120), *p.communicate()) for p in procs]
+    outs = finish_all(procs)
     assert all(rc == 0 for rc, _o, _e in outs), outs
     lines = sorted(o.strip() for _rc, o, _e in outs)
     assert sum(1 for line in lines if line.endswith("published v1")) == 1, lines

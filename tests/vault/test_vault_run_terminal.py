@@ -119,6 +119,7 @@ def test_run_on_a_terminal_gives_the_child_a_terminal(backend, cred, masking):
         os.close(err_master)
         if p.poll() is None:
             p.kill()
+            p.wait()  # reaped: a Popen collected while its process runs is a ResourceWarning
     out, err = out.replace("\r\n", "\n"), err.replace("\r\n", "\n")
     assert "stdout-tty True stderr-tty True stdin-tty True\n" in out
     assert "cols 123\n" in out  # the child's pty is sized like wsctl's terminal
@@ -166,6 +167,7 @@ def test_child_dies_when_wsctl_is_killed_with_sigkill(backend, cred, tmp_path, m
     finally:
         if p.poll() is None:
             p.kill()
+            p.wait()  # reaped: a Popen collected while its process runs is a ResourceWarning
         if child is not None and not _gone(child):
             os.kill(child, signal.SIGKILL)
         if master is not None:
@@ -207,6 +209,7 @@ def test_the_watchdog_kills_the_child_only_when_wsctl_goes_without_saying_done(t
     finally:
         if p.poll() is None:
             p.kill()
+            p.wait()  # reaped: a Popen collected while its process runs is a ResourceWarning
         p.stdout.close()
         if child is not None and not _gone(child):
             os.kill(child, signal.SIGKILL)

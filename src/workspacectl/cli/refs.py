@@ -10,7 +10,8 @@ filters, docs/api.md §1 "Lists"):
   with `cred_`; a specialist, workflow, member or key whose name starts with its prefix is named by
   its id.)
 - Anything else is a name, looked up among what you can see: an exact match first, else one
-  regardless of ASCII case. A member's email (a word with `@`) goes to the API, which matches it.
+  regardless of case (Unicode case folding, as the server filters). A member's email (a word
+  with `@`) goes to the API, which matches it.
   One match answers its id; none is exit 5; several are exit 7 with the candidates, one line each
   (`error.detail.candidates`, cli/main.py prints them).
 - Skills are the exception: their names are unique among live skills and the server resolves them

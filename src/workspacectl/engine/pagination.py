@@ -29,22 +29,16 @@ MAX_NAME_FILTER = 200
 
 def name_filter(ctx) -> tuple[str, str] | None:
     """`?name=` on a list route (what `wsctl` resolves a name with, in one request): (the name,
-    its ASCII lower case) for store.name_clause, or None when absent or empty. Entries match when
-    their name equals it, or equals it regardless of ASCII case (the same on SQLite and
-    PostgreSQL); the client picks an exact match over the others."""
+    its casefold()) for store.name_clause and store.fetch_named, or None when absent or empty.
+    Entries match when their name equals it regardless of case, by full Unicode case folding
+    ("équipe" finds "Équipe", "STRASSE" finds "Straße"), the same on SQLite and PostgreSQL; the
+    client picks an exact match over the others."""
     name = ctx.query.get("name") or None
     if name is None:
         return None
     if len(name) > MAX_NAME_FILTER:
         raise bad(f"Query parameter 'name' is at most {MAX_NAME_FILTER} characters.")
-    return name, ascii_lower(name)
-
-
-def ascii_lower(text: str) -> str:
-    return text.translate(_ASCII_LOWER)
-
-
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+    return name, name.casefold()
 
 
 def page_args(ctx, key_type: type | tuple = str) -> tuple[int, Any]:

@@ -68,5 +68,5 @@ PAGE = [query("limit", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
               f"Page size, 1-{MAX_LIMIT} (default {DEFAULT_LIMIT})."),
         query("cursor", STR, "The nextCursor of the previous page; empty or absent for the first page.")]
 # A list that takes ?name= (what the CLI resolves a name with, in one request)
-NAMED_PAGE = [query("name", text(max_len=MAX_NAME_FILTER), "Only entries with this name: exactly, or regardless "
-                    "of ASCII case (the caller prefers an exact match). Empty or absent: all."), *PAGE]
+NAMED_PAGE = [query("name", text(max_len=MAX_NAME_FILTER), "Only entries with this name regardless of case "
+                    "(Unicode case folding; the caller prefers an exact match). Empty or absent: all."), *PAGE]

@@ -6,7 +6,7 @@ import sqlite3
 
 from workspacectl import clock
 from workspacectl.engine.ids import new_id
-from workspacectl.engine.store import name_clause
+from workspacectl.engine.store import fetch_named, name_clause
 
 
 def set_setting(conn, key: str, value: str) -> None:
@@ -53,8 +53,8 @@ def first_owner(conn) -> sqlite3.Row | None:
 
 def list_members(conn, after, limit: int, named: tuple[str, str] | None = None) -> list:
     clause, args = name_clause("name", named)
-    return conn.execute(f"SELECT * FROM members WHERE id > :after{clause} ORDER BY id LIMIT :limit",
-                        {"after": after or "", "limit": limit, **args}).fetchall()
+    return fetch_named(conn, f"SELECT * FROM members WHERE id > :after{clause} ORDER BY id LIMIT :limit",
+                       {"after": after or "", "limit": limit, **args}, named)
 
 
 # --- login codes ---------------------------------------------------------------------------
@@ -103,7 +103,7 @@ def list_keys(conn, member_id: str | None, after, limit: int, named: tuple[str, 
     if member_id is not None:
         sql += " AND member_id = :member"
         args["member"] = member_id
-    return conn.execute(sql + " ORDER BY id LIMIT :limit", args).fetchall()
+    return fetch_named(conn, sql + " ORDER BY id LIMIT :limit", args, named)
 
 
 def revoke_secret(conn, secret_id: str) -> bool:

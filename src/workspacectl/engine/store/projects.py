@@ -9,7 +9,7 @@ import json
 
 from workspacectl import clock
 from workspacectl.engine.ids import new_id
-from workspacectl.engine.store import name_clause
+from workspacectl.engine.store import fetch_named, name_clause
 
 # The caller's role on project `p`: owner, else its own grant, else the workspace grant (nearest wins).
 # Guests are read-only: a grant gives them at most viewer, whenever it was made (a member
@@ -70,14 +70,14 @@ def get_project(conn, pid: str, me: str):
 
 def list_projects(conn, me: str, after, limit: int, named: tuple[str, str] | None = None) -> list:
     clause, args = name_clause("p.name", named)
-    return conn.execute(
-        f"""SELECT {_COLUMNS} FROM projects p
+    return fetch_named(
+        conn, f"""SELECT {_COLUMNS} FROM projects p
             WHERE (p.owner_member_id = :me
                    OR EXISTS (SELECT 1 FROM project_grants g WHERE g.project_id = p.id
                               AND (g.member_id = :me OR g.member_id IS NULL)))
               AND p.id > :after{clause}
             ORDER BY p.id LIMIT :limit""",
-        {"me": me, "after": after or "", "limit": limit, **args}).fetchall()
+        {"me": me, "after": after or "", "limit": limit, **args}, named)
 
 
 def member_brief(conn, member_id: str | None) -> dict | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from workspacectl.engine.store import name_clause
+from workspacectl.engine.store import fetch_named, name_clause
 
 _PUBLIC_COLS = ("c.id, c.service, c.name, c.credential_type, c.owner_member_id, c.fields_json, c.scopes_json, "
                 "c.secret_names_json, c.status, c.token_type, c.expires_at, c.synced_at, c.refreshed_at, "
@@ -88,7 +88,7 @@ def list_credentials_for(conn, member_id: str, after: str | None, limit: int,
     if service:
         sql += "AND c.service = :service "
         args["service"] = service
-    return conn.execute(sql + "ORDER BY c.id LIMIT :limit", args).fetchall()
+    return fetch_named(conn, sql + "ORDER BY c.id LIMIT :limit", args, named)
 
 
 def update_secrets(conn, cred_id: str, *, secret_blob: bytes, secret_names: list, now: str, refreshed_at: str,

@@ -5,7 +5,7 @@ import json
 
 from workspacectl import clock
 from workspacectl.engine.ids import new_id
-from workspacectl.engine.store import name_clause
+from workspacectl.engine.store import fetch_named, name_clause
 from workspacectl.engine.store.projects import ROLE_SQL
 
 # 'creator' for the member who made it; else the role on the project holding it (grants flow down).
@@ -51,8 +51,8 @@ def list_workflows(conn, me: str, after, limit: int, kind: str | None, project_i
            + (" AND w.kind = :kind" if kind else "")
            + (" AND w.project_id = :pid" if project_id else "") + clause
            + " AND (w.created_by = :me OR w.project_id IS NOT NULL)) AS visible WHERE access IS NOT NULL ORDER BY id LIMIT :limit")
-    return conn.execute(sql, {"me": me, "after": after or "", "limit": limit, "kind": kind,
-                              "pid": project_id, **args}).fetchall()
+    return fetch_named(conn, sql, {"me": me, "after": after or "", "limit": limit, "kind": kind,
+                                   "pid": project_id, **args}, named)
 
 
 def set_nodes(conn, wid: str, nodes: list) -> None:
