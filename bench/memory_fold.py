@@ -29,7 +29,7 @@ ORG = "/v1/memory/organization"
 
 def engine_for(ws_path: Path):
     from workspacectl.engine.dispatch import Engine
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.engine.workspaces.folder import Workspace
 
     return Engine(Workspace.open(ws_path))
 

@@ -36,7 +36,7 @@ ORG = "/v1/memory/organization"
 
 def queue_notes(ws_path: Path, token: str, n: int, scenario: str) -> None:
     from workspacectl.engine.dispatch import Engine
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.engine.workspaces.folder import Workspace
 
     engine = Engine(Workspace.open(ws_path))
     text_len = 20000 if scenario == "maximal" else 1000

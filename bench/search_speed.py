@@ -79,7 +79,7 @@ def http_samples(ws_path: Path, queries: list[str], rounds: int) -> list[float]:
     from workspacectl.engine.identity.auth import new_session
     from workspacectl.engine.db import transaction
     from workspacectl.engine.store import identity
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.engine.workspaces.folder import Workspace
 
     ws = Workspace.open(ws_path)
     with transaction(ws.conn()):

@@ -83,7 +83,7 @@ def run_wrk(url: str, script: Path, args, server_pid: int) -> dict:
 def issued_rows(ws_path: Path, cred: str) -> int:
     """Access-log rows marked issued for the credential (one credential per round)."""
     from workspacectl.engine.store.vault import count_access_log
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.engine.workspaces.folder import Workspace
 
     conn = Workspace(ws_path).conn()
     try:

@@ -69,7 +69,7 @@ def main() -> None:
     from workspacectl.engine.db import transaction
     from workspacectl.engine.dispatch import Engine
     from workspacectl.engine.store import identity
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.engine.workspaces.folder import Workspace
 
     ws = Workspace.open(ws_path)
     owner = identity.first_owner(ws.conn())["id"]

@@ -453,7 +453,7 @@ def workspace_db(location):
     on the folder's workspace.db, or on the PostgreSQL door the store's driver, which takes the
     same SQL (`?` placeholders, sqlite3-like rows). Close it when done."""
     if isinstance(location, PgLocation):
-        from workspacectl.engine.db_postgres import PgConnection
+        from workspacectl.engine.db.postgres import PgConnection
 
         return PgConnection(str(location))
     return sqlite3.connect(Path(location) / "workspace.db", timeout=15, isolation_level=None)

@@ -89,7 +89,7 @@ def test_the_lexical_half_alone_cannot_answer_them(tmp_path):
     """The test above can fail: without the vectors these phrases find nothing right."""
     from workspacectl.engine.catalog.importer import parse_document
     from workspacectl.engine.catalog import services
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.engine.workspaces.folder import Workspace
 
     ws, _ = Workspace.create(tmp_path / "ws", name="t", owner_name="O", owner_email="o@example.com")
     conn = ws.conn()
@@ -158,7 +158,7 @@ def test_plain_python_and_numpy_similarities_agree(tmp_path):
     figures (to float rounding) and the same nearest operations."""
     from workspacectl.engine.catalog import search_vectors, services
     from workspacectl.engine.catalog.importer import parse_document
-    from workspacectl.engine.workspace import Workspace
+    from workspacectl.engine.workspaces.folder import Workspace
 
     ws, _ = Workspace.create(tmp_path / "ws", name="t", owner_name="O", owner_email="o@example.com")
     conn = ws.conn()

@@ -1,5 +1,5 @@
 """Where blobs are kept, through every door (the postgres door keeps them as `blob` and
-`blob_chunk` rows, engine/blobs_postgres.py; the others as files under blobs/): content-addressed,
+`blob_chunk` rows, engine/blobs/postgres.py; the others as files under blobs/): content-addressed,
 one blob for the same bytes, chunked past 1 MiB, collected once no file names it."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PgBlobStore (engine/blobs_postgres.py) on a real PostgreSQL database of its own: chunked,
+"""PgBlobStore (engine/blobs/postgres.py) on a real PostgreSQL database of its own: chunked,
 content-addressed, written in the caller's transaction (a rollback leaves no blob and no chunk),
 read back in order, deleted with its chunks. The PostgreSQL workspace door runs the same store
 under every project-files and skills test; this file checks the store's own rules directly."""
@@ -48,7 +48,7 @@ class _Session:
 
 @pytest.fixture
 def store(pg_url, tmp_path):
-    from workspacectl.engine.blobs_postgres import PgBlobStore
+    from workspacectl.engine.blobs.postgres import PgBlobStore
 
     ws = _Session(pg_url, tmp_path / "blobs")
     ws.conn().execute("TRUNCATE blob CASCADE")

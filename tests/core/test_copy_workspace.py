@@ -1,4 +1,4 @@
-"""`wsctl admin copy-workspace SRC DST` (engine/workspace_copy.py): every row and blob of a
+"""`wsctl admin copy-workspace SRC DST` (engine/workspaces/copy.py): every row and blob of a
 workspace into an empty one, secrets sealed under the same key, verified before it says done;
 refusals change nothing. Real workspaces, the real CLI; the PostgreSQL directions run where a
 PostgreSQL workspace door is built (tests/core/test_copy_workspace_postgres.py)."""

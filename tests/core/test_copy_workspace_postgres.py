@@ -1,4 +1,4 @@
-"""`wsctl admin copy-workspace` up to PostgreSQL and back down (engine/workspace_copy.py): a
+"""`wsctl admin copy-workspace` up to PostgreSQL and back down (engine/workspaces/copy.py): a
 folder workspace into an empty database (rows, blobs as chunks in the database, secrets sealed
 under the key given by WSCTL_MASTER_KEY), then that database into an empty folder, which must
 hold exactly what the first folder held; a non-empty database is refused and left as it was."""

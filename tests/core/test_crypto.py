@@ -280,7 +280,8 @@ def test_a_hung_keyring_falls_back_to_the_file_within_the_timeout(ws, monkeypatc
     file, while that read is still blocked (an order, not a stopwatch)."""
     import keyring
 
-    from workspacectl.engine import crypto, crypto_keys
+    from workspacectl.engine import crypto
+    from workspacectl.engine.crypto import keys as crypto_keys
 
     previous = keyring.get_keyring()
     ring = _MemoryKeyring(hung=True)

@@ -16,7 +16,7 @@ from tests.conftest import OWNER, pg_env, run_wsctl
 
 def test_translate_keeps_literals_and_spells_postgres():
     pytest.importorskip("psycopg")
-    from workspacectl.engine.db_postgres import translate
+    from workspacectl.engine.db.postgres import translate
 
     assert translate("SELECT a FROM t WHERE b = ? AND c = '?' AND d LIKE '50%'") == \
         "SELECT a FROM t WHERE b = %s AND c = '?' AND d LIKE '50%%'"
@@ -115,7 +115,7 @@ def test_a_writer_waits_the_busy_timeout_setting_then_gets_locked(pg_workspace, 
     another one that holds the workspace gets SQLite's "database is locked" (the engine's 409)
     once that bound has passed, and nothing of its own is written."""
     from workspacectl.engine.db import transaction
-    from workspacectl.engine.db_postgres import PgConnection
+    from workspacectl.engine.db.postgres import PgConnection
 
     monkeypatch.setenv("WSCTL_BUSY_TIMEOUT_MS", "300")
     holder, waiter = PgConnection(pg_workspace), PgConnection(pg_workspace)

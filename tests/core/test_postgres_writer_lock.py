@@ -1,4 +1,4 @@
-"""The PostgreSQL door's writer lock (engine/db_postgres.py): a transaction that only appends (a
+"""The PostgreSQL door's writer lock (engine/db/postgres.py): a transaction that only appends (a
 token's audit row) holds it shared, beside other appenders; every other writer holds it alone,
 as on SQLite. And the round trips it saves: BEGIN with the first statement, SAVEPOINT and RELEASE
 with each write, with every rule of the old spelling kept."""
@@ -13,7 +13,7 @@ from tests.conftest import wait_until
 
 
 def _conn(pg_workspace):
-    from workspacectl.engine.db_postgres import PgConnection
+    from workspacectl.engine.db.postgres import PgConnection
 
     return PgConnection(str(pg_workspace))
 

@@ -116,7 +116,7 @@ def test_processes_starting_together_apply_each_migration_once(pg_databases, tmp
     from workspacectl.engine.migrations import MIGRATIONS
 
     url = pg_databases.fresh(tmp_path, empty=True)
-    code = ("import json, sys; from workspacectl.engine.db_postgres import PgConnection; "
+    code = ("import json, sys; from workspacectl.engine.db.postgres import PgConnection; "
             "from workspacectl.engine.migrations import apply_migrations; "
             "sys.stdin.readline(); print(json.dumps(apply_migrations(PgConnection(sys.argv[1]))))")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(url)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,

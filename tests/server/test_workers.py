@@ -11,7 +11,7 @@ import httpx
 
 from tests.conftest import _owner_and_token, base_env, run_wsctl, start_server, wait_until
 from workspacectl.engine.store.leases import get_lease
-from workspacectl.engine.workspace import Workspace
+from workspacectl.engine.workspaces.folder import Workspace
 from workspacectl.server.memory_timer import LEASE
 
 ORG = "/v1/memory/organization"

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 from workspacectl.engine.dispatch import Engine
 from workspacectl.engine.registry import Caller
 from workspacectl.engine.workspaces import workspace_type
-from workspacectl.engine.workspace import Workspace
+from workspacectl.engine.workspaces.folder import Workspace
 from workspacectl.errors import ApiError
 
 
@@ -213,7 +213,7 @@ class _ProgressReader:
 
 def copy_workspace(source: str, target: str, progress=None) -> dict:
     """`wsctl admin copy-workspace`: every row and blob of one workspace into an empty one
-    (engine/workspace_copy.py), verified before it answers."""
-    from workspacectl.engine.workspace_copy import copy_between
+    (engine/workspaces/copy.py), verified before it answers."""
+    from workspacectl.engine.workspaces.copy import copy_between
 
     return copy_between(source, target, progress)

@@ -6,10 +6,10 @@
 
 A pass removes
 - skill_uploads rows past their usable lifetime (expires_at) plus GRACE, used or not, then their
-  blobs with blob_store.remove_unreferenced after that commit (engine/blobs.py's rule; a blob a
+  blobs with blob_store.remove_unreferenced after that commit (engine/blobs/__init__.py's rule; a blob a
   version's manifest still names stays);
 - blobs/tmp/stage-* folders a killed request left: any whose flock no live process holds
-  (BlobStore.remove_abandoned_stages, engine/blobs.py; `wsctl serve` also runs this when it starts), or where
+  (BlobStore.remove_abandoned_stages, engine/blobs/__init__.py; `wsctl serve` also runs this when it starts), or where
   flock does not exist, those not touched for FILE_AGE seconds;
 - local blobs/incoming/<token> files (uploads never validated or published) not touched for
   FILE_AGE seconds: never younger ones, another process may be writing them right now;

@@ -1,6 +1,6 @@
 """POST /v1/admin/rotate-key (owner session): re-seal every secret under a new workspace key.
 
-Order (engine/crypto.py explains why no failure loses data): the new key is stored next to the
+Order (engine/crypto/__init__.py explains why no failure loses data): the new key is stored next to the
 old ones; one transaction re-seals every sealed column of the workspace (credential secrets,
 OAuth client secrets, connection links and PKCE verifiers: store.vault.SEALED_COLUMNS) and
 records the new key as current; only then, if a scan finds nothing sealed under an old key, the

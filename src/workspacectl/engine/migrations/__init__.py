@@ -86,7 +86,7 @@ def _postgres_step(name: str, up: Callable) -> Callable:
 
 
 def _apply_postgres(conn) -> list[str]:
-    from workspacectl.engine.db_postgres import MIGRATION_LOCK
+    from workspacectl.engine.db.postgres import MIGRATION_LOCK
 
     if _pending_names(conn) == []:
         return []

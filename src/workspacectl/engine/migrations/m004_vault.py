@@ -1,7 +1,7 @@
 """The vault: credentials with their sealed secrets, sharing grants, the access log.
 
 Secrets of a credential (API keys, access and refresh tokens) live in one AES-256-GCM blob
-(engine/crypto.py, AAD = the credential id); no column holds a secret in plaintext.
+(engine/crypto/__init__.py, AAD = the credential id); no column holds a secret in plaintext.
 """
 from workspacectl.engine.db import execute_script
 
@@ -61,7 +61,7 @@ def up(conn):
     """)
 
 
-# The same schema in PostgreSQL (engine/db_postgres.py): TEXT compares and sorts in byte order
+# The same schema in PostgreSQL (engine/db/postgres.py): TEXT compares and sorts in byte order
 # (COLLATE "C", as SQLite's BINARY), INTEGER is BIGINT, BLOB is BYTEA, rowids are identity columns.
 POSTGRES_SQL = """
 CREATE TABLE credentials (

@@ -34,7 +34,7 @@ def up(conn):
     """)
 
 
-# The same schema in PostgreSQL (engine/db_postgres.py): TEXT compares and sorts in byte order
+# The same schema in PostgreSQL (engine/db/postgres.py): TEXT compares and sorts in byte order
 # (COLLATE "C", as SQLite's BINARY), INTEGER is BIGINT, BLOB is BYTEA, rowids are identity columns.
 POSTGRES_SQL = """
 CREATE TABLE connections (

@@ -1,4 +1,4 @@
-"""m008_project_files: a project's shared files. Contents live in blobs/ by SHA-256 (engine/blobs.py)."""
+"""m008_project_files: a project's shared files. Contents live in blobs/ by SHA-256 (engine/blobs/__init__.py)."""
 from workspacectl.engine.db import execute_script
 
 SQL = """
@@ -19,7 +19,7 @@ def up(conn):
     execute_script(conn, SQL)
 
 
-# The same schema in PostgreSQL (engine/db_postgres.py): TEXT compares and sorts in byte order
+# The same schema in PostgreSQL (engine/db/postgres.py): TEXT compares and sorts in byte order
 # (COLLATE "C", as SQLite's BINARY), INTEGER is BIGINT, BLOB is BYTEA, rowids are identity columns.
 POSTGRES_SQL = """
 CREATE TABLE project_files (

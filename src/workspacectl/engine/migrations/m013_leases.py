@@ -22,7 +22,7 @@ def up(conn):
     execute_script(conn, SQL)
 
 
-# The same table on PostgreSQL (engine/db_postgres.py): text in byte order, INTEGER as BIGINT.
+# The same table on PostgreSQL (engine/db/postgres.py): text in byte order, INTEGER as BIGINT.
 POSTGRES_SQL = """
 CREATE TABLE leases (
     name TEXT COLLATE "C" PRIMARY KEY,

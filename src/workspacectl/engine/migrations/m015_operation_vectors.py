@@ -22,7 +22,7 @@ def up(conn):
     execute_script(conn, SQL)
 
 
-# The same table on PostgreSQL (engine/db_postgres.py).
+# The same table on PostgreSQL (engine/db/postgres.py).
 POSTGRES_SQL = """
 CREATE TABLE operation_vectors (
     op_id TEXT COLLATE "C" PRIMARY KEY,

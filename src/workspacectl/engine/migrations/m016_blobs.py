@@ -1,6 +1,6 @@
-"""m016_blobs: blobs in PostgreSQL, beside the rows that name them (engine/blobs_postgres.py).
+"""m016_blobs: blobs in PostgreSQL, beside the rows that name them (engine/blobs/postgres.py).
 
-A folder workspace keeps its blobs in blobs/ (engine/blobs_folder.py): nothing to do on SQLite.
+A folder workspace keeps its blobs in blobs/ (engine/blobs/folder.py): nothing to do on SQLite.
 On PostgreSQL a blob is one `blob` row (sha256, size, chunk count, when it was written, in
 seconds since the epoch for the orphan sweep's age) and its bytes in 1 MiB `blob_chunk` rows,
 written in the transaction that records the project file or skill version naming it.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from workspacectl import clock
 from workspacectl.engine import blobs
-from workspacectl.engine.archive_staging import stage_archive
+from workspacectl.engine.blobs.staging import stage_archive
 from workspacectl.formats.tar_stream import Limits, check_path, size_text, tar_length, write_bundle
 from workspacectl.formats.transfer_size import UNCOMPRESSED_LENGTH
 from workspacectl.engine.db import transaction

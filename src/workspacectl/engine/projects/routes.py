@@ -156,5 +156,5 @@ def delete_project(ctx: Ctx) -> dict:
         require_owner(row, "delete it")
         shas = file_shas(ctx.db, row["id"])
         counts = store.delete_project(ctx.db, row["id"])
-    ctx.ws.blob_store.remove_unreferenced(shas)  # after the commit, as engine/blobs.py requires
+    ctx.ws.blob_store.remove_unreferenced(shas)  # after the commit, as engine/blobs/__init__.py requires
     return {"id": row["id"], "deleted": True, **counts}

@@ -1,4 +1,4 @@
-"""Skill file contents in the workspace's blob store (engine/blobs.py, `ws.blob_store`).
+"""Skill file contents in the workspace's blob store (engine/blobs/__init__.py, `ws.blob_store`).
 
 Following that module's rule, bytes are staged before the write transaction and published
 inside the transaction that records the version or upload naming them, so

@@ -6,7 +6,7 @@ from workspacectl.engine.skills import blobs
 from workspacectl.formats import skill_bundle as fmt
 from workspacectl.engine.skills import transfers
 from workspacectl.engine import validate as v
-from workspacectl.engine.archive_staging import FileRef, stage_archive
+from workspacectl.engine.blobs.staging import FileRef, stage_archive
 from workspacectl.formats.tar_stream import ArchiveError
 from workspacectl.engine.db import transaction
 from workspacectl.engine.registry import Ctx, Response, route

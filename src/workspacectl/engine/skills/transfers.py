@@ -1,7 +1,7 @@
 """Presigned skill transfers: HMAC-signed tokens for one upload (PUT) or one download (GET).
 
 A token is base64url(JSON [method, object, path, expiry]) "." base64url(HMAC-SHA256), keyed by
-a key derived from the workspace key (engine/crypto.py), so no API key travels with the URL.
+a key derived from the workspace key (engine/crypto/__init__.py), so no API key travels with the URL.
 A token whose signature, object or method does not match is 403 forbidden; one past its expiry
 is 410 expired (checked after the signature).
 

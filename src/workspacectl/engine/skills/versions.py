@@ -12,7 +12,7 @@ from itertools import chain
 from workspacectl.engine.skills import blobs
 from workspacectl.formats import skill_bundle as fmt
 from workspacectl.engine import validate as v
-from workspacectl.engine.archive_staging import FileRef
+from workspacectl.engine.blobs.staging import FileRef
 from workspacectl.engine.db import transaction
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.registry import Ctx, Response, route

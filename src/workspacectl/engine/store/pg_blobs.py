@@ -1,4 +1,4 @@
-"""Blob SQL of a PostgreSQL workspace (engine/blobs_postgres.py; tables of migration m016_blobs).
+"""Blob SQL of a PostgreSQL workspace (engine/blobs/postgres.py; tables of migration m016_blobs).
 
 Run on the session's psycopg connection itself (`raw`), so chunks go by binary COPY and come
 back as binary bytea, inside whatever transaction the workspace connection has open.
@@ -9,7 +9,7 @@ from typing import Iterable, Iterator
 
 
 def raw(conn):
-    """The psycopg connection under the workspace's connection wrapper (engine/db_postgres.py)."""
+    """The psycopg connection under the workspace's connection wrapper (engine/db/postgres.py)."""
     return getattr(conn, "_pg", conn)
 
 

@@ -1,4 +1,4 @@
-"""Whole-table SQL for copying a workspace (engine/workspace_copy.py): the table list of a
+"""Whole-table SQL for copying a workspace (engine/workspaces/copy.py): the table list of a
 schema, counts, rows in key order, bulk inserts, a read snapshot, identity sequences."""
 from __future__ import annotations
 

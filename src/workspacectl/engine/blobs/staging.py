@@ -1,5 +1,5 @@
 """An uploaded tar.gz read (engine/bundle_tar.read_tar, the one reader) and its files staged as
-blobs (engine/blobs.py) without publishing anything: the caller commits all of it or none.
+blobs (engine/blobs/__init__.py) without publishing anything: the caller commits all of it or none.
 
     with ws.blob_store.staging() as stage:
         files, staged = stage_archive(reader, stage, limits)   # {path: FileRef}, {sha256: Staged}

@@ -1,8 +1,8 @@
-"""Which kind of workspace a location names: a folder (engine/workspace.py Workspace) or a
-postgresql:// URL (engine/workspace_postgres.py PgWorkspace, imported only for such a URL)."""
+"""Which kind of workspace a location names: a folder (engine/workspaces/folder.py Workspace) or a
+postgresql:// URL (engine/workspaces/postgres.py PgWorkspace, imported only for such a URL)."""
 from __future__ import annotations
 
-from workspacectl.engine.workspace import Workspace
+from workspacectl.engine.workspaces.folder import Workspace
 from workspacectl.errors import ApiError
 from workspacectl.formats.workspace_url import is_postgres_url
 
@@ -11,7 +11,7 @@ def workspace_type(location) -> type["Workspace"]:
     """Workspace for a folder, PgWorkspace for a postgresql:// URL (a str: a Path loses the //)."""
     if is_postgres_url(location):
         try:
-            from workspacectl.engine.workspace_postgres import PgWorkspace
+            from workspacectl.engine.workspaces.postgres import PgWorkspace
         except ImportError:
             raise ApiError("invalid_request", "A PostgreSQL workspace needs psycopg: "
                            "run `pip install 'workspacectl[postgres]'`.") from None

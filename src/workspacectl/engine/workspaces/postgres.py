@@ -15,9 +15,9 @@ import os
 import threading
 from pathlib import Path
 
-from workspacectl.engine.db_postgres import PgConnection
+from workspacectl.engine.db.postgres import PgConnection
 from workspacectl.formats.workspace_url import redacted, without_password
-from workspacectl.engine.workspace import Workspace
+from workspacectl.engine.workspaces.folder import Workspace
 from workspacectl.errors import ApiError
 
 
@@ -59,9 +59,9 @@ class PgWorkspace(Workspace):
         return redacted(self.url)
 
     def _make_blob_store(self):
-        """Blobs in PostgreSQL beside the rows (engine/blobs_postgres.py); the local folder
+        """Blobs in PostgreSQL beside the rows (engine/blobs/postgres.py); the local folder
         (WSCTL_BLOB_DIR or the local state folder) only stages uploads on their way in."""
-        from workspacectl.engine.blobs_postgres import PgBlobStore
+        from workspacectl.engine.blobs.postgres import PgBlobStore
 
         self.blobs.mkdir(parents=True, exist_ok=True, mode=0o700)
         return PgBlobStore(self, self.blobs)

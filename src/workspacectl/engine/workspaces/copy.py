@@ -108,7 +108,7 @@ def copy_between(src_location: str, dst_location: str, progress: Progress | None
 
 
 def _workspace_type(location):
-    """Workspace for a folder, PgWorkspace for a postgresql:// URL (engine/workspaces.py)."""
+    """Workspace for a folder, PgWorkspace for a postgresql:// URL (engine/workspaces/__init__.py)."""
     from workspacectl.engine.workspaces import workspace_type
 
     return workspace_type(str(location))
@@ -217,7 +217,7 @@ def _give_key_file(src, dst) -> None:
     """A folder target gets the source's key file when the source keeps its key in one (the
     key, not any secret: the sealed values are copied as they are). The OS keyring entry is named
     by the workspace id, which is copied, and the environment is the same for both."""
-    from workspacectl.engine.crypto_keys import KEY_FILE, KeyStore, write_0600
+    from workspacectl.engine.crypto.keys import KEY_FILE, KeyStore, write_0600
 
     if getattr(dst, "dialect", "sqlite") != "sqlite":
         return
@@ -231,7 +231,7 @@ def _require_keys(src, dst) -> None:
     """Every key fingerprint the copied secrets were sealed under (and the recorded current one)
     is reachable from the target; else it could never unseal them."""
     from workspacectl.engine import crypto
-    from workspacectl.engine.crypto_keys import ENV_KEY
+    from workspacectl.engine.crypto.keys import ENV_KEY
     from workspacectl.engine.identity.key_rotation import _fingerprints
 
     need = _fingerprints(dst.conn())
@@ -239,7 +239,7 @@ def _require_keys(src, dst) -> None:
         need.add(current)
     missing = need - _reachable(dst)
     if missing:
-        import workspacectl.engine.crypto_keys as keys
+        import workspacectl.engine.crypto.keys as keys
 
         file_env = getattr(keys, "ENV_KEY_FILE", None)
         how = f"{ENV_KEY} (or {file_env}, a file holding it)" if file_env else ENV_KEY
@@ -251,7 +251,7 @@ def _require_keys(src, dst) -> None:
 def _reachable(ws) -> set[bytes]:
     """Fingerprints of the keys a process like this one finds for `ws`: the environment, its key
     file, and its OS keyring entry when it has a workspace id (asking for one would make it)."""
-    from workspacectl.engine.crypto_keys import SETTING_WS_ID, KeyStore, env_keys
+    from workspacectl.engine.crypto.keys import SETTING_WS_ID, KeyStore, env_keys
 
     current, previous = env_keys()
     found = {k.fp for k in ([current] if current else []) + previous}

@@ -1,8 +1,8 @@
 """Content-addressed blobs behind one small interface, so where they live can change.
 
 A blob is immutable bytes named by their SHA-256. A workspace has one `BlobStore`
-(`ws.blob_store`): `FolderBlobStore` (engine/blobs_folder.py, a folder workspace's blobs/)
-or `PgBlobStore` (engine/blobs_postgres.py, chunks in PostgreSQL beside the rows). An
+(`ws.blob_store`): `FolderBlobStore` (engine/blobs/folder.py, a folder workspace's blobs/)
+or `PgBlobStore` (engine/blobs/postgres.py, chunks in PostgreSQL beside the rows). An
 S3-compatible store would be a third subclass.
 
     store = ws.blob_store

@@ -20,7 +20,7 @@ rotation the new key is stored *alongside* the old one before anything is re-sea
 one is dropped only after the re-seal transaction committed and a scan found no blob still under
 it: no failure at any step can leave a blob without its key.
 
-Finding keys (environment, keyring, file) is crypto_keys.py; this module decides which seals what.
+Finding keys (environment, keyring, file) is crypto/keys.py; this module decides which seals what.
 
 Always call ``seal`` inside the write transaction that stores the blob (on ``ws.conn()``), so
 the current-key lookup and the write are serialized against a rotation.
@@ -30,8 +30,8 @@ from __future__ import annotations
 import secrets
 import threading
 
-from workspacectl.engine.crypto_keys import ENV_KEY, ENV_PREVIOUS, FP_LEN, KEY_FILE, Key, KeyStore, env_keys, write_0600
-from workspacectl.engine.crypto_keys import fingerprint, parse_key, workspace_id  # noqa: F401  (part of this API)
+from workspacectl.engine.crypto.keys import ENV_KEY, ENV_PREVIOUS, FP_LEN, KEY_FILE, Key, KeyStore, env_keys, write_0600
+from workspacectl.engine.crypto.keys import fingerprint, parse_key, workspace_id  # noqa: F401  (part of this API)
 from workspacectl.errors import ApiError
 
 VERSION = 1

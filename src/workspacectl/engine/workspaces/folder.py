@@ -1,7 +1,7 @@
 """A workspace is a folder: workspace.db (SQLite) and blobs/. Several processes may open one.
 
-Or a PostgreSQL database named by a postgresql:// URL (engine/workspace_postgres.py, imported only
-for such a URL): engine/workspaces.py `workspace_type(location)` picks the class; both answer the
+Or a PostgreSQL database named by a postgresql:// URL (engine/workspaces/postgres.py, imported only
+for such a URL): engine/workspaces/__init__.py `workspace_type(location)` picks the class; both answer the
 same methods.
 """
 from __future__ import annotations
@@ -102,14 +102,14 @@ class Workspace:
 
     @property
     def blob_store(self):
-        """Where this workspace's blobs live (engine/blobs.py BlobStore); made on first use."""
+        """Where this workspace's blobs live (engine/blobs/__init__.py BlobStore); made on first use."""
         store = getattr(self, "_blob_store", None)
         if store is None:
             store = self._blob_store = self._make_blob_store()
         return store
 
     def _make_blob_store(self):
-        from workspacectl.engine.blobs_folder import FolderBlobStore
+        from workspacectl.engine.blobs.folder import FolderBlobStore
 
         return FolderBlobStore(self, self.blobs)
 
