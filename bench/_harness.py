@@ -3,6 +3,7 @@ owner, the CLI run as a real subprocess (wall time and its own peak RSS from wai
 peak RSS of a running process (/proc/<pid>/status VmHWM, reset through clear_refs)."""
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import statistics
@@ -20,6 +21,14 @@ sys.path.insert(0, str(ROOT / "src"))
 from tests.conftest import WSCTL, _owner_and_token, base_env, start_server  # noqa: E402,F401
 
 MiB = 1 << 20
+
+
+def int_options(doc: str, defaults: dict[str, int]) -> argparse.Namespace:
+    """A bench's command line: its docstring as --help, and each `--flag N` with its default."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for flag, default in defaults.items():
+        ap.add_argument(flag, type=int, default=default)
+    return ap.parse_args()
 
 
 def make_workspace(tmp: Path) -> tuple[Path, str, dict]:

@@ -19,7 +19,6 @@ packages were loaded. Nothing is asserted here; tests/cli/test_imports.py holds 
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -31,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import WSCTL, base_env, local_env, make_workspace, median  # noqa: E402
+from bench._harness import WSCTL, base_env, int_options, local_env, make_workspace, median  # noqa: E402
 
 COMMANDS = [("wsctl --help", ["--help"], False),
             ("local vault list --json", ["vault", "list", "--json"], True),
@@ -94,9 +93,7 @@ def loaded(args: list[str], env: dict) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pairs", type=int, default=15)
-    args = ap.parse_args()
+    args = int_options(__doc__, {"--pairs": 15})
     tmp = Path(tempfile.mkdtemp(prefix="wsctl-bench-startup-"))
     try:
         ws_path, _, _ = make_workspace(tmp)

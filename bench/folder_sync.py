@@ -13,7 +13,6 @@ sends a single byte.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -22,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import MiB, Scratch, local_env, make_workspace, mib, remote_env, run_cli  # noqa: E402
+from bench._harness import MiB, Scratch, int_options, local_env, make_workspace, mib, remote_env, run_cli  # noqa: E402
 
 
 def make_folder(folder: Path, total_mib: int, files: int, small: int) -> int:
@@ -44,11 +43,7 @@ def make_folder(folder: Path, total_mib: int, files: int, small: int) -> int:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mib", type=int, default=126)
-    ap.add_argument("--files", type=int, default=120)
-    ap.add_argument("--small", type=int, default=2000)
-    args = ap.parse_args()
+    args = int_options(__doc__, {"--mib": 126, "--files": 120, "--small": 2000})
     with Scratch("wsctl-bench-sync-") as scratch:
         tmp = scratch.tmp
         ws_path, token, _ = make_workspace(tmp)

@@ -13,7 +13,6 @@
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -22,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import (base_env, local_env, make_workspace, median, pct, remote_env, run_cli,  # noqa: E402
-                            Scratch)
+from bench._harness import (base_env, int_options, local_env, make_workspace, median, pct,  # noqa: E402
+                            remote_env, run_cli, Scratch)
 
 ORG = "/v1/memory/organization"
 
@@ -66,11 +65,7 @@ def timed(fn, n: int) -> list[float]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--notes", type=int, default=1000)
-    ap.add_argument("--sections", type=int, default=20)
-    ap.add_argument("--gets", type=int, default=200)
-    args = ap.parse_args()
+    args = int_options(__doc__, {"--notes": 1000, "--sections": 20, "--gets": 200})
     with Scratch("wsctl-bench-memory-") as scratch:
         tmp = scratch.tmp
         print(f"memory agent fold (section-append), {args.sections} sections; {os.cpu_count()} CPUs")

@@ -16,7 +16,6 @@ peak RSS that does not grow with the bundle. Then `files list` of a project hold
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -25,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import (MiB, local_env, make_workspace, median, mib, remote_env, reset_hwm,  # noqa: E402
-                            run_cli, Scratch, vm_hwm, vm_rss)
+from bench._harness import (MiB, int_options, local_env, make_workspace, median, mib, remote_env,  # noqa: E402
+                            reset_hwm, run_cli, Scratch, vm_hwm, vm_rss)
 
 
 def make_small(folder: Path, n: int, binary_mib: int) -> int:
@@ -66,12 +65,7 @@ def create_project(env: dict, name: str) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--small", type=int, default=2000)
-    ap.add_argument("--binary-mib", type=int, default=4)
-    ap.add_argument("--big-mib", type=int, default=200)
-    ap.add_argument("--list-files", type=int, default=5000)
-    args = ap.parse_args()
+    args = int_options(__doc__, {"--small": 2000, "--binary-mib": 4, "--big-mib": 200, "--list-files": 5000})
     with Scratch("wsctl-bench-files-") as scratch:
         tmp = scratch.tmp
         t0 = time.perf_counter()

@@ -13,7 +13,6 @@ Then --puts inline `PUT /v1/skills/:id/files` over HTTP from --threads clients: 
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -23,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import (local_env, make_workspace, median, pct, remote_env, run_cli,  # noqa: E402
+from bench._harness import (int_options, local_env, make_workspace, median, pct, remote_env, run_cli,  # noqa: E402
                             Scratch)
 
 
@@ -107,12 +106,7 @@ def put_rows(url: str, token: str, threads: int, puts: int) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--files", type=int, default=50)
-    ap.add_argument("--threads", type=int, default=8)
-    ap.add_argument("--puts", type=int, default=120)
-    args = ap.parse_args()
+    args = int_options(__doc__, {"--runs": 5, "--files": 50, "--threads": 8, "--puts": 120})
     with Scratch("wsctl-bench-skills-") as scratch:
         tmp = scratch.tmp
         ws_path, token, _ = make_workspace(tmp)

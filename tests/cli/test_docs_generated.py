@@ -5,6 +5,7 @@ In-process except one short shell per completion script: no wsctl subprocess, no
 from __future__ import annotations
 
 import enum
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,6 +16,7 @@ import typer
 
 from workspacectl import docgen
 from workspacectl.docgen.tree import load_tree
+from workspacectl.engine import db
 
 ROOT = Path(__file__).resolve().parents[2]
 REGENERATE = f"cd {ROOT} && .venv/bin/{docgen.REGENERATE}"
@@ -64,9 +66,15 @@ def test_man_pages_have_every_section(files, tree):
         for code in range(9):
             assert f"\n.TP\n\\fB{code}\\fR\n" in text
         for var in ("WSCTL_HOME", "WSCTL_PROFILE", "WSCTL_SERVER", "WSCTL_WORKSPACE", "WSCTL_TOKEN",
-                    "WSCTL_API_KEY", "WSCTL_MASTER_KEY", "WSCTL_NOW_OFFSET_SECONDS"):
+                    "WSCTL_API_KEY", "WSCTL_MASTER_KEY", "WSCTL_NOW_OFFSET_SECONDS", "WSCTL_BUSY_TIMEOUT_MS"):
             assert f"\\fB{var}\\fR" in text
         assert f'"wsctl {docgen.manpages.__version__}"' in text
+    busy = files["man/wsctl.1"].split("\\fBWSCTL_BUSY_TIMEOUT_MS\\fR\n", 1)[1].split("\n.TP", 1)[0]
+    assert f"1 to {db.MAX_BUSY_TIMEOUT_MS}, default {db.BUSY_TIMEOUT_MS}" in busy   # the figures db.py uses
+    read = set()   # every WSCTL_* setting the code reads is on the pages
+    for source in (ROOT / "src" / "workspacectl").rglob("*.py"):
+        read |= set(re.findall(r"[\"'](WSCTL_[A-Z0-9_]+)[\"']", source.read_text()))
+    assert read and read <= {name for name, _ in docgen.manpages.ENVIRONMENT}, read
     token = files["man/wsctl-vault-token.1"]
     assert "wsctl-vault-token \\- Issue a token" in token
     assert "\\fB\\-r\\fR, \\fB\\-\\-reason\\fR \\fIREASON\\fR" in token

@@ -8,7 +8,7 @@ from urllib.parse import quote
 import typer
 
 from workspacectl.cli.context import all_pages, backend
-from workspacectl.cli.output import JsonOpt, emit, fields, info, is_tty, phases, table
+from workspacectl.cli.output import JsonOpt, emit, fields, info, is_tty, list_table, phases, table
 from workspacectl.errors import ApiError
 
 app = typer.Typer(help="Integrations and operations the workspace can use.", no_args_is_help=True)
@@ -45,8 +45,7 @@ def seg(value: str, what: str) -> str:
 @app.command("integrations")
 def integrations(ctx: typer.Context, json: JsonOpt = False):
     """List every integration the workspace can use."""
-    body = all_pages(ctx, "/v1/integrations", "integrations")
-    emit(ctx, body, lambda b: table(b["integrations"], INTEGRATION_COLUMNS, "No integrations."), json_flag=json)
+    list_table(ctx, "/v1/integrations", "integrations", INTEGRATION_COLUMNS, "No integrations.", json)
 
 
 @app.command("integration")
@@ -76,9 +75,8 @@ def integration(ctx: typer.Context, service: Annotated[str, typer.Argument(help=
 def operations(ctx: typer.Context, service: Annotated[str, typer.Argument(help="Service name, e.g. slack.")],
                json: JsonOpt = False):
     """List one service's operations."""
-    body = all_pages(ctx, f"/v1/integrations/{seg(service, 'SERVICE')}/operations", "operations")
-    emit(ctx, body, lambda b: table(b["operations"], OPERATION_COLUMNS, f"{service} has no operations."),
-         json_flag=json)
+    list_table(ctx, f"/v1/integrations/{seg(service, 'SERVICE')}/operations", "operations", OPERATION_COLUMNS,
+               f"{service} has no operations.", json)
 
 
 def print_markdown(text: str) -> None:

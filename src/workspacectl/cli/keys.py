@@ -7,8 +7,8 @@ import typer
 
 from workspacectl.cli import choices
 from workspacectl.cli.choices import scope_list
-from workspacectl.cli.context import all_pages, backend
-from workspacectl.cli.output import JsonOpt, emit, info, table
+from workspacectl.cli.context import backend
+from workspacectl.cli.output import JsonOpt, emit, info, list_table
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -19,8 +19,7 @@ COLUMNS = [("id", "ID"), ("kind", "KIND"), ("name", "NAME"), ("scopes", "SCOPES"
 @app.command("list")
 def list_(ctx: typer.Context, json: JsonOpt = False):
     """List your keys (an owner or admin sees everyone's)."""
-    body = all_pages(ctx, "/v1/keys", "keys")
-    emit(ctx, body, lambda b: table(b["keys"], COLUMNS, "No keys."), json_flag=json)
+    list_table(ctx, "/v1/keys", "keys", COLUMNS, "No keys.", json)
 
 
 @app.command("create")

@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 import typer
 
 from workspacectl.cli import choices
-from workspacectl.cli.context import all_pages, backend
-from workspacectl.cli.output import JsonOpt, emit, fields, info, table
+from workspacectl.cli.context import backend
+from workspacectl.cli.output import JsonOpt, emit, fields, info, list_table
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -23,8 +23,7 @@ def member_path(ref: str) -> str:
 @app.command("list")
 def list_(ctx: typer.Context, json: JsonOpt = False):
     """List the workspace's members."""
-    body = all_pages(ctx, "/v1/members", "members")
-    emit(ctx, body, lambda b: table(b["members"], COLUMNS, "No members."), json_flag=json)
+    list_table(ctx, "/v1/members", "members", COLUMNS, "No members.", json)
 
 
 @app.command("add")

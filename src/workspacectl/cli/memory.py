@@ -13,8 +13,8 @@ from urllib.parse import quote, urlencode
 import typer
 
 from workspacectl.cli.config import atomic_output
-from workspacectl.cli.context import all_pages, backend
-from workspacectl.cli.output import JsonOpt, emit, info, is_tty, table
+from workspacectl.cli.context import backend
+from workspacectl.cli.output import JsonOpt, emit, info, is_tty, list_table, table
 from workspacectl.errors import ApiError
 
 app = typer.Typer(no_args_is_help=True)
@@ -91,9 +91,8 @@ def files(
         if output is None and is_tty():
             raise ApiError("invalid_request", "A tar.gz would go to the terminal; pass -o FILE or redirect stdout.")
         return _download(ctx, f"{base}?format=tar.gz", output)
-    body = all_pages(ctx, base, "files")
-    emit(ctx, body, lambda b: table(b["files"], [("path", "PATH"), ("size", "SIZE"), ("updatedAt", "UPDATED")],
-                                    "No memory files."), json_flag=json)
+    list_table(ctx, base, "files", [("path", "PATH"), ("size", "SIZE"), ("updatedAt", "UPDATED")],
+               "No memory files.", json)
 
 
 def _read_text(source: str, what: str) -> str:

@@ -235,3 +235,13 @@ def phases(title: str):
                 bar.refresh()
 
         yield show
+
+
+def list_table(ctx: typer.Context, path: str, key: str, columns: list[tuple[str, str]], empty: str, json_flag: bool,
+               query: dict | None = None) -> None:
+    """A list command's whole answer: every page of `path` (context.all_pages), shown as a table of
+    body[key] (`empty` when there is none), or the JSON body with --json."""
+    from workspacectl.cli.context import all_pages
+
+    body = all_pages(ctx, path, key, query)
+    emit(ctx, body, lambda b: table(b[key], columns, empty), json_flag=json_flag)

@@ -14,7 +14,7 @@ import typer
 
 from workspacectl.cli import choices
 from workspacectl.cli.context import all_pages, backend
-from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, fields, info, table
+from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, fields, info, list_table, table
 from workspacectl.cli.skill_publish import skill_path
 from workspacectl.errors import ApiError
 
@@ -48,9 +48,8 @@ def list_(
     json: JsonOpt = False,
 ):
     """List the skills you can see."""
-    body = all_pages(ctx, "/v1/skills", "skills", {"status": status} if status else None)
-    emit(ctx, body, lambda b: table(b["skills"], COLUMNS, "No skills. Make one with `wsctl skill create NAME`."),
-         json_flag=json)
+    list_table(ctx, "/v1/skills", "skills", COLUMNS,
+               "No skills. Make one with `wsctl skill create NAME`.", json, query={"status": status} if status else None)
 
 
 @app.command("create")
@@ -156,8 +155,7 @@ def _read(p: Path) -> bytes:
 @app.command("versions")
 def versions(ctx: typer.Context, skill: IdArg, json: JsonOpt = False):
     """List a skill's published versions, newest first."""
-    body = all_pages(ctx, skill_path(skill, "/versions"), "versions")
-    emit(ctx, body, lambda b: table(b["versions"], VERSION_COLUMNS, "No published versions."), json_flag=json)
+    list_table(ctx, skill_path(skill, "/versions"), "versions", VERSION_COLUMNS, "No published versions.", json)
 
 
 @app.command("revert")

@@ -17,7 +17,7 @@ import typer
 from workspacectl.cli.config import atomic_output
 from workspacectl.cli import choices
 from workspacectl.cli.context import all_pages, backend, state
-from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, info, progress_bar, table
+from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, info, list_table, progress_bar
 from workspacectl.cli.specialist_refs import project_id
 from workspacectl.errors import ApiError
 
@@ -36,8 +36,7 @@ def _files_path(ctx: typer.Context, ref: str) -> str:
 @app.command("list")
 def list_(ctx: typer.Context, pid: IdArg, json: JsonOpt = False):
     """List the specialist's files (every page)."""
-    body = all_pages(ctx, _files_path(ctx, pid), "files")
-    emit(ctx, body, lambda b: table(b["files"], COLUMNS, "No files."), json_flag=json)
+    list_table(ctx, _files_path(ctx, pid), "files", COLUMNS, "No files.", json)
 
 
 @app.command("rm")

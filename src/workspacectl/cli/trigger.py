@@ -7,8 +7,8 @@ from urllib.parse import quote
 import typer
 
 from workspacectl.cli.catalog import utf8
-from workspacectl.cli.context import all_pages, backend
-from workspacectl.cli.output import JsonOpt, emit, fields, table
+from workspacectl.cli.context import backend
+from workspacectl.cli.output import JsonOpt, emit, fields, list_table
 
 app = typer.Typer(help="Trigger providers that start workflows.", no_args_is_help=True)
 
@@ -23,8 +23,8 @@ def list_(
     json: JsonOpt = False,
 ):
     """List trigger providers."""
-    body = all_pages(ctx, "/v1/triggers", "triggers", {"q": utf8(q, "-q")} if q else None)
-    emit(ctx, body, lambda b: table(b["triggers"], COLUMNS, "No trigger providers match."), json_flag=json)
+    list_table(ctx, "/v1/triggers", "triggers", COLUMNS,
+               "No trigger providers match.", json, query={"q": utf8(q, "-q")} if q else None)
 
 
 @app.command("show")

@@ -14,7 +14,7 @@ from typer.core import TyperCommand
 
 from workspacectl.cli import choices
 from workspacectl.cli.context import all_pages, backend
-from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, fields, info, print_json, table
+from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, fields, info, list_table, print_json, table
 from workspacectl.cli.vault_requests import cred_path, issue, seg
 from workspacectl.errors import ApiError
 
@@ -67,9 +67,9 @@ def list_(
     json: JsonOpt = False,
 ):
     """List the credentials you own or that are shared with you."""
-    body = all_pages(ctx, "/v1/credentials", "credentials", {"service": service} if service else None)
-    emit(ctx, body, lambda b: table(b["credentials"], LIST_COLUMNS,
-                                    "No credentials. Connect one with `wsctl vault connect SERVICE`."), json_flag=json)
+    list_table(ctx, "/v1/credentials", "credentials", LIST_COLUMNS,
+               "No credentials. Connect one with `wsctl vault connect SERVICE`.", json,
+               query={"service": service} if service else None)
 
 
 @app.command("show")

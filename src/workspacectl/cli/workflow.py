@@ -9,8 +9,8 @@ from urllib.parse import quote
 import typer
 
 from workspacectl.cli import choices
-from workspacectl.cli.context import all_pages, backend
-from workspacectl.cli.output import JsonOpt, emit, fields, info, table
+from workspacectl.cli.context import backend
+from workspacectl.cli.output import JsonOpt, emit, fields, info, list_table, table
 from workspacectl.errors import ApiError
 
 app = typer.Typer(help="Workflows and apps.", no_args_is_help=True)
@@ -85,8 +85,7 @@ def list_(ctx: typer.Context,
         from workspacectl.cli.specialist_refs import project_id
 
         query["projectId"] = project_id(ctx, specialist)
-    body = all_pages(ctx, "/v1/workflows", "workflows", query)
-    emit(ctx, body, lambda b: table(b["workflows"], LIST_COLUMNS, "No workflows or apps."), json_flag=json)
+    list_table(ctx, "/v1/workflows", "workflows", LIST_COLUMNS, "No workflows or apps.", json, query=query)
 
 
 @app.command("show")

@@ -38,9 +38,22 @@ ENVIRONMENT = [
                          "without it the OS keyring, then a 0600 key file in the workspace, is used."),
     ("WSCTL_MASTER_KEY_PREVIOUS", "The previous workspace key while rotating to a new WSCTL_MASTER_KEY "
                                   "(see wsctl admin rotate-key)."),
+    ("WSCTL_MASTER_KEY_FILE", "A file holding the workspace key, as WSCTL_MASTER_KEY would (for servers given "
+                              "it as a mounted secret)."),
+    ("WSCTL_BLOB_DIR", "For a PostgreSQL workspace: the local folder uploads are staged in on their way "
+                       "into the database (default: under the data folder)."),
     ("WSCTL_NOW_OFFSET_SECONDS", "Shift the clock by this many seconds (drills and tests of expiry)."),
     ("WSCTL_COMPLETION_SECONDS", "How long shell completion may take to list ids and names from the "
                                  "workspace or server before it gives up and offers none (default 2)."),
+    ("WSCTL_BUSY_TIMEOUT_MS", "How long, in whole milliseconds (1 to 3600000, default 15000), a write waits "
+                              "for the workspace's write lock before it gives up with a conflict (exit 6) "
+                              "to retry; read by wsctl serve and by local commands when they open the "
+                              "workspace, on SQLite and PostgreSQL alike. Any other value is refused "
+                              "(exit 7)."),
+    ("WSCTL_MEMORY_INTERVAL", "Seconds between the memory agent's runs in wsctl serve, 0 to 604800 "
+                              "(0 turns it off; default 300; --memory-interval wins)."),
+    ("WSCTL_MEMORY_POLICY", "How the memory agent folds notes into guides, by name (instead of the "
+                            "workspace setting memory.folding_policy; default section-append)."),
     ("WSCTL_DEBUG", "Set to 1 to do what --debug does: trace each request (method, URL, status, time; "
                     "on a local workspace, each in-process call) on standard error with secrets redacted "
                     "(never a header or body; secret query values and presigned links read ***), and print "

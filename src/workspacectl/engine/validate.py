@@ -47,12 +47,20 @@ def body_dict(ctx, allow_empty: bool = True) -> dict:
     return body
 
 
-def string(body: dict, name: str, *, required: bool = True, min_len: int = 1, max_len: int = 1000,
-           default=None):
-    value = body.get(name, _MISSING)
-    if value is _MISSING or value is None:
+def _given(body: dict, name: str, required: bool):
+    """The field's value; _MISSING when it is absent or null and not required."""
+    value = body.get(name)
+    if value is None:
         if required:
             raise bad(f"'{name}' is required.")
+        return _MISSING
+    return value
+
+
+def string(body: dict, name: str, *, required: bool = True, min_len: int = 1, max_len: int = 1000,
+           default=None):
+    value = _given(body, name, required)
+    if value is _MISSING:
         return default
     if not isinstance(value, str):
         raise bad(f"'{name}' must be a string.")
@@ -69,10 +77,8 @@ def choice(body: dict, name: str, choices, *, required: bool = True, default=Non
 
 
 def string_list(body: dict, name: str, *, required: bool = True, choices=None, max_items: int = 100):
-    value = body.get(name, _MISSING)
-    if value is _MISSING or value is None:
-        if required:
-            raise bad(f"'{name}' is required.")
+    value = _given(body, name, required)
+    if value is _MISSING:
         return []
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value) or len(value) > max_items:
         raise bad(f"'{name}' must be a list of strings.")
@@ -84,10 +90,8 @@ def string_list(body: dict, name: str, *, required: bool = True, choices=None, m
 
 
 def boolean(body: dict, name: str, *, required: bool = True, default=None):
-    value = body.get(name, _MISSING)
-    if value is _MISSING or value is None:
-        if required:
-            raise bad(f"'{name}' is required.")
+    value = _given(body, name, required)
+    if value is _MISSING:
         return default
     if not isinstance(value, bool):
         raise bad(f"'{name}' must be true or false.")
@@ -95,10 +99,8 @@ def boolean(body: dict, name: str, *, required: bool = True, default=None):
 
 
 def integer(body: dict, name: str, *, required: bool = True, default=None, minimum=None, maximum=None):
-    value = body.get(name, _MISSING)
-    if value is _MISSING or value is None:
-        if required:
-            raise bad(f"'{name}' is required.")
+    value = _given(body, name, required)
+    if value is _MISSING:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
         raise bad(f"'{name}' must be an integer.")

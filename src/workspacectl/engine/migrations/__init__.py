@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import sqlite3
+from typing import Callable
 
 from workspacectl.engine.db import transaction
 from workspacectl.engine.migrations import m001_identity, m002_catalog, m003_catalog_search, m004_vault, m005_connections, m006_projects
@@ -50,21 +51,38 @@ MIGRATIONS = [
 def apply_migrations(conn: sqlite3.Connection) -> list[str]:
     if getattr(conn, "dialect", "sqlite") == "postgres":
         return _apply_postgres(conn)
-    conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    return _run(conn, "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)",
+                step=lambda name, up: up, recheck=True)
+
+
+def _run(conn, create_table: str, step: Callable[[str, Callable], Callable], recheck: bool) -> list[str]:
+    """Applies each migration not recorded yet, one transaction each, and records it.
+
+    The dialects differ only in what is passed: the table's DDL, `step(name, up)` (the callable
+    that applies a migration to conn, resolved before its transaction opens), and whether to
+    re-check inside the write lock (SQLite: another process may have applied it meanwhile;
+    PostgreSQL holds the advisory lock for the whole run instead)."""
+    conn.execute(create_table)
     done = {r[0] for r in conn.execute("SELECT name FROM migrations")}
     applied = []
     for name, up in MIGRATIONS:
         if name in done:
             continue
+        apply = step(name, up)
         with transaction(conn):
-            # Re-check inside the write lock: another process may have applied it meanwhile.
-            if conn.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone():
+            if recheck and conn.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone():
                 continue
-            up(conn)
+            apply(conn)
             conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, datetime('now'))", (name,))
         applied.append(name)
     return applied
 
+
+def _postgres_step(name: str, up: Callable) -> Callable:
+    sql = getattr(importlib.import_module(up.__module__), "POSTGRES_SQL", None)
+    if sql is None:
+        raise RuntimeError(f"migration {name} has no POSTGRES_SQL")
+    return lambda conn: conn.execute_script(sql)
 
 
 def _apply_postgres(conn) -> list[str]:
@@ -74,20 +92,8 @@ def _apply_postgres(conn) -> list[str]:
         return []
     conn.advisory_lock(MIGRATION_LOCK)
     try:
-        conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT COLLATE \"C\" PRIMARY KEY, applied_at TEXT NOT NULL)")
-        done = {r[0] for r in conn.execute("SELECT name FROM migrations")}
-        applied = []
-        for name, up in MIGRATIONS:
-            if name in done:
-                continue
-            sql = getattr(importlib.import_module(up.__module__), "POSTGRES_SQL", None)
-            if sql is None:
-                raise RuntimeError(f"migration {name} has no POSTGRES_SQL")
-            with transaction(conn):
-                conn.execute_script(sql)
-                conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, datetime('now'))", (name,))
-            applied.append(name)
-        return applied
+        return _run(conn, 'CREATE TABLE IF NOT EXISTS migrations (name TEXT COLLATE "C" PRIMARY KEY, '
+                          'applied_at TEXT NOT NULL)', step=_postgres_step, recheck=False)
     finally:
         conn.advisory_unlock(MIGRATION_LOCK)
 
