@@ -46,7 +46,7 @@ def api(
 ):
     """Call any route of the API and print its JSON body. On an error the error body is printed
     to stdout too, and the exit code says which class of error it was."""
-    method = method.upper()
+    verb = method.upper()
     # control characters and spaces are sent percent-encoded, the same on both backends
     path = re.sub(r"[\x00-\x20\x7f]", lambda m: "%%%02X" % ord(m.group()), path)
     if not path.startswith("/"):
@@ -55,7 +55,7 @@ def api(
         path = "/v1" + path
     headers = _headers(header or [])
     fields = {**_fields(raw_field or [], typed=False), **_fields(field or [], typed=True)}
-    if paginate and method != "GET":
+    if paginate and verb != "GET":
         raise typer.BadParameter("--paginate follows pages of a GET list route", param_hint="--paginate")
     body = query = None
     if data is not None:
@@ -66,12 +66,12 @@ def api(
             body = jsonlib.loads(text) if text.strip() else None
         except jsonlib.JSONDecodeError as e:
             raise ApiError("invalid_request", f"--data is not valid JSON ({e.msg} at line {e.lineno}).") from None
-    elif fields and method in QUERY_METHODS:
+    elif fields and verb in QUERY_METHODS:
         query = {k: v if isinstance(v, str) else jsonlib.dumps(v) for k, v in fields.items()}
     elif fields:
         body = fields
     b = backend(ctx)
-    status, answer_headers, answer = b.exchange(method, path, query=query, body=body, headers=headers)
+    status, answer_headers, answer = b.exchange(verb, path, query=query, body=body, headers=headers)
     pages = 1
     if paginate and status < 400:
         answer, status, answer_headers, pages = _follow(b, path, query, headers, answer, status, answer_headers)

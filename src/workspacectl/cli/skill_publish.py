@@ -128,8 +128,10 @@ def publish(
     for folder in folders:
         files, errors, warnings, meta = check_folder(folder)
         _print_problems(str(folder), errors, warnings)
-        failed = failed or bool(errors)
-        checked.append((folder, files, meta))
+        if errors or meta is None:  # no frontmatter comes only with an error printed above
+            failed = True
+        else:
+            checked.append((folder, files, meta))
     if failed:
         raise ApiError("unprocessable", "Nothing was published: fix the errors above "
                                         "(check with `wsctl skill validate DIR`).")

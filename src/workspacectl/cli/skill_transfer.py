@@ -10,7 +10,7 @@ import tempfile
 import time
 import urllib.parse
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 from workspacectl.cli.config import atomic_output
 from workspacectl.cli.output import progress_bar
@@ -37,7 +37,7 @@ def _check_url(url, local: bool) -> None:
                                       "only http(s) URLs are followed. Check the server you are using.")
 
 
-def put_to_url(url: str, data: BinaryIO, size: int, label: str, local: bool = False) -> None:
+def put_to_url(url: str, data: IO[bytes], size: int, label: str, local: bool = False) -> None:
     """The presigned PUT of one object, streamed from a binary file of `size` bytes.
     local: the URL comes from the local backend."""
     _check_url(url, local)
@@ -107,7 +107,7 @@ def _json(resp):
         return None
 
 
-def packed(files: dict, label: str = "pack") -> tuple[BinaryIO, int]:
+def packed(files: dict, label: str = "pack") -> tuple[IO[bytes], int]:
     """(file, size): a folder's files as the canonical tar.gz, spooled to disk past 8 MiB. A bar
     against the folder's measured size moves as the files are packed (before the upload's bar)."""
     from workspacectl.cli.folder_sync import CountingReader
