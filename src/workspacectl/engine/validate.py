@@ -16,7 +16,7 @@ def text_problem(value) -> str | None:
     "nul" for one holding a NUL (which PostgreSQL text cannot hold; refused on SQLite too, so both
     stores answer alike).
     Iterative: a body may nest as deep as the JSON parser allows."""
-    stack = [value]
+    stack, seen = [value], set()
     while stack:
         v = stack.pop()
         if isinstance(v, str):
@@ -26,11 +26,11 @@ def text_problem(value) -> str | None:
                 return "surrogate"
             if "\x00" in v:
                 return "nul"
-        elif isinstance(v, dict):
-            stack.extend(v.keys())
-            stack.extend(v.values())
-        elif isinstance(v, (list, tuple)):
-            stack.extend(v)
+        elif isinstance(v, (dict, list, tuple)):
+            if id(v) in seen:   # a YAML definition's aliases share (or nest) one object: each once,
+                continue        # or a self-holding list would be walked forever
+            seen.add(id(v))
+            stack.extend([*v.keys(), *v.values()] if isinstance(v, dict) else v)
     return None
 
 

@@ -217,16 +217,16 @@ def parse_frontmatter(text: str) -> tuple[dict | None, list[str]]:
 def _holds_nul(value) -> bool:
     """A string, key or nested value holding NUL, which YAML spells "\\0": no store keeps such text
     alike (PostgreSQL text cannot hold it), so it is refused on both."""
-    stack = [value]
+    stack, seen = [value], set()
     while stack:
         v = stack.pop()
         if isinstance(v, str) and "\x00" in v:
             return True
-        if isinstance(v, dict):
-            stack.extend(v.keys())
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
+        if isinstance(v, (dict, list)):
+            if id(v) in seen:   # YAML aliases share (or nest) one object: walk each once, or a
+                continue        # self-holding list (`a: &x [*x]`) would be walked forever
+            seen.add(id(v))
+            stack.extend([*v.keys(), *v.values()] if isinstance(v, dict) else v)
     return False
 
 
