@@ -30,6 +30,37 @@ class WorkspaceBusy(sqlite3.OperationalError):
     that into 409 conflict (engine/dispatch.py) treats both alike."""
 
 
+class WouldBlock(Exception):
+    """Work on a thread that must not wait (the server's event loop: quick_calls) was about to wait
+    for something (the write lock, another process's writer, a provider call, a key loaded from
+    the keyring). Raised before anything is written: the server runs the request again on an
+    engine thread, which may wait. Not an OperationalError nor an ApiError, so no handler turns
+    it into an answer."""
+
+
+_quick = threading.local()
+
+
+@contextmanager
+def quick_calls():
+    """On this thread, for the block, waiting raises WouldBlock (must_not_wait)."""
+    _quick.on = True
+    try:
+        yield
+    finally:
+        _quick.on = False
+
+
+def on_quick_thread() -> bool:
+    return getattr(_quick, "on", False)
+
+
+def must_not_wait(what: str = "a wait") -> None:
+    """Called before work that may wait (a lock held by another thread, the network, the keyring)."""
+    if getattr(_quick, "on", False):
+        raise WouldBlock(what)
+
+
 def busy_timeout_ms() -> int:
     """How long a writer waits for the workspace's write lock before 409: WSCTL_BUSY_TIMEOUT_MS
     (whole milliseconds, 1 to an hour), else 15 s. A bad value is refused, never guessed at."""
@@ -67,6 +98,15 @@ def open_db(path) -> sqlite3.Connection:
     return conn
 
 
+def open_quick_db(path) -> sqlite3.Connection:
+    """A connection for a thread that must not wait (the server's event loop): busy timeout 0, so
+    a writer of another process makes BEGIN fail at once (transaction raises WouldBlock); in WAL
+    mode its reads never wait for a writer."""
+    conn = open_db(path)
+    conn.execute("PRAGMA busy_timeout = 0")
+    return conn
+
+
 @contextmanager
 def transaction(conn: sqlite3.Connection, *, appends_only: bool = False):
     """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception. Nested use joins the outer one.
@@ -80,13 +120,23 @@ def transaction(conn: sqlite3.Connection, *, appends_only: bool = False):
         return
     lock = getattr(conn, "write_lock", None)
     timeout_ms = getattr(conn, "busy_timeout_ms", BUSY_TIMEOUT_MS)
-    if lock is not None and not lock.acquire(timeout=timeout_ms / 1000):
+    quick = getattr(_quick, "on", False)
+    if lock is not None and not lock.acquire(timeout=0 if quick else timeout_ms / 1000):
+        if quick:   # another thread of this process writes: not worth waiting for on the event loop
+            raise WouldBlock("the write lock")
         raise WorkspaceBusy("database is locked: another writer of this process held the workspace "
                             f"past the busy timeout ({timeout_ms} ms)")
     try:
         begin_writer = getattr(conn, "begin_writer", None)
         if begin_writer is not None:
             begin_writer(shared=appends_only)
+        elif quick:   # the quick connection's busy timeout is 0: another process writes
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as e:
+                if "locked" in str(e) or "busy" in str(e):
+                    raise WouldBlock("another process's writer") from None
+                raise
         else:
             conn.execute("BEGIN IMMEDIATE")
         try:
