@@ -167,3 +167,72 @@ def test_killed_mid_load_no_token_was_received_without_its_row(workspace, home, 
     finally:
         stop.set()
         b.close()
+
+
+def test_a_turns_group_commit_keeps_each_calls_transaction_its_own(tmp_path):
+    """db.QuickGroup: the transactions of one turn are savepoints of one write transaction; a call
+    that fails loses its own writes only; a COMMIT that fails writes nothing and frees the lock."""
+    from workspacectl.engine.db import QuickGroup, open_quick_db, quick_calls, transaction
+
+    path = tmp_path / "g.db"
+    conn = open_quick_db(path)
+    conn.execute("CREATE TABLE p (id INTEGER PRIMARY KEY)")
+    conn.execute("CREATE TABLE t (x INTEGER REFERENCES p(id) DEFERRABLE INITIALLY DEFERRED)")
+    opened = []
+    conn.quick_group = QuickGroup(conn, lambda: opened.append(1))
+    with quick_calls():
+        with transaction(conn):
+            conn.execute("INSERT INTO p VALUES (1)")
+        with pytest.raises(ValueError), transaction(conn):
+            conn.execute("INSERT INTO p VALUES (2)")
+            raise ValueError("this call fails")
+        with transaction(conn):
+            conn.execute("INSERT INTO p VALUES (3)")
+    assert opened == [1] and conn.in_transaction   # one transaction for the turn, still open
+    other = sqlite3.connect(path)
+    assert other.execute("SELECT count(*) FROM p").fetchone()[0] == 0   # nothing visible before the commit
+    conn.quick_group.commit()
+    assert [r[0] for r in other.execute("SELECT id FROM p ORDER BY id")] == [1, 3]
+
+    with quick_calls(), transaction(conn):   # a turn whose COMMIT fails (deferred foreign key)
+        conn.execute("INSERT INTO p VALUES (4)")
+        conn.execute("INSERT INTO t VALUES (99)")
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.quick_group.commit()
+    assert not conn.in_transaction and opened == [1, 1]
+    assert other.execute("SELECT count(*) FROM p").fetchone()[0] == 2
+    other.execute("BEGIN IMMEDIATE")   # the write lock is free again
+    other.execute("ROLLBACK")
+    other.close()
+    conn.close()
+
+
+def test_concurrent_token_issues_each_get_one_committed_row(workspace, home, tmp_path):
+    """16 clients at once through a real server (their transactions share commits): every answer
+    is 200 with the token, and there is exactly one audit row per token."""
+    server = start_server(workspace, base_env(tmp_path / "srv-home"), log=tmp_path / "server.log")
+    b = make_backend("remote", workspace, home, server=server)
+    statuses: list = []
+    lock = threading.Lock()
+    try:
+        cred = _credential(workspace, b.owner["id"])
+
+        def client(i):
+            with httpx.Client(trust_env=False, base_url=server.url, timeout=60,
+                              headers={"Authorization": f"Bearer {b.owner_token}"}) as c:
+                for j in range(25):
+                    r = c.post(f"/v1/credentials/{cred}/token", json={"reason": f"c{i} {j}"})
+                    with lock:
+                        statuses.append((r.status_code, r.json().get("apiKey")))
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert statuses == [(200, "sk-quick")] * 400
+        assert _issued(workspace, cred) == 400
+        reasons = [e["reason"] for e in b.ok("GET", f"/v1/credentials/{cred}/access-log", query={"limit": 500})["entries"]]
+        assert sorted(reasons) == sorted(f"c{i} {j}" for i in range(16) for j in range(25))
+    finally:
+        b.close()

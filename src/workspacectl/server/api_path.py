@@ -13,11 +13,13 @@ percent-encoded paths, Bearer parsing, the base URL) is done here the same way.
 """
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import threading
 import urllib.parse
 
+from workspacectl.engine.db import QuickGroup
 from workspacectl.engine.dispatch import WouldBlock, parse_json_body
 from workspacectl.engine.registry import Response
 from workspacectl.errors import ApiError
@@ -163,13 +165,34 @@ class LeanApi:
         # at the first request, used by that thread only); SQLite only (Workspace.quick_conn).
         self.quick_conn = None
         self.quick_thread: int | None = None
+        self.committed: asyncio.Future | None = None   # the open turn's commit (db.QuickGroup)
 
     def _quick_conn(self):
         if self.quick_thread is None:
             make = getattr(self.engine.ws, "quick_conn", None)
             self.quick_conn = make() if make is not None else None
             self.quick_thread = threading.get_ident()
+            if self.quick_conn is not None:
+                self.quick_conn.quick_group = QuickGroup(self.quick_conn, self._group_opened)
         return self.quick_conn if self.quick_thread == threading.get_ident() else None
+
+    def _group_opened(self) -> None:
+        """A quick call of this turn began a write (db.QuickGroup): commit after the turn."""
+        loop = asyncio.get_running_loop()
+        self.committed = loop.create_future()
+        loop.call_soon(self._commit_group)
+
+    def _commit_group(self) -> None:
+        committed, self.committed = self.committed, None
+        assert committed is not None and self.quick_conn is not None
+        try:
+            self.quick_conn.quick_group.commit()
+        except BaseException as e:   # every answer of the turn fails (a 500): nothing was written
+            committed.set_exception(e)
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                raise
+        else:
+            committed.set_result(None)
 
     def close(self) -> None:
         if self.quick_conn is not None:
@@ -200,6 +223,8 @@ class LeanApi:
                 resp = self.engine.handle_quick(quick_conn, *args)
             except WouldBlock:
                 pass
+            if self.committed is not None:   # it ran inside this turn's transaction: answer once committed
+                await self.committed
         if resp is None:
             resp = await self.pool.run(call)
         await self.reply(scope, receive, send, resp)

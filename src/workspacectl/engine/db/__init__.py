@@ -76,6 +76,7 @@ def busy_timeout_ms() -> int:
 class _Connection(sqlite3.Connection):
     write_lock: threading.RLock | None = None
     busy_timeout_ms: int = BUSY_TIMEOUT_MS
+    quick_group: QuickGroup | None = None   # set by the server on its event loop's connection
 
 
 def _write_lock_for(path: str) -> threading.RLock:
@@ -98,6 +99,57 @@ def open_db(path) -> sqlite3.Connection:
     return conn
 
 
+class QuickGroup:
+    """Group commit for the quick connection (open_quick_db): the transactions of the quick calls
+    of one turn of the server's event loop join one write transaction, each as a savepoint (an
+    exception rolls back that call's writes only, as its own transaction would have been), and
+    the server commits it once after the turn (`commit`), sending none of their answers before:
+    a token's audit row is committed before the token leaves, and one commit carries the rows of
+    every token issued in that turn (a commit cost ~85 µs of a token's ~130 µs of SQLite work).
+
+    `opened()` is called when a turn's first transaction begins (the server schedules `commit`)."""
+
+    def __init__(self, conn: sqlite3.Connection, opened):
+        self.conn = conn
+        self.opened = opened
+        self.is_open = False
+
+    def begin(self) -> None:
+        if self.is_open:
+            return
+        lock = getattr(self.conn, "write_lock", None)
+        if lock is not None and not lock.acquire(timeout=0):
+            raise WouldBlock("the write lock")   # another thread of this process writes
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")   # busy timeout 0: fails at once if another process writes
+        except sqlite3.OperationalError as e:
+            if lock is not None:
+                lock.release()
+            if "locked" in str(e) or "busy" in str(e):
+                raise WouldBlock("another process's writer") from None
+            raise
+        self.is_open = True
+        self.opened()
+
+    def commit(self) -> None:
+        """COMMIT the turn's transaction (ROLLBACK and raise when that fails: no answer of the
+        turn may then be sent as if written)."""
+        if not self.is_open:
+            return
+        lock = getattr(self.conn, "write_lock", None)
+        try:
+            try:
+                self.conn.execute("COMMIT")
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+        finally:
+            self.is_open = False
+            if lock is not None:
+                lock.release()
+
+
 def open_quick_db(path) -> sqlite3.Connection:
     """A connection for a thread that must not wait (the server's event loop): busy timeout 0, so
     a writer of another process makes BEGIN fail at once (transaction raises WouldBlock); in WAL
@@ -115,6 +167,12 @@ def transaction(conn: sqlite3.Connection, *, appends_only: bool = False):
     writer lock (a token's audit row). On SQLite nothing changes (one writer per file); on
     PostgreSQL it holds the workspace's writer lock shared, so such transactions run beside each
     other (and their commits share WAL flushes) while every other writer still runs alone."""
+    group = getattr(conn, "quick_group", None)
+    if group is not None and getattr(_quick, "on", False):   # the event loop's turn (QuickGroup)
+        group.begin()
+        with savepoint(conn, "wsctl_quick"):
+            yield conn
+        return
     if conn.in_transaction:
         yield conn
         return
