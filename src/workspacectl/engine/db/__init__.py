@@ -73,6 +73,16 @@ def busy_timeout_ms() -> int:
     return int(raw)
 
 
+class Prepared(str):
+    """A hot statement's text (the session read of every request, a token's credential read): the
+    PostgreSQL door prepares it once per session and binds its values server-side (no parse or
+    plan per request). SQLite reads it as the str it is (sqlite3 caches every statement). Only for
+    statements whose values all stand where PostgreSQL can infer their types (`col = ?`; never
+    `? IS NULL`)."""
+
+    __slots__ = ()
+
+
 class _Connection(sqlite3.Connection):
     write_lock: threading.RLock | None = None
     busy_timeout_ms: int = BUSY_TIMEOUT_MS
