@@ -64,12 +64,14 @@ class Result:
         return json.loads(self.out)
 
 
-def run_wsctl(args, env: dict, input: str | None = None, expect: int | None = 0, timeout: float = 120) -> Result:
+def run_wsctl(args, env: dict, input: str | None = None, expect: int | None = 0, timeout: float = 120,
+              fresh: bool = False) -> Result:
     """`wsctl *args` in a process of its own, as subprocess.run would run `python -m workspacectl`:
-    forked from tests/forkserver.py (its imports already done) when it can, else a fresh interpreter."""
+    forked from tests/forkserver.py (its imports already done) when it can, else (and with `fresh`)
+    a fresh interpreter."""
     args = [str(a) for a in args]
-    proc = forkserver.spawn(args, env, stdin=subprocess.PIPE if input is not None else None,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = None if fresh else forkserver.spawn(args, env, stdin=subprocess.PIPE if input is not None else None,
+                                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if proc is None:
         p = subprocess.run([*WSCTL, *args], env=env, input=input, capture_output=True, text=True, timeout=timeout)
         r = Result(p.returncode, p.stdout, p.stderr)

@@ -76,7 +76,8 @@ def _serve(listener: socket.socket) -> tuple[dict, list[int]]:
         try:
             conn, _ = listener.accept()
         except TimeoutError:
-            if os.getppid() != _PARENT:    # the test worker is gone
+            if os.getppid() != _PARENT:    # the test worker is gone (without closing us)
+                _remove(listener.getsockname())
                 os._exit(0)
             continue
         try:
@@ -104,6 +105,14 @@ def _serve(listener: socket.socket) -> tuple[dict, list[int]]:
         conn.close()
         for fd in fds:
             os.close(fd)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+        os.rmdir(os.path.dirname(path))
+    except OSError:
+        pass
 
 
 def _become(request: dict, fds: list[int]) -> None:
@@ -146,13 +155,17 @@ def _text(buf, old, line_buffering: bool, write_through: bool):
 _PARENT = 0
 
 
-def server_main(path: str) -> None:
+def server_main(path: str, kind: str) -> None:
     global _PARENT
     import importlib
 
     _PARENT = os.getppid()
     for name in PRELOAD:
         importlib.import_module(name)
+    if kind == "serve":     # what `wsctl serve` imports first thing: every route module
+        from workspacectl.engine.dispatch import load_routes
+
+        load_routes()
     if threading.active_count() != 1:   # forking with other threads running is unsafe: refuse
         sys.exit(f"fork server: {threading.active_count()} threads after the imports")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -216,6 +229,7 @@ def _finish(code: int) -> None:
 # ---------------------------------------------------------------- the client (the test worker)
 
 PIPE = subprocess.PIPE
+_ENCODING = __import__("locale").getpreferredencoding(False)    # what subprocess decodes text= output with
 DEVNULL = subprocess.DEVNULL
 
 
@@ -313,7 +327,7 @@ class ForkedProcess:
         self.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
         out = [None if f is None else b"".join(readers[f]) for f in (self.stdout, self.stderr)]
         if self._text:
-            out = [None if o is None else subprocess.Popen._translate_newlines(None, o, "utf-8", "strict") for o in out]
+            out = [None if o is None else subprocess.Popen._translate_newlines(None, o, _ENCODING, "strict") for o in out]
         return tuple(out)
 
     def __enter__(self):
@@ -327,12 +341,12 @@ class ForkedProcess:
 
 
 class _Server:
-    def __init__(self):
+    def __init__(self, kind: str):
         self.dir = tempfile.mkdtemp(prefix="wsctl-fork-")
         self.path = os.path.join(self.dir, "s")
         self.env = {k: v for k, v in _BASE_ENV.items() if not k.startswith("WSCTL_")}
         self.env["PYTHONUNBUFFERED"] = "1"
-        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), self.path], env=self.env,
+        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), self.path, kind], env=self.env,
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=None)
         line = self.proc.stdout.readline()
         self.proc.stdout.close()
@@ -348,30 +362,31 @@ class _Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        for name in os.listdir(self.dir):
-            os.unlink(os.path.join(self.dir, name))
-        os.rmdir(self.dir)
+        _remove(self.path)
 
 
-_server: _Server | None = None
+_servers: dict[str, _Server] = {}
 _BASE_ENV = dict(os.environ)    # as the test worker started, before any test changed it
 _server_lock = threading.Lock()
 _disabled = os.environ.get("WSCTL_TEST_FORKSERVER", "1") == "0"
 
 
-def _get_server() -> _Server | None:
-    global _server, _disabled
+def _get_server(kind: str = "cli") -> _Server | None:
+    """The fork server for `wsctl serve` (its route modules imported too) or for other commands
+    (which import only their own area's: tests/cli/test_imports.py)."""
+    global _disabled
     with _server_lock:
         if _disabled:
             return None
-        if _server is None or _server.proc.poll() is not None:
+        server = _servers.get(kind)
+        if server is None or server.proc.poll() is not None:
             try:
-                _server = _Server()
+                server = _servers[kind] = _Server(kind)
             except (OSError, RuntimeError):
                 _disabled = True
                 return None
-            atexit.register(_server.close)
-        return _server
+            atexit.register(server.close)
+        return server
 
 
 def _fd(spec, default_fd: int, mode: str, closers: list, keep: list):
@@ -398,7 +413,8 @@ def spawn(args: list[str], env: dict, stdin=None, stdout=None, stderr=None, cwd=
           text: bool = False) -> ForkedProcess | None:
     """`python -m workspacectl *args` through the fork server, or None when it cannot start it
     (turned off, not running, or an environment that changes how Python starts)."""
-    server = _get_server()
+    args = [str(a) for a in args]
+    server = _get_server("serve" if args[:1] == ["serve"] else "cli")
     if server is None or _startup_env(env) != server.startup:
         return None
     closers: list[int] = []
@@ -436,4 +452,4 @@ def spawn(args: list[str], env: dict, stdin=None, stdout=None, stderr=None, cwd=
 
 
 if __name__ == "__main__":
-    server_main(sys.argv[1])
+    server_main(sys.argv[1], sys.argv[2])
