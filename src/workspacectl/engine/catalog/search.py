@@ -161,8 +161,8 @@ def vector_text(row) -> str:
 
 
 def _index_vectors(conn: sqlite3.Connection, rows) -> None:
-    matrix = embedding.embed_many([vector_text(r) for r in rows])
-    store.insert_vectors(conn, [(r["op_id"], r["service"], embedding.to_blob(v)) for r, v in zip(rows, matrix)])
+    stored = embedding.quantize(embedding.embed_many([vector_text(r) for r in rows]))
+    store.insert_vectors(conn, model_id(), [(r["op_id"], r["service"], *v) for r, v in zip(rows, stored)])
     store.set_meta(conn, "vectors_generation", secrets.token_hex(16))
 
 
@@ -183,16 +183,15 @@ def _index_service(conn: sqlite3.Connection, service: str) -> None:
 
 
 def reindex_service(conn: sqlite3.Connection, service: str) -> None:
-    """Index (again) every operation of one service, its vectors included. Joins the caller's
-    transaction if any. An index an older analyzer built is rebuilt whole instead, so no
-    service is left behind; so are vectors another model made."""
+    """Index (again) every operation of one service, its vectors included (this version's
+    model's; the service's vectors of other models are removed: another version makes them again
+    when it next searches). Joins the caller's transaction if any. An index an older analyzer
+    built is rebuilt whole instead, so no service is left behind."""
     with transaction(conn):
         if store.get_meta(conn, "analyzer_version") != ANALYZER_VERSION:
             reindex_all(conn)
         else:
             _index_service(conn, service)
-            if store.get_meta(conn, "vector_model") != model_id():
-                reindex_vectors(conn)
 
 
 def remove_service(conn: sqlite3.Connection, service: str) -> None:
@@ -207,25 +206,45 @@ def reindex_all(conn: sqlite3.Connection) -> None:
         for row in store.catalog_services(conn):
             _index_service(conn, row["service"])
         store.set_meta(conn, "analyzer_version", ANALYZER_VERSION)
-        store.set_meta(conn, "vector_model", model_id())
+
+
+# Vector sets of this many models are kept: this version's and those of the versions last seen
+# building theirs (two versions sharing a workspace keep both; an abandoned model's set goes).
+KEPT_MODELS = 3
 
 
 def reindex_vectors(conn: sqlite3.Connection) -> None:
-    """Every operation's vector made again (a workspace from before vectors, or a new model)."""
+    """Make this model's vectors of every indexed operation that has none (a workspace from
+    before vectors, one a version with another model used, services another version imported),
+    without touching other models' vectors beyond keeping KEPT_MODELS sets."""
+    model = model_id()
     with transaction(conn):
-        store.delete_all_vectors(conn)
-        for row in store.catalog_services(conn):
-            _index_vectors(conn, store.operations_of_service(conn, row["service"]))
-        store.set_meta(conn, "vector_model", model_id())
+        store.delete_orphan_vectors(conn, model)
+        for service in store.services_missing_vectors(conn, model):
+            _index_vectors(conn, store.operations_of_service(conn, service))
+        store.set_meta(conn, f"vectors_built:{model}", _now())
+        models = [m for m in store.vector_models(conn) if m != model]
+        if len(models) >= KEPT_MODELS:
+            built = {m: store.get_meta(conn, f"vectors_built:{m}") or "" for m in models}
+            for m in sorted(models, key=lambda m: (built[m], m))[:len(models) - KEPT_MODELS + 1]:
+                store.delete_model_vectors(conn, m)
+                store.delete_meta(conn, f"vectors_built:{m}")
+
+
+def _now() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def model_id() -> str:
-    """Names how stored vectors are made: the shipped vectors and the text each is made of."""
-    return f"{embedding.model_id()}+text{VECTOR_TEXT_VERSION}"
+    """Names how stored vectors are made: the shipped vectors, the text each is made of and the
+    stored form. Each model's vectors are rows of their own (m021)."""
+    return f"{embedding.model_id()}+text{VECTOR_TEXT_VERSION}+{embedding.STORED_FORM}"
 
 
 def _vectors_current(conn: sqlite3.Connection) -> bool:
-    return store.get_meta(conn, "vector_model") == model_id() and store.vector_count(conn) == store.doc_count(conn)
+    return store.vector_count(conn, model_id()) == store.doc_count(conn)
 
 
 def ensure_current(conn: sqlite3.Connection) -> None:
@@ -416,7 +435,7 @@ def _service_affinity(stats: TermStats, concepts) -> dict[str, float]:
 def _semantic(conn: sqlite3.Connection, q: str, service: str | None, named: list[str]):
     """(similarities of every operation to the phrase, nearest rows), or None when the catalog
     has no vectors or the phrase no known word piece."""
-    sims = search_vectors.similarities(conn, q)
+    sims = search_vectors.similarities(conn, q, model_id())
     if sims is None:
         return None
     nearest: list[int] = []

@@ -30,6 +30,7 @@ def delete_service_docs(conn: sqlite3.Connection, service: str) -> None:
     conn.execute("DELETE FROM operation_search_docs WHERE service = ?", (service,))
     conn.execute("DELETE FROM operation_search_terms WHERE service = ?", (service,))
     conn.execute("DELETE FROM operation_vectors WHERE service = ?", (service,))
+    conn.execute("DELETE FROM operation_model_vectors WHERE service = ?", (service,))
 
 
 def delete_all_docs(conn: sqlite3.Connection) -> None:
@@ -37,6 +38,7 @@ def delete_all_docs(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM operation_search_docs")
     conn.execute("DELETE FROM operation_search_terms")
     conn.execute("DELETE FROM operation_vectors")
+    conn.execute("DELETE FROM operation_model_vectors")
 
 
 def delete_doc(conn: sqlite3.Connection, op_id: str) -> None:
@@ -45,6 +47,7 @@ def delete_doc(conn: sqlite3.Connection, op_id: str) -> None:
         conn.execute("DELETE FROM operation_search WHERE rowid = ?", (row[0],))
         conn.execute("DELETE FROM operation_search_docs WHERE rowid = ?", (row[0],))
     conn.execute("DELETE FROM operation_vectors WHERE op_id = ?", (op_id,))
+    conn.execute("DELETE FROM operation_model_vectors WHERE op_id = ?", (op_id,))
 
 
 def insert_doc(conn: sqlite3.Connection, op_id: str, service: str, method: str, shape: str, action: str,
@@ -184,27 +187,54 @@ def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
                  "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
 
 
-# --- vectors (operation_vectors, migrations/m015) --------------------------------------------
+def delete_meta(conn: sqlite3.Connection, key: str) -> None:
+    conn.execute("DELETE FROM operation_search_meta WHERE key = ?", (key,))
 
 
-def insert_vectors(conn: sqlite3.Connection, rows: list[tuple[str, str, bytes]]) -> None:
-    """rows: (op_id, service, vector bytes); an operation's earlier vector is replaced."""
-    conn.executemany("INSERT OR REPLACE INTO operation_vectors (op_id, service, vector) VALUES (?, ?, ?)", rows)
+# --- vectors (operation_model_vectors, migrations/m021; m015's operation_vectors is only emptied
+# where the catalog changes, for an older wsctl sharing the workspace) -------------------------
 
 
-def delete_all_vectors(conn: sqlite3.Connection) -> None:
-    conn.execute("DELETE FROM operation_vectors")
+def insert_vectors(conn: sqlite3.Connection, model: str, rows: list[tuple[str, str, bytes, float, int]]) -> None:
+    """rows: (op_id, service, vector bytes, scale, sumsq) made by `model` (embedding.quantize);
+    an operation's earlier one is replaced."""
+    conn.executemany("INSERT INTO operation_model_vectors (model, op_id, service, vector, scale, sumsq) "
+                     "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (model, op_id) DO UPDATE SET service = excluded.service, "
+                     "vector = excluded.vector, scale = excluded.scale, sumsq = excluded.sumsq",
+                     [(model, *r) for r in rows])
 
 
-def vector_count(conn: sqlite3.Connection) -> int:
-    return conn.execute("SELECT count(*) FROM operation_vectors").fetchone()[0]
+def delete_model_vectors(conn: sqlite3.Connection, model: str) -> None:
+    conn.execute("DELETE FROM operation_model_vectors WHERE model = ?", (model,))
 
 
-def all_vectors(conn: sqlite3.Connection) -> list[tuple[str, str, bytes]]:
-    """(op_id, service, vector bytes) of every operation, in op_id order (sorted here: an ORDER BY
-    walks the primary key's index and costs SQLite 5x the plain scan)."""
-    return sorted((tuple(r) for r in conn.execute("SELECT op_id, service, vector FROM operation_vectors")),
-                  key=lambda r: r[0])
+def vector_count(conn: sqlite3.Connection, model: str) -> int:
+    return conn.execute("SELECT count(*) FROM operation_model_vectors WHERE model = ?", (model,)).fetchone()[0]
+
+
+def vector_models(conn: sqlite3.Connection) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT DISTINCT model FROM operation_model_vectors")]
+
+
+def services_missing_vectors(conn: sqlite3.Connection, model: str) -> list[str]:
+    """Services with an indexed operation that has no vector of `model`."""
+    return [r[0] for r in conn.execute(
+        "SELECT DISTINCT d.service FROM operation_search_docs d WHERE NOT EXISTS "
+        "(SELECT 1 FROM operation_model_vectors v WHERE v.model = ? AND v.op_id = d.op_id) ORDER BY d.service",
+        (model,))]
+
+
+def delete_orphan_vectors(conn: sqlite3.Connection, model: str) -> None:
+    """`model`'s vectors of operations no longer indexed."""
+    conn.execute("DELETE FROM operation_model_vectors WHERE model = ? AND NOT EXISTS "
+                 "(SELECT 1 FROM operation_search_docs d WHERE d.op_id = operation_model_vectors.op_id)", (model,))
+
+
+def all_vectors(conn: sqlite3.Connection, model: str) -> list:
+    """(op_id, service, vector bytes, scale, sumsq) of every operation `model` made a vector for, in op_id
+    order (on SQLite the rows lie in that order: one range of the WITHOUT ROWID table)."""
+    return conn.execute("SELECT op_id, service, vector, scale, sumsq FROM operation_model_vectors "
+                        "WHERE model = ? ORDER BY op_id", (model,)).fetchall()
 
 
 def docs_by_op_ids(conn: sqlite3.Connection, op_ids: list[str]) -> list[sqlite3.Row]:
