@@ -269,10 +269,10 @@ def test_plain_python_and_numpy_similarities_agree(tmp_path):
     conn = ws.conn()
     for doc in (MELODIA, ZORBLY, QUUXPAY, MELODIA.replace('"melodia"', '"melodia2"')):
         services.replace_service(conn, parse_document(doc, "toml"), source="import")
-    catalog_search.ensure_current(conn)
+    generation = catalog_search.ensure_current(conn)
     for phrase in [*MEANINGS, "make a widget", "refund"]:
-        plain = search_vectors.similarities(conn, phrase, catalog_search.model_id(), plain=True)
-        matrix = search_vectors.similarities(conn, phrase, catalog_search.model_id(), plain=False)
+        plain = search_vectors.similarities(conn, phrase, catalog_search.model_id(), generation, plain=True)
+        matrix = search_vectors.similarities(conn, phrase, catalog_search.model_id(), generation, plain=False)
         assert plain is not None and matrix is not None
         assert plain.vs.matrix is None and matrix.vs.matrix is not None
         assert plain.op_ids == matrix.op_ids

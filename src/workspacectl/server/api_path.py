@@ -13,11 +13,14 @@ percent-encoded paths, Bearer parsing, the base URL) is done here the same way.
 """
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
+import threading
 import urllib.parse
 
-from workspacectl.engine.dispatch import parse_json_body
+from workspacectl.engine.db import QuickGroup
+from workspacectl.engine.dispatch import WouldBlock, parse_json_body
 from workspacectl.engine.registry import Response
 from workspacectl.errors import ApiError
 from workspacectl.server.engine_pool import EnginePool
@@ -158,6 +161,43 @@ class LeanApi:
         self.fallback = fallback
         self.public_url = public_url
         self.pool = EnginePool(on_thread_exit=engine.ws.close_thread_conn)
+        # Quick routes are answered on the event loop's thread with a connection of its own (made
+        # at the first request, used by that thread only); SQLite only (Workspace.quick_conn).
+        self.quick_conn = None
+        self.quick_thread: int | None = None
+        self.committed: asyncio.Future | None = None   # the open turn's commit (db.QuickGroup)
+
+    def _quick_conn(self):
+        if self.quick_thread is None:
+            make = getattr(self.engine.ws, "quick_conn", None)
+            self.quick_conn = make() if make is not None else None
+            self.quick_thread = threading.get_ident()
+            if self.quick_conn is not None:
+                self.quick_conn.quick_group = QuickGroup(self.quick_conn, self._group_opened)
+        return self.quick_conn if self.quick_thread == threading.get_ident() else None
+
+    def _group_opened(self) -> None:
+        """A quick call of this turn began a write (db.QuickGroup): commit after the turn."""
+        loop = asyncio.get_running_loop()
+        self.committed = loop.create_future()
+        loop.call_soon(self._commit_group)
+
+    def _commit_group(self) -> None:
+        committed, self.committed = self.committed, None
+        assert committed is not None and self.quick_conn is not None
+        try:
+            self.quick_conn.quick_group.commit()
+        except BaseException as e:   # every answer of the turn fails (a 500): nothing was written
+            committed.set_exception(e)
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                raise
+        else:
+            committed.set_result(None)
+
+    def close(self) -> None:
+        if self.quick_conn is not None:
+            self.quick_conn.close()
+            self.quick_conn = None
 
     async def __call__(self, scope, receive, send):
         if (scope["type"] != "http" or not scope["path"].startswith("/v1/") or scope["method"] not in METHODS
@@ -170,13 +210,23 @@ class LeanApi:
             return await send_json(send, e.status, e.body())
         body = body_value(raw, content_type)
         query = dict(urllib.parse.parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
-        call = functools.partial(self.engine.handle, scope["method"], raw_path(scope), query, body,
-                                 bearer_of(header(scope, b"authorization")), base_url(scope, self.public_url))
+        args = (scope["method"], raw_path(scope), query, body, bearer_of(header(scope, b"authorization")),
+                base_url(scope, self.public_url))
+        call = functools.partial(self.engine.handle, *args)
         if NDJSON in header(scope, b"accept"):   # long work with its phases (server/progress_stream.py)
             from workspacectl.server import progress_stream
 
             return await progress_stream.answer(self.pool, send, call, lambda r: self.reply(scope, receive, send, r))
-        resp: Response = await self.pool.run(call)
+        resp: Response | None = None
+        if (quick_conn := self._quick_conn()) is not None:   # a quick route, answered here (Engine.handle_quick)
+            try:
+                resp = self.engine.handle_quick(quick_conn, *args)
+            except WouldBlock:
+                pass
+            if self.committed is not None:   # it ran inside this turn's transaction: answer once committed
+                await self.committed
+        if resp is None:
+            resp = await self.pool.run(call)
         await self.reply(scope, receive, send, resp)
 
     @staticmethod

@@ -247,12 +247,15 @@ def _vectors_current(conn: sqlite3.Connection) -> bool:
     return store.vector_count(conn, model_id()) == store.doc_count(conn)
 
 
-def ensure_current(conn: sqlite3.Connection) -> None:
+def ensure_current(conn: sqlite3.Connection) -> str | None:
     """Rebuild the index once when an older analyzer built it, or when it lost step with the
     catalog (a catalog change that did not go through reindex_service); build the vectors once
-    when there are none (a workspace from before them) or another model made them."""
-    if (store.get_meta(conn, "analyzer_version") != ANALYZER_VERSION
-            or store.doc_count(conn) != store.operation_count(conn)):
+    when there are none (a workspace from before them) or another model made them. One read when
+    all is current (store.search_state); returns the vectors generation."""
+    analyzer, docs, operations, vectors, generation = store.search_state(conn, model_id())
+    if analyzer == ANALYZER_VERSION and docs == operations and vectors == docs:
+        return generation
+    if analyzer != ANALYZER_VERSION or docs != operations:
         with transaction(conn):
             if (store.get_meta(conn, "analyzer_version") != ANALYZER_VERSION
                     or store.doc_count(conn) != store.operation_count(conn)):
@@ -261,6 +264,7 @@ def ensure_current(conn: sqlite3.Connection) -> None:
         with transaction(conn):
             if not _vectors_current(conn):
                 reindex_vectors(conn)
+    return store.get_meta(conn, "vectors_generation")
 
 
 # --- query -----------------------------------------------------------------------------------
@@ -432,10 +436,10 @@ def _service_affinity(stats: TermStats, concepts) -> dict[str, float]:
     return {s: a / top for s, a in affinity.items()} if top else {}
 
 
-def _semantic(conn: sqlite3.Connection, q: str, service: str | None, named: list[str]):
+def _semantic(conn: sqlite3.Connection, q: str, service: str | None, named: list[str], generation: str | None):
     """(similarities of every operation to the phrase, nearest rows), or None when the catalog
     has no vectors or the phrase no known word piece."""
-    sims = search_vectors.similarities(conn, q, model_id())
+    sims = search_vectors.similarities(conn, q, model_id(), generation)
     if sims is None:
         return None
     nearest: list[int] = []
@@ -449,13 +453,13 @@ def _semantic(conn: sqlite3.Connection, q: str, service: str | None, named: list
 def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mode: str = "hybrid"):
     """[(op_id, score, parts)] best first; parts are the re-rank's (weight, value) features.
     mode: "hybrid" (lexical and nearest vectors), "lexical" or "vectors" (the bench's baselines)."""
-    ensure_current(conn)
+    generation = ensure_current(conn)
     query_terms, named, q = parse_query(conn, q)
     if service:
         named = []
     if not query_terms:     # only a service's name ("github"): its operations in catalog order
         return [(op_id, ONLY_SERVICE_SCORE, []) for op_id in store.first_operations(conn, named, limit)]
-    semantic = _semantic(conn, q, service, named) if mode != "lexical" else None
+    semantic = _semantic(conn, q, service, named, generation) if mode != "lexical" else None
     if mode == "vectors":
         if semantic is None:
             return []

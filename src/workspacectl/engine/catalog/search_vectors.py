@@ -1,6 +1,6 @@
 """The semantic half of operation search: how near each operation's stored vector is to a phrase.
 
-    similarities(conn, phrase, model) -> Similarities | None   (None: no vectors, or no known word)
+    similarities(conn, phrase, model, generation) -> Similarities | None   (None: no vectors, or no known word)
     Similarities.nearest(k, services=None) -> rows, nearest first
 
 Two ways to the same figures (they differ only in float rounding, ~1e-6):
@@ -105,11 +105,12 @@ def _matrix_set(conn: sqlite3.Connection, key: tuple[str, str]) -> VectorSet:
     return cached
 
 
-def similarities(conn: sqlite3.Connection, phrase: str, model: str, plain: bool | None = None) -> Similarities | None:
-    """The phrase against `model`'s stored vectors (search.model_id()). plain: True for plain
-    Python, False for the numpy matrix, None to choose (see above)."""
+def similarities(conn: sqlite3.Connection, phrase: str, model: str, generation: str | None,
+                 plain: bool | None = None) -> Similarities | None:
+    """The phrase against `model`'s stored vectors (search.model_id()); generation: the vectors
+    generation the caller read (store.search_state). plain: True for plain Python, False for the
+    numpy matrix, None to choose (see above)."""
     global _searched
-    generation = store.get_meta(conn, "vectors_generation")
     if generation is None:
         return None
     query = embedding.embed_query(phrase)

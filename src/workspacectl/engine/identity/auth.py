@@ -101,7 +101,7 @@ def delete_session(ctx: Ctx) -> Response:
     return Response(204)
 
 
-@route("GET", "/v1/auth/whoami")
+@route("GET", "/v1/auth/whoami", quick=True)
 def whoami(ctx: Ctx) -> dict:
     c = ctx.caller
     member = store.get_member(ctx.db, c.member_id)

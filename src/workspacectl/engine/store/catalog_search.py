@@ -74,6 +74,17 @@ def service_term_freqs(conn: sqlite3.Connection, terms: Iterable[str]) -> list[t
         terms)]
 
 
+def search_state(conn: sqlite3.Connection, model: str) -> tuple[str | None, int, int, int, str | None]:
+    """(analyzer version, indexed operations, catalog operations, `model`'s vectors, vectors
+    generation) in one statement: what every search checks before it reads the index."""
+    row = conn.execute(
+        "SELECT (SELECT value FROM operation_search_meta WHERE key = 'analyzer_version'), "
+        "(SELECT count(*) FROM operation_search_docs), (SELECT count(*) FROM operations), "
+        "(SELECT count(*) FROM operation_model_vectors WHERE model = ?), "
+        "(SELECT value FROM operation_search_meta WHERE key = 'vectors_generation')", (model,)).fetchone()
+    return row[0], row[1], row[2], row[3], row[4]
+
+
 def operation_count(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT count(*) FROM operations").fetchone()[0]
 
