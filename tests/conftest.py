@@ -33,6 +33,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import forkserver
+
 WSCTL = [sys.executable, "-m", "workspacectl"]
 OWNER = {"name": "Olive Owner", "email": "olive@example.com"}
 
@@ -62,10 +64,25 @@ class Result:
         return json.loads(self.out)
 
 
-def run_wsctl(args, env: dict, input: str | None = None, expect: int | None = 0, timeout: float = 120) -> Result:
-    p = subprocess.run([*WSCTL, *map(str, args)], env=env, input=input, capture_output=True, text=True,
-                       timeout=timeout)
-    r = Result(p.returncode, p.stdout, p.stderr)
+def run_wsctl(args, env: dict, input: str | None = None, expect: int | None = 0, timeout: float = 120,
+              fresh: bool = False) -> Result:
+    """`wsctl *args` in a process of its own, as subprocess.run would run `python -m workspacectl`:
+    forked from tests/forkserver.py (its imports already done) when it can, else (and with `fresh`)
+    a fresh interpreter."""
+    args = [str(a) for a in args]
+    proc = None if fresh else forkserver.spawn(args, env, stdin=subprocess.PIPE if input is not None else None,
+                                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if proc is None:
+        p = subprocess.run([*WSCTL, *args], env=env, input=input, capture_output=True, text=True, timeout=timeout)
+        r = Result(p.returncode, p.stdout, p.stderr)
+    else:
+        try:
+            out, err = proc.communicate(input, timeout=timeout)
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        r = Result(proc.returncode, out, err)
     if expect is not None:
         assert r.code == expect, f"wsctl {' '.join(map(str, args))} exited {r.code}, expected {expect}\n" \
                                  f"stdout: {r.out[-2000:]}\nstderr: {r.err[-2000:]}"
@@ -155,10 +172,10 @@ def start_server(workspace: Path, env: dict | None = None, offset: int = 0, log:
     if offset:
         env["WSCTL_NOW_OFFSET_SECONDS"] = str(offset)
     log = log or workspace.parent / f"server-{port}.log"
+    argv = ["serve", "--workspace", str(workspace), "--host", "127.0.0.1", "--port", str(port), *map(str, args)]
     with log.open("wb") as out:   # the server writes to its own copy of the descriptor
-        proc = subprocess.Popen([*WSCTL, "serve", "--workspace", str(workspace), "--host", "127.0.0.1",
-                                 "--port", str(port), *map(str, args)], env=env, stdout=out,
-                                stderr=subprocess.STDOUT)
+        proc = forkserver.spawn(argv, env, stdout=out, stderr=subprocess.STDOUT) or \
+            subprocess.Popen([*WSCTL, *argv], env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: answers_health(url), "wsctl serve did not answer /healthz", proc, log)

@@ -191,8 +191,8 @@ def test_an_appender_sends_its_inserts_with_commit_and_a_failed_one_fails_it_who
 
 def test_a_prepared_statement_survives_a_migration_that_changes_its_result(pg_workspace):
     """db.Prepared statements are prepared per session; when a migration changes a table under a
-    prepared `SELECT *`, the door drops its prepared statements and runs it again. Inside a
-    writer transaction the BEGIN and the lock go in the same round trip."""
+    prepared `SELECT *`, the door drops its prepared statements and runs it again. As a writer's
+    first statement it runs under the writer lock (BEGIN and the lock go first)."""
     from workspacectl.engine.db import Prepared, transaction
 
     conn, other = _conn(pg_workspace), _conn(pg_workspace)

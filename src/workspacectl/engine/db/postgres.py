@@ -15,9 +15,8 @@ the store, see store/catalog_search.py):
   that lock shared: beside other appenders, never beside another writer.
 - a failed write inside a transaction is rolled back to a savepoint, so the transaction goes on
   as on SQLite (the engine catches IntegrityError and carries on).
-- round trips: a writer's BEGIN and lock go with its first statement, and a write's SAVEPOINT
-  and RELEASE with the write, as one simple-protocol message each (a token issue: the read, the
-  audit row and COMMIT, three round trips where it took nine).
+- round trips: a writer's BEGIN and lock go with its first statement (unless that one is
+  prepared), and a write's SAVEPOINT and RELEASE with the write, as one simple-protocol message.
 - an appending transaction (db.transaction(appends_only=True)) holds the INSERTs that follow
   its first statement (which goes with BEGIN and the lock, so the lock is held from the start),
   bound client-side at once (a bad value fails at the INSERT, as before), and sends them with its
@@ -27,9 +26,14 @@ the store, see store/catalog_search.py):
   round trips in its transaction (BEGIN, the lock and the prepared read; the audit row with
   COMMIT), eight statements in all (was four round trips, ten statements).
 - prepared statements: a statement the store marks db.Prepared (hot reads) is prepared once per
-  session and bound server-side when it runs on its own (outside a transaction, or inside one
-  that has sent its BEGIN); a prepared plan whose result changed under a migration is dropped
-  (DEALLOCATE ALL) and the statement run again. Every other statement is bound client-side.
+  session and bound server-side; as a writer's first statement its BEGIN and lock go first in a
+  message of their own. Measured on a token's credential read (bench/pg_token_profile.py): BEGIN,
+  lock and the read as one simple-protocol message cost the backend ~350 µs of CPU (the read
+  parsed and planned each time) against ~140 µs for BEGIN apart then the prepared read, whose
+  extra round trip cost the client less than binding the long statement (~230 against ~250 µs);
+  a pipeline of both cost the client ~100 µs more. A prepared plan whose result changed under a
+  migration is dropped (DEALLOCATE ALL) and the statement run again. Every other statement is
+  bound client-side.
 - errors: psycopg's become the sqlite3 classes the engine catches (IntegrityError for unique,
   foreign key, check and not-null violations; OperationalError "database is locked" for a lock
   timeout, deadlock or serialization failure; "no such table" for an undefined table). A NUL in
@@ -371,15 +375,11 @@ class PgConnection:
         """A Prepared read: parsed and planned once per session, its values bound server-side."""
         cur = psycopg.Cursor(self._session)
         for attempt in (1, 2):
-            begin, self._begin = self._begin, ()
+            begin = self._begin
             try:
-                if begin:     # a writer's BEGIN and lock go in the same round trip
-                    with self._session.pipeline():
-                        for statement in begin:
-                            self._session.execute(statement, prepare=True)
-                        cur.execute(sql, params, prepare=True)
-                else:
-                    cur.execute(sql, params, prepare=True)
+                if begin:     # a writer's BEGIN and lock go first, on their own (see above)
+                    self._send_begin()
+                cur.execute(sql, params, prepare=True)
                 return Cursor(self, cur)
             except pg_errors.FeatureNotSupported as e:   # "cached plan must not change result type"
                 if begin and self._session.info.transaction_status != TransactionStatus.IDLE:
