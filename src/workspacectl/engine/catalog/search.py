@@ -206,6 +206,7 @@ def reindex_all(conn: sqlite3.Connection) -> None:
         for row in store.catalog_services(conn):
             _index_service(conn, row["service"])
         store.set_meta(conn, "analyzer_version", ANALYZER_VERSION)
+        store.set_meta(conn, "vectors_generation", secrets.token_hex(16))   # also when no service is left
 
 
 # Vector sets of this many models are kept: this version's and those of the versions last seen
@@ -477,10 +478,11 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
         # Terms are [a-z0-9]+ by construction; quoting keeps FTS5 keywords (AND, NEAR) literal.
         expression = " OR ".join(f'"{t}"' for t in (selective or present))
         pool = max(CANDIDATES, limit * 2)
+        known = store.Known(dfs, generation)
         candidates = {r["op_id"]: r for r in store.match(conn, expression, BM25_WEIGHTS, pool,
-                                                         [service] if service else None)}
+                                                         [service] if service else None, known)}
         if named:
-            for r in store.match(conn, expression, BM25_WEIGHTS, pool, named):
+            for r in store.match(conn, expression, BM25_WEIGHTS, pool, named, known):
                 candidates.setdefault(r["op_id"], r)
     sim_of: dict[str, float] = {}
     if semantic is not None:
