@@ -23,11 +23,14 @@ from tests.conftest import WSCTL, _owner_and_token, base_env, start_server  # no
 MiB = 1 << 20
 
 
-def int_options(doc: str, defaults: dict[str, int]) -> argparse.Namespace:
-    """A bench's command line: its docstring as --help, and each `--flag N` with its default."""
+def int_options(doc: str, defaults: dict[str, int], paths: tuple[str, ...] = ()) -> argparse.Namespace:
+    """A bench's command line: its docstring as --help, each `--flag N` with its default, and each
+    of `paths` as an optional `--flag PATH` (None when not given)."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     for flag, default in defaults.items():
         ap.add_argument(flag, type=int, default=default)
+    for flag in paths:
+        ap.add_argument(flag, type=Path, default=None)
     return ap.parse_args()
 
 

@@ -1,6 +1,6 @@
 """CLI start-up against a bare Typer app, side by side, and which modules each command loads.
 
-    python bench/cli_startup.py [--pairs 15]
+    python bench/cli_startup.py [--pairs 15] [--before OTHER/.venv/bin/python]
 
 The yardstick is a bare two-command Typer app's `--help` on the same interpreter (what any Typer
 CLI pays before doing anything). For each wsctl command, --pairs runs alternate the bare app and
@@ -16,6 +16,12 @@ Then each command runs once in a probe that lists the modules it left in sys.mod
 misses modules loaded through importlib.import_module): the count of workspacectl modules, the
 engine route modules among them (engine/route_modules.py), and whether the heavy third-party
 packages were loaded. Nothing is asserted here; tests/cli/test_imports.py holds the import rules.
+
+--before takes the interpreter of another install of wsctl (an older commit's worktree and its own
+venv): each round then also runs that version's command, against its own workspace made by its
+own `wsctl init`, so "after ÷ before" (the median of per-round ratios) compares two versions on
+the same load. Its modules are probed the same way. Next to it, the CPU time (user + system, from
+wait4) of each side, median over the rounds (warm-up left out), which a loaded machine moves less.
 """
 from __future__ import annotations
 
@@ -81,52 +87,88 @@ print("\n" + json.dumps({"workspacectl": sorted(m for m in mods if m.startswith(
 '''
 
 
+CPU: dict[tuple[str, ...], list[float]] = {}   # argv -> CPU seconds (user + system) of each run
+
+
 def wall(argv: list[str], env: dict) -> float:
+    """Wall seconds of one run; its CPU seconds (from wait4: this child only) go to CPU[argv]."""
     t0 = time.perf_counter()
-    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t0
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(p.pid, 0)
+    took = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode:
+        raise subprocess.CalledProcessError(p.returncode, argv)
+    CPU.setdefault(tuple(argv), []).append(usage.ru_utime + usage.ru_stime)
+    return took
 
 
-def loaded(args: list[str], env: dict) -> dict:
-    p = subprocess.run([sys.executable, "-c", PROBE, *args], env=env, capture_output=True, text=True, timeout=120)
+def loaded(args: list[str], env: dict, python: str = sys.executable) -> dict:
+    p = subprocess.run([python, "-c", PROBE, *args], env=env, capture_output=True, text=True, timeout=120)
     return json.loads(p.stdout.rstrip().rsplit("\n", 1)[-1])
 
 
+def modules_text(mods: dict) -> str:
+    heavy = ",".join(m for m in HEAVY if m in mods["tops"]) or "none"
+    routes = ",".join(r.removeprefix("workspacectl.engine.") for r in mods["routes"]) or "-"
+    return f"{len(mods['workspacectl'])} / {routes} / {heavy}"
+
+
 def main() -> int:
-    args = int_options(__doc__, {"--pairs": 15})
+    args = int_options(__doc__, {"--pairs": 15}, paths=("--before",))
+    before = str(args.before) if args.before else None
     tmp = Path(tempfile.mkdtemp(prefix="wsctl-bench-startup-"))
     try:
         ws_path, _, _ = make_workspace(tmp)
         env_local = local_env(tmp, ws_path)
         env_bare = base_env(tmp / "bare-home")
+        env_before = env_local
+        if before:
+            old_ws = tmp / "before" / "ws"
+            subprocess.run([before, "-m", "workspacectl", "init", "--workspace", str(old_ws), "--name", "Bench",
+                            "--owner-name", "Bench Owner", "--owner-email", "bench@example.com"],
+                           env=base_env(tmp / "before" / "init-home"), check=True, capture_output=True)
+            env_before = local_env(tmp / "before", old_ws)
         bare = tmp / "bare_app.py"
         bare.write_text(BARE_APP)
         bare_argv = [sys.executable, str(bare), "--help"]
-        print(f"{args.pairs} pairs per command; {os.cpu_count()} CPUs; {sys.version.split()[0]}\n")
-        print(f"{'command':<40} {'ratio':>6} {'plain':>6} {'wsctl':>7} {'bare':>7} {'plain':>7}  target   "
-              "modules: workspacectl / route modules / heavy")
+        print(f"{args.pairs} pairs per command; {os.cpu_count()} CPUs; {sys.version.split()[0]}"
+              + (f"; before = {before}" if before else "") + "\n")
+        print(f"{'command':<40} {'ratio':>6} {'plain':>6} {'wsctl':>7} {'bare':>7} {'plain':>7}"
+              + (f" {'before':>7} {'÷before':>7}" if before else "")
+              + "  target   modules: workspacectl / route modules / heavy")
         for label, cmd, local in COMMANDS:
             env = env_local if local else env_bare
+            old_env = env_before if local else env_bare
             wall(bare_argv, env)
             wall([*bare_argv, "--plain"], env)
             wall([*WSCTL, *cmd], env)   # warm-up (pyc, page cache, the workspace's first open)
-            ours, theirs, plains, ratios, plain_ratios = [], [], [], [], []
+            if before:
+                wall([before, "-m", "workspacectl", *cmd], old_env)
+            ours, theirs, plains, olds, ratios, plain_ratios, old_ratios = [], [], [], [], [], [], []
             for _ in range(args.pairs):
                 b = wall(bare_argv, env)
                 w = wall([*WSCTL, *cmd], env)
+                if before:
+                    o = wall([before, "-m", "workspacectl", *cmd], old_env)
+                    olds.append(o)
+                    old_ratios.append(w / o)
                 pl = wall([*bare_argv, "--plain"], env)
                 theirs.append(b)
                 ours.append(w)
                 plains.append(pl)
                 ratios.append(w / b)
                 plain_ratios.append(w / pl)
-            mods = loaded(cmd, env)
-            heavy = ",".join(m for m in HEAVY if m in mods["tops"]) or "none"
             target = f"<= {TARGET[label]}" if label in TARGET else ""
-            routes = ",".join(r.rsplit(".", 1)[-1] for r in mods["routes"]) or "-"
+            then = f" {median(olds) * 1000:5.0f}ms {median(old_ratios):6.2f}x" if before else ""
+            if before:   # CPU time moves less with the machine's load than wall time
+                cpu_new = median(CPU[tuple([*WSCTL, *cmd])][1:])
+                cpu_old = median(CPU[tuple([before, "-m", "workspacectl", *cmd])][1:])
+                then += f" (CPU {cpu_new * 1000:.0f} / {cpu_old * 1000:.0f} ms = {cpu_new / cpu_old:.2f}x)"
             print(f"{label:<40} {median(ratios):5.2f}x {median(plain_ratios):5.2f}x {median(ours) * 1000:5.0f}ms "
-                  f"{median(theirs) * 1000:5.0f}ms {median(plains) * 1000:5.0f}ms  {target:<7}  "
-                  f"{len(mods['workspacectl'])} / {routes} / {heavy}")
+                  f"{median(theirs) * 1000:5.0f}ms {median(plains) * 1000:5.0f}ms{then}  {target:<7}  "
+                  f"{modules_text(loaded(cmd, env))}"
+                  + (f"  (before: {modules_text(loaded(cmd, old_env, before))})" if before else ""))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

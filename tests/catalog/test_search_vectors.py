@@ -1,8 +1,9 @@
 """Semantic vectors of operation search (issue 13): kept with the catalog, used by the ranking.
 
-Each operation's vector is made when it is imported and stored in operation_vectors (float16
-bytes); a re-import replaces it, a delete removes it; a workspace from before vectors gets
-them on its first search. Phrases sharing no word with the operation they mean are answered
+Each operation's vector is made when it is imported and stored in operation_model_vectors (m021:
+int8 steps as bytes, keyed by the model that made them); a re-import replaces it, a delete
+removes it; a workspace from before vectors gets them on its first search; another model's
+vectors (another wsctl version on the same workspace) are left alone, not rebuilt in turn. Phrases sharing no word with the operation they mean are answered
 through the vectors, the same on every door.
 """
 from __future__ import annotations
@@ -52,8 +53,17 @@ def _db(backend):
     return workspace_db(backend.workspace)
 
 
-def _vectors(db, service: str) -> dict[str, bytes]:
-    return dict(db.execute("SELECT op_id, vector FROM operation_vectors WHERE service = ?", (service,)))
+def _vectors(db, service: str, model: str | None = None) -> dict[str, bytes]:
+    return dict(db.execute("SELECT op_id, vector FROM operation_model_vectors WHERE service = ? AND model = ?",
+                           (service, model or catalog_search.model_id())))
+
+
+def _models(db) -> dict[str, int]:
+    return dict(db.execute("SELECT model, count(*) FROM operation_model_vectors GROUP BY model"))
+
+
+def _generation(db) -> str:
+    return db.execute("SELECT value FROM operation_search_meta WHERE key = 'vectors_generation'").fetchone()[0]
 
 
 def test_import_stores_replaces_and_removes_vectors(backend):
@@ -64,7 +74,7 @@ def test_import_stores_replaces_and_removes_vectors(backend):
     assert sorted(zorbly) == ["zorbly.create-widget", "zorbly.delete-widget", "zorbly.get-widget",
                               "zorbly.list-widgets", "zorbly.update-widget"]
     assert len(quuxpay) == 4
-    assert {len(v) for v in [*zorbly.values(), *quuxpay.values()]} == {2 * embedding.dims()}
+    assert {len(v) for v in [*zorbly.values(), *quuxpay.values()]} == {embedding.dims()}
     assert len(set(zorbly.values())) == 5       # each operation its own vector
 
     import_toml(backend, QUUXPAY_V2)            # refund-charge becomes issue-credit
@@ -106,26 +116,121 @@ def test_a_workspace_from_before_vectors_gets_them_on_its_first_search(backend):
     import_toml(backend, MELODIA)
     db = _db(backend)
     before = _vectors(db, "melodia")
-    # as a workspace made before m015 looks once migrated: no vectors, no model named
-    db.execute("DELETE FROM operation_vectors")
-    db.execute("DELETE FROM operation_search_meta WHERE key IN ('vector_model', 'vectors_generation')")
+    # as a workspace made before m015 looks once migrated: no vectors
+    db.execute("DELETE FROM operation_model_vectors")
+    db.execute("DELETE FROM operation_search_meta WHERE key = 'vectors_generation'")
     assert op_ids(search(backend, "take a payment", service="melodia"))[0] == "melodia.charge-card"
     assert _vectors(db, "melodia") == before
     n_ops = db.execute("SELECT count(*) FROM operations").fetchone()[0]
-    assert db.execute("SELECT count(*) FROM operation_vectors").fetchone()[0] == n_ops
-    model = db.execute("SELECT value FROM operation_search_meta WHERE key = 'vector_model'").fetchone()[0]
-    assert model == catalog_search.model_id() and model.startswith(embedding.model_id())
+    assert _models(db) == {catalog_search.model_id(): n_ops}
+    assert catalog_search.model_id().startswith(embedding.model_id())
     db.close()
 
 
-def test_vectors_another_model_made_are_made_again(backend):
+OLDER = "an-older-model"
+
+
+def _as_an_older_version_left_it(db) -> None:
+    """Another model's vectors of every operation, as a wsctl version with another model leaves
+    them after its searches (its own rows, keyed by its model), and one of ours gone (that
+    version imported nothing, but a set can be incomplete)."""
+    db.execute("INSERT INTO operation_model_vectors (model, op_id, service, vector, scale, sumsq) "
+               "SELECT ?, op_id, service, vector, scale * 2, sumsq FROM operation_model_vectors WHERE model = ?",
+               (OLDER, catalog_search.model_id()))
+    db.execute("INSERT INTO operation_search_meta (key, value) VALUES (?, '2026-01-01T00:00:00.000000Z')",
+               (f"vectors_built:{OLDER}",))
+
+
+def test_another_models_vectors_are_left_alone_and_not_rebuilt_in_turn(backend):
+    """Two versions with different models on one workspace: each searches with its own rows;
+    neither rebuilds the other's, so alternating searches write nothing after the first."""
+    import_toml(backend, ZORBLY)
     import_toml(backend, MELODIA)
     db = _db(backend)
-    before = _vectors(db, "melodia")
-    db.execute("UPDATE operation_search_meta SET value = 'an-older-model' WHERE key = 'vector_model'")
-    db.execute("UPDATE operation_vectors SET vector = ?", (bytes(2 * embedding.dims()),))
-    assert op_ids(search(backend, "listen to music", service="melodia"))[0] == "melodia.play-track"
-    assert _vectors(db, "melodia") == before
+    ours = {s: _vectors(db, s) for s in ("zorbly", "melodia")}
+    _as_an_older_version_left_it(db)
+    older = {s: _vectors(db, s, OLDER) for s in ("zorbly", "melodia")}
+    n_ops = db.execute("SELECT count(*) FROM operation_search_docs").fetchone()[0]
+    assert _models(db) == {catalog_search.model_id(): n_ops, OLDER: n_ops}
+    generation = _generation(db)
+    for _ in range(3):
+        assert op_ids(search(backend, "listen to music", service="melodia"))[0] == "melodia.play-track"
+    assert _generation(db) == generation        # nothing was rebuilt
+    assert {s: _vectors(db, s, OLDER) for s in older} == older
+    assert {s: _vectors(db, s) for s in ours} == ours
+
+    # a catalog change removes the service's vectors of every model (the other version's are
+    # stale now); this version makes only that service's again, the rest stays as it was
+    import_toml(backend, QUUXPAY)
+    assert _vectors(db, "quuxpay", OLDER) == {} and len(_vectors(db, "quuxpay")) == 4
+    assert {s: _vectors(db, s, OLDER) for s in older} == older
+    # the other version's rows of a service it has not made again are missing, so that version
+    # would make only those: what it needs is what a model's set lacks
+    missing = db.execute("SELECT DISTINCT d.service FROM operation_search_docs d WHERE NOT EXISTS "
+                         "(SELECT 1 FROM operation_model_vectors v WHERE v.model = ? AND v.op_id = d.op_id)",
+                         (OLDER,)).fetchall()
+    assert [r[0] for r in missing] == ["quuxpay"]
+    db.close()
+
+
+def test_this_models_missing_vectors_are_made_for_their_services_only(backend):
+    import_toml(backend, ZORBLY)
+    import_toml(backend, MELODIA)
+    db = _db(backend)
+    melodia = _vectors(db, "melodia")
+    # as after another version's import of zorbly: this model's zorbly rows are gone
+    db.execute("DELETE FROM operation_model_vectors WHERE service = 'zorbly' AND model = ?",
+               (catalog_search.model_id(),))
+    # a mark on melodia's rows: made again, they would lose it
+    db.execute("UPDATE operation_model_vectors SET sumsq = sumsq + 1 WHERE service = 'melodia'")
+    marked = dict(db.execute("SELECT op_id, sumsq FROM operation_model_vectors WHERE service = 'melodia'"))
+    assert op_ids(search(backend, "make a widget", service="zorbly"))[0] == "zorbly.create-widget"
+    assert len(_vectors(db, "zorbly")) == 5
+    assert dict(db.execute("SELECT op_id, sumsq FROM operation_model_vectors WHERE service = 'melodia'")) == marked
+    assert _vectors(db, "melodia") == melodia
+    db.close()
+
+
+def test_at_most_kept_models_sets_stay(backend):
+    import_toml(backend, MELODIA)
+    db = _db(backend)
+    n = _models(db)[catalog_search.model_id()]
+    for i, model in enumerate(["m-oldest", "m-old", "m-newer"]):
+        db.execute("INSERT INTO operation_model_vectors (model, op_id, service, vector, scale, sumsq) "
+                   "SELECT ?, op_id, service, vector, scale, sumsq FROM operation_model_vectors WHERE model = ?",
+                   (model, catalog_search.model_id()))
+        db.execute("INSERT INTO operation_search_meta (key, value) VALUES (?, ?)",
+                   (f"vectors_built:{model}", f"2026-01-0{i + 1}T00:00:00.000000Z"))
+    # this version's set lacks a row: its search makes it again and keeps KEPT_MODELS sets
+    db.execute("DELETE FROM operation_model_vectors WHERE model = ? AND op_id = 'melodia.send-sms'",
+               (catalog_search.model_id(),))
+    assert op_ids(search(backend, "text my mom", service="melodia"))[0] == "melodia.send-sms"
+    assert catalog_search.KEPT_MODELS == 3
+    assert _models(db) == {catalog_search.model_id(): n, "m-old": n, "m-newer": n}
+    db.close()
+
+
+def test_vectors_of_m015_are_left_for_an_older_wsctl(backend):
+    """A wsctl from before m021 reads operation_vectors and names its model in the meta; this
+    version writes neither (so that one never finds another model named there), and empties a
+    service's rows there when the catalog changes (so that one rebuilds them once)."""
+    import_toml(backend, MELODIA)
+    import_toml(backend, ZORBLY)
+    db = _db(backend)
+    docs = db.execute("SELECT op_id, service FROM operation_search_docs").fetchall()
+    for op_id, service in docs:
+        db.execute("INSERT INTO operation_vectors (op_id, service, vector) VALUES (?, ?, ?)",
+                   (op_id, service, bytes(2 * embedding.dims())))
+    db.execute("INSERT INTO operation_search_meta (key, value) VALUES ('vector_model', 'minilm-before-m021')")
+    assert op_ids(search(backend, "take a payment", service="melodia"))[0] == "melodia.charge-card"
+    assert db.execute("SELECT count(*) FROM operation_vectors").fetchone()[0] == len(docs)
+    assert db.execute("SELECT value FROM operation_search_meta WHERE key = 'vector_model'").fetchone()[0] \
+        == "minilm-before-m021"
+    import_toml(backend, QUUXPAY)
+    backend.api("DELETE", "/v1/admin/catalog/zorbly")
+    left = {r[0] for r in db.execute("SELECT DISTINCT service FROM operation_vectors")}
+    assert "melodia" in left and "zorbly" not in left and "quuxpay" not in left
+    assert db.execute("SELECT count(*) FROM operation_vectors").fetchone()[0] == len(docs) - 5
     db.close()
 
 
@@ -164,10 +269,10 @@ def test_plain_python_and_numpy_similarities_agree(tmp_path):
     conn = ws.conn()
     for doc in (MELODIA, ZORBLY, QUUXPAY, MELODIA.replace('"melodia"', '"melodia2"')):
         services.replace_service(conn, parse_document(doc, "toml"), source="import")
-    catalog_search.ensure_current(conn)
+    generation = catalog_search.ensure_current(conn)
     for phrase in [*MEANINGS, "make a widget", "refund"]:
-        plain = search_vectors.similarities(conn, phrase, plain=True)
-        matrix = search_vectors.similarities(conn, phrase, plain=False)
+        plain = search_vectors.similarities(conn, phrase, catalog_search.model_id(), generation, plain=True)
+        matrix = search_vectors.similarities(conn, phrase, catalog_search.model_id(), generation, plain=False)
         assert plain is not None and matrix is not None
         assert plain.vs.matrix is None and matrix.vs.matrix is not None
         assert plain.op_ids == matrix.op_ids

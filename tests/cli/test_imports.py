@@ -52,7 +52,7 @@ def test_help_and_local_commands_do_not_import_the_http_stack(workspace, home):
 
 
 def test_python_m_workspacectl_version(tmp_path):
-    assert run_wsctl(["--version"], base_env(tmp_path / "home")).out == f"wsctl {__version__}\n"
+    assert run_wsctl(["--version"], base_env(tmp_path / "home"), fresh=True).out == f"wsctl {__version__}\n"
 
 
 # The engine's areas are its wing packages (engine/<area>/). Modules every area shares (registry,

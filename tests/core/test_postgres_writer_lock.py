@@ -113,3 +113,107 @@ def test_first_statement_answers_its_own_rows_and_an_empty_transaction_costs_not
     finally:
         conn.close()
         watcher.close()
+
+
+def _statements(conn) -> list[str]:
+    """Wrap the door's psycopg session: answers the list of texts it sends, one per message."""
+    sent: list[str] = []
+    session = conn._session
+    cursor = session.cursor
+
+    def spying_cursor(*args, **kwargs):
+        cur = cursor(*args, **kwargs)
+        execute = cur.execute
+
+        def spy(query, *a, **k):
+            sent.append(str(query))
+            return execute(query, *a, **k)
+        cur.execute = spy
+        return cur
+    session.cursor = spying_cursor
+    return sent
+
+
+def test_an_appender_sends_its_inserts_with_commit_and_a_failed_one_fails_it_whole(pg_workspace):
+    """After the first statement (sent with BEGIN and the lock), an appending transaction's
+    INSERTs go with its COMMIT in one message, without savepoints; a statement after them sends
+    them first; an INSERT that fails at COMMIT rolls the whole transaction back."""
+    from workspacectl.engine.db import transaction
+
+    conn, watcher = _conn(pg_workspace), _conn(pg_workspace)
+    try:
+        sent = _statements(conn)
+        with transaction(conn, appends_only=True):
+            assert conn.execute("SELECT count(*) FROM settings WHERE key LIKE 'held.%'").fetchone()[0] == 0
+            cur = conn.execute("INSERT INTO settings (key, value) VALUES (?, ?)", ("held.a", "50%"))
+            assert cur.rowcount == 1 and cur.fetchone() is None
+            conn.execute("INSERT INTO settings (key, value) VALUES (?, ?)", ("held.b", "it's"))
+            # not yet sent: another session does not wait for it, and it is not there
+            assert watcher.execute("SELECT count(*) FROM settings WHERE key LIKE 'held.%'").fetchone()[0] == 0
+        assert [s for s in sent if "held." in s and "INSERT" in s] == [
+            "INSERT INTO settings (key, value) VALUES ('held.a', '50%'); "
+            "INSERT INTO settings (key, value) VALUES ('held.b', 'it''s'); COMMIT"]
+        assert not any("SAVEPOINT" in s for s in sent)
+        rows = watcher.execute("SELECT key, value FROM settings WHERE key LIKE 'held.%' ORDER BY key").fetchall()
+        assert [tuple(r) for r in rows] == [("held.a", "50%"), ("held.b", "it's")]
+
+        with transaction(conn, appends_only=True):     # a read after a held INSERT sees it
+            conn.execute("SELECT 1").fetchone()
+            conn.execute("INSERT INTO settings (key, value) VALUES (?, ?)", ("held.c", "1"))
+            assert conn.execute("SELECT count(*) FROM settings WHERE key = 'held.c'").fetchone()[0] == 1
+
+        with pytest.raises(sqlite3.IntegrityError):     # a duplicate fails the transaction at COMMIT
+            with transaction(conn, appends_only=True):
+                conn.execute("SELECT 1").fetchone()
+                conn.execute("INSERT INTO settings (key, value) VALUES (?, ?)", ("held.d", "1"))
+                conn.execute("INSERT INTO settings (key, value) VALUES (?, ?)", ("held.a", "again"))
+        assert not conn.in_transaction
+        assert watcher.execute("SELECT count(*) FROM settings WHERE key = 'held.d'").fetchone()[0] == 0
+        assert watcher.execute("SELECT value FROM settings WHERE key = 'held.a'").fetchone()[0] == "50%"
+
+        from workspacectl.errors import ApiError
+        with pytest.raises(ApiError) as e:              # a NUL fails at the INSERT, before the COMMIT
+            with transaction(conn, appends_only=True):
+                conn.execute("SELECT 1").fetchone()
+                conn.execute("INSERT INTO settings (key, value) VALUES (?, ?)", ("held.e", "a\x00b"))
+        assert e.value.code == "invalid_request"
+        assert watcher.execute("SELECT count(*) FROM settings WHERE key = 'held.e'").fetchone()[0] == 0
+        with transaction(conn, appends_only=True):      # a rolled-back appender sends nothing held
+            conn.execute("SELECT 1").fetchone()
+            conn.execute("INSERT INTO settings (key, value) VALUES (?, ?)", ("held.f", "1"))
+            conn.execute("ROLLBACK")
+            conn.execute("BEGIN IMMEDIATE")
+        assert watcher.execute("SELECT count(*) FROM settings WHERE key = 'held.f'").fetchone()[0] == 0
+    finally:
+        conn.close()
+        watcher.close()
+
+
+def test_a_prepared_statement_survives_a_migration_that_changes_its_result(pg_workspace):
+    """db.Prepared statements are prepared per session; when a migration changes a table under a
+    prepared `SELECT *`, the door drops its prepared statements and runs it again. As a writer's
+    first statement it runs under the writer lock (BEGIN and the lock go first)."""
+    from workspacectl.engine.db import Prepared, transaction
+
+    conn, other = _conn(pg_workspace), _conn(pg_workspace)
+    sql = Prepared("SELECT * FROM settings WHERE key = ?")
+    try:
+        other.execute("INSERT INTO settings (key, value) VALUES (?, ?)", ("prep.a", "1"))
+        for _ in range(3):
+            assert conn.execute(sql, ("prep.a",)).fetchone()["value"] == "1"
+        other.execute_script("ALTER TABLE settings ADD COLUMN prep_extra TEXT")
+        try:
+            row = conn.execute(sql, ("prep.a",)).fetchone()
+            assert (row["value"], row["prep_extra"]) == ("1", None)
+        finally:
+            other.execute_script("ALTER TABLE settings DROP COLUMN prep_extra")
+        with transaction(conn):
+            assert conn.execute(sql, ("prep.a",)).fetchone()["value"] == "1"
+            pid = conn._session.info.backend_pid
+            held = other.execute("SELECT count(*) FROM pg_locks WHERE pid = ? AND locktype = 'advisory' AND granted",
+                                 (pid,)).fetchone()[0]
+            assert held == 1
+            assert conn.execute(sql, ("prep.none",)).fetchone() is None
+    finally:
+        conn.close()
+        other.close()

@@ -40,6 +40,14 @@ def alive(pid: int) -> bool:
         return False
 
 
+def stop_leaving_no_workers(server, pids: set[int]) -> None:
+    """Stop the server, then kill any of `pids` still running: a failed test leaves no worker behind."""
+    server.stop()
+    for pid in pids:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
 def workers_seen(url: str, want: set[int]):
     """Fresh connections to /healthz until every worker number in `want` answered."""
     seen: set[int] = set()
@@ -146,10 +154,7 @@ def test_workers_that_cannot_start_stop_the_server_with_exit_1(workspace, tmp_pa
         assert "Traceback" not in text, text
         wait_until(lambda: not any(alive(p) for p in pids), "the other worker was stopped")
     finally:
-        server.stop()
-        for pid in pids:
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
+        stop_leaving_no_workers(server, pids)
         if moved.exists():
             moved.rename(workspace)
 
@@ -200,10 +205,7 @@ def test_a_killed_parent_leaves_no_workers(workspace, tmp_path):
         server.proc.wait()
         wait_until(lambda: not any(alive(p) for p in pids), "the workers of a killed parent exited")
     finally:
-        server.stop()
-        for pid in pids:
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
+        stop_leaving_no_workers(server, pids)
 
 
 def test_workers_must_be_one_or_more(workspace, tmp_path):

@@ -142,6 +142,7 @@ def test_api_key_form_end_to_end(door, keysvc):
     assert page.headers["x-frame-options"] == "DENY"
     assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
     assert page.headers["cache-control"] == "no-store"
+    assert 'Signed in as <strong class="member">Olive Owner</strong>' in page.text   # the page's who header
     form = parse_form(page)
     assert form["method"] == "post"
     assert form["types"]["apiKey"] == ("password", "off")

@@ -141,12 +141,12 @@ def token(
             detail = vault_env.named_after_credential(detail)
         vault_env.check_injectable([detail])
     body = issue(ctx, cred_id, reason, TOKEN_FORMS[fmt])
-    if fmt == "json":
-        print_json(body)
-    elif fmt == "value":
-        sys.stdout.write(env_text.primary_value(body) + "\n")
-    else:
+    if detail is not None:          # --format env: the detail was read above
         sys.stdout.write(env_text.dotenv_lines(vault_env.env_for(detail, body)))
+    elif fmt == "json":
+        print_json(body)
+    else:
+        sys.stdout.write(env_text.primary_value(body) + "\n")
 
 
 # `vault token --format` -> the token request's format (env lines are dotenv lines: exact and inert).
@@ -408,7 +408,7 @@ def share(
     from workspacectl.cli.refs import resolve
 
     cred_id = cred(ctx, cred_id)
-    body: dict = {"workspace": True} if workspace else {"membershipId": resolve(ctx, "member", member)}
+    body: dict = {"membershipId": resolve(ctx, "member", member)} if member else {"workspace": True}   # one of them: above
     body["role"] = None if role == "none" else role
     answer = backend(ctx).request("PUT", cred_path(cred_id, "/sharing"), body=body)
     emit(ctx, answer, render_detail, json_flag=json)

@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import threading
+from typing import BinaryIO
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -226,8 +227,8 @@ def run_command(argv: list[str], env: dict[str, str], secrets: list[str], maskin
     child_env = {**os.environ, **env}
     sys.stdout.flush()
     sys.stderr.flush()
-    # per stream: (what the child writes to, what we read, where it goes)
-    streams = []
+    # per stream: (what the child writes to, what we read, where it goes); all None when not masking
+    streams: list[tuple[int, int, BinaryIO] | tuple[None, None, None]] = []
     ptys = []
     for ours in (sys.stdout, sys.stderr):
         if not masking:
@@ -282,7 +283,7 @@ def run_command(argv: list[str], env: dict[str, str], secrets: list[str], maskin
             previous[sig] = signal.signal(sig, forward)
     if ptys and hasattr(signal, "SIGWINCH"):
         previous[signal.SIGWINCH] = signal.signal(signal.SIGWINCH, resize)
-    threads = []
+    threads: list[threading.Thread] = []
     try:
         for _, ours_end, dst in streams:
             if ours_end is None:

@@ -10,6 +10,7 @@ import sqlite3
 import urllib.parse
 
 from workspacectl.engine import registry
+from workspacectl.engine.db import WouldBlock, on_quick_thread, quick_calls, storage_failure
 from workspacectl.engine.registry import Caller, Ctx, PublicCtx, Response
 from workspacectl.engine.scopes import check_scope
 from workspacectl.engine.validate import text_problem
@@ -111,11 +112,44 @@ class Engine:
             result = handler(ctx)
         except sqlite3.OperationalError as e:
             if "locked" not in str(e) and "busy" not in str(e):
+                if (refused := storage_failure(e)) is not None:   # disk full, I/O error: 503, nothing saved
+                    raise refused from None
                 raise
+            if on_quick_thread():   # the quick connection does not wait: an engine thread will
+                raise WouldBlock("a busy workspace") from None
             # Another process held the write lock past the busy timeout: nothing was written.
             raise ApiError("conflict", "The workspace is busy (another process holds its write lock); "
                                        "retry in a moment.") from None
         return result if isinstance(result, Response) else Response(200, result)
+
+    def handle_quick(self, conn, method: str, path: str, query: dict | None, body, secret: str | None,
+                     base_url: str | None = None) -> Response:
+        """handle() on this thread, which must not wait (the server's event loop), with `conn`
+        (Workspace.quick_conn) as the workspace's connection: for a quick route only (registry.route),
+        whose work is a few indexed reads and at most one short transaction. Raises WouldBlock,
+        with nothing written, for any other route or when the work would wait (the write lock
+        held, another process writing, a token refresh): the caller then calls handle() on a
+        thread that may wait. Saves the hand-off to an engine thread and back per request."""
+        route, _, _ = registry.match(method.upper(), split_path(path)[0])
+        if route is None or not registry.is_quick(route):
+            raise WouldBlock("not a quick route")
+        written = conn.total_changes
+        before = self.ws.lend_conn(conn)
+        try:
+            with quick_calls():
+                try:
+                    return self.handle(method, path, query, body, secret, base_url)
+                except sqlite3.OperationalError as e:   # a read outside the handler (authentication)
+                    if "locked" not in str(e) and "busy" not in str(e):
+                        raise
+                    raise WouldBlock("a busy workspace") from None
+        except WouldBlock:
+            if conn.total_changes != written:   # never so for the quick routes: never run twice
+                busy = ApiError("conflict", "The workspace is busy; retry in a moment.")
+                return Response(busy.status, busy.body())
+            raise
+        finally:
+            self.ws.lend_conn(before)
 
     def precheck(self, method: str, path: str, secret: str | None) -> None:
         """Authentication, route and scope only: what a server checks before it reads a large

@@ -108,9 +108,13 @@ ROUTES: list[Route] = sorted(
     key=lambda r: -r.literal_segments,
 )
 HANDLERS: dict[tuple[str, str], Callable[[Ctx], Any]] = {}
+QUICK: set[tuple[str, str]] = set()
 
 
-def route(method: str, path: str):
+def route(method: str, path: str, quick: bool = False):
+    """quick: the handler does a few indexed reads and at most one short transaction, and calls
+    db.must_not_wait() before anything that may wait (a provider, the keyring): a server answers
+    it on its event loop, without handing it to an engine thread (dispatch.Engine.handle_quick)."""
     key = (method.upper(), path)
     if key not in ROUTE_SCOPES:
         raise RuntimeError(f"{method} {path} is not in engine/scopes.py ROUTE_SCOPES; declare its scope there")
@@ -120,6 +124,8 @@ def route(method: str, path: str):
             raise RuntimeError(f"{method} {path} is registered by {fn.__module__}, but engine/route_modules.py "
                                f"names {ROUTE_MODULES.get(path)}; the table and the module must agree")
         HANDLERS[key] = fn
+        if quick:
+            QUICK.add(key)
         return fn
 
     return deco
@@ -136,6 +142,11 @@ def handler_for(route: Route) -> Callable[[Any], Any]:
         if fn is None:
             raise RuntimeError(f"{module} does not register {route.method} {route.path} (engine/route_modules.py)")
     return fn
+
+
+def is_quick(route: Route) -> bool:
+    handler_for(route)   # its module registers it
+    return (route.method, route.path) in QUICK
 
 
 def load_all() -> None:

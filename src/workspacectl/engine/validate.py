@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 from workspacectl.errors import ApiError
+from workspacectl.formats import walk
 
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
 
@@ -15,22 +16,14 @@ def text_problem(value) -> str | None:
     a string that cannot be encoded as UTF-8 (a lone surrogate escape, which SQLite cannot bind),
     "nul" for one holding a NUL (which PostgreSQL text cannot hold; refused on SQLite too, so both
     stores answer alike).
-    Iterative: a body may nest as deep as the JSON parser allows."""
-    stack, seen = [value], set()
-    while stack:
-        v = stack.pop()
-        if isinstance(v, str):
-            try:
-                v.encode("utf-8")
-            except UnicodeEncodeError:
-                return "surrogate"
-            if "\x00" in v:
-                return "nul"
-        elif isinstance(v, (dict, list, tuple)):
-            if id(v) in seen:   # a YAML definition's aliases share (or nest) one object: each once,
-                continue        # or a self-holding list would be walked forever
-            seen.add(id(v))
-            stack.extend([*v.keys(), *v.values()] if isinstance(v, dict) else v)
+    A body may nest as deep as the JSON parser allows, a YAML definition may hold itself (walk.strings)."""
+    for s in walk.strings(value):
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError:
+            return "surrogate"
+        if "\x00" in s:
+            return "nul"
     return None
 
 

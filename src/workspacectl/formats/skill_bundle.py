@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import BinaryIO, Callable, Iterable, Iterator
 
 from workspacectl.formats import tar_stream as tar
+from workspacectl.formats import walk
 
 MAX_PACKED = 50 * 1024 * 1024
 MAX_UNPACKED = 200 * 1024 * 1024
@@ -217,17 +218,7 @@ def parse_frontmatter(text: str) -> tuple[dict | None, list[str]]:
 def _holds_nul(value) -> bool:
     """A string, key or nested value holding NUL, which YAML spells "\\0": no store keeps such text
     alike (PostgreSQL text cannot hold it), so it is refused on both."""
-    stack, seen = [value], set()
-    while stack:
-        v = stack.pop()
-        if isinstance(v, str) and "\x00" in v:
-            return True
-        if isinstance(v, (dict, list)):
-            if id(v) in seen:   # YAML aliases share (or nest) one object: walk each once, or a
-                continue        # self-holding list (`a: &x [*x]`) would be walked forever
-            seen.add(id(v))
-            stack.extend([*v.keys(), *v.values()] if isinstance(v, dict) else v)
-    return False
+    return any("\x00" in s for s in walk.strings(value))
 
 
 def set_frontmatter(text: str, updates: dict) -> str:

@@ -13,14 +13,21 @@ percent-encoded paths, Bearer parsing, the base URL) is done here the same way.
 """
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
+import logging
+import os
+import threading
 import urllib.parse
 
-from workspacectl.engine.dispatch import parse_json_body
+from workspacectl.engine.db import QuickGroup, checkpoint_wal, storage_failure
+from workspacectl.engine.dispatch import WouldBlock, parse_json_body
 from workspacectl.engine.registry import Response
-from workspacectl.errors import ApiError
+from workspacectl.errors import ApiError, one_line
 from workspacectl.server.engine_pool import EnginePool
+
+log = logging.getLogger("wsctl.server")
 
 MAX_JSON_BODY = 64 * 1024 * 1024
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE"})
@@ -158,6 +165,73 @@ class LeanApi:
         self.fallback = fallback
         self.public_url = public_url
         self.pool = EnginePool(on_thread_exit=engine.ws.close_thread_conn)
+        # Quick routes are answered on the event loop's thread with a connection of its own (made
+        # at the first request, used by that thread only); SQLite only (Workspace.quick_conn).
+        self.quick_conn = None
+        self.quick_thread: int | None = None
+        self.committed: asyncio.Future | None = None   # the open turn's commit (db.QuickGroup)
+        self.wal_path = ""
+        self.checkpointing = False   # a WAL checkpoint queued or running on an engine thread
+        self.checkpoints = 0
+
+    def _quick_conn(self):
+        if self.quick_thread is None:
+            make = getattr(self.engine.ws, "quick_conn", None)
+            self.quick_conn = make() if make is not None else None
+            self.quick_thread = threading.get_ident()
+            if self.quick_conn is not None:
+                self.quick_conn.quick_group = QuickGroup(self.quick_conn, self._group_opened)
+                self.wal_path = self.engine.ws.db_path.as_posix() + "-wal"
+        return self.quick_conn if self.quick_thread == threading.get_ident() else None
+
+    def _group_opened(self) -> None:
+        """A quick call of this turn began a write (db.QuickGroup): commit after the turn."""
+        loop = asyncio.get_running_loop()
+        self.committed = loop.create_future()
+        loop.call_soon(self._commit_group)
+
+    def _commit_group(self) -> None:
+        committed, self.committed = self.committed, None
+        assert committed is not None and self.quick_conn is not None
+        try:
+            self.quick_conn.quick_group.commit()
+        except BaseException as e:   # every answer of the turn fails (a 500): nothing was written
+            committed.set_exception(e)
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                raise
+        else:
+            committed.set_result(None)
+            self._checkpoint_if_due()
+
+    def _checkpoint_if_due(self) -> None:
+        """The quick connection never checkpoints on its commits (db.open_quick_db): once the WAL
+        passes the size at which SQLite would have, an engine thread checkpoints it (db.checkpoint_wal),
+        without the loop waiting for it; one at a time. A stat per group commit (~1 µs)."""
+        conn = self.quick_conn
+        if self.checkpointing or conn is None or not conn.wal_checkpoint_bytes:
+            return
+        try:
+            size = os.stat(self.wal_path).st_size
+        except OSError:
+            return
+        if size < conn.wal_checkpoint_bytes:
+            return
+        self.checkpointing = True
+        self.checkpoints += 1
+        self.pool.submit(self._checkpoint).add_done_callback(self._checkpointed)
+
+    def _checkpoint(self) -> None:
+        checkpoint_wal(self.engine.ws.conn())
+
+    def _checkpointed(self, future) -> None:   # on the engine thread
+        self.checkpointing = False
+        if not future.cancelled() and (e := future.exception()) is not None:
+            log.warning("WAL checkpoint failed: %s", one_line(str(e)))
+
+    def close(self) -> None:
+        if self.quick_conn is not None:
+            self.quick_conn.close()
+            self.quick_conn = None
 
     async def __call__(self, scope, receive, send):
         if (scope["type"] != "http" or not scope["path"].startswith("/v1/") or scope["method"] not in METHODS
@@ -170,13 +244,29 @@ class LeanApi:
             return await send_json(send, e.status, e.body())
         body = body_value(raw, content_type)
         query = dict(urllib.parse.parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
-        call = functools.partial(self.engine.handle, scope["method"], raw_path(scope), query, body,
-                                 bearer_of(header(scope, b"authorization")), base_url(scope, self.public_url))
+        args = (scope["method"], raw_path(scope), query, body, bearer_of(header(scope, b"authorization")),
+                base_url(scope, self.public_url))
+        call = functools.partial(self.engine.handle, *args)
         if NDJSON in header(scope, b"accept"):   # long work with its phases (server/progress_stream.py)
             from workspacectl.server import progress_stream
 
             return await progress_stream.answer(self.pool, send, call, lambda r: self.reply(scope, receive, send, r))
-        resp: Response = await self.pool.run(call)
+        resp: Response | None = None
+        if (quick_conn := self._quick_conn()) is not None:   # a quick route, answered here (Engine.handle_quick)
+            written = quick_conn.total_changes
+            try:
+                resp = self.engine.handle_quick(quick_conn, *args)
+            except WouldBlock:
+                pass
+            if self.committed is not None and quick_conn.total_changes != written:
+                try:   # it wrote inside this turn's transaction: answer once committed
+                    await self.committed
+                except Exception as e:   # as the engine pool answers the same failure (Engine.call)
+                    if (refused := storage_failure(e)) is None:
+                        raise
+                    resp = Response(refused.status, refused.body())
+        if resp is None:
+            resp = await self.pool.run(call)
         await self.reply(scope, receive, send, resp)
 
     @staticmethod

@@ -55,6 +55,7 @@ def create_app(engine: Engine, public_url: str | None = None, worker: int | None
         if on_ready is not None:
             on_ready()
         yield
+        lean.close()
         if on_shutdown is not None:
             await run_in_threadpool(on_shutdown)
 
@@ -103,7 +104,8 @@ def create_app(engine: Engine, public_url: str | None = None, worker: int | None
     from workspacectl.server import docs_page
 
     docs_page.mount(app)
-    return AccessLog(LeanApi(engine, app, public_url))
+    lean = LeanApi(engine, app, public_url)
+    return AccessLog(lean)
 
 
 def listen_socket(host: str, port: int) -> socket.socket:

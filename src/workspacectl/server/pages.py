@@ -10,7 +10,7 @@ import html
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 
-from workspacectl.engine.identity.auth import authenticate_web
+from workspacectl.engine.identity.auth import authenticate_web, signed_in_member
 from workspacectl.errors import ApiError
 
 COOKIE = "wsctl_web"
@@ -59,10 +59,8 @@ def error_page(exc: ApiError) -> HTMLResponse:
 
 def who_header(engine, caller) -> str:
     """The workspace's name and the signed-in member, escaped, for the top of a page."""
-    from workspacectl.engine.store.identity import get_member
-
     ws_name = engine.ws.setting("name") or "wsctl workspace"
-    member = get_member(engine.ws.conn(), caller.member_id) if caller else None
+    member = signed_in_member(engine.ws.conn(), caller)
     who = (f'Signed in as <strong class="member">{html.escape(member["name"])}</strong> '
            f'<span class="muted">({html.escape(member["email"])})</span>') if member else "Not signed in"
     return (f'<header class="who"><span class="workspace">Workspace <strong>{html.escape(ws_name)}</strong></span>'

@@ -3,7 +3,8 @@ token (bench/distil_embeddings.py; embedding_data/MODEL.md says what and under w
 
     embed_query(text) -> tuple of floats [DIMS], unit length, or None when no token is known
     embed(text) / embed_many(texts) -> float32 numpy arrays (zeros when no token is known)
-    dot_all(query, blobs) -> [cosine of the query to each stored vector]  (no numpy)
+    quantize(matrix) -> stored rows (int8 steps as bytes, scale, sum of squares); dequantize back
+    dot_all(query, rows) -> [cosine of the query to each stored vector]  (no numpy)
     model_id()  changes whenever the shipped vectors do (stored vectors made by another are rebuilt)
 
 A text is split as search_text.words splits it (camelCase, snake_case, paths), each word
@@ -27,15 +28,15 @@ import threading
 import unicodedata
 from array import array
 from functools import lru_cache
+from itertools import repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from workspacectl.engine.catalog.search_text import words
 
 DATA = Path(__file__).resolve().parent / "embedding_data"
 MAX_WORD_CHARS = 60
 MAX_TOKENS = 256
-BLOB_FORMAT = "<{}e"     # a stored vector: float16, little-endian
 
 _lock = threading.Lock()
 _table: "_Table | None" = None
@@ -209,29 +210,42 @@ def embed_many(texts: list[str]) -> Any:
     return out
 
 
-def to_blob(vector: Any) -> bytes:
-    """float16 bytes: half the size, and far more precision than a cosine ranking needs."""
-    return vector.astype("<f2").tobytes()
+# A stored vector: int8 steps of one scale per row, each step offset by OFFSET to a byte (1..255).
+OFFSET = 128
+STEPS = 127
+# Names the stored form; part of search.model_id(), so vectors stored in another form are made again.
+STORED_FORM = "q8"
 
 
-def from_blobs(blobs: list[bytes]) -> Any:
+def quantize(matrix: Any) -> list[tuple[bytes, float, int]]:
+    """float32 [n, dims] -> per row (bytes, scale, sumsq): row ~= scale * (bytes - OFFSET), and
+    sumsq the bytes' sum of squares (what dot_all needs beside one distance per row)."""
     np = numpy()
-    if not blobs:
+    peak = np.abs(matrix).max(axis=1) if len(matrix) else np.zeros(0, dtype=np.float32)
+    scales = np.where(peak > 0, peak / STEPS, 1.0).astype(np.float64)
+    steps = np.clip(np.rint(matrix / scales[:, None]), -STEPS, STEPS).astype(np.int64) + OFFSET
+    sumsq = (steps * steps).sum(axis=1)
+    return [(row.astype(np.uint8).tobytes(), float(sc), int(sq)) for row, sc, sq in zip(steps, scales, sumsq)]
+
+
+def dequantize(rows: list[tuple[bytes, float]]) -> Any:
+    """float32 [n, dims] from stored (bytes, scale) rows, for a process that keeps the matrix."""
+    np = numpy()
+    if not rows:
         return np.zeros((0, dims()), dtype=np.float32)
-    return np.frombuffer(b"".join(blobs), dtype="<f2").reshape(len(blobs), -1).astype(np.float32)
+    steps = np.frombuffer(b"".join(r[0] for r in rows), dtype=np.uint8).reshape(len(rows), -1)
+    scales = np.array([r[1] for r in rows], dtype=np.float64)
+    return ((steps.astype(np.float64) - OFFSET) * scales[:, None]).astype(np.float32)
 
 
-def dot_all(query: tuple[float, ...], blobs: list[bytes]) -> list[float]:
-    """The query's dot product with each stored vector, in plain Python, for a one-shot search
-    over a few thousand (cheaper than importing numpy, ~90 ms of CPU). Through math.dist and
-    math.hypot, which loop in C: for a unit q, q.d = (|d|^2 + 1 - |q - d|^2) / 2."""
-    row = struct.Struct(BLOB_FORMAT.format(len(query)))
-    unpack, dist, hypot = row.unpack, math.dist, math.hypot
-    out = []
-    for b in blobs:
-        if len(b) != row.size:
-            out.append(0.0)
-            continue
-        d = unpack(b)
-        out.append((hypot(*d) ** 2 + 1.0 - dist(query, d) ** 2) / 2)
-    return out
+def dot_all(query: tuple[float, ...], steps: Sequence[bytes], scales: Sequence[float],
+            sumsqs: Sequence[int]) -> list[float]:
+    """The query's dot product with each stored row (bytes, scale, sumsq: quantize's columns), in
+    plain Python, for a one-shot search over a few thousand (cheaper than importing numpy, ~90 ms
+    of CPU). For a row's bytes u and scale s (so d = s (u - OFFSET)): q.u = (|q|^2 + |u|^2 -
+    |q - u|^2) / 2, and math.dist takes |q - u| over the bytes themselves in C (their items are
+    small ints: no float is made per dimension), mapped over the rows in C too."""
+    qq = math.fsum(x * x for x in query)
+    shift = OFFSET * math.fsum(query)
+    return [s * ((qq + sq - d * d) / 2 - shift)
+            for s, sq, d in zip(scales, sumsqs, map(math.dist, repeat(query), steps))]

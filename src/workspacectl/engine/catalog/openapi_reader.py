@@ -20,6 +20,26 @@ NOISE_WORDS = {"api", "apis", "rest", "http", "web", "platform", "openapi", "swa
 BODY_TYPES = ("application/json", "application/x-www-form-urlencoded", "multipart/form-data")
 
 
+# --- reading a parsed document: any key may hold any JSON value ---------------------------------
+
+def _dict_at(node: dict, key: str) -> dict:
+    """node[key] when it is an object, else an empty one."""
+    value = node.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _list_at(node: dict, key: str) -> list:
+    """node[key] when it is an array, else an empty one."""
+    value = node.get(key)
+    return value if isinstance(value, list) else []
+
+
+def _str_at(node: dict, key: str) -> str:
+    """node[key] when it is a string, else ""."""
+    value = node.get(key)
+    return value if isinstance(value, str) else ""
+
+
 # --- the service -----------------------------------------------------------------------------
 
 def _servers_base(doc: dict) -> str | None:
@@ -27,9 +47,9 @@ def _servers_base(doc: dict) -> str | None:
         host = doc.get("host")
         if not isinstance(host, str) or not host:
             return None
-        schemes = doc.get("schemes") if isinstance(doc.get("schemes"), list) else []
+        schemes = _list_at(doc, "schemes")
         scheme = "https" if "https" in schemes or not schemes else str(schemes[0])
-        base = doc.get("basePath") if isinstance(doc.get("basePath"), str) else ""
+        base = _str_at(doc, "basePath")
         return f"{scheme}://{host}{base}".rstrip("/")
     servers = doc.get("servers")
     if not isinstance(servers, list):
@@ -38,7 +58,7 @@ def _servers_base(doc: dict) -> str | None:
         if not isinstance(s, dict) or not isinstance(s.get("url"), str):
             continue
         url = s["url"]
-        variables = s.get("variables") if isinstance(s.get("variables"), dict) else {}
+        variables = _dict_at(s, "variables")
         for var, spec in variables.items():
             default = spec.get("default") if isinstance(spec, dict) else None
             if default is not None:
@@ -70,8 +90,7 @@ def _host_label(base: str | None) -> str | None:
 
 
 def derive_service(doc: dict, base: str | None) -> str:
-    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
-    title = info.get("title") if isinstance(info.get("title"), str) else ""
+    title = _str_at(_dict_at(doc, "info"), "title")
     plain = re.sub(r"[^a-z0-9]+", " ", re.sub(r"\(.*?\)", " ", ascii_fold(title).lower()))
     words = [w for w in plain.split() if w not in NOISE_WORDS]
     host = _host_label(base)
@@ -84,7 +103,7 @@ def derive_service(doc: dict, base: str | None) -> str:
 
 
 def _schemes(doc: dict, r: Resolver) -> dict:
-    components = doc.get("components") if isinstance(doc.get("components"), dict) else {}
+    components = _dict_at(doc, "components")
     raw = doc.get("securityDefinitions") if doc.get("swagger") else components.get("securitySchemes")
     out = {}
     if isinstance(raw, dict):
@@ -96,8 +115,8 @@ def _schemes(doc: dict, r: Resolver) -> dict:
 
 
 def _preferred_order(doc: dict, schemes: dict) -> list[str]:
-    order = []
-    for req in doc.get("security") if isinstance(doc.get("security"), list) else []:
+    order: list[str] = []
+    for req in _list_at(doc, "security"):
         if isinstance(req, dict):
             order.extend(k for k in req if k in schemes and k not in order)
     order.extend(k for k in schemes if k not in order)
@@ -124,15 +143,14 @@ def credential_setup(doc: dict, r: Resolver, base: str | None) -> dict:
         if doc.get("swagger"):
             flow = s if s.get("flow") == "accessCode" else None
         else:
-            flows = s.get("flows") if isinstance(s.get("flows"), dict) else {}
-            flow = flows.get("authorizationCode") if isinstance(flows.get("authorizationCode"), dict) else None
+            flow = _dict_at(_dict_at(s, "flows"), "authorizationCode")
         if not flow:
             continue
         authorize = _absolute(flow.get("authorizationUrl"), base)
         token = _absolute(flow.get("tokenUrl"), base)
         if not (authorize and token):
             continue
-        scopes = flow.get("scopes") if isinstance(flow.get("scopes"), dict) else {}
+        scopes = _dict_at(flow, "scopes")
         oauth = {"authorizeUrl": authorize, "tokenUrl": token, "scopes": [str(x) for x in list(scopes)[:300]]}
         return {"credentialType": "oauth2", "oauth2": oauth, "auth": {"type": "bearer"}}
     for key in order:
@@ -177,7 +195,7 @@ def _body_schema(r: Resolver, op: dict):
     if not isinstance(body, dict):
         # a body behind a remote $ref is never fetched: it stays a param typed by the ref's name
         return (op.get("requestBody"), False) if name else (None, False)
-    content = body.get("content") if isinstance(body.get("content"), dict) else {}
+    content = _dict_at(body, "content")
     media = next((content[m] for m in BODY_TYPES if isinstance(content.get(m), dict)), None)
     if media is None:
         media = next((v for v in content.values() if isinstance(v, dict)), None)
@@ -206,7 +224,7 @@ def _body_params(r: Resolver, schema, required_body: bool, swagger_name: str = "
 
 
 def _response_shape(r: Resolver, op: dict, swagger: bool):
-    responses = op.get("responses") if isinstance(op.get("responses"), dict) else {}
+    responses = _dict_at(op, "responses")
     success = sorted(((str(c), v) for c, v in responses.items() if str(c).startswith("2")),
                      key=lambda cv: cv[0].upper().replace("X", "9"))
     for _code, raw in success:
@@ -219,7 +237,7 @@ def _response_shape(r: Resolver, op: dict, swagger: bool):
             if resp.get("schema") is not None:
                 return shape(r, resp["schema"])
             continue
-        content = resp.get("content") if isinstance(resp.get("content"), dict) else {}
+        content = _dict_at(resp, "content")
         media = content.get("application/json")
         if not isinstance(media, dict):
             media = next((v for k, v in content.items() if "json" in str(k) and isinstance(v, dict)), None)
@@ -266,10 +284,9 @@ def _operation(r: Resolver, method: str, path: str, item: dict, op: dict, swagge
 
     op_id = op.get("operationId")
     name = kebab(op_id) if isinstance(op_id, str) and kebab(op_id) else _fallback_name(method, path)
-    summary = op.get("summary") if isinstance(op.get("summary"), str) and op.get("summary").strip() else ""
-    description = op.get("description") if isinstance(op.get("description"), str) else ""
-    summary = _first_line(summary, 300) or _first_line(description) or f"{method.upper()} {path}"
-    tags = [str(t) for t in op.get("tags") or [] if isinstance(t, (str, int))][:10] if isinstance(op.get("tags"), list) else []
+    description = _str_at(op, "description")
+    summary = _first_line(_str_at(op, "summary"), 300) or _first_line(description) or f"{method.upper()} {path}"
+    tags = [str(t) for t in _list_at(op, "tags") if isinstance(t, (str, int))][:10]
 
     example_in = "body" if method in ("post", "put", "patch") else "query"
     candidates = [p for p in out_params if p["in"] == example_in]
@@ -309,9 +326,9 @@ def openapi_definition(doc, where: str, service_override: str | None = None, rep
     limits.check_operation_count(count, where)
     base = _servers_base(doc)
     service = service_override or derive_service(doc, base)
-    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
-    title = info.get("title") if isinstance(info.get("title"), str) and info.get("title").strip() else service
-    description = info.get("description") if isinstance(info.get("description"), str) else ""
+    info = _dict_at(doc, "info")
+    title = _str_at(info, "title") if _str_at(info, "title").strip() else service
+    description = _str_at(info, "description")
     setup = credential_setup(doc, r, base)
 
     operations = []

@@ -151,8 +151,8 @@ def vector_text(row) -> str:
 
 
 def _index_vectors(conn: sqlite3.Connection, rows) -> None:
-    matrix = embedding.embed_many([vector_text(r) for r in rows])
-    store.insert_vectors(conn, [(r["op_id"], r["service"], embedding.to_blob(v)) for r, v in zip(rows, matrix)])
+    stored = embedding.quantize(embedding.embed_many([vector_text(r) for r in rows]))
+    store.insert_vectors(conn, model_id(), [(r["op_id"], r["service"], *v) for r, v in zip(rows, stored)])
     store.set_meta(conn, "vectors_generation", secrets.token_hex(16))
 
 
@@ -173,16 +173,15 @@ def _index_service(conn: sqlite3.Connection, service: str) -> None:
 
 
 def reindex_service(conn: sqlite3.Connection, service: str) -> None:
-    """Index (again) every operation of one service, its vectors included. Joins the caller's
-    transaction if any. An index an older analyzer built is rebuilt whole instead, so no
-    service is left behind; so are vectors another model made."""
+    """Index (again) every operation of one service, its vectors included (this version's
+    model's; the service's vectors of other models are removed: another version makes them again
+    when it next searches). Joins the caller's transaction if any. An index an older analyzer
+    built is rebuilt whole instead, so no service is left behind."""
     with transaction(conn):
         if store.get_meta(conn, "analyzer_version") != ANALYZER_VERSION:
             reindex_all(conn)
         else:
             _index_service(conn, service)
-            if store.get_meta(conn, "vector_model") != model_id():
-                reindex_vectors(conn)
 
 
 def remove_service(conn: sqlite3.Connection, service: str) -> None:
@@ -197,33 +196,57 @@ def reindex_all(conn: sqlite3.Connection) -> None:
         for row in store.catalog_services(conn):
             _index_service(conn, row["service"])
         store.set_meta(conn, "analyzer_version", ANALYZER_VERSION)
-        store.set_meta(conn, "vector_model", model_id())
+        store.set_meta(conn, "vectors_generation", secrets.token_hex(16))   # also when no service is left
+
+
+# Vector sets of this many models are kept: this version's and those of the versions last seen
+# building theirs (two versions sharing a workspace keep both; an abandoned model's set goes).
+KEPT_MODELS = 3
 
 
 def reindex_vectors(conn: sqlite3.Connection) -> None:
-    """Every operation's vector made again (a workspace from before vectors, or a new model)."""
+    """Make this model's vectors of every indexed operation that has none (a workspace from
+    before vectors, one a version with another model used, services another version imported),
+    without touching other models' vectors beyond keeping KEPT_MODELS sets."""
+    model = model_id()
     with transaction(conn):
-        store.delete_all_vectors(conn)
-        for row in store.catalog_services(conn):
-            _index_vectors(conn, store.operations_of_service(conn, row["service"]))
-        store.set_meta(conn, "vector_model", model_id())
+        store.delete_orphan_vectors(conn, model)
+        for service in store.services_missing_vectors(conn, model):
+            _index_vectors(conn, store.operations_of_service(conn, service))
+        store.set_meta(conn, f"vectors_built:{model}", _now())
+        models = [m for m in store.vector_models(conn) if m != model]
+        if len(models) >= KEPT_MODELS:
+            built = {m: store.get_meta(conn, f"vectors_built:{m}") or "" for m in models}
+            for m in sorted(models, key=lambda m: (built[m], m))[:len(models) - KEPT_MODELS + 1]:
+                store.delete_model_vectors(conn, m)
+                store.delete_meta(conn, f"vectors_built:{m}")
+
+
+def _now() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def model_id() -> str:
-    """Names how stored vectors are made: the shipped vectors and the text each is made of."""
-    return f"{embedding.model_id()}+text{VECTOR_TEXT_VERSION}"
+    """Names how stored vectors are made: the shipped vectors, the text each is made of and the
+    stored form. Each model's vectors are rows of their own (m021)."""
+    return f"{embedding.model_id()}+text{VECTOR_TEXT_VERSION}+{embedding.STORED_FORM}"
 
 
 def _vectors_current(conn: sqlite3.Connection) -> bool:
-    return store.get_meta(conn, "vector_model") == model_id() and store.vector_count(conn) == store.doc_count(conn)
+    return store.vector_count(conn, model_id()) == store.doc_count(conn)
 
 
-def ensure_current(conn: sqlite3.Connection) -> None:
+def ensure_current(conn: sqlite3.Connection) -> str | None:
     """Rebuild the index once when an older analyzer built it, or when it lost step with the
     catalog (a catalog change that did not go through reindex_service); build the vectors once
-    when there are none (a workspace from before them) or another model made them."""
-    if (store.get_meta(conn, "analyzer_version") != ANALYZER_VERSION
-            or store.doc_count(conn) != store.operation_count(conn)):
+    when there are none (a workspace from before them) or another model made them. One read when
+    all is current (store.search_state); returns the vectors generation."""
+    analyzer, docs, operations, vectors, generation = store.search_state(conn, model_id())
+    if analyzer == ANALYZER_VERSION and docs == operations and vectors == docs:
+        return generation
+    if analyzer != ANALYZER_VERSION or docs != operations:
         with transaction(conn):
             if (store.get_meta(conn, "analyzer_version") != ANALYZER_VERSION
                     or store.doc_count(conn) != store.operation_count(conn)):
@@ -232,6 +255,7 @@ def ensure_current(conn: sqlite3.Connection) -> None:
         with transaction(conn):
             if not _vectors_current(conn):
                 reindex_vectors(conn)
+    return store.get_meta(conn, "vectors_generation")
 
 
 # --- query -----------------------------------------------------------------------------------
@@ -403,10 +427,10 @@ def _service_affinity(stats: TermStats, concepts) -> dict[str, float]:
     return {s: a / top for s, a in affinity.items()} if top else {}
 
 
-def _semantic(conn: sqlite3.Connection, q: str, service: str | None, named: list[str]):
+def _semantic(conn: sqlite3.Connection, q: str, service: str | None, named: list[str], generation: str | None):
     """(similarities of every operation to the phrase, nearest rows), or None when the catalog
     has no vectors or the phrase no known word piece."""
-    sims = search_vectors.similarities(conn, q)
+    sims = search_vectors.similarities(conn, q, model_id(), generation)
     if sims is None:
         return None
     nearest: list[int] = []
@@ -421,13 +445,13 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
     """[(op_id, score, features)] best first (limit < 0: every candidate); features are what the
     re-rank scored.
     mode: "hybrid" (lexical and nearest vectors), "lexical" or "vectors" (the bench's baselines)."""
-    ensure_current(conn)
+    generation = ensure_current(conn)
     query_terms, named, q = parse_query(conn, q)
     if service:
         named = []
     if not query_terms:     # only a service's name ("github"): its operations in catalog order
         return [(op_id, ONLY_SERVICE_SCORE, {}) for op_id in store.first_operations(conn, named, max(limit, 0))]
-    semantic = _semantic(conn, q, service, named) if mode != "lexical" else None
+    semantic = _semantic(conn, q, service, named, generation) if mode != "lexical" else None
     if mode == "vectors":
         if semantic is None:
             return []
@@ -445,10 +469,11 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
         # Terms are [a-z0-9]+ by construction; quoting keeps FTS5 keywords (AND, NEAR) literal.
         expression = " OR ".join(f'"{t}"' for t in (selective or present))
         pool = max(CANDIDATES, limit * 2)
+        known = store.Known(dfs, generation)
         candidates = {r["op_id"]: r for r in store.match(conn, expression, BM25_WEIGHTS, pool,
-                                                         [service] if service else None)}
+                                                         [service] if service else None, known)}
         if named:
-            for r in store.match(conn, expression, BM25_WEIGHTS, pool, named):
+            for r in store.match(conn, expression, BM25_WEIGHTS, pool, named, known):
                 candidates.setdefault(r["op_id"], r)
     sim_of: dict[str, float] = {}
     if semantic is not None:

@@ -1,6 +1,6 @@
 """The semantic half of operation search: how near each operation's stored vector is to a phrase.
 
-    similarities(conn, phrase) -> Similarities | None     (None: no vectors, or no known word)
+    similarities(conn, phrase, model, generation) -> Similarities | None   (None: no vectors, or no known word)
     Similarities.nearest(k, services=None) -> rows, nearest first
 
 Two ways to the same figures (they differ only in float rounding, ~1e-6):
@@ -8,7 +8,9 @@ Two ways to the same figures (they differ only in float rounding, ~1e-6):
   matrix per vectors generation, and a phrase is one matrix-vector product;
 - a process's first search over a catalog of at most PLAIN_MAX operations (a one-shot `wsctl
   catalog search`) reads the stored vectors and takes the dot products in plain Python
-  (~10 µs each), which costs less than importing numpy (~90 ms of CPU) and building the matrix.
+  (embedding.dot_all: one math.dist over each row's bytes, ~2.5 µs), which costs less than
+  importing numpy (~90 ms of CPU) and building the matrix.
+Both read only the vectors of this version's model (search.model_id(); m021).
 """
 from __future__ import annotations
 
@@ -26,11 +28,15 @@ PLAIN_MAX = 8000
 class VectorSet:
     """The stored vectors' operations in row order, and (numpy way) their float32 matrix."""
 
-    def __init__(self, rows: list[tuple[str, str, bytes]], matrix: bool):
-        self.op_ids = [r[0] for r in rows]
-        self.row_of = {op_id: i for i, op_id in enumerate(self.op_ids)}
-        self.services = [r[1] for r in rows]
-        self.matrix: Any = embedding.from_blobs([r[2] for r in rows]) if matrix else None
+    def __init__(self, rows: Sequence[Sequence[Any]], matrix: bool):
+        """rows: store.all_vectors' (op_id, service, vector bytes, scale, sumsq)."""
+        columns = list(zip(*rows)) or [(), (), (), (), ()]
+        self.op_ids: list[str] = list(columns[0])
+        self.row_of = dict(zip(self.op_ids, range(len(self.op_ids))))
+        self.services: list[str] = list(columns[1])
+        # the plain way's columns: bytes, scales, sums of squares
+        self.stored: tuple[Sequence[bytes], Sequence[float], Sequence[int]] = (columns[2], columns[3], columns[4])
+        self.matrix: Any = embedding.dequantize(list(zip(columns[2], columns[3]))) if matrix else None
         self._service_array: Any = None   # numpy array of self.services, made on first use
 
     def rows_of_services(self, services: list[str]) -> Any:
@@ -47,6 +53,7 @@ class Similarities:
     def __init__(self, vs: VectorSet, sims: Sequence[float]):
         self.vs, self.sims = vs, sims
         self.op_ids, self.row_of = vs.op_ids, vs.row_of
+        self._nearest: dict[tuple[int, tuple[str, ...]], list[int]] = {}
 
     def of(self, op_id: str) -> float:
         i = self.row_of.get(op_id)
@@ -54,10 +61,17 @@ class Similarities:
 
     def nearest(self, k: int, services: list[str] | None = None) -> list[int]:
         """The k rows nearest the phrase (among some services' rows), ties in row order."""
+        key = (k, tuple(services or ()))
+        if key not in self._nearest:
+            self._nearest[key] = self._find_nearest(k, services)
+        return list(self._nearest[key])
+
+    def _find_nearest(self, k: int, services: list[str] | None) -> list[int]:
         rows = self.vs.rows_of_services(services) if services else None
         if self.vs.matrix is None:
             pool = range(len(self.sims)) if rows is None else rows
-            return heapq.nsmallest(k, pool, key=lambda i: (-self.sims[i], i))
+            # nlargest is sorted(..., reverse=True)[:k]: stable, so ties stay in row order
+            return heapq.nlargest(k, pool, key=self.sims.__getitem__)
         np = embedding.numpy()
         sims = self.sims if rows is None else self.sims[rows]
         k = min(k, len(sims))
@@ -69,45 +83,47 @@ class Similarities:
         return [int(i) for i in (top if rows is None else rows[top])]
 
 
-# generation (a random token written with every change of vectors) -> VectorSet with its matrix;
-# a few kept, for a process serving several workspaces.
-_CACHE: dict[str, VectorSet] = {}
+# (generation: a random token written with every change of vectors, model) -> VectorSet with its
+# matrix; a few kept, for a process serving several workspaces.
+_CACHE: dict[tuple[str, str], VectorSet] = {}
 _CACHE_SIZE = 4
 _lock = threading.Lock()
 _searched = False     # has this process searched before? (then it will again: keep the matrix)
 
 
-def _matrix_set(conn: sqlite3.Connection, generation: str) -> VectorSet:
-    cached = _CACHE.get(generation)
+def _matrix_set(conn: sqlite3.Connection, key: tuple[str, str]) -> VectorSet:
+    cached = _CACHE.get(key)
     if cached is not None:
         return cached
     with _lock:
-        cached = _CACHE.get(generation)
+        cached = _CACHE.get(key)
         if cached is None:
-            cached = VectorSet(store.all_vectors(conn), matrix=True)
+            cached = VectorSet(store.all_vectors(conn, key[1]), matrix=True)
             while len(_CACHE) >= _CACHE_SIZE:
                 _CACHE.pop(next(iter(_CACHE)))
-            _CACHE[generation] = cached
+            _CACHE[key] = cached
     return cached
 
 
-def similarities(conn: sqlite3.Connection, phrase: str, plain: bool | None = None) -> Similarities | None:
-    """plain: True for plain Python, False for the numpy matrix, None to choose (see above)."""
+def similarities(conn: sqlite3.Connection, phrase: str, model: str, generation: str | None,
+                 plain: bool | None = None) -> Similarities | None:
+    """The phrase against `model`'s stored vectors (search.model_id()); generation: the vectors
+    generation the caller read (store.search_state). plain: True for plain Python, False for the
+    numpy matrix, None to choose (see above)."""
     global _searched
-    generation = store.get_meta(conn, "vectors_generation")
     if generation is None:
         return None
     query = embedding.embed_query(phrase)
     if query is None:
         return None
+    key = (generation, model)
     first, _searched = not _searched, True
     if plain is None:
-        plain = generation not in _CACHE and first and store.vector_count(conn) <= PLAIN_MAX
+        plain = key not in _CACHE and first and store.vector_count(conn, key[1]) <= PLAIN_MAX
     if plain:
-        rows = store.all_vectors(conn)
-        vs = VectorSet(rows, matrix=False)
-        return Similarities(vs, embedding.dot_all(query, [r[2] for r in rows])) if vs.op_ids else None
-    vs = _matrix_set(conn, generation)
+        vs = VectorSet(store.all_vectors(conn, key[1]), matrix=False)
+        return Similarities(vs, embedding.dot_all(query, *vs.stored)) if vs.op_ids else None
+    vs = _matrix_set(conn, key)
     if not vs.op_ids:
         return None
     np = embedding.numpy()

@@ -30,6 +30,7 @@ from __future__ import annotations
 import secrets
 import threading
 
+from workspacectl.engine.db import must_not_wait
 from workspacectl.engine.crypto.keys import ENV_KEY, ENV_PREVIOUS, FP_LEN, KEY_FILE, Key, KeyStore, env_keys, write_0600
 from workspacectl.engine.crypto.keys import fingerprint, parse_key, workspace_id  # noqa: F401  (part of this API)
 from workspacectl.errors import ApiError
@@ -74,6 +75,9 @@ def _record_fp(ws, fp: bytes) -> None:
 def _known(ws, reload: bool = False) -> dict[bytes, Key]:
     """Every key this process can reach for the workspace, by fingerprint (cached)."""
     path = str(ws.path)
+    if not reload and (cached := _cache.get(path)) is not None:
+        return cached
+    must_not_wait("loading the workspace's keys")   # from the keyring or a file, under a lock
     with _lock:
         if not reload and path in _cache:
             return _cache[path]

@@ -15,9 +15,25 @@ the store, see store/catalog_search.py):
   that lock shared: beside other appenders, never beside another writer.
 - a failed write inside a transaction is rolled back to a savepoint, so the transaction goes on
   as on SQLite (the engine catches IntegrityError and carries on).
-- round trips: a writer's BEGIN and lock go with its first statement, and a write's SAVEPOINT
-  and RELEASE with the write, as one simple-protocol message each (a token issue: the read, the
-  audit row and COMMIT, three round trips where it took nine).
+- round trips: a writer's BEGIN and lock go with its first statement (unless that one is
+  prepared), and a write's SAVEPOINT and RELEASE with the write, as one simple-protocol message.
+- an appending transaction (db.transaction(appends_only=True)) holds the INSERTs that follow
+  its first statement (which goes with BEGIN and the lock, so the lock is held from the start),
+  bound client-side at once (a bad value fails at the INSERT, as before), and sends them with its
+  COMMIT in one message, without a savepoint: nothing in such a transaction reads them back or
+  carries on past a failed one (a failure fails the whole transaction). Any other statement sends
+  them first, so what a transaction sees never changes. A token issue: the session read, then two
+  round trips in its transaction (BEGIN, the lock and the prepared read; the audit row with
+  COMMIT), eight statements in all (was four round trips, ten statements).
+- prepared statements: a statement the store marks db.Prepared (hot reads) is prepared once per
+  session and bound server-side; as a writer's first statement its BEGIN and lock go first in a
+  message of their own. Measured on a token's credential read (bench/pg_token_profile.py): BEGIN,
+  lock and the read as one simple-protocol message cost the backend ~350 µs of CPU (the read
+  parsed and planned each time) against ~140 µs for BEGIN apart then the prepared read, whose
+  extra round trip cost the client less than binding the long statement (~230 against ~250 µs);
+  a pipeline of both cost the client ~100 µs more. A prepared plan whose result changed under a
+  migration is dropped (DEALLOCATE ALL) and the statement run again. Every other statement is
+  bound client-side.
 - errors: psycopg's become the sqlite3 classes the engine catches (IntegrityError for unique,
   foreign key, check and not-null violations; OperationalError "database is locked" for a lock
   timeout, deadlock or serialization failure; "no such table" for an undefined table). A NUL in
@@ -36,7 +52,7 @@ from psycopg import errors as pg_errors
 from psycopg.adapt import Loader
 from psycopg.pq import ExecStatus, TransactionStatus
 
-from workspacectl.engine.db import WorkspaceBusy, busy_timeout_ms
+from workspacectl.engine.db import Prepared, WorkspaceBusy, busy_timeout_ms
 from workspacectl.formats.workspace_url import redacted
 from workspacectl.errors import ApiError
 
@@ -47,6 +63,7 @@ MIGRATION_LOCK = 2
 REFRESH_LOCK = 3
 
 _WRITE = re.compile(r"^\s*(INSERT|UPDATE|DELETE|REPLACE)\b", re.I)
+_INSERT = re.compile(r"^\s*INSERT\b", re.I)
 _ENDS = re.compile(r"^(COMMIT|END|ROLLBACK)\s*;?\s*$", re.I)
 
 
@@ -222,6 +239,29 @@ class Cursor:
         self._cur.close()
 
 
+class HeldCursor:
+    """What an appending transaction's INSERT answers: one row, sent with the COMMIT."""
+
+    rowcount = 1
+    lastrowid = None
+    description = None
+
+    def fetchone(self):
+        return None
+
+    def fetchall(self) -> list:
+        return []
+
+    def fetchmany(self, size: int = 1) -> list:
+        return []
+
+    def __iter__(self):
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+
 class PgConnection:
     """One PostgreSQL session, autocommit, used like a sqlite3 connection by the store."""
 
@@ -231,6 +271,8 @@ class PgConnection:
 
     def __init__(self, url: str):
         self._begin: tuple[str, ...] = ()   # a writer's BEGIN, sent with its first statement
+        self._appending = False             # in an appends_only transaction: INSERTs wait for COMMIT
+        self._held: list[str] = []          # those INSERTs, bound, in order
         self.busy_timeout_ms = busy_timeout_ms()
         try:
             self._session = psycopg.connect(url, autocommit=True, cursor_factory=psycopg.ClientCursor,
@@ -251,16 +293,20 @@ class PgConnection:
     def _pg(self) -> psycopg.Connection:
         """The psycopg session, for what runs on it directly (store/pg_blobs.py): a writer's
         BEGIN still waiting for its first statement is sent first."""
-        if self._begin:
+        if self._begin or self._held:
             self._send_begin()
         return self._session
 
-    def _send_begin(self) -> None:
-        begin, self._begin = self._begin, ()
+    def _send_begin(self, end: tuple[str, ...] = ()) -> None:
+        """A writer's BEGIN still waiting, the INSERTs it holds, and `end` (COMMIT), at once."""
+        begin, held, self._begin, self._held = self._begin, self._held, (), []
         try:
-            self._session.execute("; ".join(begin))
+            self._session.execute("; ".join((*begin, *held, *end)))
         except psycopg.Error as e:
-            self._session.execute("ROLLBACK")
+            if self._session.info.transaction_status != TransactionStatus.IDLE:
+                self._session.execute("ROLLBACK")
+            if _is_nul(e):
+                raise _nul_error() from None
             raise _sqlite_error(e) from None
 
     @property
@@ -277,6 +323,7 @@ class PgConnection:
         """BEGIN and the writer lock (db.transaction), sent with the transaction's first statement;
         shared for a transaction that only appends."""
         lock = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+        self._appending, self._held = shared, []
         self._begin = ("BEGIN", f"SET LOCAL lock_timeout = {int(self.busy_timeout_ms)}",
                        f"SELECT {lock}({LOCK_CLASS}, {WRITER_LOCK})", "SET LOCAL lock_timeout = 0")
 
@@ -298,21 +345,78 @@ class PgConnection:
         body = re.sub(r"INSERT\s+OR\s+REPLACE\s+INTO", "INSERT INTO", sql, count=1, flags=re.I)
         return f"{body.rstrip().rstrip(';')} ON CONFLICT ({', '.join(key)}) {action}"
 
-    def execute(self, sql: str, params=None) -> Cursor:
+    def execute(self, sql: str, params=None) -> "Cursor | HeldCursor":
         sql = self._upsert(sql)
         head = sql.lstrip()[:16].upper()
         if head.startswith("BEGIN IMMEDIATE"):
             self.begin_writer()
             return Cursor(self, self._session.cursor())
-        if head.startswith("PRAGMA") or (self._begin and _ENDS.match(head)):
-            self._begin = ()    # COMMIT or ROLLBACK of a transaction that sent nothing yet
+        if head.startswith("PRAGMA"):
             return Cursor(self, self._session.cursor())
+        if (self._begin or self._held) and _ENDS.match(head):
+            self._appending = False
+            if head.startswith("ROLLBACK") or not self._held:
+                self._held = []
+                if not self._begin:
+                    return self._run(sql, (), many=False)
+                self._begin = ()    # COMMIT or ROLLBACK of a transaction that sent nothing yet
+                return Cursor(self, self._session.cursor())
+            self._send_begin(end=("COMMIT",))     # the held INSERTs go with the COMMIT
+            return Cursor(self, self._session.cursor())
+        if _ENDS.match(head):
+            self._appending = False
+        elif self._appending and not self._begin and _INSERT.match(sql) and self.in_transaction:
+            return self._hold(translate(sql), _params(params))
+        elif type(sql) is Prepared and not self._held:
+            return self._prepared(translate(sql), _params(params))
         return self._run(translate(sql), _params(params), many=False)
+
+    def _prepared(self, sql: str, params) -> Cursor:
+        """A Prepared read: parsed and planned once per session, its values bound server-side."""
+        cur = psycopg.Cursor(self._session)
+        for attempt in (1, 2):
+            begin = self._begin
+            try:
+                if begin:     # a writer's BEGIN and lock go first, on their own (see above)
+                    self._send_begin()
+                cur.execute(sql, params, prepare=True)
+                return Cursor(self, cur)
+            except pg_errors.FeatureNotSupported as e:   # "cached plan must not change result type"
+                if begin and self._session.info.transaction_status != TransactionStatus.IDLE:
+                    self._session.execute("ROLLBACK")     # the transaction this call began
+                    self._begin = begin
+                if attempt == 2 or self._session.info.transaction_status != TransactionStatus.IDLE:
+                    raise _sqlite_error(e) from None
+                self._session.execute("DEALLOCATE ALL")  # psycopg forgets its prepared names too
+            except psycopg.Error as e:
+                if _is_nul(e):
+                    raise _nul_error() from None
+                mapped = _sqlite_error(e)
+                if mapped is e:
+                    raise
+                raise mapped from None
+            except ValueError as e:
+                if "NUL" in str(e):
+                    raise _nul_error() from None
+                raise
+        raise AssertionError("unreachable")
+
+    def _hold(self, sql: str, params) -> "HeldCursor":
+        """An appending transaction's INSERT, bound now and sent with the COMMIT."""
+        try:
+            self._held.append(psycopg.ClientCursor(self._session).mogrify(sql, params))
+        except (psycopg.Error, ValueError) as e:
+            if _is_nul(e):
+                raise _nul_error() from None
+            raise
+        return HeldCursor()
 
     def executemany(self, sql: str, seq) -> Cursor:
         return self._run(translate(self._upsert(sql)), [_params(p) for p in seq], many=True)
 
     def _run(self, sql: str, params, many: bool) -> Cursor:
+        if self._held:
+            self._send_begin()      # a statement after held INSERTs sees them
         guard = self.in_transaction and _WRITE.match(sql) is not None
         if many and self._begin:
             self._send_begin()

@@ -51,6 +51,12 @@ def authenticate_web(conn, cookie: str | None) -> Caller | None:
     return Caller(row["member_id"], row["member_role"], "web", row["id"], ())
 
 
+def signed_in_member(conn, caller: Caller | None) -> dict | None:
+    """The member `caller` is signed in as, as the API shows one; None when signed out or the member is gone."""
+    row = store.get_member(conn, caller.member_id) if caller else None
+    return member_json(row) if row else None
+
+
 def normalize_code(code: str) -> str:
     return "".join(ch for ch in code.upper() if ch.isalnum())
 
@@ -95,7 +101,7 @@ def delete_session(ctx: Ctx) -> Response:
     return Response(204)
 
 
-@route("GET", "/v1/auth/whoami")
+@route("GET", "/v1/auth/whoami", quick=True)
 def whoami(ctx: Ctx) -> dict:
     c = ctx.caller
     member = store.get_member(ctx.db, c.member_id)

@@ -26,6 +26,7 @@ from workspacectl.engine.migrations import m014_credential_names
 from workspacectl.engine.migrations import m015_operation_vectors
 from workspacectl.engine.migrations import m016_blobs
 from workspacectl.engine.migrations import m019_search_postings
+from workspacectl.engine.migrations import m021_model_vectors
 
 MIGRATIONS = [
     ("m001_identity", m001_identity.up),
@@ -45,6 +46,7 @@ MIGRATIONS = [
     ("m015_operation_vectors", m015_operation_vectors.up),
     ("m016_blobs", m016_blobs.up),
     ("m019_search_postings", m019_search_postings.up),
+    ("m021_model_vectors", m021_model_vectors.up),
 ]
 
 

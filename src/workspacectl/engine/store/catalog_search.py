@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 FTS_COLUMNS = ("name", "summary", "path", "tags", "body", "params")
 # The row of operation_search_terms whose df is the service's number of indexed operations
@@ -30,6 +30,7 @@ def delete_service_docs(conn: sqlite3.Connection, service: str) -> None:
     conn.execute("DELETE FROM operation_search_docs WHERE service = ?", (service,))
     conn.execute("DELETE FROM operation_search_terms WHERE service = ?", (service,))
     conn.execute("DELETE FROM operation_vectors WHERE service = ?", (service,))
+    conn.execute("DELETE FROM operation_model_vectors WHERE service = ?", (service,))
 
 
 def delete_all_docs(conn: sqlite3.Connection) -> None:
@@ -37,6 +38,7 @@ def delete_all_docs(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM operation_search_docs")
     conn.execute("DELETE FROM operation_search_terms")
     conn.execute("DELETE FROM operation_vectors")
+    conn.execute("DELETE FROM operation_model_vectors")
 
 
 def delete_doc(conn: sqlite3.Connection, op_id: str) -> None:
@@ -45,6 +47,7 @@ def delete_doc(conn: sqlite3.Connection, op_id: str) -> None:
         conn.execute("DELETE FROM operation_search WHERE rowid = ?", (row[0],))
         conn.execute("DELETE FROM operation_search_docs WHERE rowid = ?", (row[0],))
     conn.execute("DELETE FROM operation_vectors WHERE op_id = ?", (op_id,))
+    conn.execute("DELETE FROM operation_model_vectors WHERE op_id = ?", (op_id,))
 
 
 def insert_doc(conn: sqlite3.Connection, op_id: str, service: str, method: str, shape: str, action: str,
@@ -71,6 +74,17 @@ def service_term_freqs(conn: sqlite3.Connection, terms: Iterable[str]) -> list[t
         terms)]
 
 
+def search_state(conn: sqlite3.Connection, model: str) -> tuple[str | None, int, int, int, str | None]:
+    """(analyzer version, indexed operations, catalog operations, `model`'s vectors, vectors
+    generation) in one statement: what every search checks before it reads the index."""
+    row = conn.execute(
+        "SELECT (SELECT value FROM operation_search_meta WHERE key = 'analyzer_version'), "
+        "(SELECT count(*) FROM operation_search_docs), (SELECT count(*) FROM operations), "
+        "(SELECT count(*) FROM operation_model_vectors WHERE model = ?), "
+        "(SELECT value FROM operation_search_meta WHERE key = 'vectors_generation')", (model,)).fetchone()
+    return row[0], row[1], row[2], row[3], row[4]
+
+
 def operation_count(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT count(*) FROM operations").fetchone()[0]
 
@@ -83,11 +97,19 @@ def doc_count(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT count(*) FROM operation_search_docs").fetchone()[0]
 
 
+class Known(NamedTuple):
+    """What the caller of match() has read already: each term's document count over the whole
+    index (operation_search_terms summed over services) and the index's generation (the
+    vectors_generation meta, changed with every write of the index)."""
+    dfs: dict[str, int]
+    generation: str | None
+
+
 def match(conn: sqlite3.Connection, expression: str, weights: tuple[float, ...], limit: int,
-          services: list[str] | None = None) -> list[sqlite3.Row]:
+          services: list[str] | None = None, known: Known | None = None) -> list[sqlite3.Row]:
     """The best `limit` rows for an FTS5 expression by weighted bm25 (lower is better)."""
     if getattr(conn, "dialect", "sqlite") == "postgres":
-        return _match_postgres(conn, expression, weights, limit, services)
+        return _match_postgres(conn, expression, weights, limit, services, known)
     where, args = "", [expression]
     if services:
         where = f" AND d.service IN ({', '.join('?' * len(services))})"
@@ -107,8 +129,30 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 
 
+# index generation (a random token each write of the index sets) -> (rows, tokens) of
+# operation_search_lengths: a scan of every indexed row, the same until the index is written
+# again (a few kept, for a process serving several workspaces).
+_LENGTHS: dict[str, tuple[int, int]] = {}
+_LENGTHS_KEPT = 8
+
+
+def _index_lengths(conn, generation: str | None) -> tuple[int, int] | None:
+    key = generation
+    if key is not None and key in _LENGTHS:
+        return _LENGTHS[key]
+    row = conn.execute("SELECT count(*), sum(ntokens) FROM operation_search_lengths").fetchone()
+    if not row[0]:
+        return None
+    lengths = (int(row[0]), int(row[1]))
+    if key is not None:
+        while len(_LENGTHS) >= _LENGTHS_KEPT:
+            _LENGTHS.pop(next(iter(_LENGTHS)))
+        _LENGTHS[key] = lengths
+    return lengths
+
+
 def _match_postgres(conn, expression: str, weights: tuple[float, ...], limit: int,
-                    services: list[str] | None) -> list:
+                    services: list[str] | None, known: Known | None = None) -> list:
     """The PostgreSQL half of match(): FTS5's bm25 (idf from the terms' document counts, the
     column-weighted term frequency, the row's length against the average) summed per operation
     over the query terms' postings (m019: FTS5's doclists), best `limit` first, and only those
@@ -118,15 +162,24 @@ def _match_postgres(conn, expression: str, weights: tuple[float, ...], limit: in
     terms = [t for t in terms if t.isalnum()]
     if not terms:
         return []
-    rows = conn.execute(   # the index's size and each term's document count, in one round trip
-        f"SELECT t.docs, t.tokens, v.term, (SELECT sum(df) FROM operation_search_terms st "
-        f"WHERE st.term = v.term COLLATE \"C\") "
-        f"FROM (SELECT count(*) AS docs, sum(ntokens) AS tokens FROM operation_search_lengths) t "
-        f"CROSS JOIN (VALUES {', '.join(['(?)'] * len(terms))}) AS v(term) WHERE t.docs > 0", terms).fetchall()
-    if not rows:
-        return []
-    n_rows, n_tokens = rows[0][0], rows[0][1]
-    hits = {r[2]: r[3] or 0 for r in rows}
+    if known is not None:
+        # the terms' document counts as the caller read them, and the index's size, read once
+        # per index generation
+        lengths = _index_lengths(conn, known.generation)
+        if lengths is None:
+            return []
+        n_rows, n_tokens = lengths
+        hits = {t: known.dfs.get(t, 0) for t in terms}
+    else:
+        rows = conn.execute(   # the index's size and each term's document count, in one round trip
+            f"SELECT t.docs, t.tokens, v.term, (SELECT sum(df) FROM operation_search_terms st "
+            f"WHERE st.term = v.term COLLATE \"C\") "
+            f"FROM (SELECT count(*) AS docs, sum(ntokens) AS tokens FROM operation_search_lengths) t "
+            f"CROSS JOIN (VALUES {', '.join(['(?)'] * len(terms))}) AS v(term) WHERE t.docs > 0", terms).fetchall()
+        if not rows:
+            return []
+        n_rows, n_tokens = rows[0][0], rows[0][1]
+        hits = {r[2]: r[3] or 0 for r in rows}
     idf = [max(math.log((n_rows - hits.get(t, 0) + 0.5) / (hits.get(t, 0) + 0.5)), 1e-6) for t in terms]
     query = ", ".join(f"({i}, ?, {idf[i]!r}::float8)" for i in range(len(terms)))
     freq = " + ".join(f"{float(w)}::float8 * p.n_{c}" for w, c in zip(weights, FTS_COLUMNS))
@@ -184,27 +237,54 @@ def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
                  "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
 
 
-# --- vectors (operation_vectors, migrations/m015) --------------------------------------------
+def delete_meta(conn: sqlite3.Connection, key: str) -> None:
+    conn.execute("DELETE FROM operation_search_meta WHERE key = ?", (key,))
 
 
-def insert_vectors(conn: sqlite3.Connection, rows: list[tuple[str, str, bytes]]) -> None:
-    """rows: (op_id, service, vector bytes); an operation's earlier vector is replaced."""
-    conn.executemany("INSERT OR REPLACE INTO operation_vectors (op_id, service, vector) VALUES (?, ?, ?)", rows)
+# --- vectors (operation_model_vectors, migrations/m021; m015's operation_vectors is only emptied
+# where the catalog changes, for an older wsctl sharing the workspace) -------------------------
 
 
-def delete_all_vectors(conn: sqlite3.Connection) -> None:
-    conn.execute("DELETE FROM operation_vectors")
+def insert_vectors(conn: sqlite3.Connection, model: str, rows: list[tuple[str, str, bytes, float, int]]) -> None:
+    """rows: (op_id, service, vector bytes, scale, sumsq) made by `model` (embedding.quantize);
+    an operation's earlier one is replaced."""
+    conn.executemany("INSERT INTO operation_model_vectors (model, op_id, service, vector, scale, sumsq) "
+                     "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (model, op_id) DO UPDATE SET service = excluded.service, "
+                     "vector = excluded.vector, scale = excluded.scale, sumsq = excluded.sumsq",
+                     [(model, *r) for r in rows])
 
 
-def vector_count(conn: sqlite3.Connection) -> int:
-    return conn.execute("SELECT count(*) FROM operation_vectors").fetchone()[0]
+def delete_model_vectors(conn: sqlite3.Connection, model: str) -> None:
+    conn.execute("DELETE FROM operation_model_vectors WHERE model = ?", (model,))
 
 
-def all_vectors(conn: sqlite3.Connection) -> list[tuple[str, str, bytes]]:
-    """(op_id, service, vector bytes) of every operation, in op_id order (sorted here: an ORDER BY
-    walks the primary key's index and costs SQLite 5x the plain scan)."""
-    return sorted((tuple(r) for r in conn.execute("SELECT op_id, service, vector FROM operation_vectors")),
-                  key=lambda r: r[0])
+def vector_count(conn: sqlite3.Connection, model: str) -> int:
+    return conn.execute("SELECT count(*) FROM operation_model_vectors WHERE model = ?", (model,)).fetchone()[0]
+
+
+def vector_models(conn: sqlite3.Connection) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT DISTINCT model FROM operation_model_vectors")]
+
+
+def services_missing_vectors(conn: sqlite3.Connection, model: str) -> list[str]:
+    """Services with an indexed operation that has no vector of `model`."""
+    return [r[0] for r in conn.execute(
+        "SELECT DISTINCT d.service FROM operation_search_docs d WHERE NOT EXISTS "
+        "(SELECT 1 FROM operation_model_vectors v WHERE v.model = ? AND v.op_id = d.op_id) ORDER BY d.service",
+        (model,))]
+
+
+def delete_orphan_vectors(conn: sqlite3.Connection, model: str) -> None:
+    """`model`'s vectors of operations no longer indexed."""
+    conn.execute("DELETE FROM operation_model_vectors WHERE model = ? AND NOT EXISTS "
+                 "(SELECT 1 FROM operation_search_docs d WHERE d.op_id = operation_model_vectors.op_id)", (model,))
+
+
+def all_vectors(conn: sqlite3.Connection, model: str) -> list:
+    """(op_id, service, vector bytes, scale, sumsq) of every operation `model` made a vector for, in op_id
+    order (on SQLite the rows lie in that order: one range of the WITHOUT ROWID table)."""
+    return conn.execute("SELECT op_id, service, vector, scale, sumsq FROM operation_model_vectors "
+                        "WHERE model = ? ORDER BY op_id", (model,)).fetchall()
 
 
 def docs_by_op_ids(conn: sqlite3.Connection, op_ids: list[str]) -> list[sqlite3.Row]:

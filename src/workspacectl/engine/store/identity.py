@@ -5,6 +5,7 @@ import json
 import sqlite3
 
 from workspacectl import clock
+from workspacectl.engine.db import Prepared
 from workspacectl.engine.ids import new_id
 from workspacectl.engine.store import fetch_named, name_clause
 
@@ -90,10 +91,12 @@ def get_secret(conn, secret_id: str):
     return conn.execute("SELECT * FROM secrets WHERE id = ?", (secret_id,)).fetchone()
 
 
+_FIND_SECRET = Prepared("SELECT s.*, m.role AS member_role FROM secrets s JOIN members m ON m.id = s.member_id "
+                        "WHERE s.secret_hash = ?")   # every request's session or key lookup
+
+
 def find_secret_by_hash(conn, secret_hash: str):
-    return conn.execute(
-        "SELECT s.*, m.role AS member_role FROM secrets s JOIN members m ON m.id = s.member_id "
-        "WHERE s.secret_hash = ?", (secret_hash,)).fetchone()
+    return conn.execute(_FIND_SECRET, (secret_hash,)).fetchone()
 
 
 def list_keys(conn, member_id: str | None, after, limit: int, named: tuple[str, str] | None = None) -> list:

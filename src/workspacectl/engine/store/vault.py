@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from workspacectl.engine.db import Prepared
 from workspacectl.engine.store import fetch_named, name_clause
 
 _PUBLIC_COLS = ("c.id, c.service, c.name, c.credential_type, c.owner_member_id, c.fields_json, c.scopes_json, "
@@ -69,12 +70,14 @@ def get_credential_for(conn, cred_id: str, member_id: str) -> sqlite3.Row | None
                         {"member": member_id, "cred": cred_id}).fetchone()
 
 
+_TO_ISSUE = Prepared(f"SELECT {_PUBLIC_COLS}, c.secret_blob, {_ACCESS}, i.env_vars_json FROM credentials c "
+                     f"{_GRANT_JOINS} LEFT JOIN integrations i ON i.service = c.service WHERE c.id = :cred")
+
+
 def get_credential_to_issue(conn, cred_id: str, member_id: str) -> sqlite3.Row | None:
     """Everything a token issue reads, in one statement: the credential with its sealed blob, the
     member's `access` and the integration's `env_vars_json` (NULL when the service is gone)."""
-    return conn.execute(f"SELECT {_PUBLIC_COLS}, c.secret_blob, {_ACCESS}, i.env_vars_json FROM credentials c "
-                        f"{_GRANT_JOINS} LEFT JOIN integrations i ON i.service = c.service WHERE c.id = :cred",
-                        {"member": member_id, "cred": cred_id}).fetchone()
+    return conn.execute(_TO_ISSUE, {"member": member_id, "cred": cred_id}).fetchone()
 
 
 def list_credentials_for(conn, member_id: str, after: str | None, limit: int,

@@ -120,7 +120,7 @@ def issue_token(ctx: Ctx, cred_id: str, reason: str, form: str = "json", dry_run
     raise ApiError("upstream_failed", "The provider keeps issuing tokens that expire at once; try again shortly.")
 
 
-@route("POST", "/v1/credentials/{id}/token")
+@route("POST", "/v1/credentials/{id}/token", quick=True)
 def request_token(ctx: Ctx) -> dict:
     body = ctx.body if ctx.body is not None else {}
     if not isinstance(body, dict):

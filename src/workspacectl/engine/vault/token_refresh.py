@@ -23,7 +23,7 @@ import time
 from workspacectl import clock
 from workspacectl.engine.vault import oauth
 from workspacectl.engine.vault.credentials import open_secrets, precise_now, reveal_all, seal_secrets
-from workspacectl.engine.db import transaction
+from workspacectl.engine.db import must_not_wait, transaction
 from workspacectl.engine.store import vault as store
 from workspacectl.errors import ApiError
 
@@ -91,6 +91,7 @@ def ensure_fresh(ws, cred_id: str, *, force: bool = False, since: str | None = N
     force=True refreshes even a fresh token, unless another refresh completes after this call
     started (then that one counts).
     """
+    must_not_wait("a token refresh")   # may call the provider, or wait for another refresh
     conn = ws.conn()
     since = since or precise_now()
     deadline = time.monotonic() + WAIT_SECONDS

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 from workspacectl import clock
-from workspacectl.engine.db import open_db, transaction
+from workspacectl.engine.db import open_db, open_quick_db, transaction
 from workspacectl.errors import ApiError
 
 DB_NAME = "workspace.db"
@@ -122,6 +122,18 @@ class Workspace:
 
     def _connect(self):
         return open_db(self.db_path)
+
+    def quick_conn(self) -> sqlite3.Connection | None:
+        """A new connection for a thread that must not wait (the server's event loop answering quick
+        routes, engine/dispatch.py Engine.handle_quick), or None where there is none: on SQLite
+        in WAL mode a read never waits for a writer, and this connection's busy timeout is 0."""
+        return open_quick_db(self.db_path) if self.dialect == "sqlite" else None
+
+    def lend_conn(self, conn):
+        """Make conn() answer `conn` on this thread; answers what to give back (lend_conn(before))."""
+        before = getattr(self._local, "conn", None)
+        self._local.conn = conn
+        return before
 
     def close_thread_conn(self) -> None:
         """Close this thread's connection (for a thread that is about to end)."""
