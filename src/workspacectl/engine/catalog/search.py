@@ -553,7 +553,7 @@ def _load_rerank() -> dict[str, float]:
 
 
 RERANK = _load_rerank()
-_parsed: tuple[dict, float, list, list] | None = None
+_parsed: tuple[dict[str, float], float, list[tuple[str, float]], list[tuple[str, str, float]]] | None = None
 
 
 def _score(x: dict[str, float]) -> float:
@@ -562,7 +562,7 @@ def _score(x: dict[str, float]) -> float:
     global _parsed
     if _parsed is None or _parsed[0] is not RERANK:     # RERANK replaced (the bench's ablations)
         single = [(f, w) for f, w in RERANK.items() if f and "*" not in f and w]
-        pairs = [(*f.split("*", 1), w) for f, w in RERANK.items() if "*" in f and w]
+        pairs = [(f.split("*", 1)[0], f.split("*", 1)[1], w) for f, w in RERANK.items() if "*" in f and w]
         _parsed = (RERANK, RERANK[""], single, pairs)
     _, z, single, pairs = _parsed
     get = x.get
