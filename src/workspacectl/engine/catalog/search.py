@@ -220,6 +220,7 @@ def reindex_vectors(conn: sqlite3.Connection) -> None:
             for m in sorted(models, key=lambda m: (built[m], m))[:len(models) - KEPT_MODELS + 1]:
                 store.delete_model_vectors(conn, m)
                 store.delete_meta(conn, f"vectors_built:{m}")
+            store.set_meta(conn, "vectors_generation", secrets.token_hex(16))
 
 
 def _now() -> str:
@@ -238,13 +239,26 @@ def _vectors_current(conn: sqlite3.Connection) -> bool:
     return store.vector_count(conn, model_id()) == store.doc_count(conn)
 
 
+# (vectors generation, model) at which this process found the model's vectors complete (a few,
+# for a process serving several workspaces): the vectors are not counted again until the index
+# is written (every write sets a new generation).
+_complete_sets: dict[tuple[str, str], None] = {}
+_COMPLETE_KEPT = 8
+
+
 def ensure_current(conn: sqlite3.Connection) -> str | None:
     """Rebuild the index once when an older analyzer built it, or when it lost step with the
     catalog (a catalog change that did not go through reindex_service); build the vectors once
     when there are none (a workspace from before them) or another model made them. One read when
     all is current (store.search_state); returns the vectors generation."""
-    analyzer, docs, operations, vectors, generation = store.search_state(conn, model_id())
-    if analyzer == ANALYZER_VERSION and docs == operations and vectors == docs:
+    model = model_id()
+    analyzer, docs, operations, vectors, generation = store.search_state(
+        conn, model, [g for g, m in _complete_sets if m == model])
+    if analyzer == ANALYZER_VERSION and docs == operations and (vectors is None or vectors == docs):
+        if vectors is not None and generation is not None:
+            _complete_sets[(generation, model)] = None
+            while len(_complete_sets) > _COMPLETE_KEPT:
+                _complete_sets.pop(next(iter(_complete_sets)))
         return generation
     if analyzer != ANALYZER_VERSION or docs != operations:
         with transaction(conn):
