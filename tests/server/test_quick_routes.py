@@ -236,3 +236,117 @@ def test_concurrent_token_issues_each_get_one_committed_row(workspace, home, tmp
         assert sorted(reasons) == sorted(f"c{i} {j}" for i in range(16) for j in range(25))
     finally:
         b.close()
+
+
+WAL_TOKENS = int(os.environ.get("WSCTL_TEST_WAL_TOKENS", "3000"))
+
+
+def test_token_load_keeps_the_wal_bounded_with_checkpoints_off_the_loop(workspace, home, tmp_path):
+    """The event loop's connection never checkpoints (wal_autocheckpoint=0, db.open_quick_db); an
+    engine thread does once the WAL passes SQLite's autocheckpoint size. Under a token-only load on
+    a real server (8 clients), the -wal file never grows past twice that size, though the load
+    writes several times that much WAL; every token has its one row."""
+    server = start_server(workspace, base_env(tmp_path / "srv-home"), log=tmp_path / "server.log")
+    b = make_backend("remote", workspace, home, server=server)
+    wal = workspace / "workspace.db-wal"
+    probe = sqlite3.connect(str(workspace / "workspace.db"))
+    limit = 1000 * probe.execute("PRAGMA page_size").fetchone()[0]   # SQLite's default wal_autocheckpoint
+    probe.close()
+    sizes: list[int] = []
+    statuses: list = []
+    lock = threading.Lock()
+    per_client = WAL_TOKENS // 8
+    try:
+        cred = _credential(workspace, b.owner["id"])
+
+        def client(i):
+            with httpx.Client(trust_env=False, base_url=server.url, timeout=60,
+                              headers={"Authorization": f"Bearer {b.owner_token}"}) as c:
+                for j in range(per_client):
+                    r = c.post(f"/v1/credentials/{cred}/token", json={"reason": f"w{i} {j}"})
+                    size = wal.stat().st_size if wal.exists() else 0
+                    with lock:
+                        statuses.append((r.status_code, r.json().get("apiKey")))
+                        sizes.append(size)
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(300)
+        print(f"WAL max {max(sizes)} limit {limit} final {sizes[-1]}")
+        assert statuses == [(200, "sk-quick")] * (per_client * 8)
+        assert _issued(workspace, cred) == per_client * 8
+        assert max(sizes) < 2 * limit
+    finally:
+        b.close()
+
+
+def test_a_commit_the_disk_refuses_answers_503_on_the_loop_and_on_the_pool(workspace, home, tmp_path):
+    """A real server whose file writes are refused past a size (RLIMIT_FSIZE set on the running
+    process: the next WAL frames fail with an I/O error, as on a full disk). A token whose commit
+    fails answers 503 `unreachable` with one line, no token, no row, on the event loop's group
+    commit and on an engine thread alike (the token waits on the pool while another process holds
+    the write lock); whoami keeps answering; once writes are allowed again tokens flow, one row each."""
+    import resource
+    import subprocess
+
+    from tests.conftest import WSCTL, Server, answers_health, free_port
+
+    port = free_port()
+    log = tmp_path / "server.log"
+    with log.open("wb") as out:   # SIGXFSZ ignored: a refused write fails (EFBIG) instead of killing
+        proc = subprocess.Popen([*WSCTL, "serve", "--workspace", str(workspace), "--host", "127.0.0.1",
+                                 "--port", str(port)], env=base_env(tmp_path / "srv-home"), stdout=out,
+                                stderr=subprocess.STDOUT,
+                                preexec_fn=lambda: signal.signal(signal.SIGXFSZ, signal.SIG_IGN))
+    server = Server(f"http://127.0.0.1:{port}", proc, log)
+    b = None
+    try:
+        wait_until(lambda: answers_health(server.url), "wsctl serve did not answer /healthz", proc, log)
+        b = make_backend("remote", workspace, home, server=server)
+        cred = _credential(workspace, b.owner["id"])
+        path = f"/v1/credentials/{cred}/token"
+        assert b.api("POST", path, {"reason": "before"}).status == 200
+        wal = workspace / "workspace.db-wal"
+        unlimited = resource.prlimit(proc.pid, resource.RLIMIT_FSIZE)
+        resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (wal.stat().st_size + 4096, unlimited[1]))
+        ok = 1
+        answers = []
+        for i in range(200):   # the WAL reaches the limit within a few commits
+            r = b.api("POST", path, {"reason": f"quick {i}"})
+            if r.status == 200:
+                ok += 1
+                continue
+            answers.append(r)
+            if len(answers) == 3:
+                break
+        holder = sqlite3.connect(str(workspace / "workspace.db"), isolation_level=None)
+        got: dict = {}
+        try:   # another process writes: the token goes to an engine thread and commits there
+            holder.execute("BEGIN IMMEDIATE")
+            t = threading.Thread(target=lambda: got.setdefault("r", httpx.post(
+                f"{server.url}{path}", json={"reason": "pool"}, trust_env=False, timeout=60,
+                headers={"Authorization": f"Bearer {b.owner_token}"})))
+            t.start()
+            assert b.ok(*WHOAMI)["kind"] == "session"   # reads go on
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        t.join(60)
+        pooled = got["r"]
+        assert len(answers) == 3
+        for status, body in [(r.status, r.body) for r in answers] + [(pooled.status_code, pooled.json())]:
+            assert status == 503, body
+            assert body["error"]["code"] == "unreachable" and "apiKey" not in body
+            assert body["error"]["message"].startswith("The workspace could not be written (")
+            assert "\n" not in body["error"]["message"]
+        resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, unlimited)
+        for i in range(3):
+            assert b.api("POST", path, {"reason": f"after {i}"}).status == 200
+        assert _issued(workspace, cred) == ok + 3
+        assert "Traceback" not in log.read_text(errors="replace")
+    finally:
+        if b is not None:
+            b.close()
+        server.stop()

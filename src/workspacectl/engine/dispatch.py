@@ -10,7 +10,7 @@ import sqlite3
 import urllib.parse
 
 from workspacectl.engine import registry
-from workspacectl.engine.db import WouldBlock, on_quick_thread, quick_calls
+from workspacectl.engine.db import WouldBlock, on_quick_thread, quick_calls, storage_failure
 from workspacectl.engine.registry import Caller, Ctx, PublicCtx, Response
 from workspacectl.engine.scopes import check_scope
 from workspacectl.engine.validate import text_problem
@@ -112,6 +112,8 @@ class Engine:
             result = handler(ctx)
         except sqlite3.OperationalError as e:
             if "locked" not in str(e) and "busy" not in str(e):
+                if (refused := storage_failure(e)) is not None:   # disk full, I/O error: 503, nothing saved
+                    raise refused from None
                 raise
             if on_quick_thread():   # the quick connection does not wait: an engine thread will
                 raise WouldBlock("a busy workspace") from None

@@ -87,6 +87,7 @@ class _Connection(sqlite3.Connection):
     write_lock: threading.RLock | None = None
     busy_timeout_ms: int = BUSY_TIMEOUT_MS
     quick_group: QuickGroup | None = None   # set by the server on its event loop's connection
+    wal_checkpoint_bytes: int = 0   # open_quick_db: the server checkpoints past this WAL size
 
 
 def _write_lock_for(path: str) -> threading.RLock:
@@ -163,10 +164,56 @@ class QuickGroup:
 def open_quick_db(path) -> sqlite3.Connection:
     """A connection for a thread that must not wait (the server's event loop): busy timeout 0, so
     a writer of another process makes BEGIN fail at once (transaction raises WouldBlock); in WAL
-    mode its reads never wait for a writer."""
+    mode its reads never wait for a writer. Its commits never checkpoint the WAL (a checkpoint
+    copies up to wal_autocheckpoint pages and syncs: up to tens of ms on the loop's thread); the
+    server runs `checkpoint_wal` on an engine thread instead once the WAL passes
+    `wal_checkpoint_bytes(conn)`."""
     conn = open_db(path)
+    conn.wal_checkpoint_bytes = wal_checkpoint_bytes(conn)  # type: ignore[attr-defined]
     conn.execute("PRAGMA busy_timeout = 0")
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
     return conn
+
+
+def wal_checkpoint_bytes(conn: sqlite3.Connection) -> int:
+    """The WAL size at which SQLite's automatic checkpoint would have run on this connection."""
+    pages = conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] or 1000
+    return int(pages) * int(conn.execute("PRAGMA page_size").fetchone()[0])
+
+
+def checkpoint_wal(conn: sqlite3.Connection) -> tuple[int, int, int]:
+    """Copy the WAL into the database and truncate it (PRAGMA wal_checkpoint(TRUNCATE)), on a
+    thread that may wait: it waits (busy timeout) for the writer of the moment and holds the write
+    lock while it copies, so no commit lands in between and the WAL starts again from zero. (A
+    PASSIVE checkpoint beside a steady writer, the event loop's group commits, never finds the WAL
+    fully copied at a writer's start, so the WAL would never restart and grow without bound.)
+    Writers meanwhile wait: the event loop's get WouldBlock and go to the engine pool. Answers
+    PRAGMA wal_checkpoint's (busy, WAL frames, frames copied)."""
+    lock = getattr(conn, "write_lock", None)
+    if lock is not None:
+        lock.acquire()
+    try:
+        busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return int(busy), int(frames), int(copied)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+_STORAGE_ERRORS = frozenset({getattr(sqlite3, "SQLITE_FULL", 13), getattr(sqlite3, "SQLITE_IOERR", 10),
+                             getattr(sqlite3, "SQLITE_READONLY", 8)})
+
+
+def storage_failure(e: BaseException) -> ApiError | None:
+    """A write the disk refused (full, I/O error, read-only file) as the answer every door gives:
+    503 with one line saying nothing was saved (the transaction was rolled back). None for any
+    other exception (a bug stays a bug)."""
+    if not isinstance(e, sqlite3.DatabaseError):
+        return None
+    code = getattr(e, "sqlite_errorcode", None)
+    if not isinstance(code, int) or code & 0xFF not in _STORAGE_ERRORS:
+        return None
+    return ApiError("unreachable", f"The workspace could not be written ({e}); nothing was saved.", status=503)
 
 
 @contextmanager

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 FTS_COLUMNS = ("name", "summary", "path", "tags", "body", "params")
 # The row of operation_search_terms whose df is the service's number of indexed operations
@@ -74,14 +74,22 @@ def service_term_freqs(conn: sqlite3.Connection, terms: Iterable[str]) -> list[t
         terms)]
 
 
-def search_state(conn: sqlite3.Connection, model: str) -> tuple[str | None, int, int, int, str | None]:
+def search_state(conn: sqlite3.Connection, model: str,
+                 complete_at: list[str]) -> tuple[str | None, int, int, int | None, str | None]:
     """(analyzer version, indexed operations, catalog operations, `model`'s vectors, vectors
-    generation) in one statement: what every search checks before it reads the index."""
+    generation) in one statement: what every search checks before it reads the index. The
+    vectors are counted only when the generation is none of `complete_at` (generations at which
+    the caller found `model`'s set complete: every write of the index sets a new one); None
+    then. Counting them reads every row of the model (~20 ms at 100,000 operations)."""
+    marks = ", ".join("?" * len(complete_at)) or "NULL"
     row = conn.execute(
         "SELECT (SELECT value FROM operation_search_meta WHERE key = 'analyzer_version'), "
         "(SELECT count(*) FROM operation_search_docs), (SELECT count(*) FROM operations), "
-        "(SELECT count(*) FROM operation_model_vectors WHERE model = ?), "
-        "(SELECT value FROM operation_search_meta WHERE key = 'vectors_generation')", (model,)).fetchone()
+        "CASE WHEN (SELECT value FROM operation_search_meta WHERE key = 'vectors_generation') "
+        f"IN ({marks}) THEN NULL "
+        "ELSE (SELECT count(*) FROM operation_model_vectors WHERE model = ?) END, "
+        "(SELECT value FROM operation_search_meta WHERE key = 'vectors_generation')",
+        (*complete_at, model)).fetchone()
     return row[0], row[1], row[2], row[3], row[4]
 
 
@@ -97,11 +105,19 @@ def doc_count(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT count(*) FROM operation_search_docs").fetchone()[0]
 
 
+class Known(NamedTuple):
+    """What the caller of match() has read already: each term's document count over the whole
+    index (operation_search_terms summed over services) and the index's generation (the
+    vectors_generation meta, changed with every write of the index)."""
+    dfs: dict[str, int]
+    generation: str | None
+
+
 def match(conn: sqlite3.Connection, expression: str, weights: tuple[float, ...], limit: int,
-          services: list[str] | None = None) -> list[sqlite3.Row]:
+          services: list[str] | None = None, known: Known | None = None) -> list[sqlite3.Row]:
     """The best `limit` rows for an FTS5 expression by weighted bm25 (lower is better)."""
     if getattr(conn, "dialect", "sqlite") == "postgres":
-        return _match_postgres(conn, expression, weights, limit, services)
+        return _match_postgres(conn, expression, weights, limit, services, known)
     where, args = "", [expression]
     if services:
         where = f" AND d.service IN ({', '.join('?' * len(services))})"
@@ -121,8 +137,30 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 
 
+# index generation (a random token each write of the index sets) -> (rows, tokens) of
+# operation_search_lengths: a scan of every indexed row, the same until the index is written
+# again (a few kept, for a process serving several workspaces).
+_LENGTHS: dict[str, tuple[int, int]] = {}
+_LENGTHS_KEPT = 8
+
+
+def _index_lengths(conn, generation: str | None) -> tuple[int, int] | None:
+    key = generation
+    if key is not None and key in _LENGTHS:
+        return _LENGTHS[key]
+    row = conn.execute("SELECT count(*), sum(ntokens) FROM operation_search_lengths").fetchone()
+    if not row[0]:
+        return None
+    lengths = (int(row[0]), int(row[1]))
+    if key is not None:
+        while len(_LENGTHS) >= _LENGTHS_KEPT:
+            _LENGTHS.pop(next(iter(_LENGTHS)))
+        _LENGTHS[key] = lengths
+    return lengths
+
+
 def _match_postgres(conn, expression: str, weights: tuple[float, ...], limit: int,
-                    services: list[str] | None) -> list:
+                    services: list[str] | None, known: Known | None = None) -> list:
     """The PostgreSQL half of match(): FTS5's bm25 (idf from the terms' document counts, the
     column-weighted term frequency, the row's length against the average) summed per operation
     over the query terms' postings (m019: FTS5's doclists), best `limit` first, and only those
@@ -132,15 +170,24 @@ def _match_postgres(conn, expression: str, weights: tuple[float, ...], limit: in
     terms = [t for t in terms if t.isalnum()]
     if not terms:
         return []
-    rows = conn.execute(   # the index's size and each term's document count, in one round trip
-        f"SELECT t.docs, t.tokens, v.term, (SELECT sum(df) FROM operation_search_terms st "
-        f"WHERE st.term = v.term COLLATE \"C\") "
-        f"FROM (SELECT count(*) AS docs, sum(ntokens) AS tokens FROM operation_search_lengths) t "
-        f"CROSS JOIN (VALUES {', '.join(['(?)'] * len(terms))}) AS v(term) WHERE t.docs > 0", terms).fetchall()
-    if not rows:
-        return []
-    n_rows, n_tokens = rows[0][0], rows[0][1]
-    hits = {r[2]: r[3] or 0 for r in rows}
+    if known is not None:
+        # the terms' document counts as the caller read them, and the index's size, read once
+        # per index generation
+        lengths = _index_lengths(conn, known.generation)
+        if lengths is None:
+            return []
+        n_rows, n_tokens = lengths
+        hits = {t: known.dfs.get(t, 0) for t in terms}
+    else:
+        rows = conn.execute(   # the index's size and each term's document count, in one round trip
+            f"SELECT t.docs, t.tokens, v.term, (SELECT sum(df) FROM operation_search_terms st "
+            f"WHERE st.term = v.term COLLATE \"C\") "
+            f"FROM (SELECT count(*) AS docs, sum(ntokens) AS tokens FROM operation_search_lengths) t "
+            f"CROSS JOIN (VALUES {', '.join(['(?)'] * len(terms))}) AS v(term) WHERE t.docs > 0", terms).fetchall()
+        if not rows:
+            return []
+        n_rows, n_tokens = rows[0][0], rows[0][1]
+        hits = {r[2]: r[3] or 0 for r in rows}
     idf = [max(math.log((n_rows - hits.get(t, 0) + 0.5) / (hits.get(t, 0) + 0.5)), 1e-6) for t in terms]
     query = ", ".join(f"({i}, ?, {idf[i]!r}::float8)" for i in range(len(terms)))
     freq = " + ".join(f"{float(w)}::float8 * p.n_{c}" for w, c in zip(weights, FTS_COLUMNS))
