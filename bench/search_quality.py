@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from tests.search_holdout import HOLDOUT  # noqa: E402
 from tests.search_labels import LABELS, evaluate, make_corpus_workspace  # noqa: E402
+from tests.search_labels_more import MORE_LABELS  # noqa: E402
 
 from workspacectl.engine.catalog import search as catalog_search  # noqa: E402
 
@@ -85,20 +86,15 @@ class PlainBM25:
 
 
 def _without(feature):
-    return {"FEATURE_WEIGHTS": lambda w: {**w, feature: 0.0}}
+    """The re-rank with one feature (and its products) left out."""
+    return {"RERANK": lambda w: {k: (0.0 if feature in k.split("*") else v) for k, v in w.items()}}
 
 
 ABLATIONS = {
     "no synonyms or equivalents": {"SYNONYMS": {}, "EQUIVALENTS": {}},
     "no idioms": {"apply_idioms": lambda _: (lambda text: text.lower())},
-    "no re-rank (weighted bm25 only)": {"FEATURE_WEIGHTS": lambda w: {k: (1.0 if k == "bm25" else 0.0) for k in w}},
-    "no bm25 feature": _without("bm25"),
-    "no coverage feature": _without("coverage"),
-    "no name-precision feature": _without("name_precision"),
-    "no action/method fit": _without("action"),
-    "no named-service signal": _without("named_service"),
-    "no service affinity": _without("affinity"),
-    "no semantic similarity": _without("semantic"),
+    **{f"no {f} feature": _without(f) for f in ("bm25", "coverage", "name_precision", "action", "named_service",
+                                                 "affinity", "semantic", "cosine", "lex_rank", "sem_rank")},
 }
 
 
@@ -135,6 +131,7 @@ def main() -> int:
     }
     splits = {"all": LABELS, "dev": [lab for lab in LABELS if lab[2] == "dev"],
               "holdout": [lab for lab in LABELS if lab[2] == "holdout"], "misspelt": misspelt(LABELS),
+              "more": MORE_LABELS, "more-slip": misspelt(MORE_LABELS),
               "holdout13": [(p, frozenset(ops), kind) for p, ops, kind in HOLDOUT]}
     print(f"\n{'system':<12} {'split':<9} {'n':>3} {'recall@1':>9} {'recall@5':>9} {'MRR@10':>8}")
     results = {}

@@ -62,6 +62,12 @@ def _models(db) -> dict[str, int]:
     return dict(db.execute("SELECT model, count(*) FROM operation_model_vectors GROUP BY model"))
 
 
+def _new_generation(db) -> None:
+    """What every write of the index does: a process that found the vectors complete counts them
+    again only at a new generation."""
+    db.execute("UPDATE operation_search_meta SET value = value || 'x' WHERE key = 'vectors_generation'")
+
+
 def _generation(db) -> str:
     return db.execute("SELECT value FROM operation_search_meta WHERE key = 'vectors_generation'").fetchone()[0]
 
@@ -181,6 +187,7 @@ def test_this_models_missing_vectors_are_made_for_their_services_only(backend):
     # as after another version's import of zorbly: this model's zorbly rows are gone
     db.execute("DELETE FROM operation_model_vectors WHERE service = 'zorbly' AND model = ?",
                (catalog_search.model_id(),))
+    _new_generation(db)     # as that import's write of the index does
     # a mark on melodia's rows: made again, they would lose it
     db.execute("UPDATE operation_model_vectors SET sumsq = sumsq + 1 WHERE service = 'melodia'")
     marked = dict(db.execute("SELECT op_id, sumsq FROM operation_model_vectors WHERE service = 'melodia'"))
@@ -204,6 +211,7 @@ def test_at_most_kept_models_sets_stay(backend):
     # this version's set lacks a row: its search makes it again and keeps KEPT_MODELS sets
     db.execute("DELETE FROM operation_model_vectors WHERE model = ? AND op_id = 'melodia.send-sms'",
                (catalog_search.model_id(),))
+    _new_generation(db)
     assert op_ids(search(backend, "text my mom", service="melodia"))[0] == "melodia.send-sms"
     assert catalog_search.KEPT_MODELS == 3
     assert _models(db) == {catalog_search.model_id(): n, "m-old": n, "m-newer": n}

@@ -44,12 +44,13 @@ def base_url_of(request: Request, public_url: str | None) -> str:
 
 
 def create_app(engine: Engine, public_url: str | None = None, worker: int | None = None, on_shutdown=None,
-               on_ready=None):
+               on_ready=None, line_format: str | None = None):
     """The ASGI app: the access log around the lean /v1 path (server/api_path.py), around FastAPI
     for the rest. `worker`: this process's number among `wsctl serve --workers N` (N > 1), which
     /healthz answers so a client can tell the workers apart (a number, not a pid). `on_ready` runs
     once the server starts taking requests; `on_shutdown` runs (in a thread) once it stops, before
-    the process exits."""
+    the process exits. `line_format`: the log format `serve` configured (AccessLog writes its line
+    directly while that configuration stands)."""
     @contextlib.asynccontextmanager
     async def lifespan(app):
         if on_ready is not None:
@@ -105,7 +106,7 @@ def create_app(engine: Engine, public_url: str | None = None, worker: int | None
 
     docs_page.mount(app)
     lean = LeanApi(engine, app, public_url)
-    return AccessLog(lean)
+    return AccessLog(lean, line_format)
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
@@ -151,7 +152,8 @@ def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
     from workspacectl.engine.workspaces import open_workspace
 
     prefix = "" if worker is None else f"w{worker} "
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format=f"%(asctime)s {prefix}%(name)s %(message)s")
+    line_format = f"%(asctime)s {prefix}%(name)s %(message)s"
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format=line_format)
     from workspacectl.engine.vault.outbound import quiet_library_loggers
 
     quiet_library_loggers()   # the HTTP library logs whole URLs (a key may be in the query) at INFO
@@ -164,7 +166,8 @@ def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
     timer = start_memory_timer(ws, resolve_interval(memory_interval))
     # uvicorn re-raises SIGTERM once it has shut down (the process then ends by the signal), so
     # the timer is stopped and its lease handed on in the app's shutdown, not after run().
-    app = create_app(engine, public_url, worker, on_shutdown=timer.stop, on_ready=on_ready)
+    app = create_app(engine, public_url, worker, on_shutdown=timer.stop, on_ready=on_ready,
+                     line_format=line_format)
     if worker is None:
         announce(ws.shown, sock)
     from workspacectl.server.http_protocol import ContractH11Protocol

@@ -14,12 +14,13 @@ How a query is answered:
    description). Terms in more than COMMON_FRACTION of the operations ("get", "user") are
    left out of the MATCH, which they would only slow down, but still count in step 4. When
    the phrase names a service, that service's best candidates are fetched too.
-4. Only those candidates (CANDIDATES, or twice the limit) are re-scored in Python, as a
-   weighted mean of the FEATURE_WEIGHTS features: relative bm25, how much of the phrase's
-   weight each field covers, how much of the operation's name was asked for, whether its
-   action and HTTP shape fit the verb asked for (list -> GET on a collection, delete ->
-   DELETE...), and the service signal (named, or the phrase's words belonging to a service).
-   The catalog is never scanned in Python.
+4. Only those candidates (CANDIDATES, or twice the limit), with the nearest operation vectors
+   (SEMANTIC_CANDIDATES), are re-scored in Python by a learned re-rank: a logistic model
+   (rerank.json, fitted by bench/train_rerank.py on the tuning sets, never on the holdout) over
+   each candidate's features (relative bm25, how much of the phrase's weight each field covers,
+   how much of the operation's name was asked for, whether its action and HTTP shape fit the
+   verb asked for, the cosine and the rank in each list, the service signal, path depth...) and
+   some products of two. The catalog is never scanned in Python.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import math
 import re
 import secrets
 import sqlite3
+from pathlib import Path
 
 from workspacectl.engine.catalog import embedding, search_vectors, spelling
 from workspacectl.engine.catalog.search_text import (ACTION_OF_TERM, EQUIVALENTS, LIST_TERMS, NOISE_TERMS,
@@ -45,18 +47,6 @@ BM25_WEIGHTS = (6.0, 4.0, 2.0, 1.5, 1.0, 0.5)
 FIELD_WEIGHTS = {"name": 1.0, "summary": 0.9, "path": 0.6, "tags": 0.5, "body": 0.35, "params": 0.2}
 EQUIVALENT_WEIGHT = 0.95
 SYNONYM_WEIGHT = 0.6
-# The re-rank: a weighted mean of features in [0, 1], so the score is in [0, 1] too.
-#   bm25            the candidate's weighted bm25 relative to the best candidate's
-#   coverage        share of the phrase's weight (idf) found, field by field
-#   name_precision  share of the operation name's words the phrase asked for
-#   action          how well the operation's action fits the verb asked for
-#   named_service   the phrase names this operation's service (only when it names one)
-#   affinity        the phrase's words belong to this operation's service (when it names none)
-#   semantic        cosine of the operation's vector to the phrase's, relative to the best candidate's
-# Tuned on the tuning set only (tests/search_labels.py; bench/search_quality.py), never on the
-# holdout (tests/search_holdout.py).
-FEATURE_WEIGHTS = {"bm25": 0.25, "coverage": 0.20, "name_precision": 0.15, "action": 0.12,
-                   "named_service": 0.35, "affinity": 0.08, "semantic": 1.0}
 CANDIDATES = 120
 SEMANTIC_CANDIDATES = 40     # nearest vectors added to the lexical candidates ...
 SEMANTIC_FLOOR = 0.75        # ... when at least this share of the nearest one's similarity
@@ -230,6 +220,7 @@ def reindex_vectors(conn: sqlite3.Connection) -> None:
             for m in sorted(models, key=lambda m: (built[m], m))[:len(models) - KEPT_MODELS + 1]:
                 store.delete_model_vectors(conn, m)
                 store.delete_meta(conn, f"vectors_built:{m}")
+            store.set_meta(conn, "vectors_generation", secrets.token_hex(16))
 
 
 def _now() -> str:
@@ -248,13 +239,26 @@ def _vectors_current(conn: sqlite3.Connection) -> bool:
     return store.vector_count(conn, model_id()) == store.doc_count(conn)
 
 
+# (vectors generation, model) at which this process found the model's vectors complete (a few,
+# for a process serving several workspaces): the vectors are not counted again until the index
+# is written (every write sets a new generation).
+_complete_sets: dict[tuple[str, str], None] = {}
+_COMPLETE_KEPT = 8
+
+
 def ensure_current(conn: sqlite3.Connection) -> str | None:
     """Rebuild the index once when an older analyzer built it, or when it lost step with the
     catalog (a catalog change that did not go through reindex_service); build the vectors once
     when there are none (a workspace from before them) or another model made them. One read when
     all is current (store.search_state); returns the vectors generation."""
-    analyzer, docs, operations, vectors, generation = store.search_state(conn, model_id())
-    if analyzer == ANALYZER_VERSION and docs == operations and vectors == docs:
+    model = model_id()
+    analyzer, docs, operations, vectors, generation = store.search_state(
+        conn, model, [g for g, m in _complete_sets if m == model])
+    if analyzer == ANALYZER_VERSION and docs == operations and (vectors is None or vectors == docs):
+        if vectors is not None and generation is not None:
+            _complete_sets[(generation, model)] = None
+            while len(_complete_sets) > _COMPLETE_KEPT:
+                _complete_sets.pop(next(iter(_complete_sets)))
         return generation
     if analyzer != ANALYZER_VERSION or docs != operations:
         with transaction(conn):
@@ -452,20 +456,21 @@ def _semantic(conn: sqlite3.Connection, q: str, service: str | None, named: list
 
 
 def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mode: str = "hybrid"):
-    """[(op_id, score, parts)] best first; parts are the re-rank's (weight, value) features.
+    """[(op_id, score, features)] best first (limit < 0: every candidate); features are what the
+    re-rank scored.
     mode: "hybrid" (lexical and nearest vectors), "lexical" or "vectors" (the bench's baselines)."""
     generation = ensure_current(conn)
     query_terms, named, q = parse_query(conn, q)
     if service:
         named = []
     if not query_terms:     # only a service's name ("github"): its operations in catalog order
-        return [(op_id, ONLY_SERVICE_SCORE, []) for op_id in store.first_operations(conn, named, limit)]
+        return [(op_id, ONLY_SERVICE_SCORE, {}) for op_id in store.first_operations(conn, named, max(limit, 0))]
     semantic = _semantic(conn, q, service, named, generation) if mode != "lexical" else None
     if mode == "vectors":
         if semantic is None:
             return []
         sims, _ = semantic
-        return [(sims.op_ids[i], float(sims.sims[i]), []) for i in sims.nearest(limit, [service] if service else None)]
+        return [(sims.op_ids[i], float(sims.sims[i]), {}) for i in sims.nearest(limit, [service] if service else None)]
     stats = TermStats(conn, {v for t in query_terms for v in _variants(t)})
     n_docs, dfs = stats.n_docs, stats.df
     concepts = _concepts(query_terms, dfs, n_docs)
@@ -503,26 +508,86 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
     affinity = _service_affinity(stats, concepts) if concepts and not (named or service) else {}
     best_bm25 = min(r["bm25"] for r in candidates.values())
     best_sim = max(sim_of.values(), default=0.0)
-    W = FEATURE_WEIGHTS
+    lex_pos = {op_id: i for i, op_id in enumerate(op for op, r in candidates.items() if r["bm25"] < 0)}
+    sem_pos: dict[str, int] = {}
+    if semantic is not None:
+        for i in semantic[1]:
+            sem_pos.setdefault(semantic[0].op_ids[i], len(sem_pos))
+    total = sum(weight for weight, _ in concepts)
+    plural = any(len(w) > 3 and w.endswith("s") and not w.endswith("ss") and w not in STOP_WORDS
+                 for w in words(q)) or any(t in LIST_TERMS for t in query_terms)
     scored = []
     for op_id, r in candidates.items():
         fields = {f: (r[f] or "").split() for f in FIELD_WEIGHTS}
-        parts = [
-            (W["bm25"], r["bm25"] / best_bm25 if best_bm25 < 0 else 0.0),
-            (W["coverage"], _coverage(fields, concepts, index) if concepts else 0.0),
-            (W["name_precision"], _name_precision(fields["name"], wanted)),
-            (W["action"], action_fit(asked, r["action"], r["method"], r["shape"])),
-        ]
-        if best_sim > 0:
-            parts.append((W["semantic"], sim_of[op_id] / best_sim))
-        if named:
-            parts.append((W["named_service"], 1.0 if r["service"] in named else 0.0))
-        elif affinity:
-            parts.append((W["affinity"], affinity.get(r["service"], 0.0)))
-        score = sum(w * x for w, x in parts) / sum(w for w, _ in parts)
-        scored.append((op_id, score, parts))
+        x = {
+            "bm25": r["bm25"] / best_bm25 if best_bm25 < 0 else 0.0,
+            "coverage": _coverage(fields, concepts, index) if concepts else 0.0,
+            "cov_name": _field_share(fields["name"], concepts, index, total),
+            "cov_summary": _field_share(fields["summary"], concepts, index, total),
+            "name_precision": _name_precision(fields["name"], wanted),
+            "action": action_fit(asked, r["action"], r["method"], r["shape"]),
+            "semantic": sim_of[op_id] / best_sim if best_sim > 0 else 0.0,
+            "cosine": sim_of.get(op_id, 0.0),
+            "lex_rank": 1.0 / (1 + lex_pos[op_id]) if op_id in lex_pos else 0.0,
+            "sem_rank": 1.0 / (1 + sem_pos[op_id]) if op_id in sem_pos else 0.0,
+            "named_service": 1.0 if named and r["service"] in named else 0.0,
+            "other_service": 1.0 if named and r["service"] not in named else 0.0,
+            "affinity": affinity.get(r["service"], 0.0),
+            "path_depth": min(len(fields["path"]), 6) / 6,
+            "name_length": min(len(fields["name"]), 8) / 8,
+            "item_singular": 1.0 if r["shape"] == "item" and not plural else 0.0,
+            "collection_plural": 1.0 if r["shape"] == "collection" and plural else 0.0,
+            "name_unasked": min(sum(1 for t in fields["name"] if t not in wanted and t not in HTTP_METHOD_WORDS), 6) / 6,
+            "deprecated": 1.0 if any(t.startswith("deprec") or t == "legaci" for t in fields["name"]) else 0.0,
+            **{f"is_{a}": 1.0 if r["action"] == a else 0.0 for a in _ACTIONS},
+            **{f"no_verb_{a}": 1.0 if not asked and r["action"] == a else 0.0 for a in _ACTIONS},
+        }
+        scored.append((op_id, _score(x), x))
     scored.sort(key=lambda s: (-s[1], s[0]))
-    return scored[:limit]
+    return scored if limit < 0 else scored[:limit]
+
+
+_ACTIONS = ("list", "get", "create", "update", "delete", "search")
+
+
+def _field_share(field_terms: list[str], concepts, index, total: float) -> float:
+    """Share of the phrase's weight (idf) found in one field of the operation."""
+    if not total:
+        return 0.0
+    found: set[int] = set()
+    for term in set(field_terms).intersection(index):
+        found.update(i for i, _ in index[term])
+    return sum(concepts[i][0] for i in found) / total
+
+
+def _load_rerank() -> dict[str, float]:
+    """The re-rank's weights (rerank.json, fitted by bench/train_rerank.py on the tuning sets)."""
+    data = json.loads((Path(__file__).parent / "rerank.json").read_text(encoding="utf-8"))
+    return {"": float(data["bias"]), **{k: float(v) for k, v in data["weights"].items()}}
+
+
+RERANK = _load_rerank()
+_parsed: tuple[dict[str, float], float, list[tuple[str, float]], list[tuple[str, str, float]]] | None = None
+
+
+def _score(x: dict[str, float]) -> float:
+    """The learned re-rank: a logistic model over the candidate's features and some products
+    of two ("a*b"), in (0, 1)."""
+    global _parsed
+    if _parsed is None or _parsed[0] is not RERANK:     # RERANK replaced (the bench's ablations)
+        single = [(f, w) for f, w in RERANK.items() if f and "*" not in f and w]
+        pairs = [(f.split("*", 1)[0], f.split("*", 1)[1], w) for f, w in RERANK.items() if "*" in f and w]
+        _parsed = (RERANK, RERANK[""], single, pairs)
+    _, z, single, pairs = _parsed
+    get = x.get
+    z += sum(w * get(f, 0.0) for f, w in single)
+    z += sum(w * get(a, 0.0) * get(b, 0.0) for a, b, w in pairs)
+    return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
+
+
+def candidate_features(conn: sqlite3.Connection, q: str, service: str | None = None):
+    """[(op_id, features)] for every candidate of a phrase (bench/train_rerank.py fits on these)."""
+    return [(op_id, x) for op_id, _, x in _rank(conn, q, service, -1)]
 
 
 def search(conn: sqlite3.Connection, q: str, service: str | None = None, limit: int = 20,

@@ -14,40 +14,38 @@ import sqlite3
 from typing import Callable
 
 from workspacectl.engine.db import transaction
-from workspacectl.engine.migrations import m001_identity, m002_catalog, m003_catalog_search, m004_vault, m005_connections, m006_projects
-from workspacectl.engine.migrations import m007_workflows
-from workspacectl.engine.migrations import m008_project_files
-from workspacectl.engine.migrations import m009_memory
-from workspacectl.engine.migrations import m010_skills
-from workspacectl.engine.migrations import m011_memory_held
-from workspacectl.engine.migrations import m012_catalog_history
-from workspacectl.engine.migrations import m013_leases
-from workspacectl.engine.migrations import m014_credential_names
-from workspacectl.engine.migrations import m015_operation_vectors
-from workspacectl.engine.migrations import m016_blobs
-from workspacectl.engine.migrations import m019_search_postings
-from workspacectl.engine.migrations import m021_model_vectors
 
-MIGRATIONS = [
-    ("m001_identity", m001_identity.up),
-    ("m002_catalog", m002_catalog.up),
-    ("m003_catalog_search", m003_catalog_search.up),
-    ("m004_vault", m004_vault.up),
-    ("m005_connections", m005_connections.up),
-    ("m006_projects", m006_projects.up),
-    ("m007_workflows", m007_workflows.up),
-    ("m008_project_files", m008_project_files.up),
-    ("m009_memory", m009_memory.up),
-    ("m010_skills", m010_skills.up),
-    ("m011_memory_held", m011_memory_held.up),
-    ("m012_catalog_history", m012_catalog_history.up),
-    ("m013_leases", m013_leases.up),
-    ("m014_credential_names", m014_credential_names.up),
-    ("m015_operation_vectors", m015_operation_vectors.up),
-    ("m016_blobs", m016_blobs.up),
-    ("m019_search_postings", m019_search_postings.up),
-    ("m021_model_vectors", m021_model_vectors.up),
-]
+
+def _lazy(name: str) -> Callable:
+    """up(conn) of migration `name`, its module imported only when it runs: a workspace that has
+    them all (every open after its first) imports none of them, which keeps local start-up short."""
+    def up(conn):
+        return importlib.import_module(f"{__name__}.{name}").up(conn)
+
+    up.__qualname__ = f"{name}.up"
+    return up
+
+
+MIGRATIONS = [(name, _lazy(name)) for name in (
+    "m001_identity",
+    "m002_catalog",
+    "m003_catalog_search",
+    "m004_vault",
+    "m005_connections",
+    "m006_projects",
+    "m007_workflows",
+    "m008_project_files",
+    "m009_memory",
+    "m010_skills",
+    "m011_memory_held",
+    "m012_catalog_history",
+    "m013_leases",
+    "m014_credential_names",
+    "m015_operation_vectors",
+    "m016_blobs",
+    "m019_search_postings",
+    "m021_model_vectors",
+)]
 
 
 def apply_migrations(conn: sqlite3.Connection) -> list[str]:
@@ -81,7 +79,7 @@ def _run(conn, create_table: str, step: Callable[[str, Callable], Callable], rec
 
 
 def _postgres_step(name: str, up: Callable) -> Callable:
-    sql = getattr(importlib.import_module(up.__module__), "POSTGRES_SQL", None)
+    sql = getattr(importlib.import_module(f"{__name__}.{name}"), "POSTGRES_SQL", None)
     if sql is None:
         raise RuntimeError(f"migration {name} has no POSTGRES_SQL")
     return lambda conn: conn.execute_script(sql)

@@ -74,14 +74,22 @@ def service_term_freqs(conn: sqlite3.Connection, terms: Iterable[str]) -> list[t
         terms)]
 
 
-def search_state(conn: sqlite3.Connection, model: str) -> tuple[str | None, int, int, int, str | None]:
+def search_state(conn: sqlite3.Connection, model: str,
+                 complete_at: list[str]) -> tuple[str | None, int, int, int | None, str | None]:
     """(analyzer version, indexed operations, catalog operations, `model`'s vectors, vectors
-    generation) in one statement: what every search checks before it reads the index."""
+    generation) in one statement: what every search checks before it reads the index. The
+    vectors are counted only when the generation is none of `complete_at` (generations at which
+    the caller found `model`'s set complete: every write of the index sets a new one); None
+    then. Counting them reads every row of the model (~20 ms at 100,000 operations)."""
+    marks = ", ".join("?" * len(complete_at)) or "NULL"
     row = conn.execute(
         "SELECT (SELECT value FROM operation_search_meta WHERE key = 'analyzer_version'), "
         "(SELECT count(*) FROM operation_search_docs), (SELECT count(*) FROM operations), "
-        "(SELECT count(*) FROM operation_model_vectors WHERE model = ?), "
-        "(SELECT value FROM operation_search_meta WHERE key = 'vectors_generation')", (model,)).fetchone()
+        "CASE WHEN (SELECT value FROM operation_search_meta WHERE key = 'vectors_generation') "
+        f"IN ({marks}) THEN NULL "
+        "ELSE (SELECT count(*) FROM operation_model_vectors WHERE model = ?) END, "
+        "(SELECT value FROM operation_search_meta WHERE key = 'vectors_generation')",
+        (*complete_at, model)).fetchone()
     return row[0], row[1], row[2], row[3], row[4]
 
 
