@@ -360,3 +360,34 @@ def test_a_bad_busy_timeout_setting_is_refused_saying_what_to_do(workspace, home
         r = run_wsctl(args, {**env, "WSCTL_BUSY_TIMEOUT_MS": value}, expect=7)
         assert r.err.strip().splitlines() == [r.err.strip()] and "Traceback" not in r.err, r.err
         assert "WSCTL_BUSY_TIMEOUT_MS must be a whole number of milliseconds from 1 to 3600000" in r.err
+
+
+
+@pytest.mark.parametrize("command", [["specialist", "list"], ["serve", "--port", "0"]], ids=["command", "serve"])
+def test_bringing_a_workspace_up_to_date_under_a_held_lock_is_409_not_a_database_error(command, workspace, home):
+    """A newer wsctl opening a workspace writes once (its built-in catalog, its migrations), as a
+    command or as `wsctl serve`. When another process holds the write lock past the busy timeout,
+    that is the same 409 "retry" (exit 6, one line) as any other write, never "OperationalError:
+    database is locked" with exit 1, and nothing is written; once the lock is free the next
+    command brings the workspace up to date."""
+    import sqlite3
+
+    env = {**base_env(home), "WSCTL_WORKSPACE": str(workspace), "WSCTL_BUSY_TIMEOUT_MS": str(SHORT_BUSY_MS)}
+    holder = sqlite3.connect(str(workspace / "workspace.db"), isolation_level=None)
+    read = "SELECT value FROM settings WHERE key = 'catalog.builtin_hash'"
+    try:
+        # What an older wsctl leaves: another built-in catalog recorded as loaded.
+        holder.execute("UPDATE settings SET value = 'an-older-catalog' WHERE key = 'catalog.builtin_hash'")
+        assert holder.total_changes == 1
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            r = run_wsctl(command, env, expect=6, timeout=120)
+        finally:
+            holder.execute("ROLLBACK")
+        assert "retry" in r.err and "OperationalError" not in r.err and "Traceback" not in r.err, r.err
+        assert len(r.err.strip().splitlines()) == 1, r.err
+        assert holder.execute(read).fetchone()[0] == "an-older-catalog"
+        run_wsctl(["specialist", "list"], env)
+        assert holder.execute(read).fetchone()[0] != "an-older-catalog"
+    finally:
+        holder.close()

@@ -85,11 +85,24 @@ class Workspace:
         return ApiError("conflict", f"A workspace already exists at {path}. Use it (WSCTL_WORKSPACE={path}) or pick another folder.")
 
     def _migrate(self) -> None:
+        """Bring the schema and the built-in catalog up to this wsctl's (both write only when this
+        wsctl is newer than the last one that opened the workspace). Another process holding the
+        write lock past the busy timeout is 409 "retry" (exit 6), as for any write, and a disk
+        that refuses the write is 503: never a bare database error."""
+        from workspacectl.engine.db import storage_failure
         from workspacectl.engine.migrations import apply_migrations
 
         self.blobs.mkdir(parents=True, exist_ok=True)
-        apply_migrations(self.conn())
-        self._load_builtins()
+        try:
+            apply_migrations(self.conn())
+            self._load_builtins()
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) and "busy" not in str(e):
+                if (refused := storage_failure(e)) is not None:
+                    raise refused from None
+                raise
+            raise ApiError("conflict", "The workspace is busy (another process holds its write lock) while this "
+                                       "wsctl brings it up to date; retry in a moment.") from None
 
     def _load_builtins(self) -> None:
         """Load the package's built-in catalog once per package version (see engine/catalog/builtins.py)."""
