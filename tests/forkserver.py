@@ -7,9 +7,10 @@ worker that has imported those modules once and forks a child for each command. 
 real, separate process running the real entry point exactly as `python -m workspacectl` does
 (runpy's `-m` path, `sys.argv`, `sys.path[0]` = its working directory): its own environment,
 working directory, stdin/stdout/stderr (the caller's pipes, files or terminal, passed as file
-descriptors), its own exit code and signals (the caller sends them to its pid). What differs from
-a fresh interpreter: the modules above are already imported when main() starts, and the child's
-parent is the fork server, not the test (its exit status is relayed over a socket).
+descriptors), its own exit code and signals (the caller sends them to its pid), and the
+interpreter's own exit (modules torn down, connections and files closed, atexit run). What differs
+from a fresh interpreter: the modules above are already imported when main() starts, and the
+child's parent is the fork server, not the test (its exit status is relayed over a socket).
 
 So the tests that are about the interpreter's start itself keep starting fresh ones: the start-up
 and lazy-import tests (tests/cli/test_cli_startup.py, test_imports.py) and every test that starts
@@ -181,49 +182,9 @@ def server_main(path: str, kind: str) -> None:
     _become(request, fds)
     import runpy
 
-    try:
-        runpy._run_module_as_main("workspacectl", alter_argv=True)   # what `python -m workspacectl` calls
-        code = 0
-    except SystemExit as e:
-        code = _exit_code(e.code)
-    except BaseException:
-        import traceback
-
-        traceback.print_exc()
-        code = 1
-    _finish(code)
-
-
-def _exit_code(value) -> int:
-    """As the interpreter turns SystemExit's value into the process's exit code."""
-    if value is None:
-        return 0
-    if isinstance(value, int):
-        return value & 0xFF
-    try:
-        print(value, file=sys.stderr)
-    except Exception:
-        pass
-    return 1
-
-
-def _finish(code: int) -> None:
-    """The interpreter's own exit, less tearing down every module (in a forked child that would
-    copy the fork server's whole memory page by page): non-daemon threads joined, atexit
-    functions run, stdout and stderr flushed (a failing flush is exit 120, as Python has it)."""
-    import atexit as _atexit
-
-    try:
-        threading._shutdown()
-    except Exception:
-        pass
-    _atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            code = 120
-    os._exit(code)
+    # what `python -m workspacectl` runs; its SystemExit (or error) ends this process as the
+    # interpreter ends any: connections and files closed, atexit run, the same exit code
+    runpy._run_module_as_main("workspacectl", alter_argv=True)
 
 
 # ---------------------------------------------------------------- the client (the test worker)
