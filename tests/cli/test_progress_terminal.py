@@ -43,7 +43,8 @@ def with_terminal_stderr(env: dict, args) -> tuple[int, str, str]:
 
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
-    out = proc.stdout.read()
+    with proc.stdout:      # closed once read: not left to the collector (a ResourceWarning)
+        out = proc.stdout.read()
     code = proc.wait(WAIT_LIMIT)
     reader.join(WAIT_LIMIT)
     os.close(master)
