@@ -94,7 +94,10 @@ def test_a_note_already_in_the_guide_is_dropped(backend):
     b = propose(backend, {"text": "Name branches after tickets."})
     prefix = propose(backend, {"text": "Name branches"})              # a part of a line is not "already there"
     result = org_result(backend)
-    assert result["folded"] == [a, prefix] and result["dropped"] == [b] and result["version"] == 3
+    # One version per batch that folds, and a batch also ends after BATCH_SECONDS: on a busy
+    # machine `a` and `prefix` may land in two batches (3 or 4, never more: b folds nothing).
+    assert result["folded"] == [a, prefix] and result["dropped"] == [b] and result["version"] in (3, 4)
+    assert backend.ok("GET", ORG)["version"] == result["version"]
     assert backend.ok("GET", ORG)["guide"].count("Name branches after tickets.") == 1
 
 
@@ -110,7 +113,8 @@ def test_files_are_written_listed_and_downloaded(backend):
                       "file": {"path": "guides/style.md", "content": style}})
     propose(backend, {"text": "Ports are listed in ports.txt.", "file": {"path": "ports.txt", "content": "8750 wsctl\n"}})
     assert backend.ok("GET", ORG + "/files") == {"files": [], "nextCursor": None}   # nothing until the fold
-    assert len(org_result(backend)["folded"]) == 2
+    first = org_result(backend)
+    assert len(first["folded"]) == 2   # in one batch, or two on a busy machine (a batch ends after BATCH_SECONDS)
 
     listed = _files(backend)
     assert listed["nextCursor"] is None
@@ -141,7 +145,7 @@ def test_files_are_written_listed_and_downloaded(backend):
     note = propose(backend, {"text": "See guides/style.md.", "section": "Style",
                              "file": {"path": "guides/style.md", "content": "# Style v2\n"}})
     result = org_result(backend)
-    assert result["folded"] == [note] and result["version"] == 3
+    assert result["folded"] == [note] and result["version"] == first["version"] + 1
     assert backend.api("GET", ORG + "/files", query={"path": "guides/style.md"}).body == b"# Style v2\n"
     assert backend.ok("GET", ORG)["guide"].count("See guides/style.md.") == 1
     same = propose(backend, {"text": "See guides/style.md.", "file": {"path": "guides/style.md", "content": "# Style v2\n"}})
