@@ -46,6 +46,7 @@ import functools
 import re
 import sqlite3
 from decimal import Decimal
+from typing import NoReturn
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -191,6 +192,21 @@ def _nul_error() -> ApiError:
 def _is_nul(e: Exception) -> bool:
     return "NUL" in str(e) or isinstance(e, pg_errors.CharacterNotInRepertoire) or \
         isinstance(e, pg_errors.UntranslatableCharacter)
+
+
+def _raise_mapped(e: Exception) -> NoReturn:
+    """A statement's failure as the engine expects it: a NUL in text is 400, a psycopg error its
+    sqlite3 counterpart (_sqlite_error), anything else as it was."""
+    if isinstance(e, ValueError):    # psycopg refuses a NUL in text before sending it
+        if "NUL" in str(e):
+            raise _nul_error() from None
+        raise e
+    if _is_nul(e):
+        raise _nul_error() from None
+    mapped = _sqlite_error(e)
+    if mapped is e:
+        raise e
+    raise mapped from None
 
 
 # ------------------------------------------------------------------------------- the connection
@@ -388,17 +404,8 @@ class PgConnection:
                 if attempt == 2 or self._session.info.transaction_status != TransactionStatus.IDLE:
                     raise _sqlite_error(e) from None
                 self._session.execute("DEALLOCATE ALL")  # psycopg forgets its prepared names too
-            except psycopg.Error as e:
-                if _is_nul(e):
-                    raise _nul_error() from None
-                mapped = _sqlite_error(e)
-                if mapped is e:
-                    raise
-                raise mapped from None
-            except ValueError as e:
-                if "NUL" in str(e):
-                    raise _nul_error() from None
-                raise
+            except (psycopg.Error, ValueError) as e:
+                _raise_mapped(e)
         raise AssertionError("unreachable")
 
     def _hold(self, sql: str, params) -> "HeldCursor":
@@ -442,16 +449,9 @@ class PgConnection:
                     self._session.execute("ROLLBACK TO SAVEPOINT wsctl_stmt")
                 except psycopg.Error:
                     pass    # the BEGIN sent with it failed (lock timeout): the engine rolls back
-            if _is_nul(e):
-                raise _nul_error() from None
-            mapped = _sqlite_error(e)
-            if mapped is e:
-                raise
-            raise mapped from None
-        except ValueError as e:        # psycopg refuses a NUL in text before sending it
-            if "NUL" in str(e):
-                raise _nul_error() from None
-            raise
+            _raise_mapped(e)
+        except ValueError as e:
+            _raise_mapped(e)
         return Cursor(self, cur)
 
     def execute_script(self, sql: str) -> None:
