@@ -10,7 +10,7 @@ import sqlite3
 import urllib.parse
 
 from workspacectl.engine import registry
-from workspacectl.engine.db import WouldBlock, on_quick_thread, quick_calls, storage_failure
+from workspacectl.engine.db import WouldBlock, is_busy, on_quick_thread, quick_calls, refused_write
 from workspacectl.engine.registry import Caller, Ctx, PublicCtx, Response
 from workspacectl.engine.scopes import check_scope
 from workspacectl.engine.validate import text_problem
@@ -111,15 +111,12 @@ class Engine:
         try:
             result = handler(ctx)
         except sqlite3.OperationalError as e:
-            if "locked" not in str(e) and "busy" not in str(e):
-                if (refused := storage_failure(e)) is not None:   # disk full, I/O error: 503, nothing saved
-                    raise refused from None
-                raise
-            if on_quick_thread():   # the quick connection does not wait: an engine thread will
+            if is_busy(e) and on_quick_thread():   # the quick connection does not wait: an engine thread will
                 raise WouldBlock("a busy workspace") from None
-            # Another process held the write lock past the busy timeout: nothing was written.
-            raise ApiError("conflict", "The workspace is busy (another process holds its write lock); "
-                                       "retry in a moment.") from None
+            # The write lock held past the busy timeout (409), a disk that refused the write (503).
+            if (refused := refused_write(e)) is not None:
+                raise refused from None
+            raise
         return result if isinstance(result, Response) else Response(200, result)
 
     def handle_quick(self, conn, method: str, path: str, query: dict | None, body, secret: str | None,
@@ -140,7 +137,7 @@ class Engine:
                 try:
                     return self.handle(method, path, query, body, secret, base_url)
                 except sqlite3.OperationalError as e:   # a read outside the handler (authentication)
-                    if "locked" not in str(e) and "busy" not in str(e):
+                    if not is_busy(e):
                         raise
                     raise WouldBlock("a busy workspace") from None
         except WouldBlock:

@@ -136,7 +136,7 @@ class QuickGroup:
         except sqlite3.OperationalError as e:
             if lock is not None:
                 lock.release()
-            if "locked" in str(e) or "busy" in str(e):
+            if is_busy(e):
                 raise WouldBlock("another process's writer") from None
             raise
         self.is_open = True
@@ -204,6 +204,23 @@ _STORAGE_ERRORS = frozenset({getattr(sqlite3, "SQLITE_FULL", 13), getattr(sqlite
                              getattr(sqlite3, "SQLITE_READONLY", 8)})
 
 
+def is_busy(e: BaseException) -> bool:
+    """SQLite's (and the PostgreSQL door's) "the write lock is taken" error."""
+    return isinstance(e, sqlite3.OperationalError) and ("locked" in str(e) or "busy" in str(e))
+
+
+BUSY_MESSAGE = "The workspace is busy (another process holds its write lock); retry in a moment."
+
+
+def refused_write(e: BaseException, busy_message: str = BUSY_MESSAGE) -> ApiError | None:
+    """A write the environment refused, as every door answers it: the write lock held past the busy
+    timeout is 409 "retry", a disk that refuses the write 503 (storage_failure); nothing was
+    written either way. None for any other exception (a bug stays a bug)."""
+    if is_busy(e):
+        return ApiError("conflict", busy_message)
+    return storage_failure(e)
+
+
 def storage_failure(e: BaseException) -> ApiError | None:
     """A write the disk refused (full, I/O error, read-only file) as the answer every door gives:
     503 with one line saying nothing was saved (the transaction was rolled back). None for any
@@ -249,7 +266,7 @@ def transaction(conn: sqlite3.Connection, *, appends_only: bool = False):
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as e:
-                if "locked" in str(e) or "busy" in str(e):
+                if is_busy(e):
                     raise WouldBlock("another process's writer") from None
                 raise
         else:

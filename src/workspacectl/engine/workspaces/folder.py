@@ -89,7 +89,7 @@ class Workspace:
         wsctl is newer than the last one that opened the workspace). Another process holding the
         write lock past the busy timeout is 409 "retry" (exit 6), as for any write, and a disk
         that refuses the write is 503: never a bare database error."""
-        from workspacectl.engine.db import storage_failure
+        from workspacectl.engine.db import refused_write
         from workspacectl.engine.migrations import apply_migrations
 
         self.blobs.mkdir(parents=True, exist_ok=True)
@@ -97,12 +97,11 @@ class Workspace:
             apply_migrations(self.conn())
             self._load_builtins()
         except sqlite3.OperationalError as e:
-            if "locked" not in str(e) and "busy" not in str(e):
-                if (refused := storage_failure(e)) is not None:
-                    raise refused from None
+            refused = refused_write(e, "The workspace is busy (another process holds its write lock) while "
+                                       "this wsctl brings it up to date; retry in a moment.")
+            if refused is None:
                 raise
-            raise ApiError("conflict", "The workspace is busy (another process holds its write lock) while this "
-                                       "wsctl brings it up to date; retry in a moment.") from None
+            raise refused from None
 
     def _load_builtins(self) -> None:
         """Load the package's built-in catalog once per package version (see engine/catalog/builtins.py)."""
