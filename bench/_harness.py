@@ -65,6 +65,18 @@ class Scratch:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def keyed_home(prefix: str, **extra: str) -> tuple[Path, str]:
+    """A fresh temp folder and a new workspace key for an in-process bench: this process's WSCTL_HOME
+    (tmp/home), WSCTL_MASTER_KEY and a keyring that is never asked, plus `extra` variables."""
+    import base64
+
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    key = base64.b64encode(os.urandom(32)).decode()
+    os.environ.update({"WSCTL_HOME": str(tmp / "home"), "WSCTL_MASTER_KEY": key,
+                       "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring", **extra})
+    return tmp, key
+
+
 def local_env(tmp: Path, ws_path: Path) -> dict:
     return {**base_env(tmp / "cli-home"), "WSCTL_WORKSPACE": str(ws_path)}
 

@@ -15,10 +15,8 @@ be wrong): that database is only a measurement and is dropped.
 from __future__ import annotations
 
 import argparse
-import base64
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -26,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
+from bench._harness import keyed_home  # noqa: E402
 from tests.conftest import OWNER, base_env, run_wsctl  # noqa: E402
 
 
@@ -83,10 +82,7 @@ def main() -> None:
 
     from workspacectl.engine.catalog.importer import parse_document
 
-    tmp = Path(tempfile.mkdtemp(prefix="wsctl-pg-import-"))
-    key = base64.b64encode(os.urandom(32)).decode()
-    os.environ.update({"WSCTL_HOME": str(tmp / "home"), "WSCTL_MASTER_KEY": key,
-                       "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"})
+    tmp, key = keyed_home("wsctl-pg-import-")
     docs = sorted(p for p in Path(args.dir).iterdir() if p.suffix in (".json", ".yaml", ".yml"))
     records = [parse_document(p.read_text(), "openapi", "bench-" + p.stem, p.name) for p in docs]
     ops = sum(len(r["operations"]) for r in records)

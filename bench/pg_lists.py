@@ -14,10 +14,8 @@ should not grow with the table.
 from __future__ import annotations
 
 import argparse
-import base64
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -25,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
+from bench._harness import keyed_home  # noqa: E402
 from tests.conftest import OWNER, base_env, run_wsctl  # noqa: E402
 
 BATCH = 1000
@@ -84,10 +83,7 @@ def main() -> None:
     from workspacectl.engine.store import identity
     from workspacectl.engine.workspaces import open_workspace
 
-    tmp = Path(tempfile.mkdtemp(prefix="wsctl-pg-lists-"))
-    key = base64.b64encode(os.urandom(32)).decode()
-    os.environ.update({"WSCTL_HOME": str(tmp / "home"), "WSCTL_MASTER_KEY": key,
-                       "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"})
+    tmp, key = keyed_home("wsctl-pg-lists-")
     made = []
     print(f"{'store':9s} {'rows':>7s} {'stats':8s} {'route':28s} {'p50 ms':>7s} {'p95 ms':>7s}")
     try:

@@ -12,12 +12,10 @@ cProfile of the PostgreSQL run, top K functions by own time. Checks one audit ro
 from __future__ import annotations
 
 import argparse
-import base64
 import cProfile
 import os
 import pstats
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -25,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
-from bench._harness import cpu_seconds  # noqa: E402
+from bench._harness import cpu_seconds, keyed_home  # noqa: E402
 from tests.conftest import OWNER, base_env, run_wsctl  # noqa: E402
 from tests.vault_helpers import APIKEY_TOML, install_service, make_credential  # noqa: E402
 
@@ -80,10 +78,7 @@ def main() -> None:
     from workspacectl.engine.store import identity
     from workspacectl.engine.workspaces import open_workspace
 
-    tmp = Path(tempfile.mkdtemp(prefix="wsctl-pg-token-"))
-    key = base64.b64encode(os.urandom(32)).decode()
-    os.environ.update({"WSCTL_HOME": str(tmp / "home"), "WSCTL_MASTER_KEY": key,
-                       "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"})
+    tmp, key = keyed_home("wsctl-pg-token-")
     db = f"wsctl_bench_token_{os.getpid()}"
     counts = count_round_trips()
     print(f"{'store':9s} {'client CPU µs':>13s} {'db CPU µs':>9s} {'wall µs':>8s} {'round trips':>11s} "
