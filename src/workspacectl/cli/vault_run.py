@@ -243,10 +243,33 @@ def run_command(argv: list[str], env: dict[str, str], secrets: list[str], maskin
             os.set_inheritable(r, False)
             streams.append((w, r, ours.buffer))
     child_ends = [s[0] for s in streams]
+    # The forwarding handlers go in before the child starts: a SIGTERM that arrives between the
+    # start and the handlers would otherwise end wsctl and, through the death signal, the child.
+    started: list[subprocess.Popen] = []
+    early: list[int] = []
+
+    def forward(signum, _frame):
+        if signum == signal.SIGINT and _terminal_foreground():
+            return  # the terminal sent it to the whole group, the child included
+        if not started:
+            early.append(signum)   # sent as soon as the child exists
+            return
+        try:
+            started[0].send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+    previous = {}
+    for name in FORWARDED:
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            previous[sig] = signal.signal(sig, forward)
     try:
         proc = subprocess.Popen(argv, env=child_env, stdout=child_ends[0], stderr=child_ends[1], close_fds=True,
                                 preexec_fn=_death_signal_setter())
     except (FileNotFoundError, PermissionError, OSError) as e:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         for child_end, ours_end, _ in streams:
             for fd in (child_end, ours_end):
                 if fd is not None:
@@ -262,25 +285,15 @@ def run_command(argv: list[str], env: dict[str, str], secrets: list[str], maskin
     for fd in child_ends:
         if fd is not None:
             os.close(fd)  # the child holds them now; the pty reads EIO / the pipe EOF once it is done
+    started.append(proc)
+    for signum in early:
+        forward(signum, None)
     watchdog = start_watchdog(proc.pid) if hasattr(os, "fork") else None
-
-    def forward(signum, _frame):
-        if signum == signal.SIGINT and _terminal_foreground():
-            return  # the terminal sent it to the whole group, the child included
-        try:
-            proc.send_signal(signum)
-        except ProcessLookupError:
-            pass
 
     def resize(_signum, _frame):
         for ours, master in ptys:
             _copy_size(ours, master)
 
-    previous = {}
-    for name in FORWARDED:
-        sig = getattr(signal, name, None)
-        if sig is not None:
-            previous[sig] = signal.signal(sig, forward)
     if ptys and hasattr(signal, "SIGWINCH"):
         previous[signal.SIGWINCH] = signal.signal(signal.SIGWINCH, resize)
     threads: list[threading.Thread] = []
