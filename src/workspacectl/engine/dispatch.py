@@ -119,6 +119,15 @@ class Engine:
             raise
         return result if isinstance(result, Response) else Response(200, result)
 
+    @staticmethod
+    def quick_route(method: str, path: str) -> str | None:
+        """"METHOD /path/{param}" of the quick route (registry.route quick=True) a request is for, or
+        None: what the server runs on its event loop (handle_quick), and the label it counts by."""
+        route, _, _ = registry.match(method.upper(), split_path(path)[0])
+        if route is None or not registry.is_quick(route):
+            return None
+        return f"{route.method} {route.path}"
+
     def handle_quick(self, conn, method: str, path: str, query: dict | None, body, secret: str | None,
                      base_url: str | None = None) -> Response:
         """handle() on this thread, which must not wait (the server's event loop), with `conn`
