@@ -10,7 +10,7 @@ import sqlite3
 import urllib.parse
 
 from workspacectl.engine import registry
-from workspacectl.engine.db import WouldBlock, is_busy, on_quick_thread, quick_calls, refused_write
+from workspacectl.engine.db import WouldBlock, is_busy, on_quick_thread, quick_calls, refused_write, storage_failure
 from workspacectl.engine.registry import Caller, Ctx, PublicCtx, Response
 from workspacectl.engine.scopes import check_scope
 from workspacectl.engine.validate import text_problem
@@ -156,11 +156,16 @@ class Engine:
 
     def handle(self, method: str, path: str, query: dict | None, body, secret: str | None,
                base_url: str | None = None, progress=None) -> Response:
-        """Authenticate a presented secret, then call; every ApiError becomes its error body."""
+        """Authenticate a presented secret, then call; every ApiError becomes its error body, and so
+        does a store that refused authentication's read (call maps the handler's own: 503)."""
         try:
             return self.call(self.authenticate(secret), method, path, query, body, base_url, progress)
         except ApiError as e:
             return Response(e.status, e.body())
+        except sqlite3.OperationalError as e:
+            if (refused := storage_failure(e)) is None:
+                raise
+            return Response(refused.status, refused.body())
 
 
 MAX_BODY_VALUES = 2_000_000
