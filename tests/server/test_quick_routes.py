@@ -33,7 +33,7 @@ def _issued(workspace, cred: str) -> int:
     try:
         return count_access_log(ws.conn(), cred, "issued")
     finally:
-        ws.close_thread_conn()
+        ws.close()
 
 
 def test_only_declared_routes_are_quick():
@@ -82,7 +82,7 @@ def test_handle_quick_refuses_other_routes_and_waits_with_nothing_written(worksp
         assert _issued(workspace, cred) == 2
     finally:
         quick.close()
-        ws.close_thread_conn()
+        ws.close()
         b.close()
 
 
