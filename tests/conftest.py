@@ -48,6 +48,12 @@ def base_env(home: Path) -> dict:
     return env
 
 
+# For a command that is expected to find no server (or a misbehaving one): its retries go at once, as
+# many as by default (WSCTL_RETRY_BACKOFF_MS=0), instead of waiting ~2.5-3 s of backoff each.
+# tests/cli/test_remote_errors.py keeps one command on the default waits and checks them.
+NO_BACKOFF = {"WSCTL_RETRY_BACKOFF_MS": "0"}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
