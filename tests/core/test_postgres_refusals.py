@@ -162,12 +162,9 @@ def _as_role(url: str, role: str) -> str:
     return f"{scheme}://{role}@{rest.partition('@')[2]}"
 
 
-def test_a_connection_refused_for_too_many_connections_answers_503(pg_workspace, pg_databases, limited_role,
-                                                                   home, tmp_path):
-    """The server runs as a role whose connection limit drops to 0 once it is up: what it had open
-    goes on working; a request that needs a new connection (an engine thread added while the only
-    one waits for the writer lock) is 503 saying to retry later, and so is a local command. The
-    waiting write then completes, once."""
+@pytest.fixture
+def served_as_limited_role(pg_workspace, pg_databases, limited_role, home, tmp_path):
+    """(backend, its URL as the limited role): `wsctl serve` connected as that role."""
     url = _as_role(str(pg_workspace), limited_role)
     env = {**pg_env(tmp_path / "server-home", pg_databases), "WSCTL_BLOB_DIR": str(pg_workspace / "blobs"),
            "WSCTL_BUSY_TIMEOUT_MS": "600000"}
@@ -175,31 +172,65 @@ def test_a_connection_refused_for_too_many_connections_answers_503(pg_workspace,
                           args=("--memory-interval", "0"))
     b = make_backend("remote", pg_workspace, home, server=server)
     try:
-        assert b.ok("GET", "/v1/members")["members"]
-        _sql(str(pg_workspace), f"ALTER ROLE {limited_role} CONNECTION LIMIT 0")
-        cli = run_wsctl(["members", "list"], {**pg_env(home, pg_databases), "WSCTL_WORKSPACE": url}, expect=None)
-        assert cli.code == 8 and len(cli.err.strip().splitlines()) == 1, cli
-        assert "too many connections" in cli.err and "retry later" in cli.err and "Traceback" not in cli.err
-        added = {}
-        with psycopg.connect(str(pg_workspace)) as holder:      # holds the writer lock: the write waits
-            holder.execute("SELECT pg_advisory_xact_lock(%s, %s)", (0x77736374, 1))
-            writer = threading.Thread(target=lambda: added.setdefault(
-                "r", b.api("POST", "/v1/members", {"email": "wanda@example.com", "name": "Wanda"})))
-            writer.start()
-            wait_until(lambda: _sql(str(pg_workspace), "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a "
-                                    "USING (pid) WHERE a.usename = %s AND l.locktype = 'advisory' AND NOT l.granted",
-                                    (limited_role,))[0][0] == 1, "the write waiting for the writer lock")
-            with httpx.Client(base_url=b.base_url, trust_env=False, timeout=60,
-                              headers={"Authorization": f"Bearer {b.owner_token}"}) as c:
-                r = c.get("/v1/members")
-        writer.join(60)
-        assert r.status_code == 503, r.text
-        message = r.json()["error"]["message"]
-        assert r.json()["error"]["code"] == "unreachable" and "\n" not in message
-        assert "too many connections" in message and message.endswith("retry later.")
-        assert added["r"].status == 201
-        assert _sql(str(pg_workspace), "SELECT count(*) FROM members WHERE email = 'wanda@example.com'")[0][0] == 1
+        yield b, url
     finally:
         b.close()
         _sql(str(pg_workspace), f"ALTER ROLE {limited_role} CONNECTION LIMIT -1")
     assert "Traceback" not in server.log_text()
+
+
+def test_a_connection_refused_for_too_many_connections_answers_503(served_as_limited_role, pg_databases,
+                                                                   limited_role, home):
+    """The server runs as a role whose connection limit drops to 0 once it is up: what it had open
+    goes on working; a request that needs a new connection (an engine thread added while the only
+    one waits for the writer lock) is 503 saying to retry later, and so is a local command. The
+    waiting write then completes, once."""
+    b, url = served_as_limited_role
+    admin = str(b.workspace)
+    assert b.ok("GET", "/v1/members")["members"]
+    _sql(admin, f"ALTER ROLE {limited_role} CONNECTION LIMIT 0")
+    cli = run_wsctl(["members", "list"], {**pg_env(home, pg_databases), "WSCTL_WORKSPACE": url}, expect=None)
+    assert cli.code == 8 and len(cli.err.strip().splitlines()) == 1, cli
+    assert "too many connections" in cli.err and "retry later" in cli.err and "Traceback" not in cli.err
+    added = {}
+    with psycopg.connect(admin) as holder:      # holds the writer lock: the write waits
+        holder.execute("SELECT pg_advisory_xact_lock(%s, %s)", (0x77736374, 1))
+        writer = threading.Thread(target=lambda: added.setdefault(
+            "r", b.api("POST", "/v1/members", {"email": "wanda@example.com", "name": "Wanda"})))
+        writer.start()
+        wait_until(lambda: _sql(admin, "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
+                                "WHERE a.usename = %s AND l.locktype = 'advisory' AND NOT l.granted",
+                                (limited_role,))[0][0] == 1, "the write waiting for the writer lock")
+        with httpx.Client(base_url=b.base_url, trust_env=False, timeout=60,
+                          headers={"Authorization": f"Bearer {b.owner_token}"}) as c:
+            r = c.get("/v1/members")
+    writer.join(60)
+    assert r.status_code == 503, r.text
+    message = r.json()["error"]["message"]
+    assert r.json()["error"]["code"] == "unreachable" and "\n" not in message
+    assert "too many connections" in message and message.endswith("retry later.")
+    assert added["r"].status == 201
+    assert _sql(admin, "SELECT count(*) FROM members WHERE email = 'wanda@example.com'")[0][0] == 1
+
+
+def test_a_refused_read_while_authenticating_answers_503(served_as_limited_role, tmp_path):
+    """The read of the presented key itself refused (out of memory: a row-level security policy on
+    the secrets table that raises 53200, which binds the server's role but not the superuser's): 503
+    for an API call, for an upload refused before its body is read, and exit 8 for the CLI."""
+    b, _ = served_as_limited_role
+    admin = str(b.workspace)
+    pid = make_project(b, "Before")
+    _sql(admin, "CREATE FUNCTION wsctl_test_refuse_read() RETURNS boolean LANGUAGE plpgsql AS $$ "
+                "BEGIN RAISE EXCEPTION 'refused for the test' USING ERRCODE = '53200'; END $$")
+    _sql(admin, "CREATE POLICY wsctl_test_refuse ON secrets USING (wsctl_test_refuse_read())")
+    _sql(admin, "ALTER TABLE secrets ENABLE ROW LEVEL SECURITY")
+    _sql(admin, "ALTER TABLE secrets FORCE ROW LEVEL SECURITY")
+    r = b.api("GET", "/v1/members")
+    _assert_refused(r.status, r.body, "out of memory")
+    up = b._http.post(f"/v1/projects/{pid}/files/bundle", content=targz({"a.md": "a"}),
+                      headers={"Authorization": f"Bearer {b.owner_token}", "Content-Type": "application/gzip"})
+    _assert_refused(up.status_code, up.json(), "out of memory")
+    _assert_cli_refused(b.wsctl("members", "list", expect=None), "out of memory")
+    _sql(admin, "ALTER TABLE secrets DISABLE ROW LEVEL SECURITY")
+    assert b.ok("GET", "/v1/members")["members"]
+    assert b.ok("GET", f"/v1/projects/{pid}/files")["files"] == []
