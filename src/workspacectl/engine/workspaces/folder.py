@@ -12,7 +12,8 @@ import threading
 from pathlib import Path
 
 from workspacectl import clock
-from workspacectl.engine.db import open_db, open_quick_db, transaction
+from workspacectl.engine.db import open_db, transaction
+from workspacectl.engine.db.quick import open_quick_db
 from workspacectl.errors import ApiError
 
 DB_NAME = "workspace.db"
