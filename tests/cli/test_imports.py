@@ -11,6 +11,8 @@ from workspacectl import __version__
 from tests.conftest import OWNER, base_env, run_wsctl
 
 HTTP_STACK = ("httpx", "httpcore", "fastapi", "starlette", "uvicorn")
+# The server's event loop (engine/db/quick.py and the HTTP layer): ~25 modules a local command does without.
+SERVER_ONLY = ("asyncio", "ssl", "concurrent")
 
 # Runs several commands in one interpreter, as `wsctl` would run each, and reports after each
 # one the top-level packages it imported, its exit code and its output; then all packages loaded.
@@ -48,6 +50,7 @@ def test_help_and_local_commands_do_not_import_the_http_stack(workspace, home):
     for r in report:
         assert not set(r["imported"]) & set(HTTP_STACK), (r["argv"], sorted(set(r["imported"]) & set(HTTP_STACK)))
         assert "numpy" not in r["imported"], r["argv"]     # only search and catalog import load it
+        assert not set(r["imported"]) & set(SERVER_ONLY), (r["argv"], sorted(set(r["imported"]) & set(SERVER_ONLY)))
     assert not set(answer["loaded"]) & set(HTTP_STACK)  # nor by importing the CLI itself
 
 
