@@ -35,7 +35,7 @@ def _issued(workspace, cred: str) -> int:
     try:
         return count_access_log(ws.conn(), cred, "issued")
     finally:
-        ws.close_thread_conn()
+        ws.close()
 
 
 def test_only_declared_routes_are_quick():
@@ -84,7 +84,7 @@ def test_handle_quick_refuses_other_routes_and_waits_with_nothing_written(worksp
         assert _issued(workspace, cred) == 2
     finally:
         quick.close()
-        ws.close_thread_conn()
+        ws.close()
         b.close()
 
 
@@ -388,7 +388,7 @@ def _writer_on(workspace, home):
     cred = _credential(workspace, b.owner["id"])
     ws = open_ws(workspace)
     engine = Engine(ws)
-    pool = EnginePool(on_thread_exit=ws.close_thread_conn)
+    pool = EnginePool(on_thread_exit=ws.close)
     writer = QuickWriter(ws.quick_conn(), pool.submit, ws.conn)
     path = f"/v1/credentials/{cred}/token"
     assert engine.handle("POST", path, None, {"reason": "load the keys"}, b.owner_token).status == 200
@@ -406,7 +406,7 @@ def _hold_in_a_transaction(ws):
         with transaction(ws.conn()):
             held.set()
             release.wait(60)
-        ws.close_thread_conn()
+        ws.close()
 
     t = threading.Thread(target=hold)
     t.start()
@@ -450,7 +450,7 @@ def test_a_quick_token_finding_the_write_lock_held_waits_on_the_loop_and_is_answ
     finally:
         pool.shutdown()
         writer.conn.close()
-        ws.close_thread_conn()
+        ws.close()
         b.close()
 
 
@@ -480,7 +480,7 @@ def test_a_write_lock_held_past_the_busy_timeout_is_409_on_the_loop_with_nothing
     finally:
         pool.shutdown()
         writer.conn.close()
-        ws.close_thread_conn()
+        ws.close()
         b.close()
 
 

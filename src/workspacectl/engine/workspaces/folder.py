@@ -151,12 +151,20 @@ class Workspace:
         self._local.conn = conn
         return before
 
-    def close_thread_conn(self) -> None:
-        """Close this thread's connection (for a thread that is about to end)."""
+    def close(self) -> None:
+        """Close this thread's connection: what a thread does once it is done with the workspace
+        (a command, a test, a server thread about to end). Each thread that used conn() closes its
+        own; the workspace stays usable (the next conn() opens a new connection)."""
         c = getattr(self._local, "conn", None)
         if c is not None:
             self._local.conn = None
             c.close()
+
+    def __enter__(self) -> "Workspace":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def setting(self, key: str, default: str | None = None) -> str | None:
         from workspacectl.engine.store.identity import get_setting
