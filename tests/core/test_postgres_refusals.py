@@ -128,6 +128,25 @@ def test_a_refused_blob_chunk_leaves_no_file_and_no_blob(pg_served, tmp_path):
     assert [f["path"] for f in b.ok("GET", f"/v1/projects/{pid}/files")["files"]] == ["b.md"]
 
 
+def test_a_session_the_database_ended_costs_one_503_then_a_new_one_is_opened(pg_served):
+    """The database ends the server's session (pg_terminate_backend, as a restart or failover
+    does): the request that finds it gone is 503 saying to retry (whether a change in flight landed
+    is unknown, so it does not say nothing was saved), and the next one runs on a new session."""
+    b, url = pg_served, str(pg_served.workspace)
+    assert b.ok("GET", "/v1/members")["members"]
+    db = url.rpartition("/")[2]
+    ended = _sql(url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s "
+                      "AND application_name = 'wsctl' AND pid <> pg_backend_pid()", (db,))
+    assert ended and all(ok for (ok,) in ended)
+    r = b.api("GET", "/v1/members")
+    assert r.status == 503, r.body
+    message = r.body["error"]["message"]
+    assert r.body["error"]["code"] == "unreachable" and "\n" not in message
+    assert "connection lost" in message and "retry later" in message and "nothing was saved" not in message
+    assert b.ok("GET", "/v1/members")["members"]
+    assert b.add_member("after@example.com")["email"] == "after@example.com"
+
+
 def test_the_local_door_answers_a_refused_write_alike(pg_workspace, pg_databases, home):
     """A local command on the PostgreSQL workspace (no server): exit 8, one line, no member."""
     url = str(pg_workspace)
