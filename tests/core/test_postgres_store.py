@@ -43,13 +43,14 @@ def test_local_commands_close_their_postgresql_session(pg_env_for, pg_databases,
     shown here as every ResourceWarning is), whether the command made the workspace, succeeded,
     failed or completed a name for the shell."""
     env = {**pg_env_for, "PYTHONWARNINGS": "always::ResourceWarning"}   # a fresh interpreter each
+    # (a completion's time limit is its own test's: here the names must come however busy the machine)
     empty = pg_databases.fresh(tmp_path / "made", empty=True)
     runs = [
         run_wsctl(["init", "--workspace", empty, "--name", "Made", "--owner-name", OWNER["name"],
                    "--owner-email", OWNER["email"]], {**env, "WSCTL_WORKSPACE": ""}, fresh=True),
         run_wsctl(["members", "list"], env, fresh=True),
         run_wsctl(["members", "login-code", "nobody@example.com"], env, expect=5, fresh=True),
-        run_wsctl(["complete-values", "member", ""], env, fresh=True),
+        run_wsctl(["complete-values", "member", ""], {**env, "WSCTL_COMPLETION_SECONDS": "600"}, fresh=True),
     ]
     pg_databases.drop(empty)
     assert OWNER["email"] in runs[1].out and OWNER["name"] in runs[3].out, runs[3]
