@@ -261,6 +261,25 @@ def workspace(tmp_path, home, template_workspace) -> Path:
     return copy_workspace(template_workspace, tmp_path / "ws")
 
 
+@pytest.fixture
+def local_ws():
+    """local_ws(location): the workspace (a folder or a PostgreSQL door's URL) opened in this
+    process for the test's own reads and writes; each one opened is closed when the test ends
+    (Workspace.close: this thread's connection)."""
+    from workspacectl.engine.workspaces import open_workspace
+
+    opened = []
+
+    def open_(location):
+        ws = open_workspace(str(location))
+        opened.append(ws)
+        return ws
+
+    yield open_
+    for ws in opened:
+        ws.close()
+
+
 # ---------------------------------------------------------------- the backend fixture
 
 @dataclass
@@ -358,9 +377,7 @@ class Backend:
             else:
                 self.server.stop_later()
         if self._engine is not None:
-            conn = getattr(self._engine.ws._local, "conn", None)
-            if conn is not None:
-                conn.close()
+            self._engine.ws.close()
         for fn in self.on_close:
             fn()
 
@@ -373,12 +390,11 @@ def _owner_and_token(ws_path: Path) -> tuple[dict, str]:
     from workspacectl.engine.store import identity
     from workspacectl.engine.workspaces import open_workspace
 
-    ws = open_workspace(str(ws_path))
-    conn = ws.conn()
-    owner = member_json(identity.first_owner(conn))
-    with transaction(conn):
-        token, _ = new_session(conn, owner["id"], "tests")
-    conn.close()
+    with open_workspace(str(ws_path)) as ws:
+        conn = ws.conn()
+        owner = member_json(identity.first_owner(conn))
+        with transaction(conn):
+            token, _ = new_session(conn, owner["id"], "tests")
     return owner, token
 
 

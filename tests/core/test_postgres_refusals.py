@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import PgLocation, base_env, make_backend, pg_env, run_wsctl, start_server, wait_until
 from tests.project_helpers import make_project
-from tests.skill_helpers import targz
+from tests.skill_helpers import create, put_url, skill_md, targz
 from tests.vault_helpers import APIKEY_TOML, install_service, make_credential
 
 
@@ -128,6 +128,50 @@ def test_a_refused_blob_chunk_leaves_no_file_and_no_blob(pg_served, tmp_path):
     assert [f["path"] for f in b.ok("GET", f"/v1/projects/{pid}/files")["files"]] == ["b.md"]
 
 
+def test_a_session_the_database_ended_costs_one_503_then_a_new_one_is_opened(pg_served):
+    """The database ends the server's session (pg_terminate_backend, as a restart or failover
+    does): the request that finds it gone is 503 saying to retry (whether a change in flight landed
+    is unknown, so it does not say nothing was saved), and the next one runs on a new session."""
+    b, url = pg_served, str(pg_served.workspace)
+    assert b.ok("GET", "/v1/members")["members"]
+    db = url.rpartition("/")[2]
+    ended = _sql(url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s "
+                      "AND application_name = 'wsctl' AND pid <> pg_backend_pid()", (db,))
+    assert ended and all(ok for (ok,) in ended)
+    r = b.api("GET", "/v1/members")
+    assert r.status == 503, r.body
+    message = r.body["error"]["message"]
+    assert r.body["error"]["code"] == "unreachable" and "\n" not in message
+    assert "connection lost" in message and "retry later" in message and "nothing was saved" not in message
+    assert b.ok("GET", "/v1/members")["members"]
+    assert b.add_member("after@example.com")["email"] == "after@example.com"
+
+
+def test_the_hosted_pages_answer_a_refused_write_with_503(pg_served):
+    """The sign-in link and the presigned skill upload run engine work outside the /v1 routes:
+    a refused write there is 503 too (a page saying to retry, the upload's JSON error), the link
+    and the upload stay unused, and both work once the database accepts writes."""
+    b, url = pg_served, str(pg_served.workspace)
+    link = b.ok("POST", "/v1/auth/web-link", {"next": "/docs"})["url"]
+    sid = create(b, "pg-refused")["id"]
+    up = b.ok("POST", f"/v1/skills/{sid}/bundle-upload-url")
+    bundle = targz({"SKILL.md": skill_md("pg-refused"), "x.txt": "x"})
+    _refuse(url, "secrets", "53100")
+    _refuse(url, "blob_chunk", "53100")
+    with httpx.Client(trust_env=False, timeout=60) as browser:
+        page = browser.get(link, follow_redirects=False)
+        assert page.status_code == 503 and "set-cookie" not in page.headers
+        assert "retry later" in page.text and "disk full" in page.text
+        refused = browser.put(up["url"], content=bundle)
+        _assert_refused(refused.status_code, refused.json(), "disk full")
+        _allow(url, "secrets")
+        _allow(url, "blob_chunk")
+        assert browser.get(link, follow_redirects=False).status_code == 303
+    assert put_url(up["url"], bundle) == 200
+    b.ok("POST", f"/v1/skills/{sid}/publish", {"uploadId": up["uploadId"]})
+    assert b.ok("GET", f"/v1/skills/{sid}")["version"] == 1
+
+
 def test_the_local_door_answers_a_refused_write_alike(pg_workspace, pg_databases, home):
     """A local command on the PostgreSQL workspace (no server): exit 8, one line, no member."""
     url = str(pg_workspace)
@@ -162,12 +206,9 @@ def _as_role(url: str, role: str) -> str:
     return f"{scheme}://{role}@{rest.partition('@')[2]}"
 
 
-def test_a_connection_refused_for_too_many_connections_answers_503(pg_workspace, pg_databases, limited_role,
-                                                                   home, tmp_path):
-    """The server runs as a role whose connection limit drops to 0 once it is up: what it had open
-    goes on working; a request that needs a new connection (an engine thread added while the only
-    one waits for the writer lock) is 503 saying to retry later, and so is a local command. The
-    waiting write then completes, once."""
+@pytest.fixture
+def served_as_limited_role(pg_workspace, pg_databases, limited_role, home, tmp_path):
+    """(backend, its URL as the limited role): `wsctl serve` connected as that role."""
     url = _as_role(str(pg_workspace), limited_role)
     env = {**pg_env(tmp_path / "server-home", pg_databases), "WSCTL_BLOB_DIR": str(pg_workspace / "blobs"),
            "WSCTL_BUSY_TIMEOUT_MS": "600000"}
@@ -175,31 +216,65 @@ def test_a_connection_refused_for_too_many_connections_answers_503(pg_workspace,
                           args=("--memory-interval", "0"))
     b = make_backend("remote", pg_workspace, home, server=server)
     try:
-        assert b.ok("GET", "/v1/members")["members"]
-        _sql(str(pg_workspace), f"ALTER ROLE {limited_role} CONNECTION LIMIT 0")
-        cli = run_wsctl(["members", "list"], {**pg_env(home, pg_databases), "WSCTL_WORKSPACE": url}, expect=None)
-        assert cli.code == 8 and len(cli.err.strip().splitlines()) == 1, cli
-        assert "too many connections" in cli.err and "retry later" in cli.err and "Traceback" not in cli.err
-        added = {}
-        with psycopg.connect(str(pg_workspace)) as holder:      # holds the writer lock: the write waits
-            holder.execute("SELECT pg_advisory_xact_lock(%s, %s)", (0x77736374, 1))
-            writer = threading.Thread(target=lambda: added.setdefault(
-                "r", b.api("POST", "/v1/members", {"email": "wanda@example.com", "name": "Wanda"})))
-            writer.start()
-            wait_until(lambda: _sql(str(pg_workspace), "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a "
-                                    "USING (pid) WHERE a.usename = %s AND l.locktype = 'advisory' AND NOT l.granted",
-                                    (limited_role,))[0][0] == 1, "the write waiting for the writer lock")
-            with httpx.Client(base_url=b.base_url, trust_env=False, timeout=60,
-                              headers={"Authorization": f"Bearer {b.owner_token}"}) as c:
-                r = c.get("/v1/members")
-        writer.join(60)
-        assert r.status_code == 503, r.text
-        message = r.json()["error"]["message"]
-        assert r.json()["error"]["code"] == "unreachable" and "\n" not in message
-        assert "too many connections" in message and message.endswith("retry later.")
-        assert added["r"].status == 201
-        assert _sql(str(pg_workspace), "SELECT count(*) FROM members WHERE email = 'wanda@example.com'")[0][0] == 1
+        yield b, url
     finally:
         b.close()
         _sql(str(pg_workspace), f"ALTER ROLE {limited_role} CONNECTION LIMIT -1")
     assert "Traceback" not in server.log_text()
+
+
+def test_a_connection_refused_for_too_many_connections_answers_503(served_as_limited_role, pg_databases,
+                                                                   limited_role, home):
+    """The server runs as a role whose connection limit drops to 0 once it is up: what it had open
+    goes on working; a request that needs a new connection (an engine thread added while the only
+    one waits for the writer lock) is 503 saying to retry later, and so is a local command. The
+    waiting write then completes, once."""
+    b, url = served_as_limited_role
+    admin = str(b.workspace)
+    assert b.ok("GET", "/v1/members")["members"]
+    _sql(admin, f"ALTER ROLE {limited_role} CONNECTION LIMIT 0")
+    cli = run_wsctl(["members", "list"], {**pg_env(home, pg_databases), "WSCTL_WORKSPACE": url}, expect=None)
+    assert cli.code == 8 and len(cli.err.strip().splitlines()) == 1, cli
+    assert "too many connections" in cli.err and "retry later" in cli.err and "Traceback" not in cli.err
+    added = {}
+    with psycopg.connect(admin) as holder:      # holds the writer lock: the write waits
+        holder.execute("SELECT pg_advisory_xact_lock(%s, %s)", (0x77736374, 1))
+        writer = threading.Thread(target=lambda: added.setdefault(
+            "r", b.api("POST", "/v1/members", {"email": "wanda@example.com", "name": "Wanda"})))
+        writer.start()
+        wait_until(lambda: _sql(admin, "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
+                                "WHERE a.usename = %s AND l.locktype = 'advisory' AND NOT l.granted",
+                                (limited_role,))[0][0] == 1, "the write waiting for the writer lock")
+        with httpx.Client(base_url=b.base_url, trust_env=False, timeout=60,
+                          headers={"Authorization": f"Bearer {b.owner_token}"}) as c:
+            r = c.get("/v1/members")
+    writer.join(60)
+    assert r.status_code == 503, r.text
+    message = r.json()["error"]["message"]
+    assert r.json()["error"]["code"] == "unreachable" and "\n" not in message
+    assert "too many connections" in message and message.endswith("retry later.")
+    assert added["r"].status == 201
+    assert _sql(admin, "SELECT count(*) FROM members WHERE email = 'wanda@example.com'")[0][0] == 1
+
+
+def test_a_refused_read_while_authenticating_answers_503(served_as_limited_role, tmp_path):
+    """The read of the presented key itself refused (out of memory: a row-level security policy on
+    the secrets table that raises 53200, which binds the server's role but not the superuser's): 503
+    for an API call, for an upload refused before its body is read, and exit 8 for the CLI."""
+    b, _ = served_as_limited_role
+    admin = str(b.workspace)
+    pid = make_project(b, "Before")
+    _sql(admin, "CREATE FUNCTION wsctl_test_refuse_read() RETURNS boolean LANGUAGE plpgsql AS $$ "
+                "BEGIN RAISE EXCEPTION 'refused for the test' USING ERRCODE = '53200'; END $$")
+    _sql(admin, "CREATE POLICY wsctl_test_refuse ON secrets USING (wsctl_test_refuse_read())")
+    _sql(admin, "ALTER TABLE secrets ENABLE ROW LEVEL SECURITY")
+    _sql(admin, "ALTER TABLE secrets FORCE ROW LEVEL SECURITY")
+    r = b.api("GET", "/v1/members")
+    _assert_refused(r.status, r.body, "out of memory")
+    up = b._http.post(f"/v1/projects/{pid}/files/bundle", content=targz({"a.md": "a"}),
+                      headers={"Authorization": f"Bearer {b.owner_token}", "Content-Type": "application/gzip"})
+    _assert_refused(up.status_code, up.json(), "out of memory")
+    _assert_cli_refused(b.wsctl("members", "list", expect=None), "out of memory")
+    _sql(admin, "ALTER TABLE secrets DISABLE ROW LEVEL SECURITY")
+    assert b.ok("GET", "/v1/members")["members"]
+    assert b.ok("GET", f"/v1/projects/{pid}/files")["files"] == []

@@ -93,11 +93,19 @@ class Engine:
         self.ws = ws
 
     def authenticate(self, secret: str | None) -> Caller | None:
+        """The caller a presented secret names (401 if none), None without one. A store that
+        refuses the read (a full or failing disk, a database out of resources) is 503, as a
+        handler's refused write is (call)."""
         if not secret:
             return None
         from workspacectl.engine.identity.auth import authenticate_secret
 
-        return authenticate_secret(self.ws.conn(), secret)
+        try:
+            return authenticate_secret(self.ws.conn(), secret)
+        except sqlite3.OperationalError as e:
+            if (refused := storage_failure(e)) is None:
+                raise
+            raise refused from None
 
     def call(self, caller: Caller | None, method: str, path: str, query: dict | None = None,
              body=None, base_url: str | None = None, progress=None) -> Response:
@@ -176,16 +184,11 @@ class Engine:
 
     def handle(self, method: str, path: str, query: dict | None, body, secret: str | None,
                base_url: str | None = None, progress=None) -> Response:
-        """Authenticate a presented secret, then call; every ApiError becomes its error body, and so
-        does a store that refused authentication's read (call maps the handler's own: 503)."""
+        """Authenticate a presented secret, then call; every ApiError becomes its error body."""
         try:
             return self.call(self.authenticate(secret), method, path, query, body, base_url, progress)
         except ApiError as e:
             return Response(e.status, e.body())
-        except sqlite3.OperationalError as e:
-            if (refused := storage_failure(e)) is None:
-                raise
-            return Response(refused.status, refused.body())
 
 
 MAX_BODY_VALUES = 2_000_000

@@ -66,7 +66,9 @@ def corrections(terms: store.TermReader, words: list[str], known: Iterable[str] 
     for w in wrong:
         if freqs.get(stem(w)):
             continue        # the catalog uses it: a word of its own, not a slip
-        best = max(sorted(neighbours[w]), key=lambda n: (_uses(n), embedding.is_word(n)))
-        if _uses(best):
-            out[w] = best
+        ranked = sorted(neighbours[w])
+        most = max(map(_uses, ranked))
+        if most:   # the most used neighbour, a word of the vocabulary first among equals
+            tied = [n for n in ranked if _uses(n) == most]
+            out[w] = next((n for n in tied if embedding.is_word(n)), tied[0])
     return out
