@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import PgLocation, base_env, make_backend, pg_env, run_wsctl, start_server, wait_until
 from tests.project_helpers import make_project
-from tests.skill_helpers import targz
+from tests.skill_helpers import create, put_url, skill_md, targz
 from tests.vault_helpers import APIKEY_TOML, install_service, make_credential
 
 
@@ -126,6 +126,50 @@ def test_a_refused_blob_chunk_leaves_no_file_and_no_blob(pg_served, tmp_path):
     _allow(url, "blob_chunk")
     b.wsctl("specialist", "files", "bundle", "upload", pid, str(folder))
     assert [f["path"] for f in b.ok("GET", f"/v1/projects/{pid}/files")["files"]] == ["b.md"]
+
+
+def test_a_session_the_database_ended_costs_one_503_then_a_new_one_is_opened(pg_served):
+    """The database ends the server's session (pg_terminate_backend, as a restart or failover
+    does): the request that finds it gone is 503 saying to retry (whether a change in flight landed
+    is unknown, so it does not say nothing was saved), and the next one runs on a new session."""
+    b, url = pg_served, str(pg_served.workspace)
+    assert b.ok("GET", "/v1/members")["members"]
+    db = url.rpartition("/")[2]
+    ended = _sql(url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s "
+                      "AND application_name = 'wsctl' AND pid <> pg_backend_pid()", (db,))
+    assert ended and all(ok for (ok,) in ended)
+    r = b.api("GET", "/v1/members")
+    assert r.status == 503, r.body
+    message = r.body["error"]["message"]
+    assert r.body["error"]["code"] == "unreachable" and "\n" not in message
+    assert "connection lost" in message and "retry later" in message and "nothing was saved" not in message
+    assert b.ok("GET", "/v1/members")["members"]
+    assert b.add_member("after@example.com")["email"] == "after@example.com"
+
+
+def test_the_hosted_pages_answer_a_refused_write_with_503(pg_served):
+    """The sign-in link and the presigned skill upload run engine work outside the /v1 routes:
+    a refused write there is 503 too (a page saying to retry, the upload's JSON error), the link
+    and the upload stay unused, and both work once the database accepts writes."""
+    b, url = pg_served, str(pg_served.workspace)
+    link = b.ok("POST", "/v1/auth/web-link", {"next": "/docs"})["url"]
+    sid = create(b, "pg-refused")["id"]
+    up = b.ok("POST", f"/v1/skills/{sid}/bundle-upload-url")
+    bundle = targz({"SKILL.md": skill_md("pg-refused"), "x.txt": "x"})
+    _refuse(url, "secrets", "53100")
+    _refuse(url, "blob_chunk", "53100")
+    with httpx.Client(trust_env=False, timeout=60) as browser:
+        page = browser.get(link, follow_redirects=False)
+        assert page.status_code == 503 and "set-cookie" not in page.headers
+        assert "retry later" in page.text and "disk full" in page.text
+        refused = browser.put(up["url"], content=bundle)
+        _assert_refused(refused.status_code, refused.json(), "disk full")
+        _allow(url, "secrets")
+        _allow(url, "blob_chunk")
+        assert browser.get(link, follow_redirects=False).status_code == 303
+    assert put_url(up["url"], bundle) == 200
+    b.ok("POST", f"/v1/skills/{sid}/publish", {"uploadId": up["uploadId"]})
+    assert b.ok("GET", f"/v1/skills/{sid}")["version"] == 1
 
 
 def test_the_local_door_answers_a_refused_write_alike(pg_workspace, pg_databases, home):

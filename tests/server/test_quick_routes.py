@@ -487,7 +487,8 @@ def test_a_write_lock_held_past_the_busy_timeout_is_409_on_the_loop_with_nothing
 def test_a_passive_checkpoint_takes_no_write_lock_and_a_truncate_waits_for_it(tmp_path, monkeypatch):
     """quick.checkpoint_wal: PASSIVE copies the WAL while another thread holds the process's write
     lock (writers never wait for it); TRUNCATE queues on that lock like a writer, giving up after
-    the busy timeout with nothing done, and empties the WAL once the lock is free."""
+    the busy timeout with nothing done, answers busy while another connection reads an older
+    snapshot (its connection's busy timeout set back afterwards), and empties the WAL once free."""
     from workspacectl.engine.db import open_db, transaction
     from workspacectl.engine.db.quick import checkpoint_wal, open_quick_db
 
@@ -511,6 +512,17 @@ def test_a_passive_checkpoint_takes_no_write_lock_and_a_truncate_waits_for_it(tm
         t.join(60)
         assert done["truncate"] == (1, -1, -1)   # it waited for the lock, then gave up
     assert (tmp_path / "c.db-wal").stat().st_size > 0
+    with transaction(quick):   # a frame the reader below does not see
+        quick.execute("INSERT INTO t VALUES ('later')")
+    reader = sqlite3.connect(path, isolation_level=None)   # another process's reader of an older snapshot
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM t").fetchone()
+    with transaction(quick):
+        quick.execute("INSERT INTO t VALUES ('newer')")
+    assert checkpoint_wal(holder, "TRUNCATE")[0] == 1   # it cannot empty a WAL a reader still uses
+    assert holder.execute("PRAGMA busy_timeout").fetchone()[0] == 200   # its own bound set back
+    reader.execute("COMMIT")
+    reader.close()
     assert checkpoint_wal(holder, "TRUNCATE")[0] == 0
     assert (tmp_path / "c.db-wal").stat().st_size == 0
     holder.close()

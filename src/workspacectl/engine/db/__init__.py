@@ -173,6 +173,12 @@ class StorageRefused(sqlite3.OperationalError):
     answers it as SQLite's full or failing disk: 503, nothing saved."""
 
 
+class StoreLost(StorageRefused):
+    """The PostgreSQL door's connection broke (the database server restarted, failed over or ended
+    the session). Also 503, but whether a COMMIT in flight landed is unknown, so the answer does not
+    say nothing was saved; the workspace opens a new connection for the next request."""
+
+
 def is_busy(e: BaseException) -> bool:
     """SQLite's (and the PostgreSQL door's) "the write lock is taken" error."""
     return (isinstance(e, sqlite3.OperationalError) and not isinstance(e, StorageRefused)
@@ -195,6 +201,9 @@ def storage_failure(e: BaseException) -> ApiError | None:
     """A write the disk refused (full, I/O error, read-only file; on PostgreSQL StorageRefused) as
     the answer every door gives: 503 with one line saying nothing was saved (the transaction was
     rolled back) and to retry later. None for any other exception (a bug stays a bug)."""
+    if isinstance(e, StoreLost):
+        return ApiError("unreachable", f"The workspace's database could not be reached ({e}); retry later "
+                                       "(a change in flight may or may not have been saved).", status=503)
     if not isinstance(e, StorageRefused):
         code = getattr(e, "sqlite_errorcode", None) if isinstance(e, sqlite3.DatabaseError) else None
         if not isinstance(code, int) or code & 0xFF not in _STORAGE_ERRORS:

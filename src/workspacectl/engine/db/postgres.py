@@ -56,7 +56,7 @@ from psycopg import errors as pg_errors
 from psycopg.adapt import Loader
 from psycopg.pq import ExecStatus, TransactionStatus
 
-from workspacectl.engine.db import Prepared, StorageRefused, WorkspaceBusy, busy_timeout_ms
+from workspacectl.engine.db import Prepared, StorageRefused, StoreLost, WorkspaceBusy, busy_timeout_ms
 from workspacectl.formats.workspace_url import redacted
 from workspacectl.errors import ApiError
 
@@ -186,6 +186,9 @@ def engine_error(e: Exception) -> Exception:
     if isinstance(e, pg_errors.UndefinedTable):
         return sqlite3.OperationalError(f"no such table: {msg}")
     sqlstate = getattr(e, "sqlstate", None) or ""
+    if sqlstate[:2] == "08" or sqlstate in _ENDED_SESSION or (isinstance(e, psycopg.OperationalError)
+                                                             and not sqlstate):
+        return StoreLost(f"PostgreSQL: connection lost{f', SQLSTATE {sqlstate}' if sqlstate else ''}")
     if sqlstate[:2] in ("53", "58"):   # insufficient resources, system error: as a full or failing disk
         cause = _STORAGE_CAUSES.get(sqlstate) or _STORAGE_CAUSES[sqlstate[:2] + "000"]
         return StorageRefused(f"PostgreSQL: {cause}, SQLSTATE {sqlstate}")
@@ -198,6 +201,9 @@ _STORAGE_CAUSES = {"53000": "insufficient resources", "53100": "disk full", "532
                    "53300": "too many connections", "53400": "configuration limit exceeded",
                    "58000": "system error", "58030": "I/O error", "58P01": "file not found",
                    "58P02": "file already exists"}
+# The server ended the session: admin_shutdown (pg_terminate_backend, a fast shutdown),
+# crash_shutdown, cannot_connect_now (starting up or shutting down), idle_session_timeout.
+_ENDED_SESSION = frozenset({"57P01", "57P02", "57P03", "57P05"})
 # A connection refused for want of slots (SQLSTATE 53300, which libpq reports as text only).
 _NO_SLOT = re.compile(r"too many (clients|connections)|remaining connection slots are reserved", re.I)
 
@@ -326,6 +332,11 @@ class PgConnection:
 
     def __repr__(self) -> str:
         return f"PgConnection({redacted(self.url)!r})"
+
+    @property
+    def broken(self) -> bool:
+        """The session is gone (StoreLost was raised on it, or it was closed): open another."""
+        return self._session.broken or self._session.closed
 
     @property
     def _pg(self) -> psycopg.Connection:

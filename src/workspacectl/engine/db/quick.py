@@ -22,6 +22,7 @@ from workspacectl.errors import ApiError, one_line
 log = logging.getLogger("wsctl.server")
 
 HARD_WAL_FACTOR = 4   # TRUNCATE (under the write lock) once the WAL passes 4 x the checkpoint size
+TRUNCATE_BUSY_MS = 200   # how long a TRUNCATE waits for another process's writer or readers
 
 
 class QuickGroup:
@@ -102,16 +103,23 @@ def checkpoint_wal(conn: sqlite3.Connection, mode: str = "PASSIVE") -> tuple[int
     of this process queue on it; the event loop waits for it on the loop) and SQLite's, copies
     what is left and empties the WAL; QuickWriter runs it only past a hard bound, when steady
     commits kept PASSIVE from ever finding the WAL wholly copied (the WAL starts again from the
-    top only then). The lock is held at most the busy timeout's worth of waiting: (1, -1, -1)
-    when it did not come free."""
+    top only then). It waits for the lock at most the busy timeout: (1, -1, -1) when it did not
+    come free. Holding it, it waits at most TRUNCATE_BUSY_MS for another process's writer or
+    readers (SQLite's busy handler), not the busy timeout: the writers of this process wait
+    meanwhile. busy 1: it could not empty the WAL (another process kept using it)."""
     if mode == "PASSIVE":
         busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         return int(busy), int(frames), int(copied)
     lock = getattr(conn, "write_lock", None)
-    if lock is not None and not lock.acquire(timeout=getattr(conn, "busy_timeout_ms", 15000) / 1000):
+    timeout_ms = getattr(conn, "busy_timeout_ms", 15000)
+    if lock is not None and not lock.acquire(timeout=timeout_ms / 1000):
         return 1, -1, -1
     try:
-        busy, frames, copied = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
+        conn.execute(f"PRAGMA busy_timeout = {min(timeout_ms, TRUNCATE_BUSY_MS)}")
+        try:
+            busy, frames, copied = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {timeout_ms}")
         return int(busy), int(frames), int(copied)
     finally:
         if lock is not None:
@@ -144,7 +152,8 @@ class QuickWriter:
     - The writes of one loop turn are one transaction (QuickGroup), committed after the turn; an
       answer that wrote waits for that commit (a commit the disk refused: 503 for each of them).
     - After a commit, past SQLite's checkpoint size an engine thread checkpoints PASSIVE (no lock),
-      again each quarter of that size of growth; past HARD_WAL_FACTOR times it, TRUNCATE.
+      again each quarter of that size of growth; past HARD_WAL_FACTOR times it, TRUNCATE (again
+      per that size of growth while another process keeps it from emptying the WAL).
     - `counts`: per label, how calls ended ("loop", "waited" for the lock then ran on the loop,
       "busy" 409, "pool: <reason>"); `checkpoints` per mode. `summary()` is the line the server
       logs when it stops (the bench reads it)."""
@@ -161,6 +170,7 @@ class QuickWriter:
         self.soft = wal_checkpoint_bytes(conn)
         self.hard = HARD_WAL_FACTOR * self.soft
         self.passive_at = self.soft
+        self.truncate_at = self.hard
         self.checkpointing = False   # one checkpoint queued or running at a time
         self.committed: asyncio.Future | None = None   # the open turn's commit
         self.released: asyncio.Future | None = None    # the write lock's next release
@@ -241,10 +251,11 @@ class QuickWriter:
         except OSError:
             return
         if size < self.soft:   # the WAL started again (open_quick_db: the file is cut back)
-            self.passive_at = self.soft
+            self.passive_at, self.truncate_at = self.soft, self.hard
             return
-        if size >= self.hard:
+        if size >= self.truncate_at:
             mode = "TRUNCATE"
+            self.truncate_at = size + self.soft   # if it cannot empty the WAL (another process uses it)
         elif size >= self.passive_at:
             mode = "PASSIVE"
             self.passive_at = size + self.soft // 4
