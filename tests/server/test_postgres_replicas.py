@@ -106,6 +106,20 @@ def test_fifty_token_requests_over_both_replicas_cause_one_refresh(replicas):
     assert len(log) == 50
 
 
+def test_a_server_leaves_no_postgresql_session_to_the_garbage_collector(pg_workspace, pg_databases, tmp_path):
+    """serve's start-up sweep, the timer thread (closing its connection as it ends) and the lease
+    release at shutdown each close the session they took: a server that ran its timer and stopped
+    logs no ResourceWarning (psycopg's "deleted while still open"), with every one shown."""
+    env = {**_replica_env(pg_databases, pg_workspace, tmp_path / "home"), "PYTHONWARNINGS": "always::ResourceWarning"}
+    log = tmp_path / "serve.log"
+    server = start_server(pg_workspace, env, log=log, args=("--memory-interval", "0.2"))
+    try:
+        wait_until(lambda: "now runs the memory agent" in server.log_text(), "the timer took no lease", server.proc, log)
+    finally:
+        server.stop()
+    assert "ResourceWarning" not in server.log_text() and "still open" not in server.log_text(), server.log_text()
+
+
 def test_processes_starting_together_apply_each_migration_once(pg_databases, tmp_path):
     """Two processes migrating one empty database at the same moment (as replicas of a new
     version do on start): every migration is applied exactly once, by one of them, and neither

@@ -39,7 +39,9 @@ def create_workspace(location: Path | str, name: str, owner_name: str, owner_ema
     from workspacectl.engine.identity.render import member_json   # here: other commands load no identity module
 
     ws, owner = workspace_type(location).create(location, name=name, owner_name=owner_name, owner_email=owner_email)
-    return {"workspace": ws.location, "shown": ws.shown, "name": ws.setting("name"), "owner": member_json(owner) if owner is not None else None}
+    with ws:
+        return {"workspace": ws.location, "shown": ws.shown, "name": ws.setting("name"),
+                "owner": member_json(owner) if owner is not None else None}
 
 
 class LocalBackend:
@@ -92,6 +94,10 @@ class LocalBackend:
         from workspacectl.engine.housekeeping import maybe_sweep
 
         maybe_sweep(self.ws)
+
+    def close(self) -> None:
+        """Done with the workspace on this thread: its connection (a PostgreSQL session) closes."""
+        self.ws.close()
 
     @contextmanager
     def loopback_pages(self) -> Iterator[str]:
