@@ -278,3 +278,25 @@ def test_a_refused_read_while_authenticating_answers_503(served_as_limited_role,
     _sql(admin, "ALTER TABLE secrets DISABLE ROW LEVEL SECURITY")
     assert b.ok("GET", "/v1/members")["members"]
     assert b.ok("GET", f"/v1/projects/{pid}/files")["files"] == []
+
+
+@pytest.mark.parametrize("table", ["members", "secrets"])
+def test_a_local_command_whose_opening_read_is_refused_exits_8(served_as_limited_role, pg_databases, home, table):
+    """The local door reads before any route when it opens the workspace: whether it holds one
+    (members), and the caller (the presented key in secrets): a refused read there (the same
+    raising policy) is exit 8 and one line, not a bug's exit 1."""
+    b, url = served_as_limited_role
+    admin = str(b.workspace)
+    env = {**pg_env(home, pg_databases), "WSCTL_WORKSPACE": url,
+           "WSCTL_API_KEY": b.key("personal", ["projects:manage"])}
+    run_wsctl(["specialist", "list"], env)
+    _sql(admin, "CREATE FUNCTION wsctl_test_refuse_read() RETURNS boolean LANGUAGE plpgsql AS $$ "
+                "BEGIN RAISE EXCEPTION 'refused for the test' USING ERRCODE = '58030'; END $$")
+    _sql(admin, f"CREATE POLICY wsctl_test_refuse ON {table} USING (wsctl_test_refuse_read())")
+    _sql(admin, f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
+    _sql(admin, f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
+    try:
+        _assert_cli_refused(run_wsctl(["specialist", "list"], env, expect=None), "I/O error")
+    finally:
+        _sql(admin, f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
+    run_wsctl(["specialist", "list"], env)

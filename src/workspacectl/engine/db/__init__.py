@@ -197,6 +197,18 @@ def refused_write(e: BaseException, busy_message: str = BUSY_MESSAGE) -> ApiErro
     return storage_failure(e)
 
 
+@contextmanager
+def refusals_answered():
+    """Work outside the engine's routes (the server's pages, the local backend opening a
+    workspace): a write the environment refused is raised as its ApiError (refused_write)."""
+    try:
+        yield
+    except sqlite3.OperationalError as e:
+        if (refused := refused_write(e)) is None:
+            raise
+        raise refused from None
+
+
 def storage_failure(e: BaseException) -> ApiError | None:
     """A write the disk refused (full, I/O error, read-only file; on PostgreSQL StorageRefused) as
     the answer every door gives: 503 with one line saying nothing was saved (the transaction was
