@@ -67,8 +67,11 @@ def add_copies(conn, copies: int) -> None:
     from workspacectl.engine.catalog.importer import parse_document
     from workspacectl.engine.catalog import services as catalog_services
 
+    present = {r[0] for r in conn.execute("SELECT service FROM integrations")}
     for i in range(2, copies + 1):
         for service, path in openapi_files():
+            if f"{service}-{i}" in present:     # a reused --workspace has it already
+                continue
             record = parse_document(path.read_text(encoding="utf-8"), None, f"{service}-{i}", path.name)
             catalog_services.replace_service(conn, record, source="import")
 

@@ -15,6 +15,7 @@ install wrk`); without it the bench says so and exits 0.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -122,7 +123,45 @@ def bench_workers(workers: int, ws_path: Path, token: str, owner_id: str, tmp: P
             rows.append({"workers": workers, "round": rnd, **results})
     finally:
         server.stop()
+    print_quick_counts(workers, server.log)
     return rows
+
+
+def quick_counts(log_text: str) -> tuple[dict, dict, dict]:
+    """The `quick path counts {...}` lines each server process logs when it stops (server/api_path.py
+    LeanApi.close, engine/db/quick.py QuickWriter.summary), summed over the processes: per route,
+    how its calls ended; the WAL checkpoints per mode; the longest wait on the loop and checkpoint
+    per mode (ms, the longest of the processes)."""
+    calls: dict = {}
+    checkpoints: dict = {}
+    longest: dict = {}
+    for m in re.finditer(r"quick path counts (\{.*\})$", log_text, re.M):
+        data = json.loads(m.group(1))
+        for label, outcomes in data["calls"].items():
+            mine = calls.setdefault(label, {})
+            for outcome, n in outcomes.items():
+                mine[outcome] = mine.get(outcome, 0) + n
+        for mode, n in data["checkpoints"].items():
+            checkpoints[mode] = checkpoints.get(mode, 0) + n
+        for what, ms in data.get("longest_ms", {}).items():
+            longest[what] = max(longest.get(what, 0), ms)
+    return calls, checkpoints, longest
+
+
+def print_quick_counts(workers: int, log: Path) -> None:
+    calls, checkpoints, longest = quick_counts(log.read_text(errors="replace"))
+    if not calls:
+        print(f"{workers} worker(s): no quick path counts in the server log")
+        return
+    for label, outcomes in sorted(calls.items()):
+        pool = {k.removeprefix("pool: "): n for k, n in outcomes.items() if k.startswith("pool: ")}
+        total = outcomes.get("loop", 0) + outcomes.get("busy", 0) + sum(pool.values())
+        print(f"{workers} worker(s) {label}: {total} calls, {outcomes.get('loop', 0)} on the event loop "
+              f"({outcomes.get('waited', 0)} after waiting for the write lock), {sum(pool.values())} to the "
+              f"engine pool ({sum(pool.values()) / max(1, total):.1%}{': ' if pool else ''}"
+              f"{', '.join(f'{k} {n}' for k, n in sorted(pool.items()))}), {outcomes.get('busy', 0)} busy (409)")
+    print(f"{workers} worker(s) WAL checkpoints: " + (", ".join(f"{k} {n}" for k, n in sorted(checkpoints.items())) or "none")
+          + "; longest ms: " + (", ".join(f"{k} {v}" for k, v in sorted(longest.items())) or "-"))
 
 
 def report(rows: list[dict]) -> bool:

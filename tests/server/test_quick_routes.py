@@ -5,6 +5,8 @@ when the server is killed mid-load.
 """
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import signal
 import sqlite3
@@ -33,7 +35,7 @@ def _issued(workspace, cred: str) -> int:
     try:
         return count_access_log(ws.conn(), cred, "issued")
     finally:
-        ws.close_thread_conn()
+        ws.close()
 
 
 def test_only_declared_routes_are_quick():
@@ -82,7 +84,7 @@ def test_handle_quick_refuses_other_routes_and_waits_with_nothing_written(worksp
         assert _issued(workspace, cred) == 2
     finally:
         quick.close()
-        ws.close_thread_conn()
+        ws.close()
         b.close()
 
 
@@ -172,7 +174,8 @@ def test_killed_mid_load_no_token_was_received_without_its_row(workspace, home, 
 def test_a_turns_group_commit_keeps_each_calls_transaction_its_own(tmp_path):
     """db.QuickGroup: the transactions of one turn are savepoints of one write transaction; a call
     that fails loses its own writes only; a COMMIT that fails writes nothing and frees the lock."""
-    from workspacectl.engine.db import QuickGroup, open_quick_db, quick_calls, transaction
+    from workspacectl.engine.db import quick_calls, transaction
+    from workspacectl.engine.db.quick import QuickGroup, open_quick_db
 
     path = tmp_path / "g.db"
     conn = open_quick_db(path)
@@ -207,9 +210,19 @@ def test_a_turns_group_commit_keeps_each_calls_transaction_its_own(tmp_path):
     conn.close()
 
 
+def _quick_counts(log) -> dict:
+    """The `quick path counts {...}` line a stopped server logged (QuickWriter.summary)."""
+    lines = [line for line in log.read_text(errors="replace").splitlines() if "quick path counts {" in line]
+    assert len(lines) == 1, lines
+    return json.loads(lines[0].split("quick path counts ", 1)[1])
+
+
 def test_concurrent_token_issues_each_get_one_committed_row(workspace, home, tmp_path):
     """16 clients at once through a real server (their transactions share commits): every answer
-    is 200 with the token, and there is exactly one audit row per token."""
+    is 200 with the token, and there is exactly one audit row per token. No token leaves the event
+    loop for the engine pool because the write lock was held (the first ones do while the keys
+    load, and those pool transactions hold the lock: the loop's tokens wait for it and stay on
+    the loop), as the server's shutdown line counts."""
     server = start_server(workspace, base_env(tmp_path / "srv-home"), log=tmp_path / "server.log")
     b = make_backend("remote", workspace, home, server=server)
     statuses: list = []
@@ -234,6 +247,11 @@ def test_concurrent_token_issues_each_get_one_committed_row(workspace, home, tmp
         assert _issued(workspace, cred) == 400
         reasons = [e["reason"] for e in b.ok("GET", f"/v1/credentials/{cred}/access-log", query={"limit": 500})["entries"]]
         assert sorted(reasons) == sorted(f"c{i} {j}" for i in range(16) for j in range(25))
+        server.stop()
+        token = _quick_counts(server.log)["calls"]["POST /v1/credentials/{id}/token"]
+        pooled = {k: n for k, n in token.items() if k.startswith("pool: ")}
+        assert set(pooled) <= {"pool: loading the workspace's keys"}, token
+        assert token["loop"] + sum(pooled.values()) == 400 and "busy" not in token, token
     finally:
         b.close()
 
@@ -242,10 +260,13 @@ WAL_TOKENS = int(os.environ.get("WSCTL_TEST_WAL_TOKENS", "3000"))
 
 
 def test_token_load_keeps_the_wal_bounded_with_checkpoints_off_the_loop(workspace, home, tmp_path):
-    """The event loop's connection never checkpoints (wal_autocheckpoint=0, db.open_quick_db); an
-    engine thread does once the WAL passes SQLite's autocheckpoint size. Under a token-only load on
-    a real server (8 clients), the -wal file never grows past twice that size, though the load
-    writes several times that much WAL; every token has its one row."""
+    """The event loop's connection never checkpoints (wal_autocheckpoint=0, quick.open_quick_db); an
+    engine thread does once the WAL passes SQLite's autocheckpoint size (PASSIVE, no lock; TRUNCATE
+    past HARD_WAL_FACTOR times it). Under a token-only load on a real server (8 clients), the -wal
+    file never grows past the hard bound and a size more, though the load writes several times
+    that much WAL; every token has its one row; the server's shutdown line counts the checkpoints."""
+    from workspacectl.engine.db.quick import HARD_WAL_FACTOR
+
     server = start_server(workspace, base_env(tmp_path / "srv-home"), log=tmp_path / "server.log")
     b = make_backend("remote", workspace, home, server=server)
     wal = workspace / "workspace.db-wal"
@@ -277,7 +298,11 @@ def test_token_load_keeps_the_wal_bounded_with_checkpoints_off_the_loop(workspac
         print(f"WAL max {max(sizes)} limit {limit} final {sizes[-1]}")
         assert statuses == [(200, "sk-quick")] * (per_client * 8)
         assert _issued(workspace, cred) == per_client * 8
-        assert max(sizes) < 2 * limit
+        assert max(sizes) < (HARD_WAL_FACTOR + 1) * limit
+        server.stop()
+        counts = _quick_counts(server.log)
+        print(counts)
+        assert counts["checkpoints"] and set(counts["checkpoints"]) <= {"PASSIVE", "TRUNCATE"}
     finally:
         b.close()
 
@@ -350,3 +375,155 @@ def test_a_commit_the_disk_refuses_answers_503_on_the_loop_and_on_the_pool(works
         if b is not None:
             b.close()
         server.stop()
+
+
+def _writer_on(workspace, home):
+    """A real engine on a folder workspace with the server's quick writer on this thread's event loop
+    (engine/db/quick.py QuickWriter; checkpoints on an engine pool thread)."""
+    from workspacectl.engine.db.quick import QuickWriter
+    from workspacectl.engine.dispatch import Engine
+    from workspacectl.server.engine_pool import EnginePool
+
+    b = make_backend("local", workspace, home)
+    cred = _credential(workspace, b.owner["id"])
+    ws = open_ws(workspace)
+    engine = Engine(ws)
+    pool = EnginePool(on_thread_exit=ws.close)
+    writer = QuickWriter(ws.quick_conn(), pool.submit, ws.conn)
+    path = f"/v1/credentials/{cred}/token"
+    assert engine.handle("POST", path, None, {"reason": "load the keys"}, b.owner_token).status == 200
+    return b, ws, engine, pool, writer, cred, path
+
+
+def _hold_in_a_transaction(ws):
+    """Another thread of the process inside a write transaction (as an engine thread's request):
+    answers (held, release, thread)."""
+    from workspacectl.engine.db import transaction
+
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with transaction(ws.conn()):
+            held.set()
+            release.wait(60)
+        ws.close()
+
+    t = threading.Thread(target=hold)
+    t.start()
+    assert held.wait(60)
+    return release, t
+
+
+LABEL = "POST /v1/credentials/{id}/token"
+
+
+def test_a_quick_token_finding_the_write_lock_held_waits_on_the_loop_and_is_answered_there(workspace, home):
+    """A token issue on the event loop while an engine thread's transaction holds the write lock:
+    it is not handed to the engine pool; the loop waits for the release (the releasing thread wakes
+    it) and answers it on the loop, with its one row; whoami answers meanwhile. Counted by the
+    writer: one call waited, both on the loop, none on the pool."""
+    import functools
+
+    b, ws, engine, pool, writer, cred, path = _writer_on(workspace, home)
+
+    async def scenario():
+        release, t = _hold_in_a_transaction(ws)
+        try:
+            call = functools.partial(engine.handle_quick, writer.conn, "POST", path, None, {"reason": "waits"},
+                                     b.owner_token)
+            task = asyncio.ensure_future(writer.run(call, LABEL))
+            while writer.counts[LABEL, "waited"] == 0:
+                await asyncio.sleep(0.01)
+            who = functools.partial(engine.handle_quick, writer.conn, *WHOAMI, None, None, b.owner_token)
+            assert (await writer.run(who, "whoami")).status == 200   # reads go on while it waits
+            assert not task.done() and _issued(workspace, cred) == 1
+        finally:
+            release.set()
+            t.join(60)
+        return await task
+
+    try:
+        r = asyncio.run(scenario())
+        assert r.status == 200 and r.body["apiKey"] == "sk-quick"
+        assert _issued(workspace, cred) == 2
+        assert dict(writer.counts) == {(LABEL, "waited"): 1, (LABEL, "loop"): 1, ("whoami", "loop"): 1}
+    finally:
+        pool.shutdown()
+        writer.conn.close()
+        ws.close()
+        b.close()
+
+
+def test_a_write_lock_held_past_the_busy_timeout_is_409_on_the_loop_with_nothing_written(workspace, home,
+                                                                                       monkeypatch):
+    """The loop waits for the write lock no longer than the busy timeout (WSCTL_BUSY_TIMEOUT_MS):
+    then 409 "retry", as an engine thread answers, nothing written, counted as busy."""
+    import functools
+
+    from workspacectl.errors import ApiError
+
+    monkeypatch.setenv("WSCTL_BUSY_TIMEOUT_MS", "300")
+    b, ws, engine, pool, writer, cred, path = _writer_on(workspace, home)
+    release, t = _hold_in_a_transaction(ws)
+    try:
+        call = functools.partial(engine.handle_quick, writer.conn, "POST", path, None, {"reason": "blocked"},
+                                 b.owner_token)
+        with pytest.raises(ApiError) as e:
+            asyncio.run(writer.run(call, LABEL))
+        assert e.value.status == 409 and e.value.code == "conflict" and "retry" in str(e.value)
+        assert dict(writer.counts) == {(LABEL, "waited"): 1, (LABEL, "busy"): 1}
+    finally:
+        release.set()
+        t.join(60)
+    try:
+        assert _issued(workspace, cred) == 1
+    finally:
+        pool.shutdown()
+        writer.conn.close()
+        ws.close()
+        b.close()
+
+
+def test_a_passive_checkpoint_takes_no_write_lock_and_a_truncate_waits_for_it(tmp_path, monkeypatch):
+    """quick.checkpoint_wal: PASSIVE copies the WAL while another thread holds the process's write
+    lock (writers never wait for it); TRUNCATE queues on that lock like a writer, giving up after
+    the busy timeout with nothing done, answers busy while another connection reads an older
+    snapshot (its connection's busy timeout set back afterwards), and empties the WAL once free."""
+    from workspacectl.engine.db import open_db, transaction
+    from workspacectl.engine.db.quick import checkpoint_wal, open_quick_db
+
+    monkeypatch.setenv("WSCTL_BUSY_TIMEOUT_MS", "200")
+    path = tmp_path / "c.db"
+    quick = open_quick_db(path)
+    quick.execute("CREATE TABLE t (x TEXT)")
+    for _ in range(50):
+        with transaction(quick):
+            quick.execute("INSERT INTO t VALUES (?)", ("x" * 2000,))
+    holder = open_db(path)
+    done: dict = {}
+    with holder.write_lock:   # another thread of the process writes
+        t = threading.Thread(target=lambda: done.setdefault("passive", checkpoint_wal(open_db(path), "PASSIVE")))
+        t.start()
+        t.join(60)
+        busy, frames, copied = done["passive"]
+        assert busy == 0 and frames > 0 and copied == frames   # copied while the lock was held
+        t = threading.Thread(target=lambda: done.setdefault("truncate", checkpoint_wal(open_db(path), "TRUNCATE")))
+        t.start()
+        t.join(60)
+        assert done["truncate"] == (1, -1, -1)   # it waited for the lock, then gave up
+    assert (tmp_path / "c.db-wal").stat().st_size > 0
+    with transaction(quick):   # a frame the reader below does not see
+        quick.execute("INSERT INTO t VALUES ('later')")
+    reader = sqlite3.connect(path, isolation_level=None)   # another process's reader of an older snapshot
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM t").fetchone()
+    with transaction(quick):
+        quick.execute("INSERT INTO t VALUES ('newer')")
+    assert checkpoint_wal(holder, "TRUNCATE")[0] == 1   # it cannot empty a WAL a reader still uses
+    assert holder.execute("PRAGMA busy_timeout").fetchone()[0] == 200   # its own bound set back
+    reader.execute("COMMIT")
+    reader.close()
+    assert checkpoint_wal(holder, "TRUNCATE")[0] == 0
+    assert (tmp_path / "c.db-wal").stat().st_size == 0
+    holder.close()
+    quick.close()

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 import time
 import urllib.parse
+from typing import Callable
 
 from workspacectl.errors import ApiError
 from workspacectl.server.api_path import raw_path, send_json
@@ -45,39 +47,43 @@ class _Stamp:
         return f"{self.text},{int((t - second) * 1000):03d}"
 
 
+def configure_serve_logging(prefix: str = "") -> Callable[[str], None]:
+    """`wsctl serve`'s logging, set up here and nowhere else: INFO and up to stderr, each line
+    '<local time,ms> <prefix><logger name> <message>' (`prefix`: 'w2 ' in worker 2 of --workers N).
+
+    Answers the access log's writer: `write(message)` puts one line of that same layout (logger
+    wsctl.server) on the same stream, in one write and a flush under the handler's lock as
+    StreamHandler.emit does, so it never interleaves with logging's own lines; it skips the
+    LogRecord, the caller lookup and the Formatter, ~10 % of a request's held-GIL samples."""
+    stream = sys.stderr
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter(f"%(asctime)s {prefix}%(name)s %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+    stamp = _Stamp()
+    head = f" {prefix}{log.name} "
+
+    def write(message: str) -> None:
+        line = f"{stamp.now()}{head}{message}\n"
+        handler.acquire()
+        try:
+            stream.write(line)
+            stream.flush()
+        except Exception:   # as logging: a log that cannot be written never fails the request
+            pass
+        finally:
+            handler.release()
+
+    return write
+
+
 class AccessLog:
-    """ASGI middleware: see the module docstring.
+    """ASGI middleware: see the module docstring. `write`: the line writer `wsctl serve` set up
+    (configure_serve_logging); without it (the local backend's loopback pages) the line goes
+    through logging."""
 
-    `line_format`: the format `wsctl serve` gave logging.basicConfig ('%(asctime)s w1 %(name)s
-    %(message)s'). While that configuration stands (the root's one handler, nothing on the way),
-    the line is written to that handler's stream as that handler would have written it, in one
-    write under its lock, without a LogRecord, a caller lookup and a Formatter per request (they
-    were ~10 % of a request's held-GIL samples). Otherwise, or without line_format, through logging."""
-
-    def __init__(self, app, line_format: str | None = None):
+    def __init__(self, app, write: Callable[[str], None] | None = None):
         self.app = app
-        self.handler: logging.StreamHandler | None = None
-        self.prefix = ""
-        self.stamp = _Stamp()
-        if line_format is None or "%(asctime)s " not in line_format or not line_format.endswith("%(message)s"):
-            return
-        handlers = logging.root.handlers
-        head = line_format[:-len("%(message)s")]
-        if (len(handlers) == 1 and type(handlers[0]) is logging.StreamHandler and handlers[0].formatter is not None
-                and handlers[0].formatter._fmt == line_format and not handlers[0].filters):
-            self.handler = handlers[0]
-            self.head_before, self.head_after = head.split("%(asctime)s", 1)
-            self.head_after = self.head_after.replace("%(name)s", log.name)
-            if "%(" in self.head_before + self.head_after:   # another field: leave it to logging
-                self.handler = None
-
-    def _direct(self) -> logging.StreamHandler | None:
-        """The handler to write to directly, while the configuration seen at the start stands."""
-        h = self.handler
-        if (h is None or logging.root.handlers != [h] or log.handlers or log.filters or not log.propagate
-                or log.disabled or logging.root.filters or h.level > logging.INFO):
-            return None
-        return h
+        self.write = write
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -102,14 +108,9 @@ class AccessLog:
             await send_json(send, 500, ApiError("internal", "Internal error; see the server log.").body())
         if log.isEnabledFor(logging.INFO):
             ms = (time.perf_counter() - started) * 1000
-            if (h := self._direct()) is not None:
-                line = (f"{self.head_before}{self.stamp.now()}{self.head_after}{scope['method']} "
-                        f"{redact_path(raw_path(scope))} {status} {ms:.1f}ms\n")
-                with h.lock:   # as StreamHandler.emit: one write and a flush, under the handler's lock
-                    try:
-                        h.stream.write(line)
-                        h.stream.flush()
-                    except Exception:   # as logging: a log that cannot be written never fails the request
-                        pass
+            # raw_path is the path as sent, percent-encoded: a control character stays %0A, one line
+            message = f"{scope['method']} {redact_path(raw_path(scope))} {status} {ms:.1f}ms"
+            if self.write is not None:
+                self.write(message)
             else:
-                log.info("%s %s %d %.1fms", scope["method"], redact_path(raw_path(scope)), status, ms)
+                log.info("%s", message)

@@ -13,18 +13,16 @@ percent-encoded paths, Bearer parsing, the base URL) is done here the same way.
 """
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import logging
-import os
 import threading
 import urllib.parse
 
-from workspacectl.engine.db import QuickGroup, checkpoint_wal, storage_failure
-from workspacectl.engine.dispatch import WouldBlock, parse_json_body
+from workspacectl.engine.db.quick import QuickWriter
+from workspacectl.engine.dispatch import parse_json_body
 from workspacectl.engine.registry import Response
-from workspacectl.errors import ApiError, one_line
+from workspacectl.errors import ApiError
 from workspacectl.server.engine_pool import EnginePool
 
 log = logging.getLogger("wsctl.server")
@@ -164,74 +162,29 @@ class LeanApi:
         self.engine = engine
         self.fallback = fallback
         self.public_url = public_url
-        self.pool = EnginePool(on_thread_exit=engine.ws.close_thread_conn)
-        # Quick routes are answered on the event loop's thread with a connection of its own (made
-        # at the first request, used by that thread only); SQLite only (Workspace.quick_conn).
-        self.quick_conn = None
+        self.pool = EnginePool(on_thread_exit=engine.ws.close)
+        # Quick routes are answered on the event loop's thread, with a connection of its own (made
+        # at the first request, used by that thread only): engine/db/quick.py QuickWriter; SQLite only.
+        self.writer: QuickWriter | None = None
         self.quick_thread: int | None = None
-        self.committed: asyncio.Future | None = None   # the open turn's commit (db.QuickGroup)
-        self.wal_path = ""
-        self.checkpointing = False   # a WAL checkpoint queued or running on an engine thread
-        self.checkpoints = 0
 
-    def _quick_conn(self):
+    def _writer(self) -> QuickWriter | None:
         if self.quick_thread is None:
             make = getattr(self.engine.ws, "quick_conn", None)
-            self.quick_conn = make() if make is not None else None
+            conn = make() if make is not None else None
             self.quick_thread = threading.get_ident()
-            if self.quick_conn is not None:
-                self.quick_conn.quick_group = QuickGroup(self.quick_conn, self._group_opened)
-                self.wal_path = self.engine.ws.db_path.as_posix() + "-wal"
-        return self.quick_conn if self.quick_thread == threading.get_ident() else None
-
-    def _group_opened(self) -> None:
-        """A quick call of this turn began a write (db.QuickGroup): commit after the turn."""
-        loop = asyncio.get_running_loop()
-        self.committed = loop.create_future()
-        loop.call_soon(self._commit_group)
-
-    def _commit_group(self) -> None:
-        committed, self.committed = self.committed, None
-        assert committed is not None and self.quick_conn is not None
-        try:
-            self.quick_conn.quick_group.commit()
-        except BaseException as e:   # every answer of the turn fails (a 500): nothing was written
-            committed.set_exception(e)
-            if isinstance(e, (KeyboardInterrupt, SystemExit)):
-                raise
-        else:
-            committed.set_result(None)
-            self._checkpoint_if_due()
-
-    def _checkpoint_if_due(self) -> None:
-        """The quick connection never checkpoints on its commits (db.open_quick_db): once the WAL
-        passes the size at which SQLite would have, an engine thread checkpoints it (db.checkpoint_wal),
-        without the loop waiting for it; one at a time. A stat per group commit (~1 µs)."""
-        conn = self.quick_conn
-        if self.checkpointing or conn is None or not conn.wal_checkpoint_bytes:
-            return
-        try:
-            size = os.stat(self.wal_path).st_size
-        except OSError:
-            return
-        if size < conn.wal_checkpoint_bytes:
-            return
-        self.checkpointing = True
-        self.checkpoints += 1
-        self.pool.submit(self._checkpoint).add_done_callback(self._checkpointed)
-
-    def _checkpoint(self) -> None:
-        checkpoint_wal(self.engine.ws.conn())
-
-    def _checkpointed(self, future) -> None:   # on the engine thread
-        self.checkpointing = False
-        if not future.cancelled() and (e := future.exception()) is not None:
-            log.warning("WAL checkpoint failed: %s", one_line(str(e)))
+            if conn is not None:
+                self.writer = QuickWriter(conn, self.pool.submit, self.engine.ws.conn)
+        return self.writer if self.quick_thread == threading.get_ident() else None
 
     def close(self) -> None:
-        if self.quick_conn is not None:
-            self.quick_conn.close()
-            self.quick_conn = None
+        """At shutdown: the quick connection closed, and one line of how the quick calls ended (on
+        the loop, after waiting for the write lock, on the engine pool and why) and of the WAL
+        checkpoints: the bench (bench/server_path.py) reads it."""
+        if self.writer is not None:
+            log.info("quick path counts %s", self.writer.summary())
+            self.writer.conn.close()
+            self.writer = None
 
     async def __call__(self, scope, receive, send):
         if (scope["type"] != "http" or not scope["path"].startswith("/v1/") or scope["method"] not in METHODS
@@ -252,19 +205,11 @@ class LeanApi:
 
             return await progress_stream.answer(self.pool, send, call, lambda r: self.reply(scope, receive, send, r))
         resp: Response | None = None
-        if (quick_conn := self._quick_conn()) is not None:   # a quick route, answered here (Engine.handle_quick)
-            written = quick_conn.total_changes
-            try:
-                resp = self.engine.handle_quick(quick_conn, *args)
-            except WouldBlock:
-                pass
-            if self.committed is not None and quick_conn.total_changes != written:
-                try:   # it wrote inside this turn's transaction: answer once committed
-                    await self.committed
-                except Exception as e:   # as the engine pool answers the same failure (Engine.call)
-                    if (refused := storage_failure(e)) is None:
-                        raise
-                    resp = Response(refused.status, refused.body())
+        if (writer := self._writer()) is not None and (label := self.engine.quick_route(*args[:2])) is not None:
+            try:   # a quick route, answered here (Engine.handle_quick), or None: on an engine thread
+                resp = await writer.run(functools.partial(self.engine.handle_quick, writer.conn, *args), label)
+            except ApiError as e:   # the write lock held past the busy timeout, a refused commit
+                resp = Response(e.status, e.body())
         if resp is None:
             resp = await self.pool.run(call)
         await self.reply(scope, receive, send, resp)

@@ -8,6 +8,7 @@ import contextlib
 import logging
 import socket
 import sys
+from typing import Callable
 
 from fastapi import FastAPI, Request
 from starlette.concurrency import run_in_threadpool
@@ -15,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from workspacectl.engine.dispatch import Engine, load_routes
 from workspacectl.errors import ApiError
-from workspacectl.server.access_log import AccessLog, redact_path  # noqa: F401 (redact_path: tests)
+from workspacectl.server.access_log import AccessLog, configure_serve_logging, redact_path  # noqa: F401 (redact_path: tests)
 from workspacectl.server.api_path import MAX_JSON_BODY, LeanApi, bearer_of, json_response, raw_path, to_http  # noqa: F401
 from workspacectl.server.spool import spool_body
 
@@ -44,13 +45,13 @@ def base_url_of(request: Request, public_url: str | None) -> str:
 
 
 def create_app(engine: Engine, public_url: str | None = None, worker: int | None = None, on_shutdown=None,
-               on_ready=None, line_format: str | None = None):
+               on_ready=None, access_write: Callable[[str], None] | None = None):
     """The ASGI app: the access log around the lean /v1 path (server/api_path.py), around FastAPI
     for the rest. `worker`: this process's number among `wsctl serve --workers N` (N > 1), which
     /healthz answers so a client can tell the workers apart (a number, not a pid). `on_ready` runs
     once the server starts taking requests; `on_shutdown` runs (in a thread) once it stops, before
-    the process exits. `line_format`: the log format `serve` configured (AccessLog writes its line
-    directly while that configuration stands)."""
+    the process exits. `access_write`: the access log's line writer `serve` set up with its logging
+    (access_log.configure_serve_logging); without it the access log goes through logging."""
     @contextlib.asynccontextmanager
     async def lifespan(app):
         if on_ready is not None:
@@ -106,7 +107,7 @@ def create_app(engine: Engine, public_url: str | None = None, worker: int | None
 
     docs_page.mount(app)
     lean = LeanApi(engine, app, public_url)
-    return AccessLog(lean, line_format)
+    return AccessLog(lean, access_write)
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
@@ -151,14 +152,13 @@ def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
 
     from workspacectl.engine.workspaces import open_workspace
 
-    prefix = "" if worker is None else f"w{worker} "
-    line_format = f"%(asctime)s {prefix}%(name)s %(message)s"
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format=line_format)
+    access_write = configure_serve_logging("" if worker is None else f"w{worker} ")
     from workspacectl.engine.vault.outbound import quiet_library_loggers
 
     quiet_library_loggers()   # the HTTP library logs whole URLs (a key may be in the query) at INFO
     ws = open_workspace(str(workspace_path))
     _sweep_abandoned_stages(ws)
+    ws.close()   # the sweep's connection: this thread now runs the event loop (quick routes have their own)
     load_routes()   # every route module now, so no first request pays for an import
     engine = Engine(ws)
     from workspacectl.server.memory_timer import resolve_interval, start_memory_timer
@@ -167,7 +167,7 @@ def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
     # uvicorn re-raises SIGTERM once it has shut down (the process then ends by the signal), so
     # the timer is stopped and its lease handed on in the app's shutdown, not after run().
     app = create_app(engine, public_url, worker, on_shutdown=timer.stop, on_ready=on_ready,
-                     line_format=line_format)
+                     access_write=access_write)
     if worker is None:
         announce(ws.shown, sock)
     from workspacectl.server.http_protocol import ContractH11Protocol

@@ -172,16 +172,68 @@ def _index_service(conn: sqlite3.Connection, service: str) -> None:
     _index_vectors(conn, rows)
 
 
-def reindex_service(conn: sqlite3.Connection, service: str) -> None:
+def analyzer_number(version: str | None) -> int:
+    """An analyzer version as a number to compare (-1: none, or not one this scheme wrote)."""
+    try:
+        return int(version or "")
+    except ValueError:
+        return -1
+
+
+# An older wsctl takes over an index a newer analyzer built only when that analyzer has not
+# searched it for this many days (it stamps the day of its first search each day): a
+# workspace gone back to an older version for good gets its own index again.
+ABANDONED_DAYS = 7
+
+
+def _today() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+
+
+def _abandoned(seen: str | None) -> bool:
+    import datetime
+
+    try:
+        day = datetime.date.fromisoformat(seen or "")
+    except ValueError:
+        return True
+    return (datetime.datetime.now(datetime.timezone.utc).date() - day).days > ABANDONED_DAYS
+
+
+def _stale(value: str | None) -> list[str]:
+    return [s for s in _json_list(value) if isinstance(s, str)]
+
+
+def _set_stale(conn: sqlite3.Connection, services: list[str]) -> None:
+    if services:
+        store.set_meta(conn, "stale_services", json.dumps(sorted(set(services))))
+    else:
+        store.delete_meta(conn, "stale_services")
+
+
+def reindex_service(conn: sqlite3.Connection, service: str, analyzer: str = ANALYZER_VERSION) -> None:
     """Index (again) every operation of one service, its vectors included (this version's
     model's; the service's vectors of other models are removed: another version makes them again
-    when it next searches). Joins the caller's transaction if any. An index an older analyzer
-    built is rebuilt whole instead, so no service is left behind."""
+    when it next searches). Joins the caller's transaction if any.
+    The lexical index is tagged with the analyzer version that built it (`analyzer`: this
+    code's, a parameter so tests can run two versions on one workspace). An index an older
+    analyzer built is rebuilt whole instead, so no service is left behind. Into an index a newer
+    analyzer built, the service is indexed with this analyzer and named stale, so that the newer
+    version indexes it again (that service alone) on its next search; never rebuilt whole, so
+    two versions sharing a workspace do not rebuild it in turn."""
     with transaction(conn):
-        if store.get_meta(conn, "analyzer_version") != ANALYZER_VERSION:
-            reindex_all(conn)
-        else:
-            _index_service(conn, service)
+        built, mine = analyzer_number(store.get_meta(conn, "analyzer_version")), analyzer_number(analyzer)
+        if built < mine or (built > mine and _abandoned(store.get_meta(conn, "analyzer_seen"))):
+            reindex_all(conn, analyzer)
+            return
+        _index_service(conn, service)
+        stale = _stale(store.get_meta(conn, "stale_services"))
+        if built > mine:
+            _set_stale(conn, [*stale, service])
+        elif service in stale:
+            _set_stale(conn, [s for s in stale if s != service])
 
 
 def remove_service(conn: sqlite3.Connection, service: str) -> None:
@@ -190,12 +242,14 @@ def remove_service(conn: sqlite3.Connection, service: str) -> None:
         store.set_meta(conn, "vectors_generation", secrets.token_hex(16))
 
 
-def reindex_all(conn: sqlite3.Connection) -> None:
+def reindex_all(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -> None:
     with transaction(conn):
         store.delete_all_docs(conn)
         for row in store.catalog_services(conn):
             _index_service(conn, row["service"])
-        store.set_meta(conn, "analyzer_version", ANALYZER_VERSION)
+        store.set_meta(conn, "analyzer_version", analyzer)
+        store.set_meta(conn, "analyzer_seen", _today())
+        store.delete_meta(conn, "stale_services")
         store.set_meta(conn, "vectors_generation", secrets.token_hex(16))   # also when no service is left
 
 
@@ -246,25 +300,41 @@ _complete_sets: dict[tuple[str, str], None] = {}
 _COMPLETE_KEPT = 8
 
 
-def ensure_current(conn: sqlite3.Connection) -> str | None:
-    """Rebuild the index once when an older analyzer built it, or when it lost step with the
-    catalog (a catalog change that did not go through reindex_service); build the vectors once
-    when there are none (a workspace from before them) or another model made them. One read when
-    all is current (store.search_state); returns the vectors generation."""
+def ensure_current(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -> str | None:
+    """Bring the index up to this version once, when it needs it; returns the vectors generation.
+    One read when all is current (store.search_state). The lexical index is rebuilt when an older
+    analyzer built it or it lost step with the catalog (a change that did not go through
+    reindex_service); services an older version indexed into it (stale) are indexed again. An
+    index a newer analyzer built is searched as it is (the phrase analyzed by this version: the
+    same terms but where the analyzers differ), neither rebuilt nor caught up: that is the
+    newer version's work, so two versions on one workspace do not rebuild it in turn; unless
+    the newer one has not searched it for ABANDONED_DAYS. The vectors are per model: this
+    model's are made once where missing. The index's own analyzer stamps the day it searched
+    (at most one write a day)."""
     model = model_id()
-    analyzer, docs, operations, vectors, generation = store.search_state(
-        conn, model, [g for g, m in _complete_sets if m == model])
-    if analyzer == ANALYZER_VERSION and docs == operations and (vectors is None or vectors == docs):
-        if vectors is not None and generation is not None:
-            _complete_sets[(generation, model)] = None
+    state = store.search_state(conn, model, [g for g, m in _complete_sets if m == model])
+    built, mine = analyzer_number(state.analyzer), analyzer_number(analyzer)
+    newer = built > mine and not _abandoned(state.seen)
+    lexical_current = newer or (built == mine and state.docs == state.operations and not state.stale)
+    if lexical_current and (state.vectors is None or state.vectors == state.docs):
+        if state.vectors is not None and state.generation is not None:
+            _complete_sets[(state.generation, model)] = None
             while len(_complete_sets) > _COMPLETE_KEPT:
                 _complete_sets.pop(next(iter(_complete_sets)))
-        return generation
-    if analyzer != ANALYZER_VERSION or docs != operations:
+        if built == mine and state.seen != _today():
+            with transaction(conn):
+                store.set_meta(conn, "analyzer_seen", _today())
+        return state.generation
+    if not lexical_current:
         with transaction(conn):
-            if (store.get_meta(conn, "analyzer_version") != ANALYZER_VERSION
-                    or store.doc_count(conn) != store.operation_count(conn)):
-                reindex_all(conn)
+            built = analyzer_number(store.get_meta(conn, "analyzer_version"))
+            if built < mine or (built > mine and _abandoned(store.get_meta(conn, "analyzer_seen"))) \
+                    or (built == mine and store.doc_count(conn) != store.operation_count(conn)):
+                reindex_all(conn, analyzer)
+            elif built == mine:
+                for service in _stale(store.get_meta(conn, "stale_services")):
+                    _index_service(conn, service)
+                _set_stale(conn, [])
     if not _vectors_current(conn):
         with transaction(conn):
             if not _vectors_current(conn):
@@ -275,10 +345,14 @@ def ensure_current(conn: sqlite3.Connection) -> str | None:
 # --- query -----------------------------------------------------------------------------------
 
 
-def _service_keys(conn: sqlite3.Connection) -> list[tuple[tuple[str, ...], str]]:
+def _service_keys(conn: sqlite3.Connection, generation: str | None = None) -> list[tuple[tuple[str, ...], str]]:
     """(word sequence, service) for each way a phrase may name a service: its id and its name.
     A one-word key that is also a verb ("search", "send") would take over every phrase using
-    that verb, so it does not count."""
+    that verb, so it does not count. Kept per index generation (a few): every change of the
+    catalog's services goes through the index, which then has a new one."""
+    cached = _KEYS.get(generation) if generation is not None else None
+    if cached is not None:
+        return cached
     keys: dict[tuple[str, ...], str] = {}
     for row in store.catalog_services(conn):
         service = row["service"]
@@ -287,18 +361,21 @@ def _service_keys(conn: sqlite3.Connection) -> list[tuple[tuple[str, ...], str]]
             if key and not (len(key) == 1 and stem(key[0]) in ACTION_OF_TERM):
                 keys.setdefault(key, service)
     # Longest first, so "google sheets" wins over a service called "google".
-    return sorted(keys.items(), key=lambda kv: -len(kv[0]))
+    out = sorted(keys.items(), key=lambda kv: -len(kv[0]))
+    if generation is not None:
+        while len(_KEYS) >= _KEYS_KEPT:
+            _KEYS.pop(next(iter(_KEYS)))
+        _KEYS[generation] = out
+    return out
 
 
+_KEYS: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+_KEYS_KEPT = 8
 _NAME_NOISE = {"api", "apis", "rest", "beta", "v1", "v2", "v3", "openapi"}
 
 
-def parse_query(conn: sqlite3.Connection, q: str) -> tuple[list[str], list[str], str]:
-    """A phrase -> (content terms, services it names, the phrase for the vectors), misspelt
-    words put right (engine/catalog/spelling.py) in all three."""
-    keys = _service_keys(conn)
-    typed = words(clean(q))
-    fixed = spelling.corrections(conn, typed, known={w for key, _ in keys for w in key})
+def _parse(keys, typed: list[str], fixed: dict[str, str]) -> tuple[list[str], list[str]]:
+    """(content terms, services named) of a phrase's words, some put right (fixed)."""
     ws = [fixed.get(w, w) for w in words(apply_idioms(" ".join(fixed.get(w, w) for w in typed)))]
     named: list[str] = []
     keep = [True] * len(ws)
@@ -311,7 +388,26 @@ def parse_query(conn: sqlite3.Connection, q: str) -> tuple[list[str], list[str],
                     named.append(service)
     content = [w for w, k in zip(ws, keep) if k and w not in STOP_WORDS and len(w) > 1]
     out = list(dict.fromkeys(t for t in (stem(w) for w in content) if t not in NOISE_TERMS))
-    return out[:MAX_QUERY_TERMS], named, " ".join(fixed.get(w, w) for w in typed) if fixed else q
+    return out[:MAX_QUERY_TERMS], named
+
+
+def parse_query(conn: sqlite3.Connection, q: str, generation: str | None = None,
+                terms: store.TermReader | None = None) -> tuple[list[str], list[str], str]:
+    """A phrase -> (content terms, services it names, the phrase for the vectors), misspelt
+    words put right (engine/catalog/spelling.py) in all three. `terms` gets, in one read, the
+    frequencies of every term the spelling and the re-rank may ask about."""
+    keys = _service_keys(conn, generation)
+    known = {w for key, _ in keys for w in key}
+    typed = words(clean(q))
+    terms = terms or store.TermReader(conn)
+    wrong = spelling.suspects(typed, known)
+    ahead = {v for t in _parse(keys, typed, {})[0] for v in _variants(t)}
+    if wrong:
+        ahead |= {v for t in spelling.neighbour_stems(wrong) for v in _variants(t)}
+    terms.read(ahead | {store.DOC_COUNT_TERM})
+    fixed = spelling.corrections(terms, typed, known) if wrong else {}
+    out, named = _parse(keys, typed, fixed)
+    return out, named, " ".join(fixed.get(w, w) for w in typed) if fixed else q
 
 
 def query_action(query_terms: list[str]) -> str:
@@ -411,10 +507,10 @@ def _name_precision(name_terms: list[str], wanted: set[str]) -> float:
 class TermStats:
     """Document frequencies of some terms, overall and per service, from one indexed query."""
 
-    def __init__(self, conn: sqlite3.Connection, wanted: set[str]):
+    def __init__(self, terms: store.TermReader, wanted: set[str]):
         self.sizes: dict[str, int] = {}                 # service -> operations indexed
         self.by_service: dict[str, dict[str, int]] = {}  # term -> {service: df}
-        for term, service, df in store.service_term_freqs(conn, wanted | {store.DOC_COUNT_TERM}):
+        for term, service, df in terms.read(wanted | {store.DOC_COUNT_TERM}):
             if term == store.DOC_COUNT_TERM:
                 self.sizes[service] = df
             else:
@@ -455,12 +551,15 @@ def _semantic(conn: sqlite3.Connection, q: str, service: str | None, named: list
     return sims, nearest
 
 
-def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mode: str = "hybrid"):
+def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mode: str = "hybrid",
+          analyzer: str = ANALYZER_VERSION):
     """[(op_id, score, features)] best first (limit < 0: every candidate); features are what the
     re-rank scored.
-    mode: "hybrid" (lexical and nearest vectors), "lexical" or "vectors" (the bench's baselines)."""
-    generation = ensure_current(conn)
-    query_terms, named, q = parse_query(conn, q)
+    mode: "hybrid" (lexical and nearest vectors), "lexical" or "vectors" (the bench's baselines);
+    analyzer: this code's analyzer version (ensure_current)."""
+    generation = ensure_current(conn, analyzer)
+    terms = store.TermReader(conn)
+    query_terms, named, q = parse_query(conn, q, generation, terms)
     if service:
         named = []
     if not query_terms:     # only a service's name ("github"): its operations in catalog order
@@ -471,7 +570,7 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
             return []
         sims, _ = semantic
         return [(sims.op_ids[i], float(sims.sims[i]), {}) for i in sims.nearest(limit, [service] if service else None)]
-    stats = TermStats(conn, {v for t in query_terms for v in _variants(t)})
+    stats = TermStats(terms, {v for t in query_terms for v in _variants(t)})
     n_docs, dfs = stats.n_docs, stats.df
     concepts = _concepts(query_terms, dfs, n_docs)
     if not concepts and semantic is None:
@@ -626,6 +725,8 @@ def candidate_features(conn: sqlite3.Connection, q: str, service: str | None = N
 
 
 def search(conn: sqlite3.Connection, q: str, service: str | None = None, limit: int = 20,
-           mode: str = "hybrid") -> list[tuple[str, float]]:
-    """The operations best answering a capability phrase: [(op_id, score)], score in (0, 1]."""
-    return [(op_id, round(max(score, 0.001), 3)) for op_id, score, _ in _rank(conn, q, service, limit, mode)]
+           mode: str = "hybrid", analyzer: str = ANALYZER_VERSION) -> list[tuple[str, float]]:
+    """The operations best answering a capability phrase: [(op_id, score)], score in (0, 1].
+    analyzer: this code's analyzer version (a parameter so tests run two versions on one workspace)."""
+    return [(op_id, round(max(score, 0.001), 3))
+            for op_id, score, _ in _rank(conn, q, service, limit, mode, analyzer)]

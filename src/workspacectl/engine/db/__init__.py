@@ -20,7 +20,7 @@ BUSY_TIMEOUT_MS = 15000  # the default
 BUSY_TIMEOUT_ENV = "WSCTL_BUSY_TIMEOUT_MS"
 MAX_BUSY_TIMEOUT_MS = 3_600_000
 WAL_AUTOCHECKPOINT_PAGES = 1000  # SQLite's default
-_write_locks: dict[str, threading.RLock] = {}
+_write_locks: dict[str, WriteLock] = {}
 _write_locks_guard = threading.Lock()
 
 
@@ -36,6 +36,56 @@ class WouldBlock(Exception):
     the keyring). Raised before anything is written: the server runs the request again on an
     engine thread, which may wait. Not an OperationalError nor an ApiError, so no handler turns
     it into an answer."""
+
+
+class LockHeld(WouldBlock):
+    """WouldBlock because another thread of this process holds the workspace's write lock (`lock`):
+    the server's event loop waits for its release on the loop (WriteLock.when_released) and runs
+    the request again there (quick.QuickWriter), instead of handing it to an engine thread."""
+
+    def __init__(self, lock: WriteLock):
+        super().__init__("the write lock")
+        self.lock = lock
+
+
+class WriteLock:
+    """A process's write lock of one workspace file: a reentrant lock that also tells a waiter
+    that must not block (the event loop) when it comes free. `when_released(callback)` runs the
+    callback once, on the releasing thread, after the next release (at once when the lock is
+    free now); the callback must only hand over (loop.call_soon_threadsafe), never block or raise.
+    A release with no one waiting costs one list check."""
+
+    __slots__ = ("_lock", "_waiters")
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self._waiters: list = []
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        return self._lock.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        self._lock.release()
+        if self._waiters:   # read after the release: a waiter added before it is called below
+            self._wake()
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def when_released(self, callback) -> None:
+        # Added first, then the lock tried: either the holder's release (which reads the list
+        # after freeing the lock) sees the callback, or the try below finds the lock free.
+        self._waiters.append(callback)
+        if self._lock.acquire(False):
+            self._lock.release()
+            self._wake()
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []   # one bytecode swap under the GIL
+        for callback in waiters:
+            callback()
 
 
 _quick = threading.local()
@@ -84,16 +134,18 @@ class Prepared(str):
 
 
 class _Connection(sqlite3.Connection):
-    write_lock: threading.RLock | None = None
+    write_lock: WriteLock | None = None
     busy_timeout_ms: int = BUSY_TIMEOUT_MS
-    quick_group: QuickGroup | None = None   # set by the server on its event loop's connection
-    wal_checkpoint_bytes: int = 0   # open_quick_db: the server checkpoints past this WAL size
+    quick_group = None   # quick.QuickGroup, on the server event loop's connection
 
 
-def _write_lock_for(path: str) -> threading.RLock:
+def _write_lock_for(path: str) -> WriteLock:
     key = os.path.realpath(path)
     with _write_locks_guard:
-        return _write_locks.setdefault(key, threading.RLock())
+        lock = _write_locks.get(key)
+        if lock is None:
+            lock = _write_locks[key] = WriteLock()
+        return lock
 
 
 def open_db(path) -> sqlite3.Connection:
@@ -110,103 +162,27 @@ def open_db(path) -> sqlite3.Connection:
     return conn
 
 
-class QuickGroup:
-    """Group commit for the quick connection (open_quick_db): the transactions of the quick calls
-    of one turn of the server's event loop join one write transaction, each as a savepoint (an
-    exception rolls back that call's writes only, as its own transaction would have been), and
-    the server commits it once after the turn (`commit`), sending none of their answers before:
-    a token's audit row is committed before the token leaves, and one commit carries the rows of
-    every token issued in that turn (a commit cost ~85 µs of a token's ~130 µs of SQLite work).
-
-    `opened()` is called when a turn's first transaction begins (the server schedules `commit`)."""
-
-    def __init__(self, conn: sqlite3.Connection, opened):
-        self.conn = conn
-        self.opened = opened
-        self.is_open = False
-
-    def begin(self) -> None:
-        if self.is_open:
-            return
-        lock = getattr(self.conn, "write_lock", None)
-        if lock is not None and not lock.acquire(timeout=0):
-            raise WouldBlock("the write lock")   # another thread of this process writes
-        try:
-            self.conn.execute("BEGIN IMMEDIATE")   # busy timeout 0: fails at once if another process writes
-        except sqlite3.OperationalError as e:
-            if lock is not None:
-                lock.release()
-            if is_busy(e):
-                raise WouldBlock("another process's writer") from None
-            raise
-        self.is_open = True
-        self.opened()
-
-    def commit(self) -> None:
-        """COMMIT the turn's transaction (ROLLBACK and raise when that fails: no answer of the
-        turn may then be sent as if written)."""
-        if not self.is_open:
-            return
-        lock = getattr(self.conn, "write_lock", None)
-        try:
-            try:
-                self.conn.execute("COMMIT")
-            except BaseException:
-                if self.conn.in_transaction:
-                    self.conn.execute("ROLLBACK")
-                raise
-        finally:
-            self.is_open = False
-            if lock is not None:
-                lock.release()
-
-
-def open_quick_db(path) -> sqlite3.Connection:
-    """A connection for a thread that must not wait (the server's event loop): busy timeout 0, so
-    a writer of another process makes BEGIN fail at once (transaction raises WouldBlock); in WAL
-    mode its reads never wait for a writer. Its commits never checkpoint the WAL (a checkpoint
-    copies up to wal_autocheckpoint pages and syncs: up to tens of ms on the loop's thread); the
-    server runs `checkpoint_wal` on an engine thread instead once the WAL passes
-    `wal_checkpoint_bytes(conn)`."""
-    conn = open_db(path)
-    conn.wal_checkpoint_bytes = wal_checkpoint_bytes(conn)  # type: ignore[attr-defined]
-    conn.execute("PRAGMA busy_timeout = 0")
-    conn.execute("PRAGMA wal_autocheckpoint = 0")
-    return conn
-
-
-def wal_checkpoint_bytes(conn: sqlite3.Connection) -> int:
-    """The WAL size at which SQLite's automatic checkpoint would have run on this connection."""
-    pages = conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] or 1000
-    return int(pages) * int(conn.execute("PRAGMA page_size").fetchone()[0])
-
-
-def checkpoint_wal(conn: sqlite3.Connection) -> tuple[int, int, int]:
-    """Copy the WAL into the database and truncate it (PRAGMA wal_checkpoint(TRUNCATE)), on a
-    thread that may wait: it waits (busy timeout) for the writer of the moment and holds the write
-    lock while it copies, so no commit lands in between and the WAL starts again from zero. (A
-    PASSIVE checkpoint beside a steady writer, the event loop's group commits, never finds the WAL
-    fully copied at a writer's start, so the WAL would never restart and grow without bound.)
-    Writers meanwhile wait: the event loop's get WouldBlock and go to the engine pool. Answers
-    PRAGMA wal_checkpoint's (busy, WAL frames, frames copied)."""
-    lock = getattr(conn, "write_lock", None)
-    if lock is not None:
-        lock.acquire()
-    try:
-        busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        return int(busy), int(frames), int(copied)
-    finally:
-        if lock is not None:
-            lock.release()
-
-
 _STORAGE_ERRORS = frozenset({getattr(sqlite3, "SQLITE_FULL", 13), getattr(sqlite3, "SQLITE_IOERR", 10),
                              getattr(sqlite3, "SQLITE_READONLY", 8)})
 
 
+class StorageRefused(sqlite3.OperationalError):
+    """The PostgreSQL door's counterpart of a disk that refuses a write (engine/db/postgres.py):
+    the database server lacks the resources (SQLSTATE class 53: disk full, out of memory, too
+    many connections) or failed at the system level (class 58: an I/O error). storage_failure
+    answers it as SQLite's full or failing disk: 503, nothing saved."""
+
+
+class StoreLost(StorageRefused):
+    """The PostgreSQL door's connection broke (the database server restarted, failed over or ended
+    the session). Also 503, but whether a COMMIT in flight landed is unknown, so the answer does not
+    say nothing was saved; the workspace opens a new connection for the next request."""
+
+
 def is_busy(e: BaseException) -> bool:
     """SQLite's (and the PostgreSQL door's) "the write lock is taken" error."""
-    return isinstance(e, sqlite3.OperationalError) and ("locked" in str(e) or "busy" in str(e))
+    return (isinstance(e, sqlite3.OperationalError) and not isinstance(e, StorageRefused)
+            and ("locked" in str(e) or "busy" in str(e)))
 
 
 BUSY_MESSAGE = "The workspace is busy (another process holds its write lock); retry in a moment."
@@ -221,16 +197,31 @@ def refused_write(e: BaseException, busy_message: str = BUSY_MESSAGE) -> ApiErro
     return storage_failure(e)
 
 
+@contextmanager
+def refusals_answered():
+    """Work outside the engine's routes (the server's pages, the local backend opening a
+    workspace): a write the environment refused is raised as its ApiError (refused_write)."""
+    try:
+        yield
+    except sqlite3.OperationalError as e:
+        if (refused := refused_write(e)) is None:
+            raise
+        raise refused from None
+
+
 def storage_failure(e: BaseException) -> ApiError | None:
-    """A write the disk refused (full, I/O error, read-only file) as the answer every door gives:
-    503 with one line saying nothing was saved (the transaction was rolled back). None for any
-    other exception (a bug stays a bug)."""
-    if not isinstance(e, sqlite3.DatabaseError):
-        return None
-    code = getattr(e, "sqlite_errorcode", None)
-    if not isinstance(code, int) or code & 0xFF not in _STORAGE_ERRORS:
-        return None
-    return ApiError("unreachable", f"The workspace could not be written ({e}); nothing was saved.", status=503)
+    """A write the disk refused (full, I/O error, read-only file; on PostgreSQL StorageRefused) as
+    the answer every door gives: 503 with one line saying nothing was saved (the transaction was
+    rolled back) and to retry later. None for any other exception (a bug stays a bug)."""
+    if isinstance(e, StoreLost):
+        return ApiError("unreachable", f"The workspace's database could not be reached ({e}); retry later "
+                                       "(a change in flight may or may not have been saved).", status=503)
+    if not isinstance(e, StorageRefused):
+        code = getattr(e, "sqlite_errorcode", None) if isinstance(e, sqlite3.DatabaseError) else None
+        if not isinstance(code, int) or code & 0xFF not in _STORAGE_ERRORS:
+            return None
+    return ApiError("unreachable", f"The workspace could not be written ({e}); nothing was saved, retry later.",
+                    status=503)
 
 
 @contextmanager
@@ -254,8 +245,8 @@ def transaction(conn: sqlite3.Connection, *, appends_only: bool = False):
     timeout_ms = getattr(conn, "busy_timeout_ms", BUSY_TIMEOUT_MS)
     quick = getattr(_quick, "on", False)
     if lock is not None and not lock.acquire(timeout=0 if quick else timeout_ms / 1000):
-        if quick:   # another thread of this process writes: not worth waiting for on the event loop
-            raise WouldBlock("the write lock")
+        if quick:   # another thread of this process writes: the event loop waits for it off-thread
+            raise LockHeld(lock)
         raise WorkspaceBusy("database is locked: another writer of this process held the workspace "
                             f"past the busy timeout ({timeout_ms} ms)")
     try:

@@ -66,21 +66,51 @@ def insert_service_terms(conn: sqlite3.Connection, service: str, dfs: dict[str, 
 
 
 def service_term_freqs(conn: sqlite3.Connection, terms: Iterable[str]) -> list[tuple[str, str, int]]:
+    """(term, service, df) of some terms, in (term, service) order on both stores."""
     terms = list(dict.fromkeys(terms))
     if not terms:
         return []
     return [tuple(r) for r in conn.execute(
-        f"SELECT term, service, df FROM operation_search_terms WHERE term IN ({', '.join('?' * len(terms))})",
-        terms)]
+        f"SELECT term, service, df FROM operation_search_terms WHERE term IN ({', '.join('?' * len(terms))}) "
+        f"ORDER BY term, service", terms)]
 
 
-def search_state(conn: sqlite3.Connection, model: str,
-                 complete_at: list[str]) -> tuple[str | None, int, int, int | None, str | None]:
-    """(analyzer version, indexed operations, catalog operations, `model`'s vectors, vectors
-    generation) in one statement: what every search checks before it reads the index. The
-    vectors are counted only when the generation is none of `complete_at` (generations at which
-    the caller found `model`'s set complete: every write of the index sets a new one); None
-    then. Counting them reads every row of the model (~20 ms at 100,000 operations)."""
+class TermReader:
+    """operation_search_terms rows of the terms one search asks about, each term read once: the
+    search asks first for every term it may need (one statement), later asks read only terms not
+    asked before (none, mostly)."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+        self._rows: dict[str, list[tuple[str, int]]] = {}
+
+    def read(self, terms: Iterable[str]) -> list[tuple[str, str, int]]:
+        """(term, service, df) of the terms, in (term, service) order, as service_term_freqs."""
+        terms = sorted(set(terms))
+        missing = [t for t in terms if t not in self._rows]
+        if missing:
+            for t in missing:
+                self._rows[t] = []
+            for term, service, df in service_term_freqs(self.conn, missing):
+                self._rows[term].append((service, df))
+        return [(t, service, df) for t in terms for service, df in self._rows[t]]
+
+
+class SearchState(NamedTuple):
+    analyzer: str | None      # the analyzer version that built the lexical index
+    docs: int                 # indexed operations
+    operations: int           # catalog operations
+    vectors: int | None       # the model's vectors (None: not counted, see search_state)
+    generation: str | None    # vectors generation: set anew by every write of the index
+    stale: str | None         # services an older analyzer indexed into a newer index (JSON list)
+    seen: str | None          # the day the index's own analyzer last searched it (YYYY-MM-DD)
+
+
+def search_state(conn: sqlite3.Connection, model: str, complete_at: list[str]) -> SearchState:
+    """What every search checks before it reads the index, in one statement. The vectors are
+    counted only when the generation is none of `complete_at` (generations at which the caller
+    found `model`'s set complete: every write of the index sets a new one); None then. Counting
+    them reads every row of the model (~20 ms at 100,000 operations)."""
     marks = ", ".join("?" * len(complete_at)) or "NULL"
     row = conn.execute(
         "SELECT (SELECT value FROM operation_search_meta WHERE key = 'analyzer_version'), "
@@ -88,9 +118,11 @@ def search_state(conn: sqlite3.Connection, model: str,
         "CASE WHEN (SELECT value FROM operation_search_meta WHERE key = 'vectors_generation') "
         f"IN ({marks}) THEN NULL "
         "ELSE (SELECT count(*) FROM operation_model_vectors WHERE model = ?) END, "
-        "(SELECT value FROM operation_search_meta WHERE key = 'vectors_generation')",
+        "(SELECT value FROM operation_search_meta WHERE key = 'vectors_generation'), "
+        "(SELECT value FROM operation_search_meta WHERE key = 'stale_services'), "
+        "(SELECT value FROM operation_search_meta WHERE key = 'analyzer_seen')",
         (*complete_at, model)).fetchone()
-    return row[0], row[1], row[2], row[3], row[4]
+    return SearchState(*row)
 
 
 def operation_count(conn: sqlite3.Connection) -> int:
