@@ -75,7 +75,7 @@ def use_vectors(folder: Path) -> None:
     embedding.DATA = folder
     embedding._table = None
     embedding.model_id.cache_clear()
-    embedding.word_pieces.cache_clear()
+    embedding._cut.cache_clear()
 
 
 class PlainBM25:
