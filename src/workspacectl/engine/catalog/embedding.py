@@ -72,22 +72,70 @@ def _npy(path: Path) -> tuple[Any, int, tuple[int, ...], str]:
 
 class _Table:
     """The shipped vocabulary and its vectors: int8 rows and a float32 scale each, mapped, not
-    read (a phrase touches a handful of rows)."""
+    read (a phrase touches a handful of rows).
+
+    A token's row is looked up in the vocabulary's text itself (one `bytes.find` of the line, its
+    row the newlines before it): a one-shot search asks about a few dozen tokens, and building the
+    27,558-entry dict costs ~6 ms of CPU (bench/README.md). After FIND_MISSES lookups of tokens it
+    does not hold (each a scan of the whole text, ~0.2 ms), the table builds the dict and answers
+    from it: importing, or a phrase of long unknown words, costs no more than before."""
+
+    FIND_MISSES = 24
 
     def __init__(self) -> None:
-        tokens = (DATA / "tokens.txt").read_text(encoding="utf-8").split()
-        self.tokens = tokens
-        self.vocab = dict(zip(tokens, range(len(tokens))))
+        text = (DATA / "tokens.txt").read_bytes()
+        self.text = b"\n" + text.strip() + b"\n"     # every token as b"\n" + token + b"\n"
+        self.n = self.text.count(b"\n") - 1
+        self._vocab: dict[str, int] | None = None
+        self._tokens: list[str] | None = None
+        self._found: dict[str, int | None] = {}
+        self._names: dict[int, str] = {}
+        self._misses = 0
         self.mm, self.offset, shape, descr = _npy(DATA / "vectors.npy")
-        if descr != "|i1" or len(shape) != 2 or shape[0] != len(tokens):
+        if descr != "|i1" or len(shape) != 2 or shape[0] != self.n:
             raise ValueError("vectors.npy: expected int8 [tokens, dims]")
         self.dims = shape[1]
         self._row = struct.Struct(f"{self.dims}b")
         scales, offset, shape, descr = _npy(DATA / "scales.npy")
-        if descr != "<f4" or shape != (len(tokens),):
+        if descr != "<f4" or shape != (self.n,):
             raise ValueError("scales.npy: expected float32 [tokens]")
-        self.scales = array("f", scales[offset:offset + 4 * len(tokens)])
+        self.scales = array("f", scales[offset:offset + 4 * self.n])
         scales.close()
+
+    @property
+    def tokens(self) -> list[str]:
+        if self._tokens is None:
+            self._tokens = self.text.decode("utf-8").split()
+        return self._tokens
+
+    @property
+    def vocab(self) -> dict[str, int]:
+        if self._vocab is None:
+            self._vocab = dict(zip(self.tokens, range(len(self.tokens))))
+        return self._vocab
+
+    def find(self, token: str) -> int | None:
+        """The row of a token of the vocabulary, or None."""
+        if self._vocab is not None:
+            return self._vocab.get(token)
+        if token in self._found:
+            return self._found[token]
+        if self._misses >= self.FIND_MISSES or "\n" in token:
+            return self.vocab.get(token)
+        at = self.text.find(b"\n" + token.encode("utf-8", "replace") + b"\n")
+        if at < 0:
+            self._misses += 1
+            self._found[token] = None
+            return None
+        row = self._found[token] = self.text.count(b"\n", 0, at)
+        self._names[row] = token
+        return row
+
+    def token(self, row: int) -> str:
+        """The token of a row: one find() answered, else from the list (made once)."""
+        if self._tokens is None and row in self._names:
+            return self._names[row]
+        return self.tokens[row]
 
     def row(self, i: int) -> tuple[int, ...]:
         return self._row.unpack_from(self.mm, self.offset + i * self.dims)
@@ -95,8 +143,8 @@ class _Table:
     def matrix(self) -> Any:
         """The whole table as a numpy int8 [tokens, dims] view and float32 scales (for embed_many)."""
         np = numpy()
-        q = np.frombuffer(self.mm, dtype=np.int8, count=len(self.tokens) * self.dims,
-                          offset=self.offset).reshape(len(self.tokens), self.dims)
+        q = np.frombuffer(self.mm, dtype=np.int8, count=self.n * self.dims,
+                          offset=self.offset).reshape(self.n, self.dims)
         return q, np.frombuffer(self.scales, dtype=np.float32)
 
 
@@ -128,7 +176,7 @@ def _fold(word: str) -> str:
 @lru_cache(maxsize=65536)
 def word_pieces(word: str) -> tuple[int, ...]:
     """WordPiece token rows of one lower-case word; () when it cannot be cut into known pieces."""
-    vocab = _load().vocab
+    table = _load()
     word = _fold(word)
     if not word or len(word) > MAX_WORD_CHARS:
         return ()
@@ -136,9 +184,8 @@ def word_pieces(word: str) -> tuple[int, ...]:
     while start < len(word):
         end, piece = len(word), None
         while end > start:
-            sub = word[start:end] if start == 0 else "##" + word[start:end]
-            if sub in vocab:
-                piece = vocab[sub]
+            piece = table.find(word[start:end] if start == 0 else "##" + word[start:end])
+            if piece is not None:
                 break
             end -= 1
         if piece is None:
@@ -150,14 +197,14 @@ def word_pieces(word: str) -> tuple[int, ...]:
 
 def is_word(word: str) -> bool:
     """A whole word of the vocabulary (not a word piece)."""
-    return word in _load().vocab
+    return _load().find(word) is not None
 
 
 def _letter_soup(word: str, pieces: tuple[int, ...]) -> bool:
     """A word the vocabulary can only spell letter by letter ("zzqx") means nothing: more than
     half of its pieces are single characters."""
-    tokens = _load().tokens
-    return len(pieces) > 1 and sum(1 for p in pieces if len(tokens[p].removeprefix("##")) == 1) * 2 > len(pieces)
+    table = _load()
+    return len(pieces) > 1 and sum(1 for p in pieces if len(table.token(p).removeprefix("##")) == 1) * 2 > len(pieces)
 
 
 def token_rows(text: str) -> list[int]:

@@ -66,7 +66,11 @@ def corrections(terms: store.TermReader, words: list[str], known: Iterable[str] 
     for w in wrong:
         if freqs.get(stem(w)):
             continue        # the catalog uses it: a word of its own, not a slip
-        best = max(sorted(neighbours[w]), key=lambda n: (_uses(n), embedding.is_word(n)))
-        if _uses(best):
-            out[w] = best
+        # the neighbour the most operations use, a whole word first, then the first in order
+        # (max over (uses, is_word) of the sorted neighbours, asking is_word of the most used only)
+        ranked = sorted(neighbours[w])
+        most = max((_uses(n) for n in ranked), default=0)
+        if most:
+            top = [n for n in ranked if _uses(n) == most]
+            out[w] = next((n for n in top if embedding.is_word(n)), top[0])
     return out
