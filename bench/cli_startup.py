@@ -22,6 +22,11 @@ venv): each round then also runs that version's command, against its own workspa
 own `wsctl init`, so "after ÷ before" (the median of per-round ratios) compares two versions on
 the same load. Its modules are probed the same way. Next to it, the CPU time (user + system, from
 wait4) of each side, median over the rounds (warm-up left out), which a loaded machine moves less.
+
+Each side's workspacectl is byte-compiled first (as pip does when it installs a wheel, and as
+Python does at a first import), so PYTHONDONTWRITEBYTECODE=1 in the environment (some shells and
+images set it) does not make every run compile our modules from source: that was ~40 % of a local
+command's CPU, more for the version with more source, and no user pays it.
 """
 from __future__ import annotations
 
@@ -87,6 +92,8 @@ print("\n" + json.dumps({"workspacectl": sorted(m for m in mods if m.startswith(
 '''
 
 
+COMPILE = "import compileall, os, workspacectl; compileall.compile_dir(os.path.dirname(workspacectl.__file__), quiet=1)"
+
 CPU: dict[tuple[str, ...], list[float]] = {}   # argv -> CPU seconds (user + system) of each run
 
 
@@ -118,6 +125,8 @@ def main() -> int:
     args = int_options(__doc__, {"--pairs": 15}, paths=("--before",))
     before = str(args.before) if args.before else None
     tmp = Path(tempfile.mkdtemp(prefix="wsctl-bench-startup-"))
+    for python in (sys.executable, before) if before else (sys.executable,):
+        subprocess.run([python, "-c", COMPILE], check=True, capture_output=True)
     try:
         ws_path, _, _ = make_workspace(tmp)
         env_local = local_env(tmp, ws_path)

@@ -14,7 +14,8 @@ either backend looks the same to the user:
     payload_too_large 413  exit 7
     unprocessable     422  exit 7     a bundle that fails validation
     upstream_failed   502  exit 1     a provider refused (e.g. an OAuth refresh)
-    unreachable       --   exit 8     client side only: the server could not be reached
+    unreachable       503  exit 8     the server could not be reached (client side); or the workspace's
+                                      store could not be reached or refused for want of resources
     internal          500  exit 1     a bug; never produced on purpose
 """
 from __future__ import annotations

@@ -8,7 +8,7 @@ from tests.conftest import ApiResult  # noqa: F401
 SECRET = "cs-CANARY-from-stdin"
 
 
-def test_oauth_client_sets_the_client_from_stdin(backend, provider):
+def test_oauth_client_sets_the_client_from_stdin(backend, provider, local_ws):
     install_service(backend.workspace, provider.service_toml("loopcrm", client_secret=False)
                     .replace(f'clientId = "{provider.client_id}"', ""))
     assert backend.ok("GET", "/v1/integrations/loopcrm").get("oauthClientConfigured") is False
@@ -20,10 +20,9 @@ def test_oauth_client_sets_the_client_from_stdin(backend, provider):
     assert SECRET not in r.out + r.err
     detail = backend.ok("GET", "/v1/integrations/loopcrm")
     assert detail["oauthClientConfigured"] is True
-    from tests.vault_helpers import open_ws
     from workspacectl.engine.vault.oauth import provider_config
 
-    ws = open_ws(backend.workspace)
+    ws = local_ws(backend.workspace)
     cfg = provider_config(ws, ws.conn(), "loopcrm")
     assert cfg.client_id == provider.client_id and cfg.client_secret.reveal() == SECRET
     history = backend.ok("GET", "/v1/admin/catalog/history")["changes"]

@@ -288,3 +288,16 @@ def test_plain_python_and_numpy_similarities_agree(tmp_path):
         for services_ in (None, ["melodia", "melodia2"]):
             assert plain.nearest(6, services_) == matrix.nearest(6, services_), phrase
     conn.close()
+
+
+def test_a_token_row_is_the_same_looked_up_in_the_text_or_in_the_dict():
+    """A one-shot search finds its few tokens' rows in the vocabulary's text; past a few dozen
+    look-ups the table builds a dict: both answer the same, for tokens and for anything else."""
+    by_text, by_dict = embedding._Table(), embedding._Table()
+    by_dict.LOOKUPS_BEFORE_DICT = 0
+    tokens = (embedding.DATA / "tokens.txt").read_text(encoding="utf-8").split()
+    for word in (tokens[0], tokens[1], tokens[-1], "the", "##ing", "payment", "zzqx", "", "##", "a b", "\n",
+                 f"{tokens[0]}\n{tokens[1]}", " the"):
+        assert by_text.index(word) == by_dict.index(word), repr(word)
+    assert by_text.index(tokens[-1]) == len(tokens) - 1 and by_text.index("payment") is not None
+    assert by_text._vocab is None and by_dict._vocab is not None

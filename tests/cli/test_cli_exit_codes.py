@@ -7,7 +7,7 @@ no traceback unless --debug.
 from __future__ import annotations
 
 from tests.cli_helpers import one_error_line
-from tests.conftest import OWNER, base_env, free_port, run_wsctl
+from tests.conftest import NO_BACKOFF, OWNER, base_env, free_port, run_wsctl
 
 
 def test_usage_errors_exit_2_before_anything_is_made(tmp_path):
@@ -24,14 +24,15 @@ def test_usage_errors_exit_2_before_anything_is_made(tmp_path):
 
 def test_unreachable_server_exits_8_with_one_line_and_debug_shows_the_traceback(tmp_path):
     url = f"http://127.0.0.1:{free_port()}"  # bound once, then closed: nothing listens there
-    env = {**base_env(tmp_path / "home"), "WSCTL_SERVER": url, "WSCTL_TOKEN": "ws_session_" + "x" * 40}
+    env = {**base_env(tmp_path / "home"), "WSCTL_SERVER": url, "WSCTL_TOKEN": "ws_session_" + "x" * 40, **NO_BACKOFF}
     line = one_error_line(run_wsctl(["members", "list"], env, expect=8))
     assert url in line and "WSCTL_SERVER" in line and "wsctl serve" in line
     r = run_wsctl(["--debug", "members", "list"], env, expect=8)
     assert "Traceback (most recent call last)" in r.err and r.err.strip().endswith(line)
     # `auth login` against a closed port: exit 8, and nothing is stored
     client = tmp_path / "client"
-    r = run_wsctl(["auth", "login", "--server", url, "--code", "AAAA-BBBB-CCCC"], base_env(client), expect=8)
+    r = run_wsctl(["auth", "login", "--server", url, "--code", "AAAA-BBBB-CCCC"], {**base_env(client), **NO_BACKOFF},
+                  expect=8)
     assert url in one_error_line(r)
     assert not (client / "credentials.toml").exists() and not (client / "config.toml").exists()
 

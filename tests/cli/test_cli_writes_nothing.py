@@ -13,7 +13,7 @@ import subprocess
 import httpx
 
 from tests.cli_helpers import one_error_line, read_toml
-from tests.conftest import WSCTL, base_env, finish_all, free_port, run_wsctl
+from tests.conftest import NO_BACKOFF, WSCTL, base_env, finish_all, free_port, run_wsctl
 
 
 def tree(root) -> list[str]:
@@ -96,7 +96,8 @@ def test_a_failing_sign_in_writes_nothing_on_either_door(backend):
         env = {k: v for k, v in backend.env.items() if k not in ("WSCTL_SERVER", "WSCTL_TOKEN")}
         r = run_wsctl(["auth", "login", "--server", backend.base_url, "--code", "not-a-code"], env, expect=None)
         assert r.code in (3, 5, 7), r
-        r = run_wsctl(["auth", "login", "--server", f"http://127.0.0.1:{free_port()}", "--code", "x"], env, expect=8)
+        r = run_wsctl(["auth", "login", "--server", f"http://127.0.0.1:{free_port()}", "--code", "x"],
+                      {**env, **NO_BACKOFF}, expect=8)
     else:
         r = backend.wsctl("auth", "login", "--member", "nobody@example.com", expect=5)
     one_error_line(r)

@@ -11,6 +11,8 @@ from workspacectl import __version__
 from tests.conftest import OWNER, base_env, run_wsctl
 
 HTTP_STACK = ("httpx", "httpcore", "fastapi", "starlette", "uvicorn")
+# The server's event loop (engine/db/quick.py and the HTTP layer): ~25 modules a local command does without.
+SERVER_ONLY = ("asyncio", "ssl", "concurrent")
 
 # Runs several commands in one interpreter, as `wsctl` would run each, and reports after each
 # one the top-level packages it imported, its exit code and its output; then all packages loaded.
@@ -48,6 +50,7 @@ def test_help_and_local_commands_do_not_import_the_http_stack(workspace, home):
     for r in report:
         assert not set(r["imported"]) & set(HTTP_STACK), (r["argv"], sorted(set(r["imported"]) & set(HTTP_STACK)))
         assert "numpy" not in r["imported"], r["argv"]     # only search and catalog import load it
+        assert not set(r["imported"]) & set(SERVER_ONLY), (r["argv"], sorted(set(r["imported"]) & set(SERVER_ONLY)))
     assert not set(answer["loaded"]) & set(HTTP_STACK)  # nor by importing the CLI itself
 
 
@@ -127,3 +130,44 @@ def test_a_local_catalog_search_does_not_import_numpy(workspace, home):
     run = json.loads(p.stdout)["runs"][0]
     assert run["code"] == 0 and run["out"].strip(), run
     assert "numpy" not in run["imported"], run["imported"]
+
+
+def test_a_command_line_builds_only_the_commands_it_names():
+    """Typer builds a command by evaluating its function's annotations (strings here, compiled and
+    evaluated twice): `wsctl vault list` builds `list` (with its --jq/--limit/--all) and none of
+    vault's other commands, nor the top-level init/serve/api, nor another group."""
+    import typer
+
+    from workspacectl.cli.app import _Unloaded, build_app
+
+    root = typer.main.get_command(build_app())
+    assert all(isinstance(c, _Unloaded) for c in root.commands.values())
+    vault = root.get_command(None, "vault")
+    listed = vault.get_command(None, "list")
+    assert not isinstance(listed, _Unloaded)
+    assert {"json", "jq", "limit", "all"} <= {p.name for p in listed.params}
+    assert sorted(n for n, c in vault.commands.items() if not isinstance(c, _Unloaded)) == ["list"]
+    assert sorted(n for n, c in root.commands.items() if not isinstance(c, _Unloaded)) == ["vault"]
+
+
+def test_a_command_listing_reads_as_the_built_commands_would():
+    """`wsctl GROUP --help` lists the placeholders: each listed one says what the built command
+    says, and the same ones are hidden."""
+    import typer
+
+    from workspacectl.cli.app import _Unloaded, build_app
+
+    def walk(group):
+        for name in list(group.commands):
+            before = group.commands[name]
+            built = group.get_command(None, name)
+            if isinstance(before, _Unloaded):
+                assert not isinstance(built, _Unloaded)
+                assert before.hidden == built.hidden, name
+                for width in (() if before.hidden else (20, 45, 70, 200)):   # a hidden one is not listed
+                    assert before.get_short_help_str(width) == built.get_short_help_str(width), (name, width)
+            if getattr(built, "commands", None) is not None:
+                yield from walk(built)
+            yield name
+
+    assert len(list(walk(typer.main.get_command(build_app())))) > 100

@@ -4,7 +4,7 @@ so, `auth status` listing the others. Real CLI subprocesses, each test its own W
 from __future__ import annotations
 
 from tests.cli_helpers import one_error_line, read_toml
-from tests.conftest import base_env, run_wsctl, serve
+from tests.conftest import NO_BACKOFF, base_env, run_wsctl, serve
 from tests.cli.test_cli_writes_nothing import snapshot, tree
 
 
@@ -190,11 +190,11 @@ def test_remove_when_the_session_cannot_be_revoked(backend, tmp_path):
     config["profiles"]["gone"]["server"] = dead
     (home / "config.toml").write_text(tomli_w.dumps(config))
     before = snapshot(home)
-    r = run_wsctl(["profile", "remove", "gone", "--yes"], env, expect=8)
+    r = run_wsctl(["profile", "remove", "gone", "--yes"], {**env, **NO_BACKOFF}, expect=8)
     line = one_error_line(r)
     assert "Could not revoke" in line and dead in line and "--force" in line and "Nothing was removed" in line
     assert snapshot(home) == before
-    r = run_wsctl(["profile", "remove", "gone", "--yes", "--force", "--json"], env)
+    r = run_wsctl(["profile", "remove", "gone", "--yes", "--force", "--json"], {**env, **NO_BACKOFF})
     assert r.json == {"removed": "gone", "active": None, "sessionRevoked": False}
     r2 = read_toml(home / "config.toml")
     assert "profiles" not in r2

@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from tests.cli_helpers import one_error_line, read_toml
-from tests.conftest import base_env, free_port, make_backend, run_wsctl
+from tests.conftest import NO_BACKOFF, base_env, free_port, make_backend, run_wsctl
 
 FAKE = "ws_session_" + "C4NARYt0ken" * 4
 
@@ -74,7 +74,8 @@ LIST = json.dumps({"credentials": [], "nextCursor": None}).encode()
 
 
 def wsctl_at(url: str, home, *args, expect, extra: dict | None = None):
-    env = {**base_env(home), "WSCTL_SERVER": url, "WSCTL_TOKEN": FAKE, **(extra or {})}
+    """`wsctl *args` against `url`; retries go at once (NO_BACKOFF) unless `extra` says otherwise."""
+    env = {**base_env(home), "WSCTL_SERVER": url, "WSCTL_TOKEN": FAKE, **NO_BACKOFF, **(extra or {})}
     return run_wsctl(list(args), env, expect=expect)
 
 
@@ -213,10 +214,62 @@ def test_our_own_gateway_status_is_an_answer_not_retried(tmp_path):
     assert one_error_line(r) == "error: The provider refused the refresh."
 
 
+WAIT = re.compile(r"trying again in (\d+\.\d\d) s")
+
+
 def test_a_connection_never_opened_is_tried_again_even_for_a_post(tmp_path):
+    """On the default backoff (the one command of the suite that waits it out): 0.25, 0.75 and 1.5 s
+    before the further tries, each plus up to 25% jitter, as the trace says."""
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
-    r = wsctl_at(url, tmp_path / "h", "members", "add", "x@example.com", "--name", "X", "--debug", expect=8)
+    r = wsctl_at(url, tmp_path / "h", "members", "add", "x@example.com", "--name", "X", "--debug", expect=8,
+                 extra={"WSCTL_RETRY_BACKOFF_MS": ""})
     tries = [x for x in r.err.splitlines() if x.startswith("debug: POST") and "ConnectError" in x]
     assert len(tries) == 4, r.err
-    assert sum("trying again" in x for x in tries) == 3
+    waits = [float(m[1]) for x in tries if (m := WAIT.search(x))]
+    assert len(waits) == 3 and all(base <= w <= base * 1.25 + 0.005 for w, base in zip(waits, (0.25, 0.75, 1.5))), waits
     assert f"Cannot reach the server at {url}" in r.err.splitlines()[-1]
+
+
+def test_the_backoff_scales_with_its_setting_and_a_bad_one_is_refused(tmp_path):
+    """WSCTL_RETRY_BACKOFF_MS sets the first wait, the others scale with it (3 and 6 times); 0 tries
+    again at once, as many times; anything else is one line, exit 7, nothing sent."""
+    url = f"http://127.0.0.1:{free_port()}"
+    for setting, bases in (("40", (0.04, 0.12, 0.24)), ("0", (0, 0, 0))):
+        r = wsctl_at(url, tmp_path / "h", "vault", "list", "--debug", expect=8,
+                     extra={"WSCTL_RETRY_BACKOFF_MS": setting})
+        tries = [x for x in r.err.splitlines() if x.startswith("debug: GET") and "ConnectError" in x]
+        assert len(tries) == 4, r.err
+        waits = [float(m[1]) for x in tries if (m := WAIT.search(x))]
+        assert len(waits) == 3 and all(b <= w <= b * 1.25 + 0.005 for w, b in zip(waits, bases)), (setting, waits)
+    with Misbehaving(lambda m, p, n: (200, "application/json", LIST)) as srv:
+        for bad in ("-1", "0.5", "60001", "soon", "\u0661"):
+            r = wsctl_at(srv.url, tmp_path / "h", "vault", "list", expect=7, extra={"WSCTL_RETRY_BACKOFF_MS": bad})
+            assert "WSCTL_RETRY_BACKOFF_MS must be a whole number of milliseconds from 0 to 60000" in one_error_line(r)
+        assert not srv.calls
+
+
+def test_the_waits_before_each_further_try(monkeypatch):
+    """The default waits and how a gateway's Retry-After counts, without waiting them out."""
+    from workspacectl.backend import remote
+    from workspacectl.errors import ApiError
+
+    class Answer:   # what _delay reads of a response: its headers
+        def __init__(self, retry_after):
+            self.headers = {"retry-after": retry_after}
+
+    for attempt, base in enumerate((0.25, 0.75, 1.5, 1.5)):
+        waits = [remote._delay(attempt, None) for _ in range(50)]
+        assert all(base <= w <= base * 1.25 for w in waits), waits
+        assert remote._delay(attempt, None, 0.0) == 0
+    assert remote._delay(0, Answer("3")) == 3.0                       # longer than the backoff: honoured
+    assert remote._delay(0, Answer("600")) == remote.MAX_RETRY_AFTER   # capped
+    assert remote._delay(0, Answer("600"), 0.2) == remote.MAX_RETRY_AFTER * 0.2
+    assert remote._delay(0, Answer("soon"), 0.0) == 0.0
+    monkeypatch.delenv("WSCTL_RETRY_BACKOFF_MS", raising=False)
+    assert remote.backoff_scale() == 1.0
+    for raw, scale in (("250", 1.0), ("0", 0.0), ("500", 2.0), ("60000", 240.0)):
+        monkeypatch.setenv("WSCTL_RETRY_BACKOFF_MS", raw)
+        assert remote.backoff_scale() == scale
+    monkeypatch.setenv("WSCTL_RETRY_BACKOFF_MS", "-5")
+    with pytest.raises(ApiError, match="from 0 to 60000"):
+        remote.backoff_scale()

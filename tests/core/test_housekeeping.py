@@ -15,7 +15,6 @@ from tests.conftest import WSCTL, answers_health, base_env, make_backend, start_
 from tests.skill_helpers import create, file_path, publish_bundle, put_url, skill_md, stage, targz
 from workspacectl import clock
 from workspacectl.engine import housekeeping
-from workspacectl.engine.workspaces import open_workspace
 
 OLD = 3 * 3600
 
@@ -51,10 +50,10 @@ def _stage_folder(ws, age: float = 0, inner_age: float | None = None) -> Path:
     return folder
 
 
-def test_expired_uploads_and_old_stage_folders_go_the_rest_stays(backend):
+def test_expired_uploads_and_old_stage_folders_go_the_rest_stays(backend, local_ws):
     b = backend
     s = create(b, "tidy")
-    ws = open_workspace(str(b.workspace))
+    ws = local_ws(b.workspace)
     published = publish_bundle(b, s["id"], _bundle("tidy", "published"))
     assert published.status == 201, published.body
     used = ws.conn().execute("SELECT id, blob_sha256 FROM skill_uploads WHERE state = 'used'").fetchone()
@@ -86,12 +85,12 @@ def test_expired_uploads_and_old_stage_folders_go_the_rest_stays(backend):
     assert b.api("POST", f"/v1/skills/{s['id']}/validate", {"uploadId": old}).status == 404
 
 
-def test_local_incoming_files_never_picked_up(backend):
+def test_local_incoming_files_never_picked_up(backend, local_ws):
     if backend.kind != "local":
         pytest.skip("blobs/incoming is the local file:// flow's")
     b = backend
     s = create(b, "inbox")
-    ws = open_workspace(str(b.workspace))
+    ws = local_ws(b.workspace)
     urls = [b.ok("POST", f"/v1/skills/{s['id']}/bundle-upload-url")["url"] for _ in range(2)]
     for url in urls:
         assert put_url(url, _bundle("inbox", "x")) == 200
@@ -106,11 +105,11 @@ def test_local_incoming_files_never_picked_up(backend):
     assert not written.exists() and not copied.exists()
 
 
-def test_at_most_once_an_hour_and_after_a_local_command(backend):
+def test_at_most_once_an_hour_and_after_a_local_command(backend, local_ws):
     if backend.kind != "local":
         pytest.skip("the opportunistic sweep is the local backend's")
     b = backend
-    ws = open_workspace(str(b.workspace))
+    ws = local_ws(b.workspace)
     stale = _stage_folder(ws, OLD)
     b.wsctl("skill", "list", "--json")           # the command sweeps after its output
     assert not stale.exists()
@@ -125,12 +124,12 @@ def test_at_most_once_an_hour_and_after_a_local_command(backend):
     assert housekeeping.maybe_sweep(ws, later) is None
 
 
-def test_the_server_timer_sweeps(workspace, home, tmp_path):
+def test_the_server_timer_sweeps(workspace, home, tmp_path, local_ws):
     b = make_backend("local", workspace, home)
     s = create(b, "served")
     uid = _uploaded(b, s["id"], _bundle("served", "left behind"))
     b.close()
-    ws = open_workspace(str(workspace))
+    ws = local_ws(workspace)
     sha = _row(ws, uid)["blob_sha256"]
     stale = _stage_folder(ws, OLD)
     log = tmp_path / "serve.log"
@@ -161,7 +160,7 @@ with ws.blob_store.staging() as stage:
 """
 
 
-def test_serve_sweeps_stage_folders_of_killed_requests_when_it_starts(workspace, home, tmp_path):
+def test_serve_sweeps_stage_folders_of_killed_requests_when_it_starts(workspace, home, tmp_path, local_ws):
     """A process killed (-9) while staging an upload leaves its stage folder, young and full;
     `wsctl serve` removes it before it answers its first request, not an hour later, and leaves
     alone the folder a live process is staging in."""
@@ -171,7 +170,7 @@ def test_serve_sweeps_stage_folders_of_killed_requests_when_it_starts(workspace,
     assert killed.returncode == -9, killed.stderr
     left = Path(killed.stdout.strip())
     assert left.is_dir() and sum(p.stat().st_size for p in left.iterdir()) == 8 << 20   # young, 8 MiB
-    ws = open_workspace(str(workspace))
+    ws = local_ws(workspace)
     from tests.conftest import start_server
 
     with ws.blob_store.staging() as stage:
@@ -207,7 +206,7 @@ def _make_old(ws, sha: str, age: float) -> None:
         ws.conn().execute("UPDATE blob SET created_at = ? WHERE sha256 = ?", (then, sha))
 
 
-def test_unreferenced_blobs_past_the_grace_period_are_collected(backend):
+def test_unreferenced_blobs_past_the_grace_period_are_collected(backend, local_ws):
     """A kill inside a commit publishes blobs no row names; housekeeping collects them once they
     are older than ORPHAN_AGE, and never a referenced or a young one."""
     b = backend
@@ -216,7 +215,7 @@ def test_unreferenced_blobs_past_the_grace_period_are_collected(backend):
     assert r.status == 200, r.body
     s = create(b, "kept-skill")
     publish_bundle(b, s["id"], _bundle("kept-skill", "a referenced skill file"))
-    ws = open_workspace(str(b.workspace))
+    ws = local_ws(b.workspace)
     referenced = list(ws.blob_store.digests())
     assert len(referenced) >= 3
     for sha in referenced:                                 # referenced, and old: they stay
@@ -231,11 +230,11 @@ def test_unreferenced_blobs_past_the_grace_period_are_collected(backend):
     assert housekeeping.sweep(ws)["orphanBlobs"] == 0      # nothing more to take
 
 
-def test_an_old_orphan_reused_by_a_new_upload_is_kept(backend):
+def test_an_old_orphan_reused_by_a_new_upload_is_kept(backend, local_ws):
     """publish() drops its copy when the blob exists: an old orphan that a new upload names again
     is referenced by the time the sweep re-checks it under the lock."""
     b = backend
-    ws = open_workspace(str(b.workspace))
+    ws = local_ws(b.workspace)
     planted = _plant_blob(ws, b"same bytes twice", OLD)
     pid = b.ok("POST", "/v1/projects", {"name": "Reuse"})["project"]["id"]
     assert b.api("POST", f"/v1/projects/{pid}/files/bundle", raw=targz({"a.txt": "same bytes twice"})).status == 200
@@ -268,12 +267,12 @@ engine.handle("POST", f"/v1/projects/{sys.argv[2]}/files/bundle", None, buf.getv
 """
 
 
-def test_a_kill_inside_a_commit_leaves_blobs_that_housekeeping_collects(workspace, home, tmp_path):
+def test_a_kill_inside_a_commit_leaves_blobs_that_housekeeping_collects(workspace, home, tmp_path, local_ws):
     b = make_backend("local", workspace, home)
     pid = b.ok("POST", "/v1/projects", {"name": "Killed"})["project"]["id"]
     token = b.owner_token
     b.close()
-    ws = open_workspace(str(workspace))
+    ws = local_ws(workspace)
     before = set((ws.blobs / "sha256").glob("*/*"))
     script = tmp_path / "killed.py"
     script.write_text(_KILLED_IN_COMMIT)
@@ -282,7 +281,7 @@ def test_a_kill_inside_a_commit_leaves_blobs_that_housekeeping_collects(workspac
     assert p.returncode == -9, p.stderr[-2000:]
     left = set((ws.blobs / "sha256").glob("*/*")) - before
     assert left, "the drill should leave a published blob behind"
-    ws2 = open_workspace(str(workspace))
+    ws2 = local_ws(workspace)
     assert ws2.conn().execute("SELECT COUNT(*) FROM project_files").fetchone()[0] == 0   # rolled back
     assert housekeeping.sweep(ws2)["orphanBlobs"] == 0           # young: may be a live request's
     counts = housekeeping.sweep(ws2, clock.now() + timedelta(seconds=OLD))

@@ -9,15 +9,14 @@ import pytest
 from workspacectl import clock
 from workspacectl.engine import leases
 from workspacectl.engine.store.leases import get_lease
-from workspacectl.engine.workspaces import open_workspace
 
 
 @pytest.mark.parametrize("store", ["sqlite", "postgres"])
-def test_one_holder_at_a_time_until_release_or_expiry(store, request, monkeypatch):
+def test_one_holder_at_a_time_until_release_or_expiry(store, request, monkeypatch, local_ws):
     location = request.getfixturevalue("workspace" if store == "sqlite" else "pg_workspace")
     if store == "postgres":
         monkeypatch.setenv("WSCTL_BLOB_DIR", str(location / "blobs"))
-    conn = open_workspace(str(location)).conn()
+    conn = local_ws(location).conn()
     t0 = clock.now()
     a, b = leases.new_holder(), leases.new_holder()
     assert a != b
@@ -43,4 +42,3 @@ def test_one_holder_at_a_time_until_release_or_expiry(store, request, monkeypatc
     assert leases.acquire(conn, "job", a, 30, now=t0 + timedelta(seconds=72))
     # leases are independent by name
     assert leases.acquire(conn, "other", b, 30, now=t0 + timedelta(seconds=72))
-    conn.close()

@@ -37,6 +37,27 @@ def pg_env_for(pg_workspace, home, pg_databases):
     return env
 
 
+def test_local_commands_close_their_postgresql_session(pg_env_for, pg_databases, tmp_path):
+    """A local command on a PostgreSQL workspace closes its session before the interpreter exits:
+    none is left to the garbage collector (psycopg's "deleted while still open" ResourceWarning,
+    shown here as every ResourceWarning is), whether the command made the workspace, succeeded,
+    failed or completed a name for the shell."""
+    env = {**pg_env_for, "PYTHONWARNINGS": "always::ResourceWarning"}   # a fresh interpreter each
+    # (a completion's time limit is its own test's: here the names must come however busy the machine)
+    empty = pg_databases.fresh(tmp_path / "made", empty=True)
+    runs = [
+        run_wsctl(["init", "--workspace", empty, "--name", "Made", "--owner-name", OWNER["name"],
+                   "--owner-email", OWNER["email"]], {**env, "WSCTL_WORKSPACE": ""}, fresh=True),
+        run_wsctl(["members", "list"], env, fresh=True),
+        run_wsctl(["members", "login-code", "nobody@example.com"], env, expect=5, fresh=True),
+        run_wsctl(["complete-values", "member", ""], {**env, "WSCTL_COMPLETION_SECONDS": "600"}, fresh=True),
+    ]
+    pg_databases.drop(empty)
+    assert OWNER["email"] in runs[1].out and OWNER["name"] in runs[3].out, runs[3]
+    for r in runs:
+        assert "ResourceWarning" not in r.err and "still open" not in r.err, r.err
+
+
 def test_local_commands_on_postgres(pg_env_for, tmp_path):
     env = pg_env_for
     members = _cli(env, "members", "list", "--json").json["members"]

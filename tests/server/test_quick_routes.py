@@ -35,7 +35,7 @@ def _issued(workspace, cred: str) -> int:
     try:
         return count_access_log(ws.conn(), cred, "issued")
     finally:
-        ws.close_thread_conn()
+        ws.close()
 
 
 def test_only_declared_routes_are_quick():
@@ -84,7 +84,7 @@ def test_handle_quick_refuses_other_routes_and_waits_with_nothing_written(worksp
         assert _issued(workspace, cred) == 2
     finally:
         quick.close()
-        ws.close_thread_conn()
+        ws.close()
         b.close()
 
 
@@ -388,7 +388,7 @@ def _writer_on(workspace, home):
     cred = _credential(workspace, b.owner["id"])
     ws = open_ws(workspace)
     engine = Engine(ws)
-    pool = EnginePool(on_thread_exit=ws.close_thread_conn)
+    pool = EnginePool(on_thread_exit=ws.close)
     writer = QuickWriter(ws.quick_conn(), pool.submit, ws.conn)
     path = f"/v1/credentials/{cred}/token"
     assert engine.handle("POST", path, None, {"reason": "load the keys"}, b.owner_token).status == 200
@@ -406,7 +406,7 @@ def _hold_in_a_transaction(ws):
         with transaction(ws.conn()):
             held.set()
             release.wait(60)
-        ws.close_thread_conn()
+        ws.close()
 
     t = threading.Thread(target=hold)
     t.start()
@@ -450,7 +450,7 @@ def test_a_quick_token_finding_the_write_lock_held_waits_on_the_loop_and_is_answ
     finally:
         pool.shutdown()
         writer.conn.close()
-        ws.close_thread_conn()
+        ws.close()
         b.close()
 
 
@@ -480,14 +480,15 @@ def test_a_write_lock_held_past_the_busy_timeout_is_409_on_the_loop_with_nothing
     finally:
         pool.shutdown()
         writer.conn.close()
-        ws.close_thread_conn()
+        ws.close()
         b.close()
 
 
 def test_a_passive_checkpoint_takes_no_write_lock_and_a_truncate_waits_for_it(tmp_path, monkeypatch):
     """quick.checkpoint_wal: PASSIVE copies the WAL while another thread holds the process's write
     lock (writers never wait for it); TRUNCATE queues on that lock like a writer, giving up after
-    the busy timeout with nothing done, and empties the WAL once the lock is free."""
+    the busy timeout with nothing done, answers busy while another connection reads an older
+    snapshot (its connection's busy timeout set back afterwards), and empties the WAL once free."""
     from workspacectl.engine.db import open_db, transaction
     from workspacectl.engine.db.quick import checkpoint_wal, open_quick_db
 
@@ -511,6 +512,17 @@ def test_a_passive_checkpoint_takes_no_write_lock_and_a_truncate_waits_for_it(tm
         t.join(60)
         assert done["truncate"] == (1, -1, -1)   # it waited for the lock, then gave up
     assert (tmp_path / "c.db-wal").stat().st_size > 0
+    with transaction(quick):   # a frame the reader below does not see
+        quick.execute("INSERT INTO t VALUES ('later')")
+    reader = sqlite3.connect(path, isolation_level=None)   # another process's reader of an older snapshot
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM t").fetchone()
+    with transaction(quick):
+        quick.execute("INSERT INTO t VALUES ('newer')")
+    assert checkpoint_wal(holder, "TRUNCATE")[0] == 1   # it cannot empty a WAL a reader still uses
+    assert holder.execute("PRAGMA busy_timeout").fetchone()[0] == 200   # its own bound set back
+    reader.execute("COMMIT")
+    reader.close()
     assert checkpoint_wal(holder, "TRUNCATE")[0] == 0
     assert (tmp_path / "c.db-wal").stat().st_size == 0
     holder.close()

@@ -33,12 +33,12 @@ def _no_sideways_scroll(page) -> bool:
     return page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
 
 
-def test_connect_pages_people_trust(backend, door, provider, chromium, tmp_path):  # noqa: F811
+def test_connect_pages_people_trust(backend, door, provider, chromium, tmp_path, local_ws):  # noqa: F811
     from workspacectl.engine.db import transaction
     from workspacectl.engine.store.identity import set_setting
 
     install_service(backend.workspace, SERVICE_TOML.format(base=provider.url))
-    ws = open_ws(backend.workspace)
+    ws = local_ws(backend.workspace)
     with transaction(ws.conn()):
         set_setting(ws.conn(), "name", "Acme " + HOSTILE)
     member = backend.add_member("eve@example.com", name="Eve " + HOSTILE)

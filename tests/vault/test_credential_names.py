@@ -198,7 +198,7 @@ def test_migration_names_existing_credentials_on_postgresql(pg_workspace):
                       "updated_at) VALUES (%s, %s, %s, 'apiKey', %s, 'now', 'now')",
                       (f"cred_0{n}", service, service.title(), owner))
         c.execute("DELETE FROM migrations WHERE name = 'm014_credential_names'")
-    open_ws(pg_workspace).close_thread_conn()  # applies m014 again, and closes the session it used
+    open_ws(pg_workspace).close()  # applies m014 again, and closes the session it used
     with psycopg.connect(str(pg_workspace), autocommit=True) as c:
         rows = c.execute("SELECT id, name FROM credentials ORDER BY id").fetchall()
         assert rows == [("cred_00", "stripe"), ("cred_01", "slack"), ("cred_02", "stripe-2"), ("cred_03", "stripe-3")]

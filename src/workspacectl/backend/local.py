@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from workspacectl.engine.db import refusals_answered
 from workspacectl.engine.dispatch import Engine
 from workspacectl.engine.registry import Caller
 from workspacectl.engine.workspaces import workspace_type
@@ -21,7 +22,8 @@ from workspacectl.errors import ApiError
 
 def workspace_exists(location: Path | str) -> bool:
     """A workspace folder, or a postgresql:// URL (a str) of a database holding one."""
-    return workspace_type(location).exists_at(location)
+    with refusals_answered():   # a store that refuses the read: 503, as for any command
+        return workspace_type(location).exists_at(location)
 
 
 def create_workspace(location: Path | str, name: str, owner_name: str, owner_email: str,
@@ -37,7 +39,9 @@ def create_workspace(location: Path | str, name: str, owner_name: str, owner_ema
     from workspacectl.engine.identity.render import member_json   # here: other commands load no identity module
 
     ws, owner = workspace_type(location).create(location, name=name, owner_name=owner_name, owner_email=owner_email)
-    return {"workspace": ws.location, "shown": ws.shown, "name": ws.setting("name"), "owner": member_json(owner) if owner is not None else None}
+    with ws:
+        return {"workspace": ws.location, "shown": ws.shown, "name": ws.setting("name"),
+                "owner": member_json(owner) if owner is not None else None}
 
 
 class LocalBackend:
@@ -62,11 +66,16 @@ class LocalBackend:
         its scopes) or as `member` in a command-line session. `member` is an id; when it is gone
         the first owner acts (a profile outliving its member). With exact=True `member` may be an
         id or an email and must exist (404 otherwise)."""
-        ws = workspace_type(path).open(path)
-        if secret:
-            from workspacectl.engine.identity.auth import authenticate_secret
+        with refusals_answered():   # a store that refuses a read: 503, as for any command
+            ws = workspace_type(path).open(path)
+            if secret:
+                from workspacectl.engine.identity.auth import authenticate_secret
 
-            return cls(ws, authenticate_secret(ws.conn(), secret))
+                return cls(ws, authenticate_secret(ws.conn(), secret))
+            return cls(ws, cls._member_caller(ws, member, exact))
+
+    @staticmethod
+    def _member_caller(ws: Workspace, member: str | None, exact: bool) -> Caller:
         from workspacectl.engine.store import identity as store
 
         if exact and member:
@@ -78,13 +87,17 @@ class LocalBackend:
             row = row or store.first_owner(ws.conn())
         if row is None:
             raise ApiError("not_found", f"The workspace at {ws.shown} has no members. Run `wsctl init`.")
-        return cls(ws, Caller(row["id"], row["role"], "session", "local"))
+        return Caller(row["id"], row["role"], "session", "local")
 
     def housekeeping(self) -> None:
         """At most once an hour per workspace (engine/housekeeping.maybe_sweep)."""
         from workspacectl.engine.housekeeping import maybe_sweep
 
         maybe_sweep(self.ws)
+
+    def close(self) -> None:
+        """Done with the workspace on this thread: its connection (a PostgreSQL session) closes."""
+        self.ws.close()
 
     @contextmanager
     def loopback_pages(self) -> Iterator[str]:

@@ -9,11 +9,13 @@ Retries (bounded, with backoff): a request whose connection never opened is sent
 its method (nothing reached the server). GET and HEAD are also sent again after a connection that
 broke mid-way and after a gateway's 502/503/504 (not our own JSON errors, such as
 upstream_failed). A POST, PUT or DELETE that may have landed is never repeated, and neither is a
-streamed upload (its body cannot be read twice).
+streamed upload (its body cannot be read twice). The waits between tries grow from
+WSCTL_RETRY_BACKOFF_MS (the first wait; 0 tries again at once, the same number of times).
 """
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 from typing import Any
@@ -28,6 +30,8 @@ from workspacectl.errors import ApiError
 ATTEMPTS = 4                       # one try and at most three more
 BACKOFF = (0.25, 0.75, 1.5)        # seconds before each further try (plus up to 25% jitter)
 MAX_RETRY_AFTER = 5.0              # a gateway's Retry-After is honoured up to this
+BACKOFF_ENV = "WSCTL_RETRY_BACKOFF_MS"   # the first wait in ms; the other waits and that cap scale with it
+MAX_BACKOFF_MS = 60_000
 GATEWAY = frozenset({502, 503, 504})
 SAFE = frozenset({"GET", "HEAD"})
 
@@ -60,11 +64,25 @@ def not_a_workspace_server(resp: httpx.Response) -> ApiError:
                     "server's base URL, e.g. https://wsctl.example.com.")
 
 
-def _delay(attempt: int, resp: httpx.Response | None) -> float:
-    wait = BACKOFF[min(attempt, len(BACKOFF) - 1)] * (1 + random.random() / 4)
+def backoff_scale() -> float:
+    """WSCTL_RETRY_BACKOFF_MS over the default first wait (250 ms): 1.0 when unset; 0 tries again at
+    once. A bad value is refused (invalid input, exit 7), never guessed at."""
+    raw = os.environ.get(BACKOFF_ENV, "").strip()
+    if not raw:
+        return 1.0
+    if not (raw.isascii() and raw.isdigit() and int(raw) <= MAX_BACKOFF_MS):
+        raise ApiError("invalid_request", f"{BACKOFF_ENV} must be a whole number of milliseconds from 0 to "
+                       f"{MAX_BACKOFF_MS} (default {BACKOFF[0] * 1000:.0f}); fix or unset it.")
+    return int(raw) / (BACKOFF[0] * 1000)
+
+
+def _delay(attempt: int, resp: httpx.Response | None, scale: float = 1.0) -> float:
+    """Seconds to wait before try number attempt + 2: BACKOFF with jitter, or a gateway's
+    Retry-After when longer, up to MAX_RETRY_AFTER; the backoff and that cap scaled by `scale`."""
+    wait = BACKOFF[min(attempt, len(BACKOFF) - 1)] * (1 + random.random() / 4) * scale
     if resp is not None:
         try:
-            wait = max(wait, min(float(resp.headers.get("retry-after", "")), MAX_RETRY_AFTER))
+            wait = max(wait, min(float(resp.headers.get("retry-after", "")), MAX_RETRY_AFTER * scale))
         except ValueError:
             pass
     return wait
@@ -109,6 +127,7 @@ class RemoteBackend:
                  attempts: int = ATTEMPTS):
         self.location = strip_api_suffix(url)
         self.attempts = max(1, attempts)   # 1: no retries (shell completion must answer at once)
+        self.backoff = backoff_scale()
         self.unauthenticated_hint = unauthenticated_hint   # why no token was sent, said on a 401
         headers = {"User-Agent": f"wsctl/{__version__}"}
         if secret:
@@ -128,7 +147,7 @@ class RemoteBackend:
             except httpx.TransportError as e:
                 never_opened = isinstance(e, (httpx.ConnectError, httpx.ConnectTimeout))
                 again = replayable and not last and (never_opened or method in SAFE)
-                wait = _delay(attempt, None) if again else 0
+                wait = _delay(attempt, None, self.backoff) if again else 0
                 http_trace.trace(method, str(request.url), type(e).__name__, time.monotonic() - started,
                                  f"; trying again in {wait:.2f} s" if again else "")
                 if not again:
@@ -137,7 +156,7 @@ class RemoteBackend:
                 continue
             again = (replayable and not last and method in SAFE and resp.status_code in GATEWAY
                      and not self._ours(resp))
-            wait = _delay(attempt, resp) if again else 0
+            wait = _delay(attempt, resp, self.backoff) if again else 0
             http_trace.trace(method, str(request.url), f"{resp.status_code} {_content_type(resp) or '-'}",
                              time.monotonic() - started, f"; trying again in {wait:.2f} s" if again else "")
             if not again:

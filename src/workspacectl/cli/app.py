@@ -1,19 +1,23 @@
 """The Typer app: the root options and one sub-app per group (cli/<group>.py).
 
-A group's module is imported, and its commands built, only when the command line reaches that
-group (or the docs generator walks the tree): `wsctl vault list` does not build `skill` or
-`specialist`. `wsctl --help` lists the groups from GROUPS without importing any of them.
-A top-level command whose module is not in this version is skipped.
+A group's module is imported only when the command line reaches that group, and each of its
+commands is built only when the line reaches that command (or the docs generator walks the tree):
+`wsctl vault list` does not build `skill` or `specialist`, nor `vault connect`. `wsctl --help`
+lists the groups from GROUPS without importing any of them, and builds no command but the root.
 """
 from __future__ import annotations
 
+import copy
+import functools
 import importlib
-import importlib.util
+import inspect
+from collections.abc import Callable
 from typing import Annotated, Optional
 
 import typer
 from typer import _click
 from typer.core import TyperCommand, TyperGroup
+from typer.models import CommandInfo, TyperInfo
 
 from workspacectl import __version__
 from workspacectl.cli.context import state
@@ -33,11 +37,12 @@ GROUPS = [
     ("workflow", "workflow", "Workflows and apps."),
     ("admin", "admin", "Workspace administration (key rotation)."),
 ]
-# Top-level commands: (module, function name, command name)
+# Top-level commands, imported and built when used; listed with the first sentence of their
+# function's docstring (tests/cli/test_imports.py checks the listing against the built command).
 COMMANDS = [
-    ("init", "init", "init"),
-    ("serve", "serve", "serve"),
-    ("api", "api", "api"),
+    ("init", "init", "init", "Make a workspace (SQLite + blobs folder) and a local profile that acts as its owner."),
+    ("serve", "serve", "serve", "Serve a workspace over HTTP at /v1, with the hosted sign-in and connect pages."),
+    ("api", "api", "api", "Call any route of the API and print its JSON body."),
 ]
 # Top-level commands built only when used, as the groups are: (module, function, name, help, hidden).
 LAZY_COMMANDS = [
@@ -80,31 +85,65 @@ def _tracing() -> bool:
     return bool(trace and trace.enabled)
 
 
-def _exists(module: str) -> bool:
-    return importlib.util.find_spec(f"workspacectl.cli.{module}") is not None
-
-
 class _Unloaded(TyperCommand):
-    """A group (or a command: `func`) not imported yet: its name and one-line help, all a command
-    listing needs."""
+    """A group or command not built yet: its name and one-line help, all a command listing needs;
+    `build()` makes the real one (importing its module, if it is a top-level group or command)."""
 
-    def __init__(self, module: str, name: str, help_text: str, func: str | None = None, hidden: bool = False):
-        super().__init__(name=name, help=help_text, hidden=hidden)
-        self.module = module
-        self.func = func
+    def __init__(self, name: str, help_text: str | None, build: Callable[[], _click.Command], hidden: bool = False,
+                 short_help: str | None = None, deprecated: bool = False):
+        super().__init__(name=name, help=help_text, hidden=hidden, short_help=short_help, deprecated=deprecated)
+        self.build = build
+
+
+def _function(module: str, func: str) -> Callable:
+    return getattr(importlib.import_module(f"workspacectl.cli.{module}"), func)
 
 
 def _build_command(module: str, func: str, name: str, hidden: bool) -> _click.Command:
-    holder = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False, add_completion=False)
-    holder.command(name, hidden=hidden)(getattr(importlib.import_module(f"workspacectl.cli.{module}"), func))
-    holder.command("-")(lambda: None)  # two commands, so typer answers a group and we take ours from it
-    return typer.main.get_group(holder).commands[name]
+    """As `@app.command(name, hidden=hidden)` on the root app would make it."""
+    return _command_from(CommandInfo(name, cls=TyperCommand, callback=_function(module, func), hidden=hidden))
+
+
+def _command_from(info: CommandInfo) -> _click.Command:
+    """As typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False) builds a command."""
+    return typer.main.get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=None)
 
 
 def _build_group(module: str, name: str, help_text: str | None) -> _click.Command:
-    holder = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False, add_completion=False)
-    holder.add_typer(importlib.import_module(f"workspacectl.cli.{module}").app, name=name, help=help_text)
-    return typer.main.get_group(holder).commands[name]
+    app = importlib.import_module(f"workspacectl.cli.{module}").app
+    return lazy_group(TyperInfo(app, name=name, help=help_text), (name,))
+
+
+def lazy_group(info: TyperInfo, path: tuple[str, ...]) -> LazyGroup:
+    """typer.main.get_group_from_info, but each command of the group is a placeholder built when
+    it is used (sub-groups are walked the same way). Typer makes a command's options from its
+    function's annotations, which under `from __future__ import annotations` are strings it
+    compiles and evaluates twice (inspect.signature and get_type_hints): `wsctl vault list`
+    pays that for `list` only, not for the group's other commands."""
+    app = info.typer_instance
+    assert isinstance(app, typer.Typer)
+    shell = copy.copy(app)   # the group itself (help, callback, settings) without its commands
+    shell.registered_commands, shell.registered_groups = [], []
+    shell_info = copy.copy(info)
+    shell_info.typer_instance, shell_info.cls = shell, LazyGroup
+    group = typer.main.get_group_from_info(shell_info, pretty_exceptions_short=True, suggest_commands=True,
+                                           rich_markup_mode=None)
+    assert isinstance(group, LazyGroup)
+    group.path = path
+    for command in app.registered_commands:
+        assert command.callback is not None
+        name = command.name or typer.main.get_command_name(command.callback.__name__)
+        help_text = inspect.getdoc(command.callback) if command.help is None else inspect.cleandoc(command.help)
+        group.commands[name] = _Unloaded(name, help_text, functools.partial(_command_from, command),
+                                         hidden=command.hidden, short_help=command.short_help,
+                                         deprecated=command.deprecated)
+    for sub_info in app.registered_groups:
+        sub = lazy_group(sub_info, (*path, str(sub_info.name)))
+        if sub.name:
+            group.commands[sub.name] = sub
+        else:   # typer's add_typer without a name: the sub-app's commands join this group
+            group.commands.update(sub.commands)
+    return group
 
 
 # Lists: each takes --limit N and --all (cli/scripting.py; the command reads them through all_pages).
@@ -118,6 +157,8 @@ def add_scripting_options(command: _click.Command, path: tuple[str, ...]) -> Non
     """Every command with --json also takes --jq EXPR; every list takes --limit N and --all."""
     from workspacectl.cli import scripting
 
+    if isinstance(command, _Unloaded):
+        return   # given them when it is built
     for name, sub in (getattr(command, "commands", None) or {}).items():
         add_scripting_options(sub, (*path, name))
     names = {p.name for p in command.params}
@@ -127,32 +168,19 @@ def add_scripting_options(command: _click.Command, path: tuple[str, ...]) -> Non
         command.params.extend(scripting.list_options())
 
 
-class LazyRoot(TyperGroup):
-    """The root group: every group is listed at once (so typo suggestions see them all) and
-    built on first use; a help listing shows the placeholders' one-line help instead."""
+class LazyGroup(TyperGroup):
+    """A group whose placeholders (_Unloaded) are built on first use, which gives them their
+    scripting options (--jq, --limit/--all); a help listing shows the placeholders' one-line help
+    instead of building them."""
 
+    path: tuple[str, ...] = ()
     _listing = False
-
-    def __init__(self, **attrs):
-        super().__init__(**attrs)
-        for name, command in self.commands.items():
-            add_scripting_options(command, (name,))
-        for module, name, help_text in GROUPS:
-            self.commands.setdefault(name, _Unloaded(module, name, help_text))
-        for module, func, name, help_text, hidden in LAZY_COMMANDS:
-            self.commands.setdefault(name, _Unloaded(module, name, help_text, func, hidden))
-        from workspacectl.cli import scripting
-
-        self.params.append(scripting.jq_option())
 
     def get_command(self, ctx, cmd_name: str):
         cmd = self.commands.get(cmd_name)
         if isinstance(cmd, _Unloaded) and not self._listing:
-            if cmd.func:
-                cmd = self.commands[cmd_name] = _build_command(cmd.module, cmd.func, cmd_name, cmd.hidden)
-            else:
-                cmd = self.commands[cmd_name] = _build_group(cmd.module, cmd_name, cmd.help)
-            add_scripting_options(cmd, (cmd_name,))
+            cmd = self.commands[cmd_name] = cmd.build()
+            add_scripting_options(cmd, (*self.path, cmd_name))
         return cmd
 
     def format_commands(self, ctx, formatter) -> None:
@@ -161,6 +189,26 @@ class LazyRoot(TyperGroup):
             super().format_commands(ctx, formatter)
         finally:
             self._listing = False
+
+
+class LazyRoot(LazyGroup):
+    """The root group: every group is listed at once (so typo suggestions see them all) and its
+    module imported and built on first use."""
+
+    def __init__(self, **attrs):
+        super().__init__(**attrs)
+        for module, func, name, help_text in COMMANDS:
+            self.commands[name] = _Unloaded(name, help_text, functools.partial(
+                _build_command, module, func, name, False))
+        for module, name, help_text in GROUPS:
+            self.commands.setdefault(name, _Unloaded(name, help_text, functools.partial(
+                _build_group, module, name, help_text)))
+        for module, func, name, help_text, hidden in LAZY_COMMANDS:
+            self.commands.setdefault(name, _Unloaded(name, help_text, functools.partial(
+                _build_command, module, func, name, hidden), hidden=hidden))
+        from workspacectl.cli import scripting
+
+        self.params.append(scripting.jq_option())
 
 
 def build_app() -> typer.Typer:
@@ -173,9 +221,5 @@ def build_app() -> typer.Typer:
         context_settings={"help_option_names": ["-h", "--help"]},
         rich_markup_mode=None,
     )
-    app.callback()(root)
-    for module, func, name in COMMANDS:
-        if _exists(module):
-            mod = importlib.import_module(f"workspacectl.cli.{module}")
-            app.command(name)(getattr(mod, func))
+    app.callback()(root)   # the commands are LazyRoot's
     return app

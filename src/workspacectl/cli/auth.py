@@ -75,7 +75,7 @@ def _ask_code() -> str:
 
 def _login_local(ctx, name: str, member: str, json: bool, activate: bool = False):
     from workspacectl.backend.local import LocalBackend
-    from workspacectl.cli.context import ensure_workspace_path
+    from workspacectl.cli.context import ensure_workspace_path, opened
 
     target = resolve(state(ctx).profile_flag, new_profile_ok=True)
     if target.kind == "remote":
@@ -85,8 +85,8 @@ def _login_local(ctx, name: str, member: str, json: bool, activate: bool = False
     if not member.startswith("um_") and "@" not in member:  # a name: looked up as the workspace's owner
         from workspacectl.cli.refs import resolve as resolve_ref
 
-        member = resolve_ref(ctx, "member", member, be=LocalBackend.open(path))
-    be = LocalBackend.open(path, member=member, exact=True)
+        member = resolve_ref(ctx, "member", member, be=opened(LocalBackend.open(path)))
+    be = opened(LocalBackend.open(path, member=member, exact=True))
     rec = be.request("GET", "/v1/auth/whoami")["member"]
     active = config.set_profile(name, {"workspace": be.stored_location, "member": rec["id"]}, make_default=activate)
     body = {"profile": name, "workspace": be.location, "member": rec, "active": active}

@@ -111,12 +111,16 @@ def _values(kind: str, prefix: str, profile: str | None) -> list[str]:
     if target.kind == "remote":
         from workspacectl.backend.remote import RemoteBackend
 
-        backend = RemoteBackend(target.location, target.secret, timeout=time_limit(), attempts=1)
+        remote = RemoteBackend(target.location, target.secret, timeout=time_limit(), attempts=1)
+        body = remote.request("GET", path, query={"limit": "500"})
     else:
-        backend = _open_existing(target)
-        if backend is None:
+        local = _open_existing(target)
+        if local is None:
             return []
-    body = backend.request("GET", path, query={"limit": "500"})
+        try:
+            body = local.request("GET", path, query={"limit": "500"})
+        finally:
+            local.close()
     out, names = [], []
     for row in body.get(key) or []:
         label = visible(row.get("name") or "")

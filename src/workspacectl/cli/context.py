@@ -165,17 +165,22 @@ def open_local(target: Target):
 
     path = target.location
     ensure_workspace_path(path, target.profile)
-    be = LocalBackend.open(path, secret=target.secret, member=target.member)
+    return opened(LocalBackend.open(path, secret=target.secret, member=target.member))
+
+
+_opened: list = []   # local backends opened in this process (housekeeping, then closed, after the command)
+
+
+def opened(be):
+    """A local backend this command opened: swept and closed after the command (after_command)."""
     _opened.append(be)
     return be
 
 
-_opened: list = []   # local backends opened in this process (housekeeping after the command)
-
-
-def after_command() -> None:
+def after_command(housekeeping: bool = True) -> None:
     """Once a command's output is out: housekeeping of the workspaces it opened locally, at most
-    once an hour per workspace (LocalBackend.housekeeping). Never fails the command."""
+    once an hour per workspace (LocalBackend.housekeeping; not after an interrupt), then each is
+    closed (no connection is left for the interpreter's exit to collect). Never fails the command."""
     if not _opened:
         return
     try:
@@ -185,8 +190,13 @@ def after_command() -> None:
         pass
     for be in _opened:
         try:
-            be.housekeeping()
+            if housekeeping:
+                be.housekeeping()
         except Exception:  # a locked database, a read-only folder: the next command tries again
+            pass
+        try:
+            be.close()
+        except Exception:  # a connection already broken: the process ends anyway
             pass
     _opened.clear()
 

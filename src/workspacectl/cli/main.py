@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
         http_trace.enabled = True  # each HTTP request's method, URL, status and time on stderr
     try:
         try:
-            parsed = scripting.take_json_fields(argv, {g[1] for g in GROUPS} | {c[2] for c in COMMANDS + LAZY_COMMANDS})
+            parsed = scripting.take_json_fields(argv, {g[1] for g in GROUPS} | {c[2] for c in COMMANDS} | {c[2] for c in LAZY_COMMANDS})
             rv = command.main(args=parsed, prog_name="wsctl", standalone_mode=False)
         except click.exceptions.MissingParameter:
             if not scripting.FILTERS.consumed:
@@ -136,8 +136,7 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         print(f"error: {type(e).__name__}: {visible(one_line(str(e)))} (run again with --debug for details)", file=sys.stderr)
         code = 1
-    if code != 130:
-        _housekeep()
+    _after_command(housekeeping=code != 130)
     _settle_first_use(code == 0)
     sys.exit(code)
 
@@ -147,11 +146,12 @@ def _candidates(error) -> list[str]:
     return [str(c) for c in found] if isinstance(found, list) else []
 
 
-def _housekeep() -> None:
-    """Housekeeping of a local workspace the command opened, after its output (cli/context.py)."""
+def _after_command(housekeeping: bool) -> None:
+    """Housekeeping of the local workspaces the command opened (not after an interrupt), after its
+    output, then they are closed (cli/context.py after_command)."""
     context = sys.modules.get("workspacectl.cli.context")
     if context is not None:
-        context.after_command()
+        context.after_command(housekeeping)
 
 
 def _settle_first_use(ok: bool) -> None:

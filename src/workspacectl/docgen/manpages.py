@@ -50,6 +50,12 @@ ENVIRONMENT = [
                               "to retry; read by wsctl serve and by local commands when they open the "
                               "workspace, on SQLite and PostgreSQL alike. Any other value is refused "
                               "(exit 7)."),
+    ("WSCTL_RETRY_BACKOFF_MS", "How long, in whole milliseconds (0 to 60000, default 250), a command waits "
+                               "before it sends a request again that may be repeated (a connection that "
+                               "never opened; a GET after a gateway's 502, 503 or 504); the two later "
+                               "waits are 3 and 6 times it, plus jitter, and a gateway's Retry-After is "
+                               "honoured up to 20 times it. 0 tries again at once, as many times. Any other "
+                               "value is refused (exit 7)."),
     ("WSCTL_MEMORY_INTERVAL", "Seconds between the memory agent's runs in wsctl serve, 0 to 604800 "
                               "(0 turns it off; default 300; --memory-interval wins)."),
     ("WSCTL_MEMORY_POLICY", "How the memory agent folds notes into guides, by name (instead of the "

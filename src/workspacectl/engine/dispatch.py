@@ -4,13 +4,14 @@ authenticate -> find route -> scope check (before any lookup) -> handler -> Resp
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sqlite3
 import urllib.parse
 
 from workspacectl.engine import registry
-from workspacectl.engine.db import WouldBlock, is_busy, on_quick_thread, quick_calls, refused_write
+from workspacectl.engine.db import WouldBlock, is_busy, on_quick_thread, quick_calls, refused_write, storage_failure
 from workspacectl.engine.registry import Caller, Ctx, PublicCtx, Response
 from workspacectl.engine.scopes import check_scope
 from workspacectl.engine.validate import text_problem
@@ -68,8 +69,18 @@ def split_path(path: str) -> tuple[str, dict]:
     return parsed.path, dict(urllib.parse.parse_qsl(parsed.query, keep_blank_values=True))
 
 
+@functools.lru_cache(maxsize=256)   # keys come from clients' paths: bounded
+def resolve(method: str, path: str) -> tuple[str, dict, registry.Route | None, dict, bool]:
+    """(path, inline query, route or None, path params, path known) of METHOD path: split_path and
+    registry.match once per request, though a quick request asks three times (the server's
+    quick_route, handle_quick, call); the dicts answered are shared: read them, never change them."""
+    path, inline_query = split_path(path)
+    return (path, inline_query, *registry.match(method, path))
+
+
 def _route_for(method: str, path: str):
-    route, params, known = registry.match(method, path)
+    """The route and path params of a path already split (split_path), or the 404/405."""
+    _, _, route, params, known = resolve(method, path)
     if route is None:
         if known:
             raise ApiError("not_found", f"{method} is not supported on {path}.", status=405)
@@ -82,17 +93,25 @@ class Engine:
         self.ws = ws
 
     def authenticate(self, secret: str | None) -> Caller | None:
+        """The caller a presented secret names (401 if none), None without one. A store that
+        refuses the read (a full or failing disk, a database out of resources) is 503, as a
+        handler's refused write is (call)."""
         if not secret:
             return None
         from workspacectl.engine.identity.auth import authenticate_secret
 
-        return authenticate_secret(self.ws.conn(), secret)
+        try:
+            return authenticate_secret(self.ws.conn(), secret)
+        except sqlite3.OperationalError as e:
+            if (refused := storage_failure(e)) is None:
+                raise
+            raise refused from None
 
     def call(self, caller: Caller | None, method: str, path: str, query: dict | None = None,
              body=None, base_url: str | None = None, progress=None) -> Response:
         """progress(phase, done, total), when given, hears how long work goes (Ctx.report)."""
         method = method.upper()
-        path, inline_query = split_path(path)
+        path, inline_query = resolve(method, path)[:2]
         query = {**inline_query, **(query or {})}
         route, params = _route_for(method, path)
         check_scope(caller, route.scope)
@@ -123,7 +142,7 @@ class Engine:
     def quick_route(method: str, path: str) -> str | None:
         """"METHOD /path/{param}" of the quick route (registry.route quick=True) a request is for, or
         None: what the server runs on its event loop (handle_quick), and the label it counts by."""
-        route, _, _ = registry.match(method.upper(), split_path(path)[0])
+        route = resolve(method.upper(), path)[2]
         if route is None or not registry.is_quick(route):
             return None
         return f"{route.method} {route.path}"
@@ -136,7 +155,7 @@ class Engine:
         with nothing written, for any other route or when the work would wait (the write lock
         held, another process writing, a token refresh): the caller then calls handle() on a
         thread that may wait. Saves the hand-off to an engine thread and back per request."""
-        route, _, _ = registry.match(method.upper(), split_path(path)[0])
+        route = resolve(method.upper(), path)[2]
         if route is None or not registry.is_quick(route):
             raise WouldBlock("not a quick route")
         written = conn.total_changes

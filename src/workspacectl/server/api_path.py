@@ -162,7 +162,7 @@ class LeanApi:
         self.engine = engine
         self.fallback = fallback
         self.public_url = public_url
-        self.pool = EnginePool(on_thread_exit=engine.ws.close_thread_conn)
+        self.pool = EnginePool(on_thread_exit=engine.ws.close)
         # Quick routes are answered on the event loop's thread, with a connection of its own (made
         # at the first request, used by that thread only): engine/db/quick.py QuickWriter; SQLite only.
         self.writer: QuickWriter | None = None

@@ -158,6 +158,7 @@ def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
     quiet_library_loggers()   # the HTTP library logs whole URLs (a key may be in the query) at INFO
     ws = open_workspace(str(workspace_path))
     _sweep_abandoned_stages(ws)
+    ws.close()   # the sweep's connection: this thread now runs the event loop (quick routes have their own)
     load_routes()   # every route module now, so no first request pays for an import
     engine = Engine(ws)
     from workspacectl.server.memory_timer import resolve_interval, start_memory_timer

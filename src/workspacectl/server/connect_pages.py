@@ -18,11 +18,11 @@ import urllib.parse
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
-from starlette.concurrency import run_in_threadpool
 
 from workspacectl.engine.vault import connections as engine_connections
 from workspacectl.errors import ApiError
 from workspacectl.server.pages import COOKIE, error_page, page, web_caller, who_header
+from workspacectl.server.page_calls import run_engine
 
 MAX_FORM_BYTES = 64 * 1024
 CSRF_FIELD = "csrf"
@@ -141,12 +141,12 @@ def mount(app: FastAPI, engine) -> None:
     async def connect_callback(request: Request):
         q = request.query_params
         try:
-            caller = await run_in_threadpool(web_caller, engine, request)
-            view = await run_in_threadpool(
+            caller = await run_engine(web_caller, engine, request)
+            view = await run_engine(
                 lambda: engine_connections.finish_oauth(ws, state=q.get("state"), code=q.get("code"),
                                                         error=q.get("error"), caller=caller))
-            header = await run_in_threadpool(who_header, engine, caller)
-            name = await run_in_threadpool(lambda: engine_connections.service_form(ws.conn(), view["service"]).service_name)
+            header = await run_engine(who_header, engine, caller)
+            name = await run_engine(lambda: engine_connections.service_form(ws.conn(), view["service"]).service_name)
         except ApiError as e:
             return _error(e)
         except ValueError:
@@ -167,7 +167,7 @@ def mount(app: FastAPI, engine) -> None:
             return "form", (form, engine_connections.csrf_token(cookie, row["id"]), who_header(engine, caller))
 
         try:
-            kind, data = await run_in_threadpool(work)
+            kind, data = await run_engine(work)
         except ApiError as e:
             return _error(e)
         if kind == "redirect":
@@ -200,7 +200,7 @@ def mount(app: FastAPI, engine) -> None:
                 return "retry", (form, engine_connections.csrf_token(cookie, row["id"]), e, header)
 
         try:
-            kind, data = await run_in_threadpool(work)
+            kind, data = await run_engine(work)
         except ApiError as e:
             return _error(e)
         if kind == "done":

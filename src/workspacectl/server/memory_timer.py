@@ -79,17 +79,20 @@ def _loop(ws, interval: float, fold: bool, stop: threading.Event, holder: str) -
     jobs = ([(_run_once, "memory agent")] if fold else []) + [(_housekeep, "housekeeping")]
     ttl = max(LEASE_TICKS * interval, LEASE_MIN_SECONDS)
     held = False
-    while not stop.wait(interval):
-        held = _holds_lease(ws, holder, ttl, held)
-        if not held:
-            continue
-        for job, name in jobs:
-            try:
-                job(ws)
-            except ApiError as e:
-                log.warning("%s: %s", name, e.message)
-            except Exception:  # keep the timer alive (e.g. the database locked past the busy timeout)
-                log.exception("%s run failed; retrying in %.0f s", name, interval)
+    try:
+        while not stop.wait(interval):
+            held = _holds_lease(ws, holder, ttl, held)
+            if not held:
+                continue
+            for job, name in jobs:
+                try:
+                    job(ws)
+                except ApiError as e:
+                    log.warning("%s: %s", name, e.message)
+                except Exception:  # keep the timer alive (e.g. the database locked past the busy timeout)
+                    log.exception("%s run failed; retrying in %.0f s", name, interval)
+    finally:
+        ws.close()   # the timer thread's connection
 
 
 class Timer:
@@ -115,6 +118,8 @@ class Timer:
             leases.release(self.ws.conn(), LEASE, self.holder)
         except Exception as e:  # shutting down (the workspace may be gone): the lease expires on its own
             log.warning("timer: could not release the %s lease (%s); it expires on its own", LEASE, e)
+        finally:
+            self.ws.close()   # the connection the release took on this (shutdown) thread
 
 
 def start_memory_timer(ws, interval: float) -> Timer:

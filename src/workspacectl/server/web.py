@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse
-from starlette.concurrency import run_in_threadpool
 
 from workspacectl.engine.identity.auth import consume_web_link
 from workspacectl.errors import ApiError
 from workspacectl.server import connect_pages
 from workspacectl.server.pages import COOKIE, error_page, page, web_caller
+from workspacectl.server.page_calls import run_engine
 
 
 def mount(app: FastAPI, engine) -> None:
@@ -20,7 +20,7 @@ def mount(app: FastAPI, engine) -> None:
         try:
             # the connection is taken in the worker thread: each thread has its own, and two
             # sign-ins at once on the event loop's one connection collided (a 500)
-            cookie, next_path = await run_in_threadpool(lambda: consume_web_link(engine.ws.conn(), token))
+            cookie, next_path = await run_engine(lambda: consume_web_link(engine.ws.conn(), token))
         except ApiError as e:
             return error_page(e)
         resp = RedirectResponse(next_path, status_code=303)
@@ -30,7 +30,7 @@ def mount(app: FastAPI, engine) -> None:
 
     @app.get("/")
     async def home(request: Request):
-        caller = await run_in_threadpool(web_caller, engine, request)
+        caller = await run_engine(web_caller, engine, request)
         who = "signed in" if caller else "not signed in"
         return page("wsctl", f"<p>This is a wsctl workspace server. You are {who}.</p>")
 

@@ -83,7 +83,7 @@ def supervise(count: int, sock, workspace_path, public_url: str | None, memory_i
 
     ws = open_workspace(str(workspace_path))   # migrations once, here: a bad workspace fails before any worker
     shown = ws.shown
-    ws.conn().close()
+    ws.close()
     from workspacectl.server.app import announce
 
     settings = {"workspace": str(workspace_path), "publicUrl": public_url, "memoryInterval": memory_interval}

@@ -74,68 +74,40 @@ class _Table:
     """The shipped vocabulary and its vectors: int8 rows and a float32 scale each, mapped, not
     read (a phrase touches a handful of rows).
 
-    A token's row is looked up in the vocabulary's text itself (one `bytes.find` of the line, its
-    row the newlines before it): a one-shot search asks about a few dozen tokens, and building the
-    27,558-entry dict costs ~6 ms of CPU (bench/README.md). After FIND_MISSES lookups of tokens it
-    does not hold (each a scan of the whole text, ~0.2 ms), the table builds the dict and answers
-    from it: importing, or a phrase of long unknown words, costs no more than before."""
+    A token's row is looked up in the vocabulary's text itself (its line number) for the first
+    LOOKUPS_BEFORE_DICT tokens: a one-shot search asks for a few, and a dict of all 27,558 costs
+    more CPU to build and free than ~60 such look-ups (bench/README.md, cli_startup). Past that (an
+    import embedding thousands of texts, a server) the dict is built once and used."""
 
-    FIND_MISSES = 24
+    LOOKUPS_BEFORE_DICT = 48
 
     def __init__(self) -> None:
-        text = (DATA / "tokens.txt").read_bytes()
-        self.text = b"\n" + text.strip() + b"\n"     # every token as b"\n" + token + b"\n"
-        self.n = self.text.count(b"\n") - 1
+        text = (DATA / "tokens.txt").read_text(encoding="utf-8")
+        self._lines = "\n" + text   # each token between two newlines; the newlines before it count its row
+        self.count = text.count("\n")
         self._vocab: dict[str, int] | None = None
-        self._tokens: list[str] | None = None
-        self._found: dict[str, int | None] = {}
-        self._names: dict[int, str] = {}
-        self._misses = 0
+        self._lookups = 0
         self.mm, self.offset, shape, descr = _npy(DATA / "vectors.npy")
-        if descr != "|i1" or len(shape) != 2 or shape[0] != self.n:
+        if descr != "|i1" or len(shape) != 2 or shape[0] != self.count:
             raise ValueError("vectors.npy: expected int8 [tokens, dims]")
         self.dims = shape[1]
         self._row = struct.Struct(f"{self.dims}b")
         scales, offset, shape, descr = _npy(DATA / "scales.npy")
-        if descr != "<f4" or shape != (self.n,):
+        if descr != "<f4" or shape != (self.count,):
             raise ValueError("scales.npy: expected float32 [tokens]")
-        self.scales = array("f", scales[offset:offset + 4 * self.n])
+        self.scales = array("f", scales[offset:offset + 4 * self.count])
         scales.close()
 
-    @property
-    def tokens(self) -> list[str]:
-        if self._tokens is None:
-            self._tokens = self.text.decode("utf-8").split()
-        return self._tokens
-
-    @property
-    def vocab(self) -> dict[str, int]:
+    def index(self, token: str) -> int | None:
+        """The row of a token of the vocabulary, None for any other string."""
         if self._vocab is None:
-            self._vocab = dict(zip(self.tokens, range(len(self.tokens))))
-        return self._vocab
-
-    def find(self, token: str) -> int | None:
-        """The row of a token of the vocabulary, or None."""
-        if self._vocab is not None:
-            return self._vocab.get(token)
-        if token in self._found:
-            return self._found[token]
-        if self._misses >= self.FIND_MISSES or "\n" in token:
-            return self.vocab.get(token)
-        at = self.text.find(b"\n" + token.encode("utf-8", "replace") + b"\n")
-        if at < 0:
-            self._misses += 1
-            self._found[token] = None
-            return None
-        row = self._found[token] = self.text.count(b"\n", 0, at)
-        self._names[row] = token
-        return row
-
-    def token(self, row: int) -> str:
-        """The token of a row: one find() answered, else from the list (made once)."""
-        if self._tokens is None and row in self._names:
-            return self._names[row]
-        return self.tokens[row]
+            if self._lookups < self.LOOKUPS_BEFORE_DICT:
+                self._lookups += 1
+                at = self._lines.find(f"\n{token}\n") if token and "\n" not in token else -1
+                return None if at < 0 else self._lines.count("\n", 0, at)
+            tokens = self._lines.split()
+            self._vocab = dict(zip(tokens, range(len(tokens))))
+        return self._vocab.get(token)
 
     def row(self, i: int) -> tuple[int, ...]:
         return self._row.unpack_from(self.mm, self.offset + i * self.dims)
@@ -143,8 +115,8 @@ class _Table:
     def matrix(self) -> Any:
         """The whole table as a numpy int8 [tokens, dims] view and float32 scales (for embed_many)."""
         np = numpy()
-        q = np.frombuffer(self.mm, dtype=np.int8, count=self.n * self.dims,
-                          offset=self.offset).reshape(self.n, self.dims)
+        q = np.frombuffer(self.mm, dtype=np.int8, count=self.count * self.dims,
+                          offset=self.offset).reshape(self.count, self.dims)
         return q, np.frombuffer(self.scales, dtype=np.float32)
 
 
@@ -173,38 +145,44 @@ def _fold(word: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFD", word) if unicodedata.category(c) != "Mn")
 
 
-@lru_cache(maxsize=65536)
 def word_pieces(word: str) -> tuple[int, ...]:
     """WordPiece token rows of one lower-case word; () when it cannot be cut into known pieces."""
+    return _cut(word)[0]
+
+
+@lru_cache(maxsize=65536)
+def _cut(word: str) -> tuple[tuple[int, ...], int]:
+    """(word_pieces(word), how many of those pieces are a single letter)."""
     table = _load()
     word = _fold(word)
     if not word or len(word) > MAX_WORD_CHARS:
-        return ()
-    out, start = [], 0
+        return (), 0
+    out, start, letters = [], 0, 0
     while start < len(word):
         end, piece = len(word), None
         while end > start:
-            piece = table.find(word[start:end] if start == 0 else "##" + word[start:end])
+            piece = table.index(word[start:end] if start == 0 else "##" + word[start:end])
             if piece is not None:
                 break
             end -= 1
         if piece is None:
-            return ()
+            return (), 0
         out.append(piece)
+        letters += end - start == 1
         start = end
-    return tuple(out)
+    return tuple(out), letters
 
 
 def is_word(word: str) -> bool:
     """A whole word of the vocabulary (not a word piece)."""
-    return _load().find(word) is not None
+    return _load().index(word) is not None
 
 
-def _letter_soup(word: str, pieces: tuple[int, ...]) -> bool:
+def _letter_soup(word: str) -> bool:
     """A word the vocabulary can only spell letter by letter ("zzqx") means nothing: more than
     half of its pieces are single characters."""
-    table = _load()
-    return len(pieces) > 1 and sum(1 for p in pieces if len(table.token(p).removeprefix("##")) == 1) * 2 > len(pieces)
+    pieces, letters = _cut(word)
+    return len(pieces) > 1 and letters * 2 > len(pieces)
 
 
 def token_rows(text: str) -> list[int]:
@@ -212,7 +190,7 @@ def token_rows(text: str) -> list[int]:
     rows: list[int] = []
     for w in words(text):
         pieces = word_pieces(w)
-        if not _letter_soup(w, pieces):
+        if not _letter_soup(w):
             rows.extend(pieces)
         if len(rows) >= MAX_TOKENS:
             break

@@ -66,11 +66,9 @@ def corrections(terms: store.TermReader, words: list[str], known: Iterable[str] 
     for w in wrong:
         if freqs.get(stem(w)):
             continue        # the catalog uses it: a word of its own, not a slip
-        # the neighbour the most operations use, a whole word first, then the first in order
-        # (max over (uses, is_word) of the sorted neighbours, asking is_word of the most used only)
         ranked = sorted(neighbours[w])
-        most = max((_uses(n) for n in ranked), default=0)
-        if most:
-            top = [n for n in ranked if _uses(n) == most]
-            out[w] = next((n for n in top if embedding.is_word(n)), top[0])
+        most = max(map(_uses, ranked))
+        if most:   # the most used neighbour, a word of the vocabulary first among equals
+            tied = [n for n in ranked if _uses(n) == most]
+            out[w] = next((n for n in tied if embedding.is_word(n)), tied[0])
     return out

@@ -166,9 +166,23 @@ _STORAGE_ERRORS = frozenset({getattr(sqlite3, "SQLITE_FULL", 13), getattr(sqlite
                              getattr(sqlite3, "SQLITE_READONLY", 8)})
 
 
+class StorageRefused(sqlite3.OperationalError):
+    """The PostgreSQL door's counterpart of a disk that refuses a write (engine/db/postgres.py):
+    the database server lacks the resources (SQLSTATE class 53: disk full, out of memory, too
+    many connections) or failed at the system level (class 58: an I/O error). storage_failure
+    answers it as SQLite's full or failing disk: 503, nothing saved."""
+
+
+class StoreLost(StorageRefused):
+    """The PostgreSQL door's connection broke (the database server restarted, failed over or ended
+    the session). Also 503, but whether a COMMIT in flight landed is unknown, so the answer does not
+    say nothing was saved; the workspace opens a new connection for the next request."""
+
+
 def is_busy(e: BaseException) -> bool:
     """SQLite's (and the PostgreSQL door's) "the write lock is taken" error."""
-    return isinstance(e, sqlite3.OperationalError) and ("locked" in str(e) or "busy" in str(e))
+    return (isinstance(e, sqlite3.OperationalError) and not isinstance(e, StorageRefused)
+            and ("locked" in str(e) or "busy" in str(e)))
 
 
 BUSY_MESSAGE = "The workspace is busy (another process holds its write lock); retry in a moment."
@@ -183,16 +197,31 @@ def refused_write(e: BaseException, busy_message: str = BUSY_MESSAGE) -> ApiErro
     return storage_failure(e)
 
 
+@contextmanager
+def refusals_answered():
+    """Work outside the engine's routes (the server's pages, the local backend opening a
+    workspace): a write the environment refused is raised as its ApiError (refused_write)."""
+    try:
+        yield
+    except sqlite3.OperationalError as e:
+        if (refused := refused_write(e)) is None:
+            raise
+        raise refused from None
+
+
 def storage_failure(e: BaseException) -> ApiError | None:
-    """A write the disk refused (full, I/O error, read-only file) as the answer every door gives:
-    503 with one line saying nothing was saved (the transaction was rolled back). None for any
-    other exception (a bug stays a bug)."""
-    if not isinstance(e, sqlite3.DatabaseError):
-        return None
-    code = getattr(e, "sqlite_errorcode", None)
-    if not isinstance(code, int) or code & 0xFF not in _STORAGE_ERRORS:
-        return None
-    return ApiError("unreachable", f"The workspace could not be written ({e}); nothing was saved.", status=503)
+    """A write the disk refused (full, I/O error, read-only file; on PostgreSQL StorageRefused) as
+    the answer every door gives: 503 with one line saying nothing was saved (the transaction was
+    rolled back) and to retry later. None for any other exception (a bug stays a bug)."""
+    if isinstance(e, StoreLost):
+        return ApiError("unreachable", f"The workspace's database could not be reached ({e}); retry later "
+                                       "(a change in flight may or may not have been saved).", status=503)
+    if not isinstance(e, StorageRefused):
+        code = getattr(e, "sqlite_errorcode", None) if isinstance(e, sqlite3.DatabaseError) else None
+        if not isinstance(code, int) or code & 0xFF not in _STORAGE_ERRORS:
+            return None
+    return ApiError("unreachable", f"The workspace could not be written ({e}); nothing was saved, retry later.",
+                    status=503)
 
 
 @contextmanager

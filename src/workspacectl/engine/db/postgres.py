@@ -36,8 +36,11 @@ the store, see store/catalog_search.py):
   bound client-side.
 - errors: psycopg's become the sqlite3 classes the engine catches (IntegrityError for unique,
   foreign key, check and not-null violations; OperationalError "database is locked" for a lock
-  timeout, deadlock or serialization failure; "no such table" for an undefined table). A NUL in
-  text (PostgreSQL text cannot hold one) is 400 invalid_request.
+  timeout, deadlock or serialization failure; "no such table" for an undefined table; the
+  StorageRefused OperationalError, answered 503 as SQLite's full disk, for SQLSTATE classes 53
+  and 58: disk full, out of memory, too many connections, an I/O error). A NUL in text
+  (PostgreSQL text cannot hold one) is 400 invalid_request. A connection the server refuses for
+  too many connections is 503 saying to retry later, any other failure to connect 503 naming it.
 - rows: index and name access, keys(), dict(row), like sqlite3.Row.
 """
 from __future__ import annotations
@@ -53,7 +56,7 @@ from psycopg import errors as pg_errors
 from psycopg.adapt import Loader
 from psycopg.pq import ExecStatus, TransactionStatus
 
-from workspacectl.engine.db import Prepared, WorkspaceBusy, busy_timeout_ms
+from workspacectl.engine.db import Prepared, StorageRefused, StoreLost, WorkspaceBusy, busy_timeout_ms
 from workspacectl.formats.workspace_url import redacted
 from workspacectl.errors import ApiError
 
@@ -166,7 +169,7 @@ class _NumericLoader(Loader):
         return int(d) if d == d.to_integral_value() else float(d)
 
 
-def _sqlite_error(e: Exception) -> Exception:
+def engine_error(e: Exception) -> Exception:
     """The sqlite3 exception the engine already catches for what PostgreSQL reported."""
     msg = (getattr(getattr(e, "diag", None), "message_primary", None) or str(e)).splitlines()[0]
     if isinstance(e, pg_errors.UniqueViolation):
@@ -182,7 +185,27 @@ def _sqlite_error(e: Exception) -> Exception:
         return WorkspaceBusy(f"database is locked: {msg}")
     if isinstance(e, pg_errors.UndefinedTable):
         return sqlite3.OperationalError(f"no such table: {msg}")
+    sqlstate = getattr(e, "sqlstate", None) or ""
+    if sqlstate[:2] == "08" or sqlstate in _ENDED_SESSION or (isinstance(e, psycopg.OperationalError)
+                                                             and not sqlstate):
+        return StoreLost(f"PostgreSQL: connection lost{f', SQLSTATE {sqlstate}' if sqlstate else ''}")
+    if sqlstate[:2] in ("53", "58"):   # insufficient resources, system error: as a full or failing disk
+        cause = _STORAGE_CAUSES.get(sqlstate) or _STORAGE_CAUSES[sqlstate[:2] + "000"]
+        return StorageRefused(f"PostgreSQL: {cause}, SQLSTATE {sqlstate}")
     return e
+
+
+# What a refusal of SQLSTATE class 53 or 58 is called in the one line a client reads (the database
+# server's own message, which may name its files, stays in its log).
+_STORAGE_CAUSES = {"53000": "insufficient resources", "53100": "disk full", "53200": "out of memory",
+                   "53300": "too many connections", "53400": "configuration limit exceeded",
+                   "58000": "system error", "58030": "I/O error", "58P01": "file not found",
+                   "58P02": "file already exists"}
+# The server ended the session: admin_shutdown (pg_terminate_backend, a fast shutdown),
+# crash_shutdown, cannot_connect_now (starting up or shutting down), idle_session_timeout.
+_ENDED_SESSION = frozenset({"57P01", "57P02", "57P03", "57P05"})
+# A connection refused for want of slots (SQLSTATE 53300, which libpq reports as text only).
+_NO_SLOT = re.compile(r"too many (clients|connections)|remaining connection slots are reserved", re.I)
 
 
 def _nul_error() -> ApiError:
@@ -196,14 +219,14 @@ def _is_nul(e: Exception) -> bool:
 
 def _raise_mapped(e: Exception) -> NoReturn:
     """A statement's failure as the engine expects it: a NUL in text is 400, a psycopg error its
-    sqlite3 counterpart (_sqlite_error), anything else as it was."""
+    sqlite3 counterpart (engine_error), anything else as it was."""
     if isinstance(e, ValueError):    # psycopg refuses a NUL in text before sending it
         if "NUL" in str(e):
             raise _nul_error() from None
         raise e
     if _is_nul(e):
         raise _nul_error() from None
-    mapped = _sqlite_error(e)
+    mapped = engine_error(e)
     if mapped is e:
         raise e
     raise mapped from None
@@ -295,8 +318,13 @@ class PgConnection:
                                        connect_timeout=15, application_name="wsctl")
         except psycopg.OperationalError as e:
             first = str(e).strip().splitlines()[-1] if str(e).strip() else "no answer"
+            first = first.replace(url, redacted(url))
+            if _NO_SLOT.search(first):     # the server runs but has no connection to spare
+                reason = first.rpartition("FATAL:")[2].strip() or first
+                raise ApiError("unreachable", f"The PostgreSQL workspace {redacted(url)} refused a connection "
+                                              f"({reason}); nothing was saved, retry later.") from None
             raise ApiError("unreachable", f"Cannot reach the PostgreSQL workspace {redacted(url)}: "
-                                          f"{first.replace(url, redacted(url))}. Check the URL and that the server runs.") from None
+                                          f"{first}. Check the URL and that the server runs.") from None
         self._session.adapters.register_loader("numeric", _NumericLoader)
         self._session.row_factory = _row_factory
         self._primary_keys: dict[str, list[str]] = {}
@@ -304,6 +332,11 @@ class PgConnection:
 
     def __repr__(self) -> str:
         return f"PgConnection({redacted(self.url)!r})"
+
+    @property
+    def broken(self) -> bool:
+        """The session is gone (StoreLost was raised on it, or it was closed): open another."""
+        return self._session.broken or self._session.closed
 
     @property
     def _pg(self) -> psycopg.Connection:
@@ -323,7 +356,7 @@ class PgConnection:
                 self._session.execute("ROLLBACK")
             if _is_nul(e):
                 raise _nul_error() from None
-            raise _sqlite_error(e) from None
+            raise engine_error(e) from None
 
     @property
     def in_transaction(self) -> bool:
@@ -402,7 +435,7 @@ class PgConnection:
                     self._session.execute("ROLLBACK")     # the transaction this call began
                     self._begin = begin
                 if attempt == 2 or self._session.info.transaction_status != TransactionStatus.IDLE:
-                    raise _sqlite_error(e) from None
+                    raise engine_error(e) from None
                 self._session.execute("DEALLOCATE ALL")  # psycopg forgets its prepared names too
             except (psycopg.Error, ValueError) as e:
                 _raise_mapped(e)
@@ -459,7 +492,7 @@ class PgConnection:
         try:
             self._pg.execute(sql)
         except psycopg.Error as e:
-            raise _sqlite_error(e) from None
+            raise engine_error(e) from None
 
     def advisory_lock(self, key: int) -> None:
         """A session-level lock (migrations at start-up): held until advisory_unlock."""

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import sqlite3
+import time
 from collections import Counter
 
 from workspacectl.engine.db import (BUSY_MESSAGE, LockHeld, WouldBlock, is_busy, open_db,
@@ -22,6 +23,7 @@ from workspacectl.errors import ApiError, one_line
 log = logging.getLogger("wsctl.server")
 
 HARD_WAL_FACTOR = 4   # TRUNCATE (under the write lock) once the WAL passes 4 x the checkpoint size
+TRUNCATE_BUSY_MS = 200   # how long a TRUNCATE waits for another process's writer or readers
 
 
 class QuickGroup:
@@ -102,16 +104,23 @@ def checkpoint_wal(conn: sqlite3.Connection, mode: str = "PASSIVE") -> tuple[int
     of this process queue on it; the event loop waits for it on the loop) and SQLite's, copies
     what is left and empties the WAL; QuickWriter runs it only past a hard bound, when steady
     commits kept PASSIVE from ever finding the WAL wholly copied (the WAL starts again from the
-    top only then). The lock is held at most the busy timeout's worth of waiting: (1, -1, -1)
-    when it did not come free."""
+    top only then). It waits for the lock at most the busy timeout: (1, -1, -1) when it did not
+    come free. Holding it, it waits at most TRUNCATE_BUSY_MS for another process's writer or
+    readers (SQLite's busy handler), not the busy timeout: the writers of this process wait
+    meanwhile. busy 1: it could not empty the WAL (another process kept using it)."""
     if mode == "PASSIVE":
         busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         return int(busy), int(frames), int(copied)
     lock = getattr(conn, "write_lock", None)
-    if lock is not None and not lock.acquire(timeout=getattr(conn, "busy_timeout_ms", 15000) / 1000):
+    timeout_ms = getattr(conn, "busy_timeout_ms", 15000)
+    if lock is not None and not lock.acquire(timeout=timeout_ms / 1000):
         return 1, -1, -1
     try:
-        busy, frames, copied = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
+        conn.execute(f"PRAGMA busy_timeout = {min(timeout_ms, TRUNCATE_BUSY_MS)}")
+        try:
+            busy, frames, copied = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {timeout_ms}")
         return int(busy), int(frames), int(copied)
     finally:
         if lock is not None:
@@ -144,10 +153,11 @@ class QuickWriter:
     - The writes of one loop turn are one transaction (QuickGroup), committed after the turn; an
       answer that wrote waits for that commit (a commit the disk refused: 503 for each of them).
     - After a commit, past SQLite's checkpoint size an engine thread checkpoints PASSIVE (no lock),
-      again each quarter of that size of growth; past HARD_WAL_FACTOR times it, TRUNCATE.
+      again each quarter of that size of growth; past HARD_WAL_FACTOR times it, TRUNCATE (again
+      per that size of growth while another process keeps it from emptying the WAL).
     - `counts`: per label, how calls ended ("loop", "waited" for the lock then ran on the loop,
-      "busy" 409, "pool: <reason>"); `checkpoints` per mode. `summary()` is the line the server
-      logs when it stops (the bench reads it)."""
+      "busy" 409, "pool: <reason>"); `checkpoints` per mode; `longest_ms` of a wait and of each
+      checkpoint mode. `summary()` is the line the server logs when it stops (the bench reads it)."""
 
     def __init__(self, conn: sqlite3.Connection, background, thread_conn):
         """background(fn, *args) runs fn on a thread that may wait and answers a concurrent Future;
@@ -161,11 +171,13 @@ class QuickWriter:
         self.soft = wal_checkpoint_bytes(conn)
         self.hard = HARD_WAL_FACTOR * self.soft
         self.passive_at = self.soft
+        self.truncate_at = self.hard
         self.checkpointing = False   # one checkpoint queued or running at a time
         self.committed: asyncio.Future | None = None   # the open turn's commit
         self.released: asyncio.Future | None = None    # the write lock's next release
         self.counts: Counter = Counter()
         self.checkpoints: Counter = Counter()
+        self.longest_ms: dict[str, float] = {}   # the longest wait on the loop, and checkpoint per mode
 
     async def run(self, call, label: str):
         """call() on this thread (a quick call: it raises WouldBlock, with nothing written, when it
@@ -182,7 +194,9 @@ class QuickWriter:
                 if deadline is None:
                     deadline = loop.time() + self.busy_seconds
                     self.counts[label, "waited"] += 1
-                if not await self._released(e.lock, deadline - loop.time()):
+                released = await self._released(e.lock, deadline - loop.time())
+                self._longest("wait", self.busy_seconds - (deadline - loop.time()))
+                if not released:
                     self.counts[label, "busy"] += 1
                     raise ApiError("conflict", BUSY_MESSAGE) from None
                 continue
@@ -241,10 +255,11 @@ class QuickWriter:
         except OSError:
             return
         if size < self.soft:   # the WAL started again (open_quick_db: the file is cut back)
-            self.passive_at = self.soft
+            self.passive_at, self.truncate_at = self.soft, self.hard
             return
-        if size >= self.hard:
+        if size >= self.truncate_at:
             mode = "TRUNCATE"
+            self.truncate_at = size + self.soft   # if it cannot empty the WAL (another process uses it)
         elif size >= self.passive_at:
             mode = "PASSIVE"
             self.passive_at = size + self.soft // 4
@@ -255,7 +270,16 @@ class QuickWriter:
         self.background(self._checkpoint, mode).add_done_callback(self._checkpointed)
 
     def _checkpoint(self, mode: str) -> tuple[int, int, int]:
-        return checkpoint_wal(self.thread_conn(), mode)
+        started = time.monotonic()
+        try:
+            return checkpoint_wal(self.thread_conn(), mode)
+        finally:
+            self._longest(mode, time.monotonic() - started)
+
+    def _longest(self, what: str, seconds: float) -> None:
+        ms = round(seconds * 1000, 1)
+        if ms > self.longest_ms.get(what, 0.0):
+            self.longest_ms[what] = ms
 
     def _checkpointed(self, future) -> None:   # on the engine thread
         self.checkpointing = False
@@ -263,8 +287,10 @@ class QuickWriter:
             log.warning("WAL checkpoint failed: %s", one_line(str(e)))
 
     def summary(self) -> str:
-        """One line: how the quick calls ended per label, and the checkpoints run (JSON)."""
+        """One line (JSON): how the quick calls ended per label, the checkpoints run per mode, and the
+        longest of each in milliseconds ("wait": a call's wait on the loop for the write lock)."""
         per: dict[str, dict[str, int]] = {}
         for (label, outcome), n in sorted(self.counts.items()):
             per.setdefault(label, {})[outcome] = n
-        return json.dumps({"calls": per, "checkpoints": dict(self.checkpoints)}, separators=(",", ":"))
+        return json.dumps({"calls": per, "checkpoints": dict(self.checkpoints), "longest_ms": dict(self.longest_ms)},
+                          separators=(",", ":"))

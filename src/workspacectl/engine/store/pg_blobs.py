@@ -5,6 +5,7 @@ back as binary bytea, inside whatever transaction the workspace connection has o
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Iterable, Iterator
 
 
@@ -13,11 +14,20 @@ def raw(conn):
     return getattr(conn, "_pg", conn)
 
 
+@contextmanager
 def _cursor(conn):
+    """A cursor on the session itself (server-side binding, binary results); a psycopg error in the
+    block becomes what the engine expects, as for SQL through the wrapper (a full disk: 503)."""
     import psycopg
     from psycopg.rows import tuple_row
 
-    return psycopg.Cursor(raw(conn), row_factory=tuple_row)   # server-side binding, binary results
+    from workspacectl.engine.db.postgres import engine_error
+
+    try:
+        with psycopg.Cursor(raw(conn), row_factory=tuple_row) as cur:
+            yield cur
+    except psycopg.Error as e:
+        raise engine_error(e) from None
 
 
 def insert_blob(conn, sha: str, size: int, chunks: int, created_at: float) -> bool:

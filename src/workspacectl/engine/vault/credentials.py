@@ -80,7 +80,7 @@ def reveal_all(secrets: dict[str, Secret]) -> dict[str, str]:
 
 def precise_now() -> str:
     """Now with microseconds, fixed width, so refresh times compare as strings."""
-    return clock.now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return clock.now().isoformat(timespec="microseconds")[:-6] + "Z"   # now() ends "+00:00"; strftime is slower
 
 
 # --- creation -------------------------------------------------------------------------------

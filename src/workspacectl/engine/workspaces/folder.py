@@ -13,7 +13,6 @@ from pathlib import Path
 
 from workspacectl import clock
 from workspacectl.engine.db import open_db, transaction
-from workspacectl.engine.db.quick import open_quick_db
 from workspacectl.errors import ApiError
 
 DB_NAME = "workspace.db"
@@ -140,7 +139,11 @@ class Workspace:
         """A new connection for a thread that must not wait (the server's event loop answering quick
         routes, engine/dispatch.py Engine.handle_quick), or None where there is none: on SQLite
         in WAL mode a read never waits for a writer, and this connection's busy timeout is 0."""
-        return open_quick_db(self.db_path) if self.dialect == "sqlite" else None
+        if self.dialect != "sqlite":
+            return None
+        from workspacectl.engine.db.quick import open_quick_db  # the server's: it imports asyncio
+
+        return open_quick_db(self.db_path)
 
     def lend_conn(self, conn):
         """Make conn() answer `conn` on this thread; answers what to give back (lend_conn(before))."""
@@ -148,12 +151,20 @@ class Workspace:
         self._local.conn = conn
         return before
 
-    def close_thread_conn(self) -> None:
-        """Close this thread's connection (for a thread that is about to end)."""
+    def close(self) -> None:
+        """Close this thread's connection: what a thread does once it is done with the workspace
+        (a command, a test, a server thread about to end). Each thread that used conn() closes its
+        own; the workspace stays usable (the next conn() opens a new connection)."""
         c = getattr(self._local, "conn", None)
         if c is not None:
             self._local.conn = None
             c.close()
+
+    def __enter__(self) -> "Workspace":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def setting(self, key: str, default: str | None = None) -> str | None:
         from workspacectl.engine.store.identity import get_setting

@@ -69,6 +69,16 @@ class PgWorkspace(Workspace):
     def _connect(self) -> PgConnection:
         return PgConnection(self.url)
 
+    def conn(self):
+        """This thread's session; a new one when the database ended the last (its request was
+        answered 503, StoreLost), so a restart or failover of the database costs one answer per
+        thread, not every answer after it."""
+        c = getattr(self._local, "conn", None)
+        if c is not None and c.broken:
+            self._local.conn = None
+            c.close()
+        return super().conn()
+
     @staticmethod
     def exists_at(url) -> bool:
         conn = PgConnection(url)
