@@ -72,15 +72,17 @@ class Result:
 
 
 def run_wsctl(args, env: dict, input: str | None = None, expect: int | None = 0, timeout: float = 120,
-              fresh: bool = False) -> Result:
+              fresh: bool = False, text: bool = True, cwd: Path | None = None) -> Result:
     """`wsctl *args` in a process of its own, as subprocess.run would run `python -m workspacectl`:
     forked from tests/forkserver.py (its imports already done) when it can, else (and with `fresh`)
-    a fresh interpreter."""
+    a fresh interpreter. With text=False its output is bytes, exactly as written (no newline
+    translation); `cwd` is its working directory."""
     args = [str(a) for a in args]
     proc = None if fresh else forkserver.spawn(args, env, stdin=subprocess.PIPE if input is not None else None,
-                                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text, cwd=cwd)
     if proc is None:
-        p = subprocess.run([*WSCTL, *args], env=env, input=input, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run([*WSCTL, *args], env=env, input=input, capture_output=True, text=text, timeout=timeout,
+                           cwd=cwd)
         r = Result(p.returncode, p.stdout, p.stderr)
     else:
         try:
@@ -111,6 +113,28 @@ class Server:
 
     def log_text(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def stop_later(self) -> None:
+        """Stop it without waiting here: a thread asks it to stop and reaps it while the next test
+        runs. A server takes 0.2-0.5 s to stop (uvicorn notices the signal at its next 0.1 s tick,
+        then shuts down), nearly all of it idle; a door server is done with once its test ends, so
+        nothing needs to wait for that. The session's end waits for every one (stop_all_later)."""
+        thread = threading.Thread(target=self.stop, name=f"stop {self.url}", daemon=True)
+        thread.start()
+        with _stopping_lock:
+            _stopping[:] = [t for t in _stopping if t.is_alive()] + [thread]
+
+
+_stopping: list[threading.Thread] = []
+_stopping_lock = threading.Lock()
+
+
+def stop_all_later() -> None:
+    """Wait for every server Server.stop_later is stopping (stop() kills one not gone in 60 s)."""
+    with _stopping_lock:
+        threads, _stopping[:] = list(_stopping), []
+    for t in threads:
+        t.join()
 
 
 # How long a test waits for something that happens on its own (a server starting, a timer
@@ -344,11 +368,16 @@ class Backend:
                        secret=token)
         return body["secret"]
 
-    def close(self):
+    def close(self, wait: bool = True):
+        """Close the client, stop the server (with `wait=False` while the next test runs:
+        Server.stop_later), close the in-process engine's connection, run on_close."""
         if self._http is not None:
             self._http.close()
         if self.server is not None:
-            self.server.stop()
+            if wait:
+                self.server.stop()
+            else:
+                self.server.stop_later()
         if self._engine is not None:
             self._engine.ws.close()
         for fn in self.on_close:
@@ -456,7 +485,14 @@ def backend(request, home):
     else:
         b = make_backend("local", request.getfixturevalue("workspace"), home)
     yield b
-    b.close()
+    b.close(wait=False)   # the test is over: its server stops while the next test runs
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _servers_stopped_at_the_end():
+    """No server outlives the session: the ones stopping in the background are waited for."""
+    yield
+    stop_all_later()
 
 
 # ---------------------------------------------------------------- PostgreSQL

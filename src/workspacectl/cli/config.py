@@ -10,8 +10,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
-import tomllib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, Iterator
@@ -23,12 +21,16 @@ from workspacectl.errors import ApiError
 def load() -> dict:
     path = config_file()
     try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
+        f = path.open("rb")
     except FileNotFoundError:
         return {}
-    except tomllib.TOMLDecodeError as e:
-        raise ApiError("invalid_request", f"{path} is not valid TOML ({e}). Fix or remove it.") from None
+    import tomllib  # only with a config file: a bare --help or a WSCTL_WORKSPACE command does without
+
+    with f:
+        try:
+            return tomllib.load(f)
+        except tomllib.TOMLDecodeError as e:
+            raise ApiError("invalid_request", f"{path} is not valid TOML ({e}). Fix or remove it.") from None
 
 
 def save(data: dict) -> None:
@@ -49,6 +51,8 @@ def atomic_output(path: Path, mode: int = 0o600) -> Iterator[BinaryIO]:
     removed when it fails: readers see the old file or the whole new one, never a part."""
     # the temp name is cut short: beside a 255-byte name (a pulled skill file may have one), the
     # full name plus prefix and suffix would pass NAME_MAX
+    import tempfile  # only to write
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:40]}.", suffix=".part")
     try:
         os.fchmod(fd, mode)

@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
         http_trace.enabled = True  # each HTTP request's method, URL, status and time on stderr
     try:
         try:
-            parsed = scripting.take_json_fields(argv, {g[1] for g in GROUPS} | {c[2] for c in COMMANDS + LAZY_COMMANDS})
+            parsed = scripting.take_json_fields(argv, {g[1] for g in GROUPS} | {c[2] for c in COMMANDS} | {c[2] for c in LAZY_COMMANDS})
             rv = command.main(args=parsed, prog_name="wsctl", standalone_mode=False)
         except click.exceptions.MissingParameter:
             if not scripting.FILTERS.consumed:

@@ -15,7 +15,6 @@ Also the two terminal interactions every group shares: confirming a destructive 
 transfer progress bar (stderr, only on a terminal)."""
 from __future__ import annotations
 
-import json
 import re
 import sys
 from contextlib import contextmanager
@@ -87,6 +86,8 @@ def _write_json(body: Any, raw_string: bool = False) -> None:
         # raw for a pipe (scripts read the value); a terminal sees control characters escaped
         sys.stdout.write((visible(body, multiline=True) if is_tty() else body) + "\n")
         return
+    import json  # not at import: `wsctl --help` and the completion helpers print none
+
     text = json.dumps(body, indent=2, ensure_ascii=False)
     sys.stdout.write(_JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
 

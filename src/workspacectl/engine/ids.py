@@ -5,7 +5,7 @@ part instead of drawing a new one, so one process never makes them out of order.
 """
 from __future__ import annotations
 
-import secrets
+import os
 import threading
 import time
 
@@ -13,6 +13,13 @@ _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 _RAND_BITS = 70
 _lock = threading.Lock()
 _last = (0, 0)
+
+
+def _randbits(k: int) -> int:
+    """k random bits from os.urandom, as secrets.randbits draws them (SystemRandom.getrandbits),
+    without importing secrets (and random, hmac, base64) into every command that opens a workspace."""
+    n = (k + 7) // 8
+    return int.from_bytes(os.urandom(n), "big") >> (n * 8 - k)
 
 
 def _encode(n: int, width: int) -> str:
@@ -30,10 +37,10 @@ def new_id(prefix: str) -> str:
         ms = int(time.time() * 1000)
         last_ms, last_rand = _last
         if ms <= last_ms:
-            ms, rand = last_ms, last_rand + 1 + secrets.randbits(16)
+            ms, rand = last_ms, last_rand + 1 + _randbits(16)
             if rand >= 1 << _RAND_BITS:
-                ms, rand = last_ms + 1, secrets.randbits(_RAND_BITS - 1)
+                ms, rand = last_ms + 1, _randbits(_RAND_BITS - 1)
         else:
-            rand = secrets.randbits(_RAND_BITS - 1)
+            rand = _randbits(_RAND_BITS - 1)
         _last = (ms, rand)
     return f"{prefix}_{_encode(ms, 10)}{_encode(rand, 14)}"

@@ -4,7 +4,6 @@ Opened by every command (Workspace.open): what only a load needs is imported whe
 from __future__ import annotations
 
 import hashlib
-import logging
 import sqlite3
 from pathlib import Path
 
@@ -13,11 +12,16 @@ from workspacectl.engine.store import catalog as store
 from workspacectl.engine.store.identity import get_setting, set_setting
 from workspacectl.errors import ApiError
 
-log = logging.getLogger("wsctl.catalog")
-
 BUILTIN_HASH_SETTING = "catalog.builtin_hash"
 # Bump when the loader's output changes for the same data files (markdown layout, defaults).
 LOADER_VERSION = "2"
+
+
+def _log():
+    """The catalog's logger, for a skipped or kept service (opening a workspace does not import logging)."""
+    import logging
+
+    return logging.getLogger("wsctl.catalog")
 
 
 def ensure_loaded(conn: sqlite3.Connection) -> None:
@@ -57,7 +61,7 @@ def load_builtin_records(data_dir: Path, strict: bool = False) -> tuple[list[dic
         except (ApiError, OSError, UnicodeDecodeError) as e:
             if strict:
                 raise
-            log.warning("built-in catalog file %s skipped: %s", p.name, getattr(e, "message", e))
+            _log().warning("built-in catalog file %s skipped: %s", p.name, getattr(e, "message", e))
     return records, generic
 
 
@@ -93,17 +97,17 @@ def ensure_builtin_catalog(conn, data_dir: Path | None = None) -> bool:
                 with savepoint(conn):
                     replace_service(conn, record, source="builtin")
             except (ApiError, sqlite3.IntegrityError) as e:
-                log.warning("built-in service %s skipped: %s", record["service"], getattr(e, "message", e))
+                _log().warning("built-in service %s skipped: %s", record["service"], getattr(e, "message", e))
         for service in sorted(store.service_names(conn, source="builtin") - shipped):
             try:
                 with savepoint(conn):
                     delete_service(conn, service)
             except ApiError:  # credentials still use it: keep it
-                log.info("retired built-in service %s kept: credentials or connections still use it", service)
+                _log().info("retired built-in service %s kept: credentials or connections still use it", service)
         if generic or files:
             try:
                 store.replace_generic_triggers(conn, generic)
             except ApiError as e:
-                log.warning("generic trigger providers skipped: %s", e.message)
+                _log().warning("generic trigger providers skipped: %s", e.message)
         set_setting(conn, BUILTIN_HASH_SETTING, digest)
     return True

@@ -10,7 +10,6 @@ import json
 from workspacectl import clock
 from workspacectl.formats import env_text
 from workspacectl.engine import pagination
-from workspacectl.engine.vault import token_refresh
 from workspacectl.engine import validate as v
 from workspacectl.engine.vault.credentials import (NEVER_ISSUED, credential_detail, env_vars, list_entry, open_secrets,
                                              owned_credential, precise_now, visible_credential)
@@ -91,6 +90,8 @@ def issue_token(ctx: Ctx, cred_id: str, reason: str, form: str = "json", dry_run
     `form` is how the client will write the fields (env_text.FORMS): a body it cannot write exactly
     is refused here, before the row and the release, so a refused request gets no token. A dry run
     stops there too, answering only the field names."""
+    from workspacectl.engine.vault import token_refresh  # OAuth and its refresh: not for listing credentials
+
     conn = ctx.db
     member = ctx.caller.member_id
     since = precise_now()   # a refresh completed after this counts as ours (token_refresh.needs_refresh)
