@@ -127,12 +127,14 @@ def bench_workers(workers: int, ws_path: Path, token: str, owner_id: str, tmp: P
     return rows
 
 
-def quick_counts(log_text: str) -> tuple[dict, dict]:
+def quick_counts(log_text: str) -> tuple[dict, dict, dict]:
     """The `quick path counts {...}` lines each server process logs when it stops (server/api_path.py
     LeanApi.close, engine/db/quick.py QuickWriter.summary), summed over the processes: per route,
-    how its calls ended; and the WAL checkpoints per mode."""
+    how its calls ended; the WAL checkpoints per mode; the longest wait on the loop and checkpoint
+    per mode (ms, the longest of the processes)."""
     calls: dict = {}
     checkpoints: dict = {}
+    longest: dict = {}
     for m in re.finditer(r"quick path counts (\{.*\})$", log_text, re.M):
         data = json.loads(m.group(1))
         for label, outcomes in data["calls"].items():
@@ -141,11 +143,13 @@ def quick_counts(log_text: str) -> tuple[dict, dict]:
                 mine[outcome] = mine.get(outcome, 0) + n
         for mode, n in data["checkpoints"].items():
             checkpoints[mode] = checkpoints.get(mode, 0) + n
-    return calls, checkpoints
+        for what, ms in data.get("longest_ms", {}).items():
+            longest[what] = max(longest.get(what, 0), ms)
+    return calls, checkpoints, longest
 
 
 def print_quick_counts(workers: int, log: Path) -> None:
-    calls, checkpoints = quick_counts(log.read_text(errors="replace"))
+    calls, checkpoints, longest = quick_counts(log.read_text(errors="replace"))
     if not calls:
         print(f"{workers} worker(s): no quick path counts in the server log")
         return
@@ -156,7 +160,8 @@ def print_quick_counts(workers: int, log: Path) -> None:
               f"({outcomes.get('waited', 0)} after waiting for the write lock), {sum(pool.values())} to the "
               f"engine pool ({sum(pool.values()) / max(1, total):.1%}{': ' if pool else ''}"
               f"{', '.join(f'{k} {n}' for k, n in sorted(pool.items()))}), {outcomes.get('busy', 0)} busy (409)")
-    print(f"{workers} worker(s) WAL checkpoints: " + (", ".join(f"{k} {n}" for k, n in sorted(checkpoints.items())) or "none"))
+    print(f"{workers} worker(s) WAL checkpoints: " + (", ".join(f"{k} {n}" for k, n in sorted(checkpoints.items())) or "none")
+          + "; longest ms: " + (", ".join(f"{k} {v}" for k, v in sorted(longest.items())) or "-"))
 
 
 def report(rows: list[dict]) -> bool:

@@ -72,15 +72,17 @@ class Result:
 
 
 def run_wsctl(args, env: dict, input: str | None = None, expect: int | None = 0, timeout: float = 120,
-              fresh: bool = False) -> Result:
+              fresh: bool = False, text: bool = True, cwd: Path | None = None) -> Result:
     """`wsctl *args` in a process of its own, as subprocess.run would run `python -m workspacectl`:
     forked from tests/forkserver.py (its imports already done) when it can, else (and with `fresh`)
-    a fresh interpreter."""
+    a fresh interpreter. With text=False its output is bytes, exactly as written (no newline
+    translation); `cwd` is its working directory."""
     args = [str(a) for a in args]
     proc = None if fresh else forkserver.spawn(args, env, stdin=subprocess.PIPE if input is not None else None,
-                                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text, cwd=cwd)
     if proc is None:
-        p = subprocess.run([*WSCTL, *args], env=env, input=input, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run([*WSCTL, *args], env=env, input=input, capture_output=True, text=text, timeout=timeout,
+                           cwd=cwd)
         r = Result(p.returncode, p.stdout, p.stderr)
     else:
         try:

@@ -184,6 +184,29 @@ def test_the_local_door_answers_a_refused_write_alike(pg_workspace, pg_databases
     run_wsctl(["members", "add", "rita@example.com", "--name", "Rita"], env)
 
 
+def test_the_timer_logs_one_line_per_refused_tick_and_goes_on(pg_workspace, pg_databases, tmp_path):
+    """The server's timer (memory agent and housekeeping) whose lease write the database refuses
+    logs one warning line a tick, no traceback, and takes the lease once writes are accepted."""
+    url = str(pg_workspace)
+    _refuse(url, "leases", "53100")
+    _sql(url, "CREATE TRIGGER wsctl_test_refuse_update BEFORE UPDATE ON leases FOR EACH ROW "
+              "EXECUTE FUNCTION wsctl_test_refuse('53100')")
+    env = {**pg_env(tmp_path / "server-home", pg_databases), "WSCTL_BLOB_DIR": str(pg_workspace / "blobs")}
+    server = start_server(pg_workspace, env, log=tmp_path / "server.log", args=("--memory-interval", "0.2"))
+    refused = "timer: could not take or renew the server-timer lease (The workspace could not be written (PostgreSQL: disk full"
+    try:
+        wait_until(lambda: server.log_text().count(refused) >= 2, "two refused timer ticks", server.proc, server.log)
+        _allow(url, "leases")
+        _sql(url, "DROP TRIGGER wsctl_test_refuse_update ON leases")
+        wait_until(lambda: "timer: this process now runs" in server.log_text(), "the timer taking its lease",
+                   server.proc, server.log)
+    finally:
+        server.stop()
+    text = server.log_text()
+    assert "Traceback" not in text
+    assert all(line.endswith("retrying next tick") for line in text.splitlines() if refused in line)
+
+
 @pytest.fixture
 def limited_role(pg_databases):
     """A login role that may use the test databases as their owner does (a member of it), but is not
@@ -278,3 +301,25 @@ def test_a_refused_read_while_authenticating_answers_503(served_as_limited_role,
     _sql(admin, "ALTER TABLE secrets DISABLE ROW LEVEL SECURITY")
     assert b.ok("GET", "/v1/members")["members"]
     assert b.ok("GET", f"/v1/projects/{pid}/files")["files"] == []
+
+
+@pytest.mark.parametrize("table", ["members", "secrets"])
+def test_a_local_command_whose_opening_read_is_refused_exits_8(served_as_limited_role, pg_databases, home, table):
+    """The local door reads before any route when it opens the workspace: whether it holds one
+    (members), and the caller (the presented key in secrets): a refused read there (the same
+    raising policy) is exit 8 and one line, not a bug's exit 1."""
+    b, url = served_as_limited_role
+    admin = str(b.workspace)
+    env = {**pg_env(home, pg_databases), "WSCTL_WORKSPACE": url,
+           "WSCTL_API_KEY": b.key("personal", ["projects:manage"])}
+    run_wsctl(["specialist", "list"], env)
+    _sql(admin, "CREATE FUNCTION wsctl_test_refuse_read() RETURNS boolean LANGUAGE plpgsql AS $$ "
+                "BEGIN RAISE EXCEPTION 'refused for the test' USING ERRCODE = '58030'; END $$")
+    _sql(admin, f"CREATE POLICY wsctl_test_refuse ON {table} USING (wsctl_test_refuse_read())")
+    _sql(admin, f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
+    _sql(admin, f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
+    try:
+        _assert_cli_refused(run_wsctl(["specialist", "list"], env, expect=None), "I/O error")
+    finally:
+        _sql(admin, f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
+    run_wsctl(["specialist", "list"], env)

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.api_helpers import ISO_Z, assert_error
-from tests.conftest import WSCTL, base_env, start_server, wait_until
+from tests.conftest import WSCTL, base_env, run_wsctl, start_server, wait_until
 
 ORG = "/v1/memory/organization"
 ME = "/v1/memory/membership"
@@ -357,13 +357,11 @@ def test_the_timer_folds_on_real_servers(workspace, tmp_path):
             proc.terminate()
             proc.wait(60)
     for bad in (["--memory-interval", "-1"], ["--memory-interval", "nan"]):
-        r = subprocess.run([*WSCTL, "serve", "--workspace", workspace, "--port", "0", *bad], env=base_env(tmp_path / "h3"),
-                           capture_output=True, text=True, timeout=60)
-        assert r.returncode == 7 and r.stderr.startswith("error: --memory-interval"), r.stderr
-    r = subprocess.run([*WSCTL, "serve", "--workspace", workspace, "--port", "0"],
-                       env={**base_env(tmp_path / "h3"), "WSCTL_MEMORY_INTERVAL": "soon"},
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 7 and "WSCTL_MEMORY_INTERVAL" in r.stderr
+        r = run_wsctl(["serve", "--workspace", workspace, "--port", "0", *bad], base_env(tmp_path / "h3"), expect=7)
+        assert r.err.startswith("error: --memory-interval"), r.err
+    r = run_wsctl(["serve", "--workspace", workspace, "--port", "0"],
+                  {**base_env(tmp_path / "h3"), "WSCTL_MEMORY_INTERVAL": "soon"}, expect=7)
+    assert "WSCTL_MEMORY_INTERVAL" in r.err
 
 
 # --- the folding policy and the one transaction -------------------------------------------------

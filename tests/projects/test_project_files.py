@@ -8,7 +8,6 @@ import hashlib
 import io
 import os
 import struct
-import subprocess
 import tarfile
 import zlib
 
@@ -370,11 +369,11 @@ def test_large_upload_over_the_json_limit_is_accepted(backend):
 
 # ---------------------------------------------------------------- the command line
 
-def _wsctl_bytes(backend, cwd, *args) -> subprocess.CompletedProcess:
+def _wsctl_bytes(backend, cwd, *args):
     """wsctl with binary stdout, run in cwd (for the default output file name)."""
-    from tests.conftest import WSCTL
+    from tests.conftest import run_wsctl
 
-    return subprocess.run([*WSCTL, *map(str, args)], env=backend.env, cwd=cwd, capture_output=True, timeout=120)
+    return run_wsctl(args, backend.env, expect=None, text=False, cwd=cwd)
 
 
 def test_cli_upload_folder_list_download_rm(backend, tmp_path):
@@ -403,11 +402,11 @@ def test_cli_upload_folder_list_download_rm(backend, tmp_path):
         assert {m.name: tf.extractfile(m).read() for m in tf.getmembers()} == files
     # the default name is <id>.tar.gz in the current folder; `-o -` writes to stdout
     p = _wsctl_bytes(backend, tmp_path, "specialist", "files", "bundle", "download", pid)
-    assert p.returncode == 0, p.stderr
+    assert p.code == 0, p.err
     assert (tmp_path / f"{pid}.tar.gz").read_bytes() == out.read_bytes()
     p = _wsctl_bytes(backend, tmp_path, "specialist", "files", "bundle", "download", pid, "-o", "-")
-    assert p.returncode == 0, p.stderr
-    with tarfile.open(fileobj=io.BytesIO(p.stdout), mode="r:gz") as tf:
+    assert p.code == 0, p.err
+    with tarfile.open(fileobj=io.BytesIO(p.out), mode="r:gz") as tf:
         assert sorted(tf.getnames()) == sorted(files)
 
     # upload a .tar.gz file: additive

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import WAIT_LIMIT, WSCTL, finish_all, free_port, make_backend, pg_env, start_server, wait_until
+from tests.conftest import WAIT_LIMIT, finish_all, free_port, make_backend, pg_env, run_wsctl, start_server, wait_until
 from tests.oauth_provider import OAuthProvider
 from tests.project_helpers import make_project
 from tests.skill_helpers import create, put_url, skill_md, targz
@@ -162,10 +162,8 @@ def test_a_replica_with_the_wrong_key_refuses_to_start(pg_workspace, pg_database
     make_credential(pg_workspace, owner, "keysvc", {"apiKey": "sk-sealed-2"})
     env = {**_replica_env(pg_databases, pg_workspace, tmp_path / "w-home"),
            "WSCTL_MASTER_KEY": base64.b64encode(os.urandom(32)).decode()}
-    p = subprocess.run([*WSCTL, "serve", "--workspace", str(pg_workspace), "--port", str(free_port())],
-                       env=env, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 3, p.stderr
-    lines = p.stderr.strip().splitlines()
+    p = run_wsctl(["serve", "--workspace", str(pg_workspace), "--port", str(free_port())], env, expect=3)
+    lines = p.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "WSCTL_MASTER_KEY" in lines[0]
     assert "postgres@" in lines[0] or "workspace" in lines[0]
 

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from tests.conftest import WSCTL
+from tests.conftest import run_wsctl
 from tests.vault_helpers import TWO_SECRET_TOML, install_service, make_credential
 
 SHELLS = ("bash", "dash")
@@ -77,10 +77,8 @@ def log_of(backend, cred: dict) -> list:
 
 
 def exact_out(backend, *args: str) -> str:
-    """stdout of `wsctl ARGS` exactly (run_wsctl's text mode would turn a carriage return into \\n)."""
-    p = subprocess.run([*WSCTL, *args], env=backend.env, capture_output=True, timeout=120)
-    assert p.returncode == 0, p.stderr.decode(errors="replace")
-    return p.stdout.decode("utf-8")
+    """stdout of `wsctl ARGS` exactly, as bytes decoded (text mode would turn a carriage return into \\n)."""
+    return run_wsctl(args, backend.env, text=False).out.decode("utf-8")
 
 
 DUMP_ENV = "import json, os, sys; print(json.dumps({k: os.environ.get(k) for k in sys.argv[1:]}))"

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from workspacectl.engine.db import refusals_answered
 from workspacectl.engine.dispatch import Engine
 from workspacectl.engine.registry import Caller
 from workspacectl.engine.workspaces import workspace_type
@@ -21,7 +22,8 @@ from workspacectl.errors import ApiError
 
 def workspace_exists(location: Path | str) -> bool:
     """A workspace folder, or a postgresql:// URL (a str) of a database holding one."""
-    return workspace_type(location).exists_at(location)
+    with refusals_answered():   # a store that refuses the read: 503, as for any command
+        return workspace_type(location).exists_at(location)
 
 
 def create_workspace(location: Path | str, name: str, owner_name: str, owner_email: str,
@@ -64,11 +66,16 @@ class LocalBackend:
         its scopes) or as `member` in a command-line session. `member` is an id; when it is gone
         the first owner acts (a profile outliving its member). With exact=True `member` may be an
         id or an email and must exist (404 otherwise)."""
-        ws = workspace_type(path).open(path)
-        if secret:
-            from workspacectl.engine.identity.auth import authenticate_secret
+        with refusals_answered():   # a store that refuses a read: 503, as for any command
+            ws = workspace_type(path).open(path)
+            if secret:
+                from workspacectl.engine.identity.auth import authenticate_secret
 
-            return cls(ws, authenticate_secret(ws.conn(), secret))
+                return cls(ws, authenticate_secret(ws.conn(), secret))
+            return cls(ws, cls._member_caller(ws, member, exact))
+
+    @staticmethod
+    def _member_caller(ws: Workspace, member: str | None, exact: bool) -> Caller:
         from workspacectl.engine.store import identity as store
 
         if exact and member:
@@ -80,7 +87,7 @@ class LocalBackend:
             row = row or store.first_owner(ws.conn())
         if row is None:
             raise ApiError("not_found", f"The workspace at {ws.shown} has no members. Run `wsctl init`.")
-        return cls(ws, Caller(row["id"], row["role"], "session", "local"))
+        return Caller(row["id"], row["role"], "session", "local")
 
     def housekeeping(self) -> None:
         """At most once an hour per workspace (engine/housekeeping.maybe_sweep)."""

@@ -5,18 +5,15 @@ which every page already renders, instead of escaping as a 500. The /v1 routes g
 Engine.call."""
 from __future__ import annotations
 
-import sqlite3
-
 from starlette.concurrency import run_in_threadpool
 
-from workspacectl.engine.db import refused_write
+from workspacectl.engine.db import refusals_answered
 
 
 async def run_engine(fn, *args):
     """fn(*args) on a worker thread (run_in_threadpool), refused writes as their ApiError."""
-    try:
-        return await run_in_threadpool(fn, *args)
-    except sqlite3.OperationalError as e:
-        if (refused := refused_write(e)) is None:
-            raise
-        raise refused from None
+    def answered():
+        with refusals_answered():
+            return fn(*args)
+
+    return await run_in_threadpool(answered)

@@ -197,6 +197,19 @@ def refused_write(e: BaseException, busy_message: str = BUSY_MESSAGE) -> ApiErro
     return storage_failure(e)
 
 
+@contextmanager
+def refusals_answered(answer=refused_write):
+    """Work outside the engine's routes (the server's pages, the local backend opening a
+    workspace, authentication): a write the environment refused is raised as its ApiError,
+    `answer(e)` (refused_write; storage_failure to leave a busy error as it is)."""
+    try:
+        yield
+    except sqlite3.OperationalError as e:
+        if (refused := answer(e)) is None:
+            raise
+        raise refused from None
+
+
 def storage_failure(e: BaseException) -> ApiError | None:
     """A write the disk refused (full, I/O error, read-only file; on PostgreSQL StorageRefused) as
     the answer every door gives: 503 with one line saying nothing was saved (the transaction was

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import sqlite3
+import time
 from collections import Counter
 
 from workspacectl.engine.db import (BUSY_MESSAGE, LockHeld, WouldBlock, is_busy, open_db,
@@ -155,8 +156,8 @@ class QuickWriter:
       again each quarter of that size of growth; past HARD_WAL_FACTOR times it, TRUNCATE (again
       per that size of growth while another process keeps it from emptying the WAL).
     - `counts`: per label, how calls ended ("loop", "waited" for the lock then ran on the loop,
-      "busy" 409, "pool: <reason>"); `checkpoints` per mode. `summary()` is the line the server
-      logs when it stops (the bench reads it)."""
+      "busy" 409, "pool: <reason>"); `checkpoints` per mode; `longest_ms` of a wait and of each
+      checkpoint mode. `summary()` is the line the server logs when it stops (the bench reads it)."""
 
     def __init__(self, conn: sqlite3.Connection, background, thread_conn):
         """background(fn, *args) runs fn on a thread that may wait and answers a concurrent Future;
@@ -176,6 +177,7 @@ class QuickWriter:
         self.released: asyncio.Future | None = None    # the write lock's next release
         self.counts: Counter = Counter()
         self.checkpoints: Counter = Counter()
+        self.longest_ms: dict[str, float] = {}   # the longest wait on the loop, and checkpoint per mode
 
     async def run(self, call, label: str):
         """call() on this thread (a quick call: it raises WouldBlock, with nothing written, when it
@@ -192,7 +194,9 @@ class QuickWriter:
                 if deadline is None:
                     deadline = loop.time() + self.busy_seconds
                     self.counts[label, "waited"] += 1
-                if not await self._released(e.lock, deadline - loop.time()):
+                released = await self._released(e.lock, deadline - loop.time())
+                self._longest("wait", self.busy_seconds - (deadline - loop.time()))
+                if not released:
                     self.counts[label, "busy"] += 1
                     raise ApiError("conflict", BUSY_MESSAGE) from None
                 continue
@@ -266,7 +270,16 @@ class QuickWriter:
         self.background(self._checkpoint, mode).add_done_callback(self._checkpointed)
 
     def _checkpoint(self, mode: str) -> tuple[int, int, int]:
-        return checkpoint_wal(self.thread_conn(), mode)
+        started = time.monotonic()
+        try:
+            return checkpoint_wal(self.thread_conn(), mode)
+        finally:
+            self._longest(mode, time.monotonic() - started)
+
+    def _longest(self, what: str, seconds: float) -> None:
+        ms = round(seconds * 1000, 1)
+        if ms > self.longest_ms.get(what, 0.0):
+            self.longest_ms[what] = ms
 
     def _checkpointed(self, future) -> None:   # on the engine thread
         self.checkpointing = False
@@ -274,8 +287,10 @@ class QuickWriter:
             log.warning("WAL checkpoint failed: %s", one_line(str(e)))
 
     def summary(self) -> str:
-        """One line: how the quick calls ended per label, and the checkpoints run (JSON)."""
+        """One line (JSON): how the quick calls ended per label, the checkpoints run per mode, and the
+        longest of each in milliseconds ("wait": a call's wait on the loop for the write lock)."""
         per: dict[str, dict[str, int]] = {}
         for (label, outcome), n in sorted(self.counts.items()):
             per.setdefault(label, {})[outcome] = n
-        return json.dumps({"calls": per, "checkpoints": dict(self.checkpoints)}, separators=(",", ":"))
+        return json.dumps({"calls": per, "checkpoints": dict(self.checkpoints), "longest_ms": dict(self.longest_ms)},
+                          separators=(",", ":"))
