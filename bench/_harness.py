@@ -94,13 +94,14 @@ class Run:
     cpu: float = 0.0   # seconds of user + system CPU of the CLI process itself (wait4)
 
 
-def run_cli(args, env: dict, cwd: Path | None = None, check: bool = True) -> Run:
-    """Run `wsctl ARGS` and measure it: wall time and the child's own ru_maxrss (wait4)."""
+def run_cli(args, env: dict, cwd: Path | None = None, check: bool = True, wsctl: list | None = None) -> Run:
+    """Run `wsctl ARGS` and measure it: wall time and the child's own ru_maxrss (wait4).
+    wsctl: the command line of another wsctl (another version), instead of this one's."""
     import tempfile
 
     with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe:
         t0 = time.perf_counter()
-        p = subprocess.Popen([*WSCTL, *map(str, args)], env=env, cwd=cwd, stdout=fo, stderr=fe)
+        p = subprocess.Popen([*(wsctl or WSCTL), *map(str, args)], env=env, cwd=cwd, stdout=fo, stderr=fe)
         _, status, usage = os.wait4(p.pid, 0)   # reap it ourselves: rusage of this child only
         wall = time.perf_counter() - t0
         p.returncode = os.waitstatus_to_exitcode(status)

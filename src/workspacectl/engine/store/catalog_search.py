@@ -152,15 +152,20 @@ def match(conn: sqlite3.Connection, expression: str, weights: tuple[float, ...],
         return _match_postgres(conn, expression, weights, limit, services, known)
     where, args = "", [expression]
     if services:
-        where = f" AND d.service IN ({', '.join('?' * len(services))})"
+        where = (f" AND rowid IN (SELECT rowid FROM operation_search_docs "
+                 f"WHERE service IN ({', '.join('?' * len(services))}))")
         args += services
     weight_args = ", ".join(str(float(w)) for w in weights)
+    # The best `limit` rowids first, then the text of those only: ordering the joined rows read
+    # every match's text into the sorter (~35% of a search's time at 100,000 operations). Ties
+    # in rowid order, as FTS5 yields them (and as the PostgreSQL half orders them).
     return conn.execute(
         f"SELECT d.op_id, d.service, d.method, d.shape, d.action, "
-        f"s.name, s.summary, s.path, s.tags, s.body, s.params, "
-        f"bm25(operation_search, {weight_args}) AS bm25 "
-        f"FROM operation_search s JOIN operation_search_docs d ON d.rowid = s.rowid "
-        f"WHERE operation_search MATCH ?{where} ORDER BY bm25 LIMIT ?",
+        f"s.name, s.summary, s.path, s.tags, s.body, s.params, b.bm25 "
+        f"FROM (SELECT rowid, bm25(operation_search, {weight_args}) AS bm25 FROM operation_search "
+        f"      WHERE operation_search MATCH ?{where} ORDER BY bm25, rowid LIMIT ?) b "
+        f"JOIN operation_search_docs d ON d.rowid = b.rowid JOIN operation_search s ON s.rowid = b.rowid "
+        f"ORDER BY b.bm25, b.rowid",
         (*args, limit)).fetchall()
 
 
