@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from tests.search_holdout import HOLDOUT  # noqa: E402
 from tests.search_labels import LABELS, evaluate, make_corpus_workspace  # noqa: E402
 from tests.search_labels_more import MORE_LABELS  # noqa: E402
+from tests.search_labels_style import STYLE_LABELS  # noqa: E402
 
 from workspacectl.engine.catalog import search as catalog_search  # noqa: E402
 
@@ -64,6 +65,17 @@ def misspelt(labels, seed: int = 13):
                      "r": w[:k] + c + w[k + 1:], "i": w[:k] + c + w[k:]}[op]
         out.append((" ".join(ws), ops, kind))
     return out
+
+
+def use_vectors(folder: Path) -> None:
+    """Search with the token vectors in `folder` instead of the shipped ones (a workspace's
+    vectors of that model are made on its next search, beside the others)."""
+    from workspacectl.engine.catalog import embedding
+
+    embedding.DATA = folder
+    embedding._table = None
+    embedding.model_id.cache_clear()
+    embedding._cut.cache_clear()
 
 
 class PlainBM25:
@@ -105,7 +117,15 @@ def main() -> int:
     ap.add_argument("--holdout-misses", action="store_true",
                     help="with --misses, also list holdout13's misses (for the report, not for tuning)")
     ap.add_argument("--ablation", action="store_true", help="also rank with one part of ours switched off at a time")
+    ap.add_argument("--systems", help="comma-separated systems to run (default all)")
+    ap.add_argument("--no-holdout", action="store_true", help="tuning splits only (while tuning)")
+    ap.add_argument("--vectors", type=Path, help="token vectors folder to use instead of the shipped one")
+    ap.add_argument("--rerank", type=Path, help="re-rank weights (a rerank.json) to use instead of the shipped ones")
     args = ap.parse_args()
+    if args.vectors:
+        use_vectors(args.vectors)
+    if args.rerank:
+        catalog_search.RERANK = catalog_search._load_rerank(args.rerank)
 
     tmp = None
     if args.workspace:
@@ -132,7 +152,12 @@ def main() -> int:
     splits = {"all": LABELS, "dev": [lab for lab in LABELS if lab[2] == "dev"],
               "holdout": [lab for lab in LABELS if lab[2] == "holdout"], "misspelt": misspelt(LABELS),
               "more": MORE_LABELS, "more-slip": misspelt(MORE_LABELS),
+              "style": STYLE_LABELS, "style-slip": misspelt(STYLE_LABELS),
               "holdout13": [(p, frozenset(ops), kind) for p, ops, kind in HOLDOUT]}
+    if args.no_holdout:
+        del splits["holdout13"]
+    if args.systems:
+        systems = {k: v for k, v in systems.items() if k in args.systems.split(",")}
     print(f"\n{'system':<12} {'split':<9} {'n':>3} {'recall@1':>9} {'recall@5':>9} {'MRR@10':>8}")
     results = {}
     for name, fn in systems.items():
@@ -157,7 +182,7 @@ def main() -> int:
             print(f"\nmissed at 5 by {name}:")
             for phrase, top in results[(name, "all")]["misses"]:
                 print(f"  {phrase!r}: {', '.join(top) or '(nothing)'}")
-        if args.holdout_misses:     # read only after tuning is over
+        if args.holdout_misses and not args.no_holdout:     # read only after tuning is over
             for name in systems:
                 print(f"\nholdout13 missed at 5 by {name}:")
                 for phrase, top in results[(name, "holdout13")]["misses"]:

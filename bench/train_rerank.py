@@ -12,6 +12,7 @@ numpy, from fixed starting weights (zeros): the same data gives the same file.
 Data, all tuning sets, never the holdout (tests/search_holdout.py):
 - tests/search_labels.py         60 phrases
 - tests/search_labels_more.py   192 phrases
+- tests/search_labels_style.py   96 phrases (operations no other label set names)
 - both again with one mechanical slip each (bench/search_quality.py misspelt())
 Phrases are cut into 5 folds (the misspelt copy in its phrase's fold); --l2 values are
 compared by 5-fold cross-validation (fit on 4 folds, MRR@10 and recall@5 on the fifth), and
@@ -33,10 +34,12 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from search_quality import misspelt  # noqa: E402
+from search_quality import misspelt, use_vectors  # noqa: E402
 from tests.search_labels import LABELS, make_corpus_workspace  # noqa: E402
 from tests.search_labels_more import MORE_LABELS  # noqa: E402
+from tests.search_labels_style import STYLE_LABELS  # noqa: E402
 
+from workspacectl.engine.catalog import embedding  # noqa: E402
 from workspacectl.engine.catalog import search as catalog_search  # noqa: E402
 
 OUT = ROOT / "src" / "workspacectl" / "engine" / "catalog" / "rerank.json"
@@ -49,6 +52,8 @@ def tuning_phrases() -> list[tuple[str, frozenset[str], int, str]]:
         out.append((p, rel, i % 5, "labels"))
     for p, rel, fold in MORE_LABELS:
         out.append((p, rel, int(fold[-1]), "more"))
+    for p, rel, fold in STYLE_LABELS:
+        out.append((p, rel, int(fold[-1]), "style"))
     slips = misspelt([(p, rel, f"{fold}|{name}") for p, rel, fold, name in out])
     for p, rel, tag in slips:
         fold, name = tag.split("|")
@@ -70,15 +75,26 @@ def expand(x: dict[str, float], crossed) -> dict[str, float]:
     return out
 
 
-def features(conn, phrases, crossed=()):
-    """Per phrase: (op_ids, X, y) over its candidates, feature names in a fixed order."""
+def features(conn, phrases, crossed=(), fold_vectors: Path | None = None):
+    """Per phrase: (op_ids, X, y) over its candidates, feature names in a fixed order.
+    fold_vectors: a folder holding fold0..fold4, token vectors trained without that fold's
+    phrases (bench/train_embeddings.py --exclude-fold K); each phrase's features are then made
+    with the vectors that never saw it."""
     rows = []
     names: list[str] = []
-    for p, rel, fold, name in phrases:
-        cand = [(op, expand(x, crossed)) for op, x in catalog_search.candidate_features(conn, p)]
-        if not names and cand and cand[0][1]:
-            names = sorted(cand[0][1])
-        rows.append((p, rel, fold, name, cand))
+    shipped = embedding.DATA
+    for k in sorted({f for _, _, f, _ in phrases}) if fold_vectors else [None]:
+        if fold_vectors is not None:
+            use_vectors(fold_vectors / f"fold{k}")
+        for p, rel, fold, name in phrases:
+            if k is not None and fold != k:
+                continue
+            cand = [(op, expand(x, crossed)) for op, x in catalog_search.candidate_features(conn, p)]
+            if not names and cand and cand[0][1]:
+                names = sorted(cand[0][1])
+            rows.append((p, rel, fold, name, cand))
+    if fold_vectors is not None:
+        use_vectors(shipped)
     data = []
     for p, rel, fold, name, cand in rows:
         ops = [op for op, _ in cand]
@@ -128,10 +144,13 @@ def main() -> int:
     ap.add_argument("--workspace", help="reuse a corpus workspace made by an earlier run")
     ap.add_argument("--l2", default="0.0003,0.001,0.003,0.01,0.03")
     ap.add_argument("--write", action="store_true", help="write the best fit to engine/catalog/rerank.json")
+    ap.add_argument("--out", type=Path, default=OUT, help="with --write: where (default the shipped rerank.json)")
     ap.add_argument("--crossed", action="store_true", help="add products of the main features")
     ap.add_argument("--misses", action="store_true", help="list tuning phrases whose first answer is wrong")
     ap.add_argument("--semantic-candidates", type=int, help="try another SEMANTIC_CANDIDATES")
     ap.add_argument("--semantic-floor", type=float, help="try another SEMANTIC_FLOOR")
+    ap.add_argument("--fold-vectors", type=Path, help="folder of fold0..fold4 token vectors, each trained "
+                                                      "without that fold's phrases (train_embeddings.py)")
     args = ap.parse_args()
     if args.semantic_candidates is not None:
         catalog_search.SEMANTIC_CANDIDATES = args.semantic_candidates
@@ -147,7 +166,7 @@ def main() -> int:
     conn = ws.conn()
     phrases = tuning_phrases()
     t0 = time.perf_counter()
-    names, data = features(conn, phrases, CROSSED if args.crossed else ())
+    names, data = features(conn, phrases, CROSSED if args.crossed else (), args.fold_vectors)
     covered = sum(1 for d in data if d["y"].any())
     print(f"{len(data)} tuning phrases, {covered} with a relevant candidate "
           f"({time.perf_counter() - t0:.1f} s); {len(names)} features")
@@ -189,13 +208,13 @@ def main() -> int:
         # A constant shift changes no order: the bias puts a typical best candidate near 0.5-0.9.
         tops = [max(d["X"] @ w) for d in data if len(d["ops"])]
         bias = -float(np.median(tops)) + 1.0
-        OUT.write_text(json.dumps({
+        args.out.write_text(json.dumps({
             "about": "operation search re-rank: score = sigmoid(bias + sum weights[f] * feature f); "
                      "fitted by bench/train_rerank.py on the tuning sets (never the holdout)",
             "l2": l2, "cv_mrr10": round(best[1]["mrr"], 4), "cv_recall5": round(best[1]["r5"], 4),
             "bias": round(bias, 4), "weights": {f: round(float(x), 4) for f, x in zip(names, w)}},
             indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {OUT}")
+        print(f"wrote {args.out}")
     conn.close()
     if tmp is not None:
         tmp.cleanup()

@@ -225,7 +225,12 @@ _PHRASES: list[tuple[str, tuple[str, ...]]] = [
      ("twilio.fetch-sip-auth-registrations-credential-list-mapping",)),
 ]
 
+# Phrases left out: "send a slack message later" is also a holdout phrase, word for word
+# (tests/search_holdout.py, written first); found by a test, it is dropped here so nothing is fitted on
+# it. Folds keep their numbering.
+_DROPPED = frozenset({"send a slack message later"})
+
 # (phrase, relevant opIds, fold): fold = index % 5, for cross-validation of the re-rank's fit.
 MORE_LABELS: list[tuple[str, frozenset[str], str]] = [
-    (phrase, frozenset(ops), f"fold{i % 5}") for i, (phrase, ops) in enumerate(_PHRASES)
+    (phrase, frozenset(ops), f"fold{i % 5}") for i, (phrase, ops) in enumerate(_PHRASES) if phrase not in _DROPPED
 ]

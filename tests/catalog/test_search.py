@@ -313,6 +313,21 @@ def test_holdout_is_sound_and_apart_from_the_tuning_set(corpus):
     assert not missing, f"holdout opIds the importer does not produce: {sorted(missing)}"
 
 
+def test_tuning_sets_are_sound_and_apart_from_the_holdout(corpus):
+    """The other tuning sets (the vectors and the re-rank are fitted on them): their opIds exist,
+    no phrase repeats or is a holdout phrase, and the style set names no holdout operation."""
+    from tests.search_labels_more import MORE_LABELS
+    from tests.search_labels_style import STYLE_LABELS
+
+    _, present, _ = corpus
+    holdout_phrases = {phrase for phrase, _, _ in HOLDOUT}
+    tuning = [phrase for phrase, _, _ in LABELS + MORE_LABELS + STYLE_LABELS]
+    assert len(set(tuning)) == len(tuning)
+    assert not set(tuning) & holdout_phrases
+    assert not {op for _, ops, _ in MORE_LABELS + STYLE_LABELS for op in ops} - present
+    assert not {op for _, ops, _ in STYLE_LABELS for op in ops} & {op for _, ops, _ in HOLDOUT for op in ops}
+
+
 @pytest.fixture(params=["local", "remote"])
 def corpus_backend(request, corpus, tmp_path, home):
     path, _, _ = corpus

@@ -184,6 +184,29 @@ def test_the_local_door_answers_a_refused_write_alike(pg_workspace, pg_databases
     run_wsctl(["members", "add", "rita@example.com", "--name", "Rita"], env)
 
 
+def test_the_timer_logs_one_line_per_refused_tick_and_goes_on(pg_workspace, pg_databases, tmp_path):
+    """The server's timer (memory agent and housekeeping) whose lease write the database refuses
+    logs one warning line a tick, no traceback, and takes the lease once writes are accepted."""
+    url = str(pg_workspace)
+    _refuse(url, "leases", "53100")
+    _sql(url, "CREATE TRIGGER wsctl_test_refuse_update BEFORE UPDATE ON leases FOR EACH ROW "
+              "EXECUTE FUNCTION wsctl_test_refuse('53100')")
+    env = {**pg_env(tmp_path / "server-home", pg_databases), "WSCTL_BLOB_DIR": str(pg_workspace / "blobs")}
+    server = start_server(pg_workspace, env, log=tmp_path / "server.log", args=("--memory-interval", "0.2"))
+    refused = "timer: could not take or renew the server-timer lease (The workspace could not be written (PostgreSQL: disk full"
+    try:
+        wait_until(lambda: server.log_text().count(refused) >= 2, "two refused timer ticks", server.proc, server.log)
+        _allow(url, "leases")
+        _sql(url, "DROP TRIGGER wsctl_test_refuse_update ON leases")
+        wait_until(lambda: "timer: this process now runs" in server.log_text(), "the timer taking its lease",
+                   server.proc, server.log)
+    finally:
+        server.stop()
+    text = server.log_text()
+    assert "Traceback" not in text
+    assert all(line.endswith("retrying next tick") for line in text.splitlines() if refused in line)
+
+
 @pytest.fixture
 def limited_role(pg_databases):
     """A login role that may use the test databases as their owner does (a member of it), but is not

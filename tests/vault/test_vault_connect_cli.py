@@ -107,16 +107,23 @@ class Running:
             if found:
                 return found.group(0)
         self.proc.kill()
+        self.finish()    # reaped, its pipes closed
         raise AssertionError(f"no link printed; stderr so far: {''.join(self.err)}")
 
     def finish(self, timeout: float = WAIT_LIMIT) -> tuple[int, str, str]:
-        out = self.proc.stdout.read() if self.proc.stdout else ""
+        """(exit code, stdout, stderr) once the command ends; its pipes closed once read to the end."""
+        out = ""
+        if self.proc.stdout:
+            with self.proc.stdout:
+                out = self.proc.stdout.read()
         code = self.proc.wait(timeout)
         while True:
             line = self.err_lines.get(timeout=60)
             if line is None:
                 break
             self.err.append(line)
+        if self.proc.stderr:   # the pump read it to the end (its None came last)
+            self.proc.stderr.close()
         return code, out, "".join(self.err)
 
 

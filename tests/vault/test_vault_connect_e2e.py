@@ -23,13 +23,23 @@ def remote(workspace, home):
     b.close()
 
 
-def _browser(backend, next_path: str) -> httpx.Client:
-    """A browser signed in as the owner (web sign-in link), not yet on `next_path`."""
-    link = backend.ok("POST", "/v1/auth/web-link", {"next": next_path})
-    b = httpx.Client(trust_env=False, follow_redirects=False, timeout=30)
-    r = b.get(link["url"])
-    assert r.status_code in (302, 303, 307), r.text[:300]
-    return b
+@pytest.fixture
+def browser():
+    """browser(backend, next_path): a browser signed in as the owner (web sign-in link), not yet on
+    `next_path`; each one is closed when the test ends."""
+    clients: list[httpx.Client] = []
+
+    def signed_in(backend, next_path: str) -> httpx.Client:
+        link = backend.ok("POST", "/v1/auth/web-link", {"next": next_path})
+        b = httpx.Client(trust_env=False, follow_redirects=False, timeout=30)
+        clients.append(b)
+        r = b.get(link["url"])
+        assert r.status_code in (302, 303, 307), r.text[:300]
+        return b
+
+    yield signed_in
+    for b in clients:
+        b.close()
 
 
 def _start(backend) -> tuple[dict, str]:
@@ -38,10 +48,10 @@ def _start(backend) -> tuple[dict, str]:
     return r.body, urllib.parse.urlparse(r.body["connectUrl"]).path
 
 
-def test_oauth_connect_then_token_refresh_and_revoke(remote, provider):
+def test_oauth_connect_then_token_refresh_and_revoke(remote, provider, browser):
     install_service(remote.workspace, provider.service_toml("loopcrm"))
     conn, path = _start(remote)
-    b = _browser(remote, path)
+    b = browser(remote, path)
     b.follow_redirects = True
     page = b.get(remote.base_url + path)
     assert page.status_code == 200, page.text[:500]
@@ -62,10 +72,10 @@ def test_oauth_connect_then_token_refresh_and_revoke(remote, provider):
     assert provider.issued[-1]["refresh_token"] in provider.revoked
 
 
-def test_key_rotation_during_a_connection_loses_nothing(remote, provider):
+def test_key_rotation_during_a_connection_loses_nothing(remote, provider, browser):
     install_service(remote.workspace, provider.service_toml("loopcrm"))
     conn, path = _start(remote)
-    b = _browser(remote, path)
+    b = browser(remote, path)
     r = b.get(remote.base_url + path)  # the signed-in redirect to the connect page
     while r.status_code in (302, 303, 307) and not r.headers["location"].startswith(provider.url):
         r = b.get(urllib.parse.urljoin(str(r.url), r.headers["location"]))

@@ -11,7 +11,8 @@ import sqlite3
 import urllib.parse
 
 from workspacectl.engine import registry
-from workspacectl.engine.db import WouldBlock, is_busy, on_quick_thread, quick_calls, refused_write, storage_failure
+from workspacectl.engine.db import (WouldBlock, is_busy, on_quick_thread, quick_calls, refusals_answered,
+                                    refused_write, storage_failure)
 from workspacectl.engine.registry import Caller, Ctx, PublicCtx, Response
 from workspacectl.engine.scopes import check_scope
 from workspacectl.engine.validate import text_problem
@@ -95,17 +96,13 @@ class Engine:
     def authenticate(self, secret: str | None) -> Caller | None:
         """The caller a presented secret names (401 if none), None without one. A store that
         refuses the read (a full or failing disk, a database out of resources) is 503, as a
-        handler's refused write is (call)."""
+        handler's refused write is (call); a busy error stays one (the quick path reruns it)."""
         if not secret:
             return None
         from workspacectl.engine.identity.auth import authenticate_secret
 
-        try:
+        with refusals_answered(storage_failure):
             return authenticate_secret(self.ws.conn(), secret)
-        except sqlite3.OperationalError as e:
-            if (refused := storage_failure(e)) is None:
-                raise
-            raise refused from None
 
     def call(self, caller: Caller | None, method: str, path: str, query: dict | None = None,
              body=None, base_url: str | None = None, progress=None) -> Response:

@@ -18,6 +18,7 @@ import logging
 import os
 import threading
 
+from workspacectl.engine.db import refusals_answered
 from workspacectl.errors import ApiError
 
 DEFAULT_INTERVAL = 300.0
@@ -66,8 +67,12 @@ def _holds_lease(ws, holder: str, ttl: float, held: bool) -> bool:
     from workspacectl.engine import leases
 
     try:
-        now_held = leases.acquire(ws.conn(), LEASE, holder, ttl)
-    except Exception:  # the database locked past the busy timeout: skip this tick
+        with refusals_answered():
+            now_held = leases.acquire(ws.conn(), LEASE, holder, ttl)
+    except ApiError as e:   # the database locked past the busy timeout, or refusing writes: skip this tick
+        log.warning("timer: could not take or renew the %s lease (%s); retrying next tick", LEASE, e.message)
+        return False
+    except Exception:
         log.exception("timer: could not take or renew the %s lease; retrying next tick", LEASE)
         return False
     if now_held != held:
@@ -86,10 +91,11 @@ def _loop(ws, interval: float, fold: bool, stop: threading.Event, holder: str) -
                 continue
             for job, name in jobs:
                 try:
-                    job(ws)
+                    with refusals_answered():   # locked past the busy timeout, a store refusing writes
+                        job(ws)
                 except ApiError as e:
                     log.warning("%s: %s", name, e.message)
-                except Exception:  # keep the timer alive (e.g. the database locked past the busy timeout)
+                except Exception:  # keep the timer alive
                     log.exception("%s run failed; retrying in %.0f s", name, interval)
     finally:
         ws.close()   # the timer thread's connection

@@ -1,5 +1,6 @@
 """Static sentence vectors for operation search: MiniLM distilled to one vector per WordPiece
-token (bench/distil_embeddings.py; embedding_data/MODEL.md says what and under which licence).
+token (bench/distil_embeddings.py), then those vectors fine-tuned on the domain as the mean this
+module takes (bench/train_embeddings.py); embedding_data/MODEL.md says what and under which licence.
 
     embed_query(text) -> tuple of floats [DIMS], unit length, or None when no token is known
     embed(text) / embed_many(texts) -> float32 numpy arrays (zeros when no token is known)

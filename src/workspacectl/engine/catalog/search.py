@@ -613,8 +613,10 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
         for i in semantic[1]:
             sem_pos.setdefault(semantic[0].op_ids[i], len(sem_pos))
     total = sum(weight for weight, _ in concepts)
+    phrase_words = words(q)
     plural = any(len(w) > 3 and w.endswith("s") and not w.endswith("ss") and w not in STOP_WORDS
-                 for w in words(q)) or any(t in LIST_TERMS for t in query_terms)
+                 for w in phrase_words) or any(t in LIST_TERMS for t in query_terms)
+    sibling = _sibling_cues(phrase_words)
     scored = []
     for op_id, r in candidates.items():
         fields = {f: (r[f] or "").split() for f in FIELD_WEIGHTS}
@@ -638,6 +640,7 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
             "collection_plural": 1.0 if r["shape"] == "collection" and plural else 0.0,
             "name_unasked": min(sum(1 for t in fields["name"] if t not in wanted and t not in HTTP_METHOD_WORDS), 6) / 6,
             "deprecated": 1.0 if any(t.startswith("deprec") or t == "legaci" for t in fields["name"]) else 0.0,
+            **_sibling_features(sibling, r["shape"], fields["name"]),
             **{f"is_{a}": 1.0 if r["action"] == a else 0.0 for a in _ACTIONS},
             **{f"no_verb_{a}": 1.0 if not asked and r["action"] == a else 0.0 for a in _ACTIONS},
         }
@@ -647,6 +650,38 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
 
 
 _ACTIONS = ("list", "get", "create", "update", "delete", "search")
+
+# Words that say which sibling of a resource is meant (get / list of one resource, the caller's
+# own or anyone's): general English, not phrase-specific.
+_MINE_WORDS = frozenset(("my", "mine", "me", "i", "im", "myself", "our", "ours"))
+_ONE_WORDS = frozenset(("a", "an", "one", "single", "this", "that", "specific", "particular", "details", "detail",
+                        "info", "id", "by"))
+_MANY_WORDS = frozenset(("all", "every", "list", "each", "several", "many", "recent"))
+_SELF_NAME = ("authent", "current", "self", "own")
+
+
+def _sibling_cues(phrase_words: list[str]) -> tuple[bool, bool, bool, bool]:
+    """(the caller's own, one thing, many things, an id-like token) as the phrase says them."""
+    ws = set(phrase_words)
+    return (bool(ws & _MINE_WORDS), bool(ws & _ONE_WORDS), bool(ws & _MANY_WORDS),
+            any(any(c.isdigit() for c in w) and any(c.isalpha() for c in w) or w.isdigit() for w in phrase_words))
+
+
+def _sibling_features(cues: tuple[bool, bool, bool, bool], shape: str, name: list[str]) -> dict[str, float]:
+    """Sibling choice: the caller's own (a name saying "authenticated" or "current") against
+    "my"; one item against "a", "this", an id; a collection against "all", "every"."""
+    mine, one, many, id_like = cues
+    own = any(t.startswith(_SELF_NAME) for t in name)
+    item = shape == "item"
+    return {
+        "mine_own": 1.0 if mine and own else 0.0,
+        "mine_not_own": 1.0 if mine and not own else 0.0,
+        "not_mine_own": 1.0 if not mine and own else 0.0,
+        "one_item": 1.0 if one and item else 0.0,
+        "many_collection": 1.0 if many and not item else 0.0,
+        "many_item": 1.0 if many and item else 0.0,
+        "id_item": 1.0 if id_like and item else 0.0,
+    }
 
 
 def _field_share(field_terms: list[str], concepts, index, total: float) -> float:
@@ -659,9 +694,9 @@ def _field_share(field_terms: list[str], concepts, index, total: float) -> float
     return sum(concepts[i][0] for i in found) / total
 
 
-def _load_rerank() -> dict[str, float]:
+def _load_rerank(path: Path | None = None) -> dict[str, float]:
     """The re-rank's weights (rerank.json, fitted by bench/train_rerank.py on the tuning sets)."""
-    data = json.loads((Path(__file__).parent / "rerank.json").read_text(encoding="utf-8"))
+    data = json.loads((path or Path(__file__).parent / "rerank.json").read_text(encoding="utf-8"))
     return {"": float(data["bias"]), **{k: float(v) for k, v in data["weights"].items()}}
 
 

@@ -198,13 +198,14 @@ def refused_write(e: BaseException, busy_message: str = BUSY_MESSAGE) -> ApiErro
 
 
 @contextmanager
-def refusals_answered():
+def refusals_answered(answer=refused_write):
     """Work outside the engine's routes (the server's pages, the local backend opening a
-    workspace): a write the environment refused is raised as its ApiError (refused_write)."""
+    workspace, authentication): a write the environment refused is raised as its ApiError,
+    `answer(e)` (refused_write; storage_failure to leave a busy error as it is)."""
     try:
         yield
     except sqlite3.OperationalError as e:
-        if (refused := refused_write(e)) is None:
+        if (refused := answer(e)) is None:
             raise
         raise refused from None
 
