@@ -163,3 +163,29 @@ def test_an_index_its_newer_version_abandoned_is_taken_over(toys, store):
     built = store.rowids("zorbly")
     assert op_ids(search(toys, "delete a widget"))[0] == "zorbly.delete-widget"
     assert store.rowids("zorbly") == built
+
+
+def test_the_daily_stamp_never_fails_a_search(toys, monkeypatch):
+    """The stamp is the one write a current index's search makes (once a day): with the write
+    lock held elsewhere the search still answers, unstamped, and the next one stamps."""
+    if toys.door == "postgres":
+        pytest.skip("holds SQLite's write lock from a second connection")
+    import sqlite3
+
+    assert op_ids(search(toys, "refund a charge"))[0] == "quuxpay.refund-charge"
+    db = sqlite3.connect(str(toys.workspace / "workspace.db"), isolation_level=None)
+    db.execute("UPDATE operation_search_meta SET value = '2000-01-01' WHERE key = 'analyzer_seen'")
+    monkeypatch.setenv("WSCTL_BUSY_TIMEOUT_MS", "50")
+    ws = open_workspace(str(toys.workspace))
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        assert [op for op, _ in catalog_search.search(ws.conn(), "refund a charge")][0] == "quuxpay.refund-charge"
+        db.execute("ROLLBACK")
+        assert db.execute("SELECT value FROM operation_search_meta WHERE key = 'analyzer_seen'").fetchone()[0] \
+            == "2000-01-01"
+        catalog_search.search(ws.conn(), "refund a charge")
+        assert db.execute("SELECT value FROM operation_search_meta WHERE key = 'analyzer_seen'").fetchone()[0] \
+            == datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    finally:
+        ws.conn().close()
+        db.close()

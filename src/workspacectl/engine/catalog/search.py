@@ -322,8 +322,7 @@ def ensure_current(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -
             while len(_complete_sets) > _COMPLETE_KEPT:
                 _complete_sets.pop(next(iter(_complete_sets)))
         if built == mine and state.seen != _today():
-            with transaction(conn):
-                store.set_meta(conn, "analyzer_seen", _today())
+            _stamp_seen(conn)
         return state.generation
     if not lexical_current:
         with transaction(conn):
@@ -340,6 +339,17 @@ def ensure_current(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -
             if not _vectors_current(conn):
                 reindex_vectors(conn)
     return store.get_meta(conn, "vectors_generation")
+
+
+def _stamp_seen(conn: sqlite3.Connection) -> None:
+    """The day this analyzer searched its index (ABANDONED_DAYS), at most once a day. Best
+    effort: a write lock held elsewhere or a store refusing the write skips it (the next search
+    stamps), never failing the search it rides on."""
+    try:
+        with transaction(conn):
+            store.set_meta(conn, "analyzer_seen", _today())
+    except sqlite3.OperationalError:
+        pass
 
 
 # --- query -----------------------------------------------------------------------------------
