@@ -16,8 +16,8 @@ import sqlite3
 import time
 from collections import Counter
 
-from workspacectl.engine.db import (BUSY_MESSAGE, LockHeld, WouldBlock, is_busy, open_db,
-                                    storage_failure)
+from workspacectl.engine.db import (BUSY_MESSAGE, BUSY_TIMEOUT_MS, WAL_AUTOCHECKPOINT_PAGES, LockHeld, WouldBlock,
+                                    is_busy, open_db, storage_failure)
 from workspacectl.errors import ApiError, one_line
 
 log = logging.getLogger("wsctl.server")
@@ -94,7 +94,7 @@ def open_quick_db(path) -> sqlite3.Connection:
 
 def wal_checkpoint_bytes(conn: sqlite3.Connection) -> int:
     """The WAL size at which SQLite's automatic checkpoint would run (its default 1,000 pages)."""
-    return 1000 * int(conn.execute("PRAGMA page_size").fetchone()[0])
+    return WAL_AUTOCHECKPOINT_PAGES * int(conn.execute("PRAGMA page_size").fetchone()[0])
 
 
 def checkpoint_wal(conn: sqlite3.Connection, mode: str = "PASSIVE") -> tuple[int, int, int]:
@@ -112,7 +112,7 @@ def checkpoint_wal(conn: sqlite3.Connection, mode: str = "PASSIVE") -> tuple[int
         busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         return int(busy), int(frames), int(copied)
     lock = getattr(conn, "write_lock", None)
-    timeout_ms = getattr(conn, "busy_timeout_ms", 15000)
+    timeout_ms = getattr(conn, "busy_timeout_ms", BUSY_TIMEOUT_MS)
     if lock is not None and not lock.acquire(timeout=timeout_ms / 1000):
         return 1, -1, -1
     try:
@@ -166,7 +166,7 @@ class QuickWriter:
         self.background = background
         self.thread_conn = thread_conn
         conn.quick_group = QuickGroup(conn, self._opened)   # type: ignore[attr-defined]
-        self.busy_seconds = getattr(conn, "busy_timeout_ms", 15000) / 1000
+        self.busy_seconds = getattr(conn, "busy_timeout_ms", BUSY_TIMEOUT_MS) / 1000
         self.wal_path = next(row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main") + "-wal"
         self.soft = wal_checkpoint_bytes(conn)
         self.hard = HARD_WAL_FACTOR * self.soft
