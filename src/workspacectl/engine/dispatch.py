@@ -80,13 +80,13 @@ def resolve(method: str, path: str) -> tuple[str, dict, registry.Route | None, d
 
 
 def _route_for(method: str, path: str):
-    """The route and path params of a path already split (split_path), or the 404/405."""
-    _, _, route, params, known = resolve(method, path)
+    """(path, inline query, route, path params) of METHOD path (resolve), or the 404/405."""
+    path, inline_query, route, params, known = resolve(method, path)
     if route is None:
         if known:
             raise ApiError("not_found", f"{method} is not supported on {path}.", status=405)
         raise ApiError("not_found", f"No route {method} {path}. See /v1/openapi.json for the routes.")
-    return route, params
+    return path, inline_query, route, params
 
 
 class Engine:
@@ -108,9 +108,8 @@ class Engine:
              body=None, base_url: str | None = None, progress=None) -> Response:
         """progress(phase, done, total), when given, hears how long work goes (Ctx.report)."""
         method = method.upper()
-        path, inline_query = resolve(method, path)[:2]
+        path, inline_query, route, params = _route_for(method, path)
         query = {**inline_query, **(query or {})}
-        route, params = _route_for(method, path)
         check_scope(caller, route.scope)
         handler = registry.handler_for(route)
         params = {k: urllib.parse.unquote(v) for k, v in params.items()}
@@ -176,7 +175,7 @@ class Engine:
     def precheck(self, method: str, path: str, secret: str | None) -> None:
         """Authentication, route and scope only: what a server checks before it reads a large
         body, so an unauthenticated upload is refused without spooling it."""
-        route, _ = _route_for(method.upper(), split_path(path)[0])
+        route = _route_for(method.upper(), path)[2]
         check_scope(self.authenticate(secret), route.scope)
 
     def handle(self, method: str, path: str, query: dict | None, body, secret: str | None,
