@@ -38,7 +38,7 @@ from search_quality import misspelt, use_vectors  # noqa: E402
 from tests.search_labels import LABELS, make_corpus_workspace  # noqa: E402
 from tests.search_labels_more import MORE_LABELS  # noqa: E402
 from tests.search_labels_style import STYLE_LABELS  # noqa: E402
-from tests.search_labels_written import WRITTEN_LABELS  # noqa: E402
+from tests.search_labels_written import WRITTEN_LABELS, by_phrase  # noqa: E402
 
 from workspacectl.engine.catalog import embedding  # noqa: E402
 from workspacectl.engine.catalog import search as catalog_search  # noqa: E402
@@ -46,7 +46,7 @@ from workspacectl.engine.catalog import search as catalog_search  # noqa: E402
 OUT = ROOT / "src" / "workspacectl" / "engine" / "catalog" / "rerank.json"
 
 
-def tuning_phrases(written: bool = True) -> list[tuple[str, frozenset[str], int, str]]:
+def tuning_phrases(written: bool = True, folds: str = "service") -> list[tuple[str, frozenset[str], int, str]]:
     """(phrase, relevant, fold, set name)."""
     out = []
     for i, (p, rel, _) in enumerate(LABELS):
@@ -61,7 +61,8 @@ def tuning_phrases(written: bool = True) -> list[tuple[str, frozenset[str], int,
         out.append((p, rel, int(fold), name + "-misspelt"))
     if written:     # written with their own slips; no mechanical copies
         old = {p for p, _, _, _ in out}
-        out += [(p, rel, int(fold[-1]), "written") for p, rel, fold in WRITTEN_LABELS if p not in old]
+        labels = WRITTEN_LABELS if folds == "service" else by_phrase()
+        out += [(p, rel, int(fold[-1]), "written") for p, rel, fold in labels if p not in old]
     return out
 
 
@@ -163,6 +164,8 @@ def main() -> int:
     ap.add_argument("--crossed", action="store_true", help="add products of the main features")
     ap.add_argument("--misses", action="store_true", help="list tuning phrases whose first answer is wrong")
     ap.add_argument("--no-written", action="store_true", help="leave out tests/search_labels_written.py")
+    ap.add_argument("--written-folds", choices=("service", "phrase"), default="service",
+                    help="folds of the written phrases: by service group or by phrase (search_labels_written.py)")
     ap.add_argument("--semantic-candidates", type=int, help="try another SEMANTIC_CANDIDATES")
     ap.add_argument("--semantic-floor", type=float, help="try another SEMANTIC_FLOOR")
     ap.add_argument("--fold-vectors", type=Path, help="folder of fold0..fold4 token vectors, each trained "
@@ -180,7 +183,7 @@ def main() -> int:
         ws_path = Path(tmp.name) / "ws"
     ws = make_corpus_workspace(ws_path)
     conn = ws.conn()
-    phrases = tuning_phrases(written=not args.no_written)
+    phrases = tuning_phrases(written=not args.no_written, folds=args.written_folds)
     t0 = time.perf_counter()
     names, data = features(conn, phrases, CROSSED if args.crossed else (), args.fold_vectors)
     covered = sum(1 for d in data if d["y"].any())

@@ -10,10 +10,15 @@ operation was phrased (none chosen by the holdout), so the holdout's operations 
 phrases like all others; its phrases are not among them (tests/catalog/test_search.py checks).
 
 Tuning data: the vectors (bench/train_embeddings.py) and the re-rank (bench/train_rerank.py)
-are fitted on them. Folds are by service group (SERVICE_FOLD), so a fold's model has seen no
-written phrase of that fold's documents: cross-validation over them, and the holdout ranked
-with the model that left its phrase's document out, say what the phrases teach about a
-document nobody wrote phrases for.
+are fitted on them. Two ways to cut them into folds:
+- by service group (SERVICE_FOLD, the default): a fold's model has seen no written phrase of
+  that fold's documents, so cross-validation over them, and the holdout ranked with the model
+  that left its phrase's document out, say what the phrases teach about a document nobody
+  wrote phrases for;
+- by phrase (by_phrase(): line i of the files in fold i % 5): an operation's two phrases
+  mostly fall in different folds, so a fold's model has seen the operation through its other
+  phrase, as the shipped model has seen every operation of these documents: the setting the
+  holdout is read in (a new phrase for a phrased operation).
 """
 from __future__ import annotations
 
@@ -51,3 +56,8 @@ def read(folder: Path = FOLDER) -> list[tuple[str, frozenset[str], str]]:
 
 
 WRITTEN_LABELS: list[tuple[str, frozenset[str], str]] = read()
+
+
+def by_phrase(labels=None) -> list[tuple[str, frozenset[str], str]]:
+    """The written phrases with folds by phrase instead of by service group."""
+    return [(p, rel, f"fold{i % 5}") for i, (p, rel, _) in enumerate(WRITTEN_LABELS if labels is None else labels)]
