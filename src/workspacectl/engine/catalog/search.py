@@ -301,8 +301,14 @@ _COMPLETE_KEPT = 8
 
 
 def ensure_current(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -> str | None:
-    """Bring the index up to this version once, when it needs it; returns the vectors generation.
-    One read when all is current (store.search_state). The lexical index is rebuilt when an older
+    """Bring the index up to this version once, when it needs it; returns the vectors generation
+    (see _ensure)."""
+    return _ensure(conn, analyzer)[0]
+
+
+def _ensure(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -> tuple[str | None, int | None]:
+    """(vectors generation, how many vectors this model has when this check counted them, else
+    None). Brings the index up to this version once, when it needs it. One read when all is current (store.search_state). The lexical index is rebuilt when an older
     analyzer built it or it lost step with the catalog (a change that did not go through
     reindex_service); services an older version indexed into it (stale) are indexed again. An
     index a newer analyzer built is searched as it is (the phrase analyzed by this version: the
@@ -323,7 +329,7 @@ def ensure_current(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -
                 _complete_sets.pop(next(iter(_complete_sets)))
         if built == mine and state.seen != _today():
             _stamp_seen(conn)
-        return state.generation
+        return state.generation, state.vectors
     if not lexical_current:
         with transaction(conn):
             built = analyzer_number(store.get_meta(conn, "analyzer_version"))
@@ -338,7 +344,7 @@ def ensure_current(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -
         with transaction(conn):
             if not _vectors_current(conn):
                 reindex_vectors(conn)
-    return store.get_meta(conn, "vectors_generation")
+    return store.get_meta(conn, "vectors_generation"), None
 
 
 def _stamp_seen(conn: sqlite3.Connection) -> None:
@@ -547,10 +553,11 @@ def _service_affinity(stats: TermStats, concepts) -> dict[str, float]:
     return {s: a / top for s, a in affinity.items()} if top else {}
 
 
-def _semantic(conn: sqlite3.Connection, q: str, service: str | None, named: list[str], generation: str | None):
+def _semantic(conn: sqlite3.Connection, q: str, service: str | None, named: list[str], generation: str | None,
+              count: int | None = None):
     """(similarities of every operation to the phrase, nearest rows), or None when the catalog
-    has no vectors or the phrase no known word piece."""
-    sims = search_vectors.similarities(conn, q, model_id(), generation)
+    has no vectors or the phrase no known word piece. count: the model's vectors, if counted."""
+    sims = search_vectors.similarities(conn, q, model_id(), generation, count=count)
     if sims is None:
         return None
     nearest: list[int] = []
@@ -567,14 +574,14 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
     re-rank scored.
     mode: "hybrid" (lexical and nearest vectors), "lexical" or "vectors" (the bench's baselines);
     analyzer: this code's analyzer version (ensure_current)."""
-    generation = ensure_current(conn, analyzer)
+    generation, count = _ensure(conn, analyzer)
     terms = store.TermReader(conn)
     query_terms, named, q = parse_query(conn, q, generation, terms)
     if service:
         named = []
     if not query_terms:     # only a service's name ("github"): its operations in catalog order
         return [(op_id, ONLY_SERVICE_SCORE, {}) for op_id in store.first_operations(conn, named, max(limit, 0))]
-    semantic = _semantic(conn, q, service, named, generation) if mode != "lexical" else None
+    semantic = _semantic(conn, q, service, named, generation, count) if mode != "lexical" else None
     if mode == "vectors":
         if semantic is None:
             return []
