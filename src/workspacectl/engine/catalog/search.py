@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
-import secrets
 import sqlite3
+from itertools import repeat
+from operator import mul
 from pathlib import Path
 
 from workspacectl.engine.catalog import embedding, search_vectors, spelling
@@ -150,10 +152,16 @@ def vector_text(row) -> str:
                      _first_sentence(row["description"] or ""), row["path"] or "", *[head] * (SUMMARY_TIMES - 1)))
 
 
+def _new_generation() -> str:
+    """A new vectors generation (a random token, what secrets.token_hex(16) makes, without
+    importing `secrets` and `random` into every one-shot search)."""
+    return os.urandom(16).hex()
+
+
 def _index_vectors(conn: sqlite3.Connection, rows) -> None:
     stored = embedding.quantize(embedding.embed_many([vector_text(r) for r in rows]))
     store.insert_vectors(conn, model_id(), [(r["op_id"], r["service"], *v) for r, v in zip(rows, stored)])
-    store.set_meta(conn, "vectors_generation", secrets.token_hex(16))
+    store.set_meta(conn, "vectors_generation", _new_generation())
 
 
 def _index_service(conn: sqlite3.Connection, service: str) -> None:
@@ -239,7 +247,7 @@ def reindex_service(conn: sqlite3.Connection, service: str, analyzer: str = ANAL
 def remove_service(conn: sqlite3.Connection, service: str) -> None:
     with transaction(conn):
         store.delete_service_docs(conn, service)
-        store.set_meta(conn, "vectors_generation", secrets.token_hex(16))
+        store.set_meta(conn, "vectors_generation", _new_generation())
 
 
 def reindex_all(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -> None:
@@ -250,7 +258,7 @@ def reindex_all(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -> N
         store.set_meta(conn, "analyzer_version", analyzer)
         store.set_meta(conn, "analyzer_seen", _today())
         store.delete_meta(conn, "stale_services")
-        store.set_meta(conn, "vectors_generation", secrets.token_hex(16))   # also when no service is left
+        store.set_meta(conn, "vectors_generation", _new_generation())   # also when no service is left
 
 
 # Vector sets of this many models are kept: this version's and those of the versions last seen
@@ -274,7 +282,7 @@ def reindex_vectors(conn: sqlite3.Connection) -> None:
             for m in sorted(models, key=lambda m: (built[m], m))[:len(models) - KEPT_MODELS + 1]:
                 store.delete_model_vectors(conn, m)
                 store.delete_meta(conn, f"vectors_built:{m}")
-            store.set_meta(conn, "vectors_generation", secrets.token_hex(16))
+            store.set_meta(conn, "vectors_generation", _new_generation())
 
 
 def _now() -> str:
@@ -658,15 +666,20 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
             "name_unasked": min(sum(1 for t in fields["name"] if t not in wanted and t not in HTTP_METHOD_WORDS), 6) / 6,
             "deprecated": 1.0 if any(t.startswith("deprec") or t == "legaci" for t in fields["name"]) else 0.0,
             **_sibling_features(sibling, r["shape"], fields["name"]),
-            **{f"is_{a}": 1.0 if r["action"] == a else 0.0 for a in _ACTIONS},
-            **{f"no_verb_{a}": 1.0 if not asked and r["action"] == a else 0.0 for a in _ACTIONS},
         }
+        action = r["action"]
+        for a, key in _IS_KEYS:
+            x[key] = 1.0 if action == a else 0.0
+        for a, key in _NO_VERB_KEYS:
+            x[key] = 1.0 if not asked and action == a else 0.0
         scored.append((op_id, _score(x), x))
     scored.sort(key=lambda s: (-s[1], s[0]))
     return scored if limit < 0 else scored[:limit]
 
 
 _ACTIONS = ("list", "get", "create", "update", "delete", "search")
+_IS_KEYS = tuple((a, f"is_{a}") for a in _ACTIONS)
+_NO_VERB_KEYS = tuple((a, f"no_verb_{a}") for a in _ACTIONS)
 
 # Words that say which sibling of a resource is meant (get / list of one resource, the caller's
 # own or anyone's): general English, not phrase-specific.
@@ -718,21 +731,27 @@ def _load_rerank(path: Path | None = None) -> dict[str, float]:
 
 
 RERANK = _load_rerank()
-_parsed: tuple[dict[str, float], float, list[tuple[str, float]], list[tuple[str, str, float]]] | None = None
+# (RERANK it was made from, bias, the single features' names and weights, the pairs' first and
+# second names and weights), in RERANK's order
+_parsed: tuple[dict[str, float], float, tuple[tuple[str, ...], tuple[float, ...]],
+               tuple[tuple[str, ...], tuple[str, ...], tuple[float, ...]]] | None = None
+_ZEROS = repeat(0.0)
 
 
 def _score(x: dict[str, float]) -> float:
     """The learned re-rank: a logistic model over the candidate's features and some products
-    of two ("a*b"), in (0, 1)."""
+    of two ("a*b"), in (0, 1). The sums are taken in RERANK's order, w * a (* b) each: the
+    same figures as a loop over RERANK would make, the products made by map in C."""
     global _parsed
     if _parsed is None or _parsed[0] is not RERANK:     # RERANK replaced (the bench's ablations)
         single = [(f, w) for f, w in RERANK.items() if f and "*" not in f and w]
         pairs = [(f.split("*", 1)[0], f.split("*", 1)[1], w) for f, w in RERANK.items() if "*" in f and w]
-        _parsed = (RERANK, RERANK[""], single, pairs)
-    _, z, single, pairs = _parsed
+        _parsed = (RERANK, RERANK[""], (tuple(f for f, _ in single), tuple(w for _, w in single)),
+                   (tuple(a for a, _, _ in pairs), tuple(b for _, b, _ in pairs), tuple(w for _, _, w in pairs)))
+    _, z, (names, weights), (firsts, seconds, pair_weights) = _parsed
     get = x.get
-    z += sum(w * get(f, 0.0) for f, w in single)
-    z += sum(w * get(a, 0.0) * get(b, 0.0) for a, b, w in pairs)
+    z += sum(map(mul, weights, map(get, names, _ZEROS)))
+    z += sum(map(mul, map(mul, pair_weights, map(get, firsts, _ZEROS)), map(get, seconds, _ZEROS)))
     return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
 
 
