@@ -505,15 +505,15 @@ def _term_index(concepts) -> dict[str, list[tuple[int, float]]]:
     return index
 
 
-def _coverage(fields: dict[str, list[str]], concepts, index) -> float:
-    """Share of the phrase's weight found in the operation, each field counting as it weighs."""
+def _coverage(found: dict[str, set[str]], concepts, index, total: float) -> float:
+    """Share of the phrase's weight found in the operation, each field counting as it weighs.
+    found: each field's terms that are in `index`; total: the concepts' weight."""
     best = [0.0] * len(concepts)
     for f, fw in FIELD_WEIGHTS.items():
-        for term in set(fields[f]).intersection(index):
+        for term in found[f]:
             for i, credit in index[term]:
                 if fw * credit > best[i]:
                     best[i] = fw * credit
-    total = sum(weight for weight, _ in concepts)
     return sum(weight * b for (weight, _), b in zip(concepts, best)) / total if total else 0.0
 
 
@@ -645,11 +645,12 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
     scored = []
     for op_id, r in candidates.items():
         fields = {f: (r[f] or "").split() for f in FIELD_WEIGHTS}
+        found = {f: set(terms_).intersection(index) for f, terms_ in fields.items()}
         x = {
             "bm25": r["bm25"] / best_bm25 if best_bm25 < 0 else 0.0,
-            "coverage": _coverage(fields, concepts, index) if concepts else 0.0,
-            "cov_name": _field_share(fields["name"], concepts, index, total),
-            "cov_summary": _field_share(fields["summary"], concepts, index, total),
+            "coverage": _coverage(found, concepts, index, total) if concepts else 0.0,
+            "cov_name": _field_share(found["name"], concepts, index, total),
+            "cov_summary": _field_share(found["summary"], concepts, index, total),
             "name_precision": _name_precision(fields["name"], wanted),
             "action": action_fit(asked, r["action"], r["method"], r["shape"]),
             "semantic": sim_of[op_id] / best_sim if best_sim > 0 else 0.0,
@@ -714,12 +715,13 @@ def _sibling_features(cues: tuple[bool, bool, bool, bool], shape: str, name: lis
     }
 
 
-def _field_share(field_terms: list[str], concepts, index, total: float) -> float:
-    """Share of the phrase's weight (idf) found in one field of the operation."""
+def _field_share(terms_found: set[str], concepts, index, total: float) -> float:
+    """Share of the phrase's weight (idf) found in one field of the operation (terms_found: the
+    field's terms that are in `index`)."""
     if not total:
         return 0.0
     found: set[int] = set()
-    for term in set(field_terms).intersection(index):
+    for term in terms_found:
         found.update(i for i, _ in index[term])
     return sum(concepts[i][0] for i in found) / total
 
