@@ -57,6 +57,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from tests.search_labels import LABELS  # noqa: E402
 from tests.search_labels_more import MORE_LABELS  # noqa: E402
 from tests.search_labels_style import STYLE_LABELS  # noqa: E402
+from tests.search_labels_written import WRITTEN_LABELS  # noqa: E402
 
 from workspacectl.engine.catalog import embedding, search  # noqa: E402
 from workspacectl.engine.catalog.search_text import clean, words  # noqa: E402
@@ -128,9 +129,12 @@ def catalog_pairs(ops: list[dict]) -> list[tuple[str, str, str]]:
     return [p for p in pairs if p[1].strip() and p[2].strip()]
 
 
-def tuning_phrases() -> list[tuple[str, frozenset[str], int]]:
+def tuning_phrases(written: bool = True) -> list[tuple[str, frozenset[str], int]]:
     out = [(p, rel, i % 5) for i, (p, rel, _) in enumerate(LABELS)]
     out += [(p, rel, int(fold[-1])) for p, rel, fold in MORE_LABELS + STYLE_LABELS]
+    if written:     # a written phrase that a hand-made set already holds keeps that one's fold
+        old = {p for p, _, _ in out}
+        out += [(p, rel, int(fold[-1])) for p, rel, fold in WRITTEN_LABELS if p not in old]
     return out
 
 
@@ -263,6 +267,9 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--exclude-fold", type=int)
     ap.add_argument("--no-phrases", action="store_true", help="catalog pairs only")
+    ap.add_argument("--no-written", action="store_true", help="leave out tests/search_labels_written.py")
+    ap.add_argument("--written-repeat", type=int, default=2,
+                    help="pairs per written phrase and operation (the hand-made sets get PHRASE_REPEAT)")
     ap.add_argument("--cv", action="store_true")
     ap.add_argument("--save-folds", type=Path, help="with --cv: write each fold's vectors to DIR/foldK")
     ap.add_argument("--folds", default="0,1,2,3,4", help="with --cv: the folds to run")
@@ -275,13 +282,14 @@ def main() -> int:
     ops = operations(args.workspace)
     by_id = {r["op_id"]: r for r in ops}
     cpairs = catalog_pairs(ops)
-    phrases = tuning_phrases()
+    phrases = tuning_phrases(written=not args.no_written)
+    written = {p for p, _, _ in phrases[len(tuning_phrases(written=False)):]}
     print(f"{len(ops)} operations, {len(cpairs)} catalog pairs, {len(phrases)} tuning phrases", file=sys.stderr)
     init_q = np.load(args.init / "vectors.npy").astype(np.float64) * np.load(args.init / "scales.npy").astype(np.float64)[:, None]
 
     def phrase_pairs(keep):
         return [(op, p, search.vector_text(by_id[op])) for p, rel, _ in keep for op in sorted(rel) if op in by_id
-                for _ in range(PHRASE_REPEAT)]
+                for _ in range(args.written_repeat if p in written else PHRASE_REPEAT)]
 
     def run(keep):
         pairs = cpairs + ([] if args.no_phrases else phrase_pairs(keep))

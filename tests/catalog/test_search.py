@@ -328,6 +328,26 @@ def test_tuning_sets_are_sound_and_apart_from_the_holdout(corpus):
     assert not {op for _, ops, _ in STYLE_LABELS for op in ops} & {op for _, ops, _ in HOLDOUT for op in ops}
 
 
+def test_written_phrases_cover_every_operation_and_are_apart_from_the_holdout(corpus):
+    """tests/search_labels_written.py: every operation of the 12 documents has written phrases
+    (two were written for each; the few that were word for word a holdout phrase are dropped),
+    every opId exists, the service folds cover every document, and no written phrase is a
+    holdout phrase."""
+    from tests.search_labels_written import SERVICE_FOLD, WRITTEN_LABELS
+
+    _, present, _ = corpus
+    named = [op for _, ops, _ in WRITTEN_LABELS for op in ops]
+    assert not set(named) - present
+    assert {op.split(".")[0] for op in present} <= set(SERVICE_FOLD)
+    per_op: dict[str, int] = {}
+    for op in named:
+        per_op[op] = per_op.get(op, 0) + 1
+    shared = {op for op in present if op.split(".")[0] in SERVICE_FOLD}
+    assert shared and min(per_op.get(op, 0) for op in shared) >= 1
+    assert sum(1 for op in shared if per_op.get(op, 0) >= 2) >= len(shared) - 10
+    assert not {phrase for phrase, _, _ in WRITTEN_LABELS} & {phrase for phrase, _, _ in HOLDOUT}
+
+
 @pytest.fixture(params=["local", "remote"])
 def corpus_backend(request, corpus, tmp_path, home):
     path, _, _ = corpus
