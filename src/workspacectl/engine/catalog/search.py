@@ -12,7 +12,8 @@ How a query is answered:
    synonyms (at a discount), weighted by idf; a verb counts half (step 4 judges it).
 3. FTS5 finds candidates with bm25() weighted per column (name and summary far above the
    description). Terms in more than COMMON_FRACTION of the operations ("get", "user") are
-   left out of the MATCH, which they would only slow down, but still count in step 4. When
+   left out of the MATCH, which they would only slow down, but still count in step 4; so are
+   the most common of the rest past MATCH_POSTINGS postings in all (a large catalog). When
    the phrase names a service, that service's best candidates are fetched too.
 4. Only those candidates (CANDIDATES, or twice the limit), with the nearest operation vectors
    (SEMANTIC_CANDIDATES), are re-scored in Python by a learned re-rank: a logistic model
@@ -56,6 +57,13 @@ SEMANTIC_MIN = 0.0           # ... and at least this cosine
 ONLY_SERVICE_SCORE = 0.5
 MAX_QUERY_TERMS = 24
 COMMON_FRACTION = 0.2   # terms in more than this share of documents stay out of the MATCH
+# ... and the MATCH's terms together name at most this many postings (their document frequencies
+# summed; the rarest term always stays): past it the most common are left out (they still count
+# in the re-rank), so FTS5 scores a bounded number of rows per phrase however large the catalog.
+# A phrase over the 12 shared documents (3,481 operations) sums to at most ~3,100 (1,087 phrases:
+# every label set, slipped too, bench/README.md), so nothing changes there; at 100,949 a phrase
+# with common verbs and their synonyms summed to ~46,000 (FTS5's bm25 ~0.7 µs a row).
+MATCH_POSTINGS = 20000
 BODY_CHARS = 1500
 
 HTTP_METHOD_WORDS = {"get", "post", "put", "patch", "delete", "head", "options"}
@@ -491,6 +499,21 @@ def _concepts(query_terms: list[str], dfs: dict[str, int], n_docs: int) -> list[
     return concepts
 
 
+def _within_postings(terms: list[str], dfs: dict[str, int]) -> list[str]:
+    """The rarest of the terms whose document frequencies sum to at most MATCH_POSTINGS (the
+    rarest one in any case), in the order given."""
+    if sum(dfs[t] for t in terms) <= MATCH_POSTINGS:
+        return terms
+    kept: set[str] = set()
+    total = 0
+    for t in sorted(terms, key=lambda t: (dfs[t], t)):
+        if kept and total + dfs[t] > MATCH_POSTINGS:
+            break
+        kept.add(t)
+        total += dfs[t]
+    return [t for t in terms if t in kept]
+
+
 def _variants(t: str) -> set[str]:
     return {t, *EQUIVALENTS.get(t, ()), *SYNONYMS.get(t, ()),
             *(e for s in SYNONYMS.get(t, ()) for e in EQUIVALENTS.get(s, ()))}
@@ -605,7 +628,7 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
         present = list(dict.fromkeys(v for _, variants in concepts for v in variants))
         selective = [v for v in present if dfs[v] <= COMMON_FRACTION * n_docs]
         # Terms are [a-z0-9]+ by construction; quoting keeps FTS5 keywords (AND, NEAR) literal.
-        expression = " OR ".join(f'"{t}"' for t in (selective or present))
+        expression = " OR ".join(f'"{t}"' for t in _within_postings(selective or present, dfs))
         pool = max(CANDIDATES, limit * 2)
         known = store.Known(dfs, generation)
         candidates = {r["op_id"]: r for r in store.match(conn, expression, BM25_WEIGHTS, pool,
