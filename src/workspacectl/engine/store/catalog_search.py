@@ -8,7 +8,7 @@ import json
 import math
 import sqlite3
 import struct
-from typing import Iterable, NamedTuple
+from typing import Iterable
 
 FTS_COLUMNS = ("name", "summary", "path", "tags", "body", "params")
 # The row of operation_search_terms whose df is the service's number of indexed operations
@@ -102,14 +102,21 @@ class TermReader:
         return [(t, service, df) for t in terms for service, df in self._rows[t]]
 
 
-class SearchState(NamedTuple):
-    analyzer: str | None      # the analyzer version that built the lexical index
-    docs: int                 # indexed operations
-    operations: int           # catalog operations
-    vectors: int | None       # the model's vectors (None: not counted, see search_state)
-    generation: str | None    # vectors generation: set anew by every write of the index
-    stale: str | None         # services an older analyzer indexed into a newer index (JSON list)
-    seen: str | None          # the day the index's own analyzer last searched it (YYYY-MM-DD)
+class SearchState:
+    """What search_state reads. (Plain classes in this module, not NamedTuples: making its three
+    NamedTuple classes cost ~1.3 ms of every one-shot search's start.)"""
+
+    __slots__ = ("analyzer", "docs", "operations", "vectors", "generation", "stale", "seen")
+
+    def __init__(self, analyzer: str | None, docs: int, operations: int, vectors: int | None,
+                 generation: str | None, stale: str | None, seen: str | None):
+        self.analyzer = analyzer      # the analyzer version that built the lexical index
+        self.docs = docs              # indexed operations
+        self.operations = operations  # catalog operations
+        self.vectors = vectors        # the model's vectors (None: not counted, see search_state)
+        self.generation = generation  # vectors generation: set anew by every write of the index
+        self.stale = stale            # services an older analyzer indexed into a newer index (JSON list)
+        self.seen = seen              # the day the index's own analyzer last searched it (YYYY-MM-DD)
 
 
 def search_state(conn: sqlite3.Connection, model: str, complete_at: list[str]) -> SearchState:
@@ -144,12 +151,15 @@ def doc_count(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT count(*) FROM operation_search_docs").fetchone()[0]
 
 
-class Known(NamedTuple):
+class Known:
     """What the caller of match() has read already: each term's document count over the whole
     index (operation_search_terms summed over services) and the index's generation (the
     vectors_generation meta, changed with every write of the index)."""
-    dfs: dict[str, int]
-    generation: str | None
+
+    __slots__ = ("dfs", "generation")
+
+    def __init__(self, dfs: dict[str, int], generation: str | None):
+        self.dfs, self.generation = dfs, generation
 
 
 def match(conn: sqlite3.Connection, expression: str, weights: tuple[float, ...], limit: int,
@@ -302,14 +312,15 @@ def delete_meta(conn: sqlite3.Connection, key: str) -> None:
 # for an older wsctl sharing the workspace) ----------------------------------------------------
 
 
-class VectorSet(NamedTuple):
+class VectorSet:
     """One model's stored vectors, the sets of every service read in service order and each in
     op_id order: opIds, their services, their vectors (`dims` bytes each, in that order) and
     scales (embedding.quantize's columns)."""
-    op_ids: list[str]
-    services: list[str]
-    vectors: bytes
-    scales: list[float]
+
+    __slots__ = ("op_ids", "services", "vectors", "scales")
+
+    def __init__(self, op_ids: list[str], services: list[str], vectors: bytes, scales: list[float]):
+        self.op_ids, self.services, self.vectors, self.scales = op_ids, services, vectors, scales
 
 
 def insert_vectors(conn: sqlite3.Connection, model: str, rows: list[tuple[str, str, bytes, float]]) -> None:
