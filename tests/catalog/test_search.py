@@ -374,3 +374,15 @@ def test_holdout_stays_above_its_floor(corpus_backend):
     result = evaluate(ranked, [(phrase, frozenset(ops), kind) for phrase, ops, kind in HOLDOUT])
     assert result["recall@5"] >= HOLDOUT_RECALL_AT_5_FLOOR, result["misses"]
     assert result["mrr@10"] >= HOLDOUT_MRR_AT_10_FLOOR, result
+
+
+def test_the_match_keeps_its_rarest_terms_within_the_postings_bound():
+    """Past MATCH_POSTINGS postings in all the most common terms leave the MATCH (the rarest
+    always stays), in the order given; below it nothing is left out."""
+    within = catalog_search._within_postings
+    bound = catalog_search.MATCH_POSTINGS
+    dfs = {"rare": 10, "mid": bound // 2, "common": bound, "other": bound // 2}
+    assert within(["common", "rare"], {"common": bound - 10, "rare": 10}) == ["common", "rare"]
+    assert within(["common", "mid", "rare", "other"], dfs) == ["mid", "rare"]     # ties: by term
+    assert within(["common"], dfs) == ["common"]
+    assert within(["common", "common2"], {"common": bound * 2, "common2": bound * 3}) == ["common"]

@@ -1,13 +1,14 @@
 """Semantic vectors of operation search (issue 13): kept with the catalog, used by the ranking.
 
-Each operation's vector is made when it is imported and stored in operation_model_vectors (m021:
-int8 steps as bytes, keyed by the model that made them); a re-import replaces it, a delete
-removes it; a workspace from before vectors gets them on its first search; another model's
+Each operation's vector is made when it is imported and stored in its service's set of
+operation_search_vector_sets (m022: one row per model and service, int8 steps as bytes, keyed by
+the model that made them); a re-import replaces it, a delete removes it; a workspace from before vectors gets them on its first search; another model's
 vectors (another wsctl version on the same workspace) are left alone, not rebuilt in turn. Phrases sharing no word with the operation they mean are answered
 through the vectors, the same on every door.
 """
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
@@ -54,12 +55,24 @@ def _db(backend):
 
 
 def _vectors(db, service: str, model: str | None = None) -> dict[str, bytes]:
-    return dict(db.execute("SELECT op_id, vector FROM operation_model_vectors WHERE service = ? AND model = ?",
-                           (service, model or catalog_search.model_id())))
+    row = db.execute("SELECT op_ids, vectors FROM operation_search_vector_sets WHERE service = ? AND model = ?",
+                     (service, model or catalog_search.model_id())).fetchone()
+    if row is None:
+        return {}
+    op_ids, vectors, dims = json.loads(row[0]), bytes(row[1]), embedding.dims()
+    assert len(vectors) == dims * len(op_ids) and op_ids == sorted(op_ids)
+    return {op_id: vectors[i * dims:(i + 1) * dims] for i, op_id in enumerate(op_ids)}
 
 
 def _models(db) -> dict[str, int]:
-    return dict(db.execute("SELECT model, count(*) FROM operation_model_vectors GROUP BY model"))
+    return dict(db.execute("SELECT model, sum(operations) FROM operation_search_vector_sets GROUP BY model"))
+
+
+def _copy_sets(db, model: str) -> None:
+    """This version's sets again under another model's name (as that version would have made them)."""
+    db.execute("INSERT INTO operation_search_vector_sets (model, service, operations, op_ids, vectors, scales) "
+               "SELECT ?, service, operations, op_ids, vectors, scales FROM operation_search_vector_sets "
+               "WHERE model = ?", (model, catalog_search.model_id()))
 
 
 def _new_generation(db) -> None:
@@ -123,7 +136,7 @@ def test_a_workspace_from_before_vectors_gets_them_on_its_first_search(backend):
     db = _db(backend)
     before = _vectors(db, "melodia")
     # as a workspace made before m015 looks once migrated: no vectors
-    db.execute("DELETE FROM operation_model_vectors")
+    db.execute("DELETE FROM operation_search_vector_sets")
     db.execute("DELETE FROM operation_search_meta WHERE key = 'vectors_generation'")
     assert op_ids(search(backend, "take a payment", service="melodia"))[0] == "melodia.charge-card"
     assert _vectors(db, "melodia") == before
@@ -138,11 +151,8 @@ OLDER = "an-older-model"
 
 def _as_an_older_version_left_it(db) -> None:
     """Another model's vectors of every operation, as a wsctl version with another model leaves
-    them after its searches (its own rows, keyed by its model), and one of ours gone (that
-    version imported nothing, but a set can be incomplete)."""
-    db.execute("INSERT INTO operation_model_vectors (model, op_id, service, vector, scale, sumsq) "
-               "SELECT ?, op_id, service, vector, scale * 2, sumsq FROM operation_model_vectors WHERE model = ?",
-               (OLDER, catalog_search.model_id()))
+    them after its searches (its own rows, keyed by its model)."""
+    _copy_sets(db, OLDER)
     db.execute("INSERT INTO operation_search_meta (key, value) VALUES (?, '2026-01-01T00:00:00.000000Z')",
                (f"vectors_built:{OLDER}",))
 
@@ -173,7 +183,7 @@ def test_another_models_vectors_are_left_alone_and_not_rebuilt_in_turn(backend):
     # the other version's rows of a service it has not made again are missing, so that version
     # would make only those: what it needs is what a model's set lacks
     missing = db.execute("SELECT DISTINCT d.service FROM operation_search_docs d WHERE NOT EXISTS "
-                         "(SELECT 1 FROM operation_model_vectors v WHERE v.model = ? AND v.op_id = d.op_id)",
+                         "(SELECT 1 FROM operation_search_vector_sets v WHERE v.model = ? AND v.service = d.service)",
                          (OLDER,)).fetchall()
     assert [r[0] for r in missing] == ["quuxpay"]
     db.close()
@@ -184,16 +194,17 @@ def test_this_models_missing_vectors_are_made_for_their_services_only(backend):
     import_toml(backend, MELODIA)
     db = _db(backend)
     melodia = _vectors(db, "melodia")
-    # as after another version's import of zorbly: this model's zorbly rows are gone
-    db.execute("DELETE FROM operation_model_vectors WHERE service = 'zorbly' AND model = ?",
+    # as after another version's import of zorbly: this model's zorbly set is gone
+    db.execute("DELETE FROM operation_search_vector_sets WHERE service = 'zorbly' AND model = ?",
                (catalog_search.model_id(),))
     _new_generation(db)     # as that import's write of the index does
-    # a mark on melodia's rows: made again, they would lose it
-    db.execute("UPDATE operation_model_vectors SET sumsq = sumsq + 1 WHERE service = 'melodia'")
-    marked = dict(db.execute("SELECT op_id, sumsq FROM operation_model_vectors WHERE service = 'melodia'"))
+    # a mark on melodia's set: made again, it would lose it
+    db.execute("UPDATE operation_search_vector_sets SET op_ids = op_ids || ' ' WHERE service = 'melodia'")
+    marked = db.execute("SELECT op_ids FROM operation_search_vector_sets WHERE service = 'melodia'").fetchone()[0]
     assert op_ids(search(backend, "make a widget", service="zorbly"))[0] == "zorbly.create-widget"
     assert len(_vectors(db, "zorbly")) == 5
-    assert dict(db.execute("SELECT op_id, sumsq FROM operation_model_vectors WHERE service = 'melodia'")) == marked
+    assert db.execute("SELECT op_ids FROM operation_search_vector_sets WHERE service = 'melodia'").fetchone()[0] \
+        == marked
     assert _vectors(db, "melodia") == melodia
     db.close()
 
@@ -203,13 +214,11 @@ def test_at_most_kept_models_sets_stay(backend):
     db = _db(backend)
     n = _models(db)[catalog_search.model_id()]
     for i, model in enumerate(["m-oldest", "m-old", "m-newer"]):
-        db.execute("INSERT INTO operation_model_vectors (model, op_id, service, vector, scale, sumsq) "
-                   "SELECT ?, op_id, service, vector, scale, sumsq FROM operation_model_vectors WHERE model = ?",
-                   (model, catalog_search.model_id()))
+        _copy_sets(db, model)
         db.execute("INSERT INTO operation_search_meta (key, value) VALUES (?, ?)",
                    (f"vectors_built:{model}", f"2026-01-0{i + 1}T00:00:00.000000Z"))
-    # this version's set lacks a row: its search makes it again and keeps KEPT_MODELS sets
-    db.execute("DELETE FROM operation_model_vectors WHERE model = ? AND op_id = 'melodia.send-sms'",
+    # this version's set is missing: its search makes it again and keeps KEPT_MODELS sets
+    db.execute("DELETE FROM operation_search_vector_sets WHERE model = ? AND service = 'melodia'",
                (catalog_search.model_id(),))
     _new_generation(db)
     assert op_ids(search(backend, "text my mom", service="melodia"))[0] == "melodia.send-sms"
@@ -240,6 +249,61 @@ def test_vectors_of_m015_are_left_for_an_older_wsctl(backend):
     assert "melodia" in left and "zorbly" not in left and "quuxpay" not in left
     assert db.execute("SELECT count(*) FROM operation_vectors").fetchone()[0] == len(docs) - 5
     db.close()
+
+
+def test_an_older_wsctl_reindexing_a_service_leaves_no_stale_set(backend):
+    """A wsctl from before m022 knows only m021's table: re-importing a service it deletes the
+    service's indexed rows and writes its own vectors there, never touching the sets. The
+    trigger of m022 drops that service's sets (every model's) with its rows, so this version's
+    next search makes the set again; it writes nothing into m021's table, and empties a service's
+    rows there when the catalog changes."""
+    import_toml(backend, ZORBLY)
+    import_toml(backend, MELODIA)
+    db = _db(backend)
+    melodia, zorbly = _vectors(db, "melodia"), _vectors(db, "zorbly")
+    _copy_sets(db, OLDER)
+    assert db.execute("SELECT count(*) FROM operation_model_vectors").fetchone()[0] == 0
+    # what an older version's delete_service_docs does to the index's rows of melodia
+    db.execute("DELETE FROM operation_search WHERE rowid IN "
+               "(SELECT rowid FROM operation_search_docs WHERE service = 'melodia')")
+    db.execute("DELETE FROM operation_search_docs WHERE service = 'melodia'")
+    assert _vectors(db, "melodia") == {} and _vectors(db, "melodia", OLDER) == {}
+    assert _vectors(db, "zorbly") == zorbly and _vectors(db, "zorbly", OLDER) == zorbly
+    # the catalog is as before: this version's next search indexes melodia again, vectors too
+    assert op_ids(search(backend, "take a payment", service="melodia"))[0] == "melodia.charge-card"
+    assert _vectors(db, "melodia") == melodia and _vectors(db, "melodia", OLDER) == {}
+    assert db.execute("SELECT count(*) FROM operation_model_vectors").fetchone()[0] == 0
+    db.execute("INSERT INTO operation_model_vectors (model, op_id, service, vector, scale, sumsq) "
+               "SELECT 'm021-model', op_id, service, ?, 1.0, 0 FROM operation_search_docs",
+               (bytes(embedding.dims()),))
+    import_toml(backend, QUUXPAY)
+    backend.api("DELETE", "/v1/admin/catalog/zorbly")
+    left = {r[0] for r in db.execute("SELECT DISTINCT service FROM operation_model_vectors")}
+    assert "melodia" in left and "zorbly" not in left and "quuxpay" not in left
+    db.close()
+
+
+def test_plain_dot_products_are_the_float_sums():
+    """embedding.dot_all's integer sums over whole columns give each row's dot product as the
+    plain float sum does, to ~1e-7, at the ends of the stored range too (no field overflows)."""
+    import random
+
+    rng = random.Random(13)
+    dims = embedding.dims()
+    rows = [bytes([1] * dims), bytes([255] * dims), bytes([128] * dims),
+            bytes(rng.choice((1, 255)) for _ in range(dims)),
+            *(bytes(rng.randrange(1, 256) for _ in range(dims)) for _ in range(40))]
+    scales = [rng.uniform(0.001, 0.02) for _ in rows]
+    spread = [rng.gauss(0, 1) for _ in range(dims)]
+    norm = sum(x * x for x in spread) ** 0.5
+    for query in ([x / norm for x in spread], [1.0] + [0.0] * (dims - 1), [-1.0] + [0.0] * (dims - 1),
+                  [dims ** -0.5] * dims, [-dims ** -0.5] * dims):
+        got = embedding.dot_all(query, b"".join(rows), scales)
+        want = [s * sum(q * (u - embedding.OFFSET) for q, u in zip(query, row)) for row, s in zip(rows, scales)]
+        assert len(got) == len(rows)
+        assert max(abs(a - b) for a, b in zip(got, want)) < 1e-6
+    assert embedding.dot_all([0.0] * dims, b"".join(rows), scales) == [0.0] * len(rows)
+    assert embedding.dot_all([1.0] * dims, b"", []) == []
 
 
 @pytest.mark.parametrize("text", ["", "   ", "???", "zzqxv", "\u00e9t\u00e9 caf\u00e9", "x" * 300, "a " * 200])

@@ -12,7 +12,8 @@ How a query is answered:
    synonyms (at a discount), weighted by idf; a verb counts half (step 4 judges it).
 3. FTS5 finds candidates with bm25() weighted per column (name and summary far above the
    description). Terms in more than COMMON_FRACTION of the operations ("get", "user") are
-   left out of the MATCH, which they would only slow down, but still count in step 4. When
+   left out of the MATCH, which they would only slow down, but still count in step 4; so are
+   the most common of the rest past MATCH_POSTINGS postings in all (a large catalog). When
    the phrase names a service, that service's best candidates are fetched too.
 4. Only those candidates (CANDIDATES, or twice the limit), with the nearest operation vectors
    (SEMANTIC_CANDIDATES), are re-scored in Python by a learned re-rank: a logistic model
@@ -26,9 +27,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
-import secrets
 import sqlite3
+from itertools import repeat
+from operator import mul
 from pathlib import Path
 
 from workspacectl.engine.catalog import embedding, search_vectors, spelling
@@ -54,6 +57,13 @@ SEMANTIC_MIN = 0.0           # ... and at least this cosine
 ONLY_SERVICE_SCORE = 0.5
 MAX_QUERY_TERMS = 24
 COMMON_FRACTION = 0.2   # terms in more than this share of documents stay out of the MATCH
+# ... and the MATCH's terms together name at most this many postings (their document frequencies
+# summed; the rarest term always stays): past it the most common are left out (they still count
+# in the re-rank), so FTS5 scores a bounded number of rows per phrase however large the catalog.
+# A phrase over the 12 shared documents (3,481 operations) sums to at most ~3,100 (1,087 phrases:
+# every label set, slipped too, bench/README.md), so nothing changes there; at 100,949 a phrase
+# with common verbs and their synonyms summed to ~46,000 (FTS5's bm25 ~0.7 µs a row).
+MATCH_POSTINGS = 20000
 BODY_CHARS = 1500
 
 HTTP_METHOD_WORDS = {"get", "post", "put", "patch", "delete", "head", "options"}
@@ -150,10 +160,16 @@ def vector_text(row) -> str:
                      _first_sentence(row["description"] or ""), row["path"] or "", *[head] * (SUMMARY_TIMES - 1)))
 
 
+def _new_generation() -> str:
+    """A new vectors generation (a random token, what secrets.token_hex(16) makes, without
+    importing `secrets` and `random` into every one-shot search)."""
+    return os.urandom(16).hex()
+
+
 def _index_vectors(conn: sqlite3.Connection, rows) -> None:
     stored = embedding.quantize(embedding.embed_many([vector_text(r) for r in rows]))
     store.insert_vectors(conn, model_id(), [(r["op_id"], r["service"], *v) for r, v in zip(rows, stored)])
-    store.set_meta(conn, "vectors_generation", secrets.token_hex(16))
+    store.set_meta(conn, "vectors_generation", _new_generation())
 
 
 def _index_service(conn: sqlite3.Connection, service: str) -> None:
@@ -239,7 +255,7 @@ def reindex_service(conn: sqlite3.Connection, service: str, analyzer: str = ANAL
 def remove_service(conn: sqlite3.Connection, service: str) -> None:
     with transaction(conn):
         store.delete_service_docs(conn, service)
-        store.set_meta(conn, "vectors_generation", secrets.token_hex(16))
+        store.set_meta(conn, "vectors_generation", _new_generation())
 
 
 def reindex_all(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -> None:
@@ -250,7 +266,7 @@ def reindex_all(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -> N
         store.set_meta(conn, "analyzer_version", analyzer)
         store.set_meta(conn, "analyzer_seen", _today())
         store.delete_meta(conn, "stale_services")
-        store.set_meta(conn, "vectors_generation", secrets.token_hex(16))   # also when no service is left
+        store.set_meta(conn, "vectors_generation", _new_generation())   # also when no service is left
 
 
 # Vector sets of this many models are kept: this version's and those of the versions last seen
@@ -274,7 +290,7 @@ def reindex_vectors(conn: sqlite3.Connection) -> None:
             for m in sorted(models, key=lambda m: (built[m], m))[:len(models) - KEPT_MODELS + 1]:
                 store.delete_model_vectors(conn, m)
                 store.delete_meta(conn, f"vectors_built:{m}")
-            store.set_meta(conn, "vectors_generation", secrets.token_hex(16))
+            store.set_meta(conn, "vectors_generation", _new_generation())
 
 
 def _now() -> str:
@@ -301,8 +317,14 @@ _COMPLETE_KEPT = 8
 
 
 def ensure_current(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -> str | None:
-    """Bring the index up to this version once, when it needs it; returns the vectors generation.
-    One read when all is current (store.search_state). The lexical index is rebuilt when an older
+    """Bring the index up to this version once, when it needs it; returns the vectors generation
+    (see _ensure)."""
+    return _ensure(conn, analyzer)[0]
+
+
+def _ensure(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -> tuple[str | None, int | None]:
+    """(vectors generation, how many vectors this model has when this check counted them, else
+    None). Brings the index up to this version once, when it needs it. One read when all is current (store.search_state). The lexical index is rebuilt when an older
     analyzer built it or it lost step with the catalog (a change that did not go through
     reindex_service); services an older version indexed into it (stale) are indexed again. An
     index a newer analyzer built is searched as it is (the phrase analyzed by this version: the
@@ -323,7 +345,7 @@ def ensure_current(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -
                 _complete_sets.pop(next(iter(_complete_sets)))
         if built == mine and state.seen != _today():
             _stamp_seen(conn)
-        return state.generation
+        return state.generation, state.vectors
     if not lexical_current:
         with transaction(conn):
             built = analyzer_number(store.get_meta(conn, "analyzer_version"))
@@ -338,7 +360,7 @@ def ensure_current(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -
         with transaction(conn):
             if not _vectors_current(conn):
                 reindex_vectors(conn)
-    return store.get_meta(conn, "vectors_generation")
+    return store.get_meta(conn, "vectors_generation"), None
 
 
 def _stamp_seen(conn: sqlite3.Connection) -> None:
@@ -477,6 +499,21 @@ def _concepts(query_terms: list[str], dfs: dict[str, int], n_docs: int) -> list[
     return concepts
 
 
+def _within_postings(terms: list[str], dfs: dict[str, int]) -> list[str]:
+    """The rarest of the terms whose document frequencies sum to at most MATCH_POSTINGS (the
+    rarest one in any case), in the order given."""
+    if sum(dfs[t] for t in terms) <= MATCH_POSTINGS:
+        return terms
+    kept: set[str] = set()
+    total = 0
+    for t in sorted(terms, key=lambda t: (dfs[t], t)):
+        if kept and total + dfs[t] > MATCH_POSTINGS:
+            break
+        kept.add(t)
+        total += dfs[t]
+    return [t for t in terms if t in kept]
+
+
 def _variants(t: str) -> set[str]:
     return {t, *EQUIVALENTS.get(t, ()), *SYNONYMS.get(t, ()),
             *(e for s in SYNONYMS.get(t, ()) for e in EQUIVALENTS.get(s, ()))}
@@ -491,15 +528,15 @@ def _term_index(concepts) -> dict[str, list[tuple[int, float]]]:
     return index
 
 
-def _coverage(fields: dict[str, list[str]], concepts, index) -> float:
-    """Share of the phrase's weight found in the operation, each field counting as it weighs."""
+def _coverage(found: dict[str, set[str]], concepts, index, total: float) -> float:
+    """Share of the phrase's weight found in the operation, each field counting as it weighs.
+    found: each field's terms that are in `index`; total: the concepts' weight."""
     best = [0.0] * len(concepts)
     for f, fw in FIELD_WEIGHTS.items():
-        for term in set(fields[f]).intersection(index):
+        for term in found[f]:
             for i, credit in index[term]:
                 if fw * credit > best[i]:
                     best[i] = fw * credit
-    total = sum(weight for weight, _ in concepts)
     return sum(weight * b for (weight, _), b in zip(concepts, best)) / total if total else 0.0
 
 
@@ -547,10 +584,11 @@ def _service_affinity(stats: TermStats, concepts) -> dict[str, float]:
     return {s: a / top for s, a in affinity.items()} if top else {}
 
 
-def _semantic(conn: sqlite3.Connection, q: str, service: str | None, named: list[str], generation: str | None):
+def _semantic(conn: sqlite3.Connection, q: str, service: str | None, named: list[str], generation: str | None,
+              count: int | None = None):
     """(similarities of every operation to the phrase, nearest rows), or None when the catalog
-    has no vectors or the phrase no known word piece."""
-    sims = search_vectors.similarities(conn, q, model_id(), generation)
+    has no vectors or the phrase no known word piece. count: the model's vectors, if counted."""
+    sims = search_vectors.similarities(conn, q, model_id(), generation, count=count)
     if sims is None:
         return None
     nearest: list[int] = []
@@ -567,14 +605,14 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
     re-rank scored.
     mode: "hybrid" (lexical and nearest vectors), "lexical" or "vectors" (the bench's baselines);
     analyzer: this code's analyzer version (ensure_current)."""
-    generation = ensure_current(conn, analyzer)
+    generation, count = _ensure(conn, analyzer)
     terms = store.TermReader(conn)
     query_terms, named, q = parse_query(conn, q, generation, terms)
     if service:
         named = []
     if not query_terms:     # only a service's name ("github"): its operations in catalog order
         return [(op_id, ONLY_SERVICE_SCORE, {}) for op_id in store.first_operations(conn, named, max(limit, 0))]
-    semantic = _semantic(conn, q, service, named, generation) if mode != "lexical" else None
+    semantic = _semantic(conn, q, service, named, generation, count) if mode != "lexical" else None
     if mode == "vectors":
         if semantic is None:
             return []
@@ -590,7 +628,7 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
         present = list(dict.fromkeys(v for _, variants in concepts for v in variants))
         selective = [v for v in present if dfs[v] <= COMMON_FRACTION * n_docs]
         # Terms are [a-z0-9]+ by construction; quoting keeps FTS5 keywords (AND, NEAR) literal.
-        expression = " OR ".join(f'"{t}"' for t in (selective or present))
+        expression = " OR ".join(f'"{t}"' for t in _within_postings(selective or present, dfs))
         pool = max(CANDIDATES, limit * 2)
         known = store.Known(dfs, generation)
         candidates = {r["op_id"]: r for r in store.match(conn, expression, BM25_WEIGHTS, pool,
@@ -630,11 +668,12 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
     scored = []
     for op_id, r in candidates.items():
         fields = {f: (r[f] or "").split() for f in FIELD_WEIGHTS}
+        found = {f: set(terms_).intersection(index) for f, terms_ in fields.items()}
         x = {
             "bm25": r["bm25"] / best_bm25 if best_bm25 < 0 else 0.0,
-            "coverage": _coverage(fields, concepts, index) if concepts else 0.0,
-            "cov_name": _field_share(fields["name"], concepts, index, total),
-            "cov_summary": _field_share(fields["summary"], concepts, index, total),
+            "coverage": _coverage(found, concepts, index, total) if concepts else 0.0,
+            "cov_name": _field_share(found["name"], concepts, index, total),
+            "cov_summary": _field_share(found["summary"], concepts, index, total),
             "name_precision": _name_precision(fields["name"], wanted),
             "action": action_fit(asked, r["action"], r["method"], r["shape"]),
             "semantic": sim_of[op_id] / best_sim if best_sim > 0 else 0.0,
@@ -651,15 +690,20 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
             "name_unasked": min(sum(1 for t in fields["name"] if t not in wanted and t not in HTTP_METHOD_WORDS), 6) / 6,
             "deprecated": 1.0 if any(t.startswith("deprec") or t == "legaci" for t in fields["name"]) else 0.0,
             **_sibling_features(sibling, r["shape"], fields["name"]),
-            **{f"is_{a}": 1.0 if r["action"] == a else 0.0 for a in _ACTIONS},
-            **{f"no_verb_{a}": 1.0 if not asked and r["action"] == a else 0.0 for a in _ACTIONS},
         }
+        action = r["action"]
+        for a, key in _IS_KEYS:
+            x[key] = 1.0 if action == a else 0.0
+        for a, key in _NO_VERB_KEYS:
+            x[key] = 1.0 if not asked and action == a else 0.0
         scored.append((op_id, _score(x), x))
     scored.sort(key=lambda s: (-s[1], s[0]))
     return scored if limit < 0 else scored[:limit]
 
 
 _ACTIONS = ("list", "get", "create", "update", "delete", "search")
+_IS_KEYS = tuple((a, f"is_{a}") for a in _ACTIONS)
+_NO_VERB_KEYS = tuple((a, f"no_verb_{a}") for a in _ACTIONS)
 
 # Words that say which sibling of a resource is meant (get / list of one resource, the caller's
 # own or anyone's): general English, not phrase-specific.
@@ -694,12 +738,13 @@ def _sibling_features(cues: tuple[bool, bool, bool, bool], shape: str, name: lis
     }
 
 
-def _field_share(field_terms: list[str], concepts, index, total: float) -> float:
-    """Share of the phrase's weight (idf) found in one field of the operation."""
+def _field_share(terms_found: set[str], concepts, index, total: float) -> float:
+    """Share of the phrase's weight (idf) found in one field of the operation (terms_found: the
+    field's terms that are in `index`)."""
     if not total:
         return 0.0
     found: set[int] = set()
-    for term in set(field_terms).intersection(index):
+    for term in terms_found:
         found.update(i for i, _ in index[term])
     return sum(concepts[i][0] for i in found) / total
 
@@ -711,21 +756,27 @@ def _load_rerank(path: Path | None = None) -> dict[str, float]:
 
 
 RERANK = _load_rerank()
-_parsed: tuple[dict[str, float], float, list[tuple[str, float]], list[tuple[str, str, float]]] | None = None
+# (RERANK it was made from, bias, the single features' names and weights, the pairs' first and
+# second names and weights), in RERANK's order
+_parsed: tuple[dict[str, float], float, tuple[tuple[str, ...], tuple[float, ...]],
+               tuple[tuple[str, ...], tuple[str, ...], tuple[float, ...]]] | None = None
+_ZEROS = repeat(0.0)
 
 
 def _score(x: dict[str, float]) -> float:
     """The learned re-rank: a logistic model over the candidate's features and some products
-    of two ("a*b"), in (0, 1)."""
+    of two ("a*b"), in (0, 1). The sums are taken in RERANK's order, w * a (* b) each: the
+    same figures as a loop over RERANK would make, the products made by map in C."""
     global _parsed
     if _parsed is None or _parsed[0] is not RERANK:     # RERANK replaced (the bench's ablations)
         single = [(f, w) for f, w in RERANK.items() if f and "*" not in f and w]
         pairs = [(f.split("*", 1)[0], f.split("*", 1)[1], w) for f, w in RERANK.items() if "*" in f and w]
-        _parsed = (RERANK, RERANK[""], single, pairs)
-    _, z, single, pairs = _parsed
+        _parsed = (RERANK, RERANK[""], (tuple(f for f, _ in single), tuple(w for _, w in single)),
+                   (tuple(a for a, _, _ in pairs), tuple(b for _, b, _ in pairs), tuple(w for _, _, w in pairs)))
+    _, z, (names, weights), (firsts, seconds, pair_weights) = _parsed
     get = x.get
-    z += sum(w * get(f, 0.0) for f, w in single)
-    z += sum(w * get(a, 0.0) * get(b, 0.0) for a, b, w in pairs)
+    z += sum(map(mul, weights, map(get, names, _ZEROS)))
+    z += sum(map(mul, map(mul, pair_weights, map(get, firsts, _ZEROS)), map(get, seconds, _ZEROS)))
     return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
 
 

@@ -23,32 +23,43 @@ from functools import lru_cache
 
 # --- splitting -------------------------------------------------------------------------------
 
-_HTML_TAG = re.compile(r"<[^>]{0,200}>")
-_MD_LINK = re.compile(r"\[([^\]]{0,200})\]\([^)]{0,500}\)")
-_URL = re.compile(r"https?://\S+")
-_ENTITY = re.compile(r"&[a-z]{2,8};|&#\d{1,6};")
-_CAMEL_1 = re.compile(r"([a-z0-9])([A-Z])")
-_CAMEL_2 = re.compile(r"([A-Z]+)([A-Z][a-z])")
-_DIGIT_WORD = re.compile(r"(\d)([A-Z][a-z])")
-_WORD = re.compile(r"[^\W_]+")
+# Compiled on first use (re's own cache is per process): a one-shot search's phrase, lower case
+# and without markup, needs only _WORD, and compiling the rest cost ~0.4 ms of its start.
+_pattern = lru_cache(maxsize=None)(re.compile)
+
+_HTML_TAG = r"<[^>]{0,200}>"
+_MD_LINK = r"\[([^\]]{0,200})\]\([^)]{0,500}\)"
+_URL = r"https?://\S+"
+_ENTITY = r"&[a-z]{2,8};|&#\d{1,6};"
+_CAMEL_1 = r"([a-z0-9])([A-Z])"
+_CAMEL_2 = r"([A-Z]+)([A-Z][a-z])"
+_DIGIT_WORD = r"(\d)([A-Z][a-z])"
+_WORD = r"[^\W_]+"
 
 
 def clean(text: str) -> str:
-    """Markup out: HTML tags, entities, URLs; a markdown link keeps its text."""
-    text = _MD_LINK.sub(r"\1", text)
-    text = _HTML_TAG.sub(" ", text)
-    text = _ENTITY.sub(" ", text)
-    return _URL.sub(" ", text)
+    """Markup out: HTML tags, entities, URLs; a markdown link keeps its text. (Each pattern runs
+    only on a text holding what it needs to match.)"""
+    if "](" in text:
+        text = _pattern(_MD_LINK).sub(r"\1", text)
+    if "<" in text:
+        text = _pattern(_HTML_TAG).sub(" ", text)
+    if "&" in text:
+        text = _pattern(_ENTITY).sub(" ", text)
+    if "://" in text:
+        text = _pattern(_URL).sub(" ", text)
+    return text
 
 
 def words(text: str) -> list[str]:
     """Lower-case words, split at case changes and at anything not a letter or digit."""
     if not text:
         return []
-    text = _CAMEL_1.sub(r"\1 \2", text)
-    text = _CAMEL_2.sub(r"\1 \2", text)
-    text = _DIGIT_WORD.sub(r"\1 \2", text)
-    return [w.lower() for w in _WORD.findall(text)]
+    if text.lower() != text:    # the case changes need an upper-case letter
+        text = _pattern(_CAMEL_1).sub(r"\1 \2", text)
+        text = _pattern(_CAMEL_2).sub(r"\1 \2", text)
+        text = _pattern(_DIGIT_WORD).sub(r"\1 \2", text)
+    return [w.lower() for w in _pattern(_WORD).findall(text)]
 
 
 STOP_WORDS = frozenset("""
@@ -218,20 +229,22 @@ for _action, _line in ACTIONS.items():
 
 LIST_TERMS = frozenset(stem(w) for w in ("list", "all", "every", "recent", "everyone"))
 
-# Idioms rewritten before analysis: how people say it -> how APIs name it.
-IDIOMS = [(re.compile(pattern), replacement) for pattern, replacement in (
-    (r"\bset(?:ting)? up\b", "create"),
-    (r"\bkick(?:ing|s)? off\b", "start"),
-    (r"\be-mail", "email"),
-    (r"\bprs?\b", "pull request"),
-    (r"\bdms?\b", "direct message"),
-)]
+# Idioms rewritten before analysis: how people say it -> how APIs name it. (pattern, what a text
+# must hold for it to match, replacement)
+IDIOMS = [
+    (r"\bset(?:ting)? up\b", "set", "create"),
+    (r"\bkick(?:ing|s)? off\b", "kick", "start"),
+    (r"\be-mail", "e-mail", "email"),
+    (r"\bprs?\b", "pr", "pull request"),
+    (r"\bdms?\b", "dm", "direct message"),
+]
 
 
 def apply_idioms(text: str) -> str:
     text = text.lower()
-    for pattern, replacement in IDIOMS:
-        text = pattern.sub(f" {replacement} ", text)
+    for pattern, needed, replacement in IDIOMS:
+        if needed in text:
+            text = _pattern(pattern).sub(f" {replacement} ", text)
     return text
 
 

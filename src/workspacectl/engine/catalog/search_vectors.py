@@ -8,9 +8,10 @@ Two ways to the same figures (they differ only in float rounding, ~1e-6):
   matrix per vectors generation, and a phrase is one matrix-vector product;
 - a process's first search over a catalog of at most PLAIN_MAX operations (a one-shot `wsctl
   catalog search`) reads the stored vectors and takes the dot products in plain Python
-  (embedding.dot_all: one math.dist over each row's bytes, ~2.5 µs), which costs less than
-  importing numpy (~90 ms of CPU) and building the matrix.
-Both read only the vectors of this version's model (search.model_id(); m021).
+  (embedding.dot_all: exact integer sums over whole columns of the stored bytes, ~1.5 µs a
+  row), which costs less than importing numpy (~90 ms of CPU) and building the matrix.
+Both read only the vectors of this version's model (search.model_id()), one row per service
+(m022).
 """
 from __future__ import annotations
 
@@ -28,15 +29,12 @@ PLAIN_MAX = 8000
 class VectorSet:
     """The stored vectors' operations in row order, and (numpy way) their float32 matrix."""
 
-    def __init__(self, rows: Sequence[Sequence[Any]], matrix: bool):
-        """rows: store.all_vectors' (op_id, service, vector bytes, scale, sumsq)."""
-        columns = list(zip(*rows)) or [(), (), (), (), ()]
-        self.op_ids: list[str] = list(columns[0])
+    def __init__(self, stored: store.VectorSet, matrix: bool):
+        self.op_ids: list[str] = stored.op_ids
         self.row_of = dict(zip(self.op_ids, range(len(self.op_ids))))
-        self.services: list[str] = list(columns[1])
-        # the plain way's columns: bytes, scales, sums of squares
-        self.stored: tuple[Sequence[bytes], Sequence[float], Sequence[int]] = (columns[2], columns[3], columns[4])
-        self.matrix: Any = embedding.dequantize(list(zip(columns[2], columns[3]))) if matrix else None
+        self.services: list[str] = stored.services
+        self.stored = stored        # the plain way's vectors and scales
+        self.matrix: Any = embedding.dequantize(stored.vectors, stored.scales) if matrix else None
         self._service_array: Any = None   # numpy array of self.services, made on first use
 
     def rows_of_services(self, services: list[str]) -> Any:
@@ -106,10 +104,11 @@ def _matrix_set(conn: sqlite3.Connection, key: tuple[str, str]) -> VectorSet:
 
 
 def similarities(conn: sqlite3.Connection, phrase: str, model: str, generation: str | None,
-                 plain: bool | None = None) -> Similarities | None:
+                 plain: bool | None = None, count: int | None = None) -> Similarities | None:
     """The phrase against `model`'s stored vectors (search.model_id()); generation: the vectors
     generation the caller read (store.search_state). plain: True for plain Python, False for the
-    numpy matrix, None to choose (see above)."""
+    numpy matrix, None to choose (see above). count: how many vectors the model has, when the
+    caller knows (the index check counted them), else counted here if needed."""
     global _searched
     if generation is None:
         return None
@@ -119,10 +118,11 @@ def similarities(conn: sqlite3.Connection, phrase: str, model: str, generation: 
     key = (generation, model)
     first, _searched = not _searched, True
     if plain is None:
-        plain = key not in _CACHE and first and store.vector_count(conn, key[1]) <= PLAIN_MAX
+        plain = key not in _CACHE and first and \
+            (count if count is not None else store.vector_count(conn, key[1])) <= PLAIN_MAX
     if plain:
         vs = VectorSet(store.all_vectors(conn, key[1]), matrix=False)
-        return Similarities(vs, embedding.dot_all(query, *vs.stored)) if vs.op_ids else None
+        return Similarities(vs, embedding.dot_all(query, vs.stored.vectors, vs.stored.scales)) if vs.op_ids else None
     vs = _matrix_set(conn, key)
     if not vs.op_ids:
         return None

@@ -14,7 +14,6 @@ decides what a word should have been ("coment" -> "comment", "stirpe" -> "stripe
 """
 from __future__ import annotations
 
-import string
 from functools import lru_cache
 from typing import Iterable
 
@@ -23,7 +22,7 @@ from workspacectl.engine.catalog.search_text import STOP_WORDS, stem
 from workspacectl.engine.store import catalog_search as store
 
 MIN_LETTERS = 4       # shorter words have too many neighbours to guess from
-_LETTERS = string.ascii_lowercase
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"     # string.ascii_lowercase, without importing `string`
 
 
 @lru_cache(maxsize=256)

@@ -45,6 +45,7 @@ MIGRATIONS = [(name, _lazy(name)) for name in (
     "m016_blobs",
     "m019_search_postings",
     "m021_model_vectors",
+    "m022_vector_sets",
 )]
 
 

@@ -4,9 +4,11 @@ Reads the catalog tables (integrations, operations); writes only the operation_s
 """
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
-from typing import Iterable, NamedTuple
+import struct
+from typing import Iterable
 
 FTS_COLUMNS = ("name", "summary", "path", "tags", "body", "params")
 # The row of operation_search_terms whose df is the service's number of indexed operations
@@ -31,6 +33,7 @@ def delete_service_docs(conn: sqlite3.Connection, service: str) -> None:
     conn.execute("DELETE FROM operation_search_terms WHERE service = ?", (service,))
     conn.execute("DELETE FROM operation_vectors WHERE service = ?", (service,))
     conn.execute("DELETE FROM operation_model_vectors WHERE service = ?", (service,))
+    conn.execute("DELETE FROM operation_search_vector_sets WHERE service = ?", (service,))
 
 
 def delete_all_docs(conn: sqlite3.Connection) -> None:
@@ -39,13 +42,16 @@ def delete_all_docs(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM operation_search_terms")
     conn.execute("DELETE FROM operation_vectors")
     conn.execute("DELETE FROM operation_model_vectors")
+    conn.execute("DELETE FROM operation_search_vector_sets")
 
 
 def delete_doc(conn: sqlite3.Connection, op_id: str) -> None:
-    row = conn.execute("SELECT rowid FROM operation_search_docs WHERE op_id = ?", (op_id,)).fetchone()
+    row = conn.execute("SELECT rowid, service FROM operation_search_docs WHERE op_id = ?", (op_id,)).fetchone()
     if row is not None:
         conn.execute("DELETE FROM operation_search WHERE rowid = ?", (row[0],))
         conn.execute("DELETE FROM operation_search_docs WHERE rowid = ?", (row[0],))
+        # a set holds its service's every operation: made again whole on the next search
+        conn.execute("DELETE FROM operation_search_vector_sets WHERE service = ?", (row[1],))
     conn.execute("DELETE FROM operation_vectors WHERE op_id = ?", (op_id,))
     conn.execute("DELETE FROM operation_model_vectors WHERE op_id = ?", (op_id,))
 
@@ -96,28 +102,36 @@ class TermReader:
         return [(t, service, df) for t in terms for service, df in self._rows[t]]
 
 
-class SearchState(NamedTuple):
-    analyzer: str | None      # the analyzer version that built the lexical index
-    docs: int                 # indexed operations
-    operations: int           # catalog operations
-    vectors: int | None       # the model's vectors (None: not counted, see search_state)
-    generation: str | None    # vectors generation: set anew by every write of the index
-    stale: str | None         # services an older analyzer indexed into a newer index (JSON list)
-    seen: str | None          # the day the index's own analyzer last searched it (YYYY-MM-DD)
+class SearchState:
+    """What search_state reads. (Plain classes in this module, not NamedTuples: making its three
+    NamedTuple classes cost ~1.3 ms of every one-shot search's start.)"""
+
+    __slots__ = ("analyzer", "docs", "operations", "vectors", "generation", "stale", "seen")
+
+    def __init__(self, analyzer: str | None, docs: int, operations: int, vectors: int | None,
+                 generation: str | None, stale: str | None, seen: str | None):
+        self.analyzer = analyzer      # the analyzer version that built the lexical index
+        self.docs = docs              # indexed operations
+        self.operations = operations  # catalog operations
+        self.vectors = vectors        # the model's vectors (None: not counted, see search_state)
+        self.generation = generation  # vectors generation: set anew by every write of the index
+        self.stale = stale            # services an older analyzer indexed into a newer index (JSON list)
+        self.seen = seen              # the day the index's own analyzer last searched it (YYYY-MM-DD)
 
 
 def search_state(conn: sqlite3.Connection, model: str, complete_at: list[str]) -> SearchState:
     """What every search checks before it reads the index, in one statement. The vectors are
     counted only when the generation is none of `complete_at` (generations at which the caller
     found `model`'s set complete: every write of the index sets a new one); None then. Counting
-    them reads every row of the model (~20 ms at 100,000 operations)."""
+    them sums the `operations` of the model's sets, a row per service (m022), without reading
+    their vectors."""
     marks = ", ".join("?" * len(complete_at)) or "NULL"
     row = conn.execute(
         "SELECT (SELECT value FROM operation_search_meta WHERE key = 'analyzer_version'), "
         "(SELECT count(*) FROM operation_search_docs), (SELECT count(*) FROM operations), "
         "CASE WHEN (SELECT value FROM operation_search_meta WHERE key = 'vectors_generation') "
         f"IN ({marks}) THEN NULL "
-        "ELSE (SELECT count(*) FROM operation_model_vectors WHERE model = ?) END, "
+        "ELSE (SELECT coalesce(sum(operations), 0) FROM operation_search_vector_sets WHERE model = ?) END, "
         "(SELECT value FROM operation_search_meta WHERE key = 'vectors_generation'), "
         "(SELECT value FROM operation_search_meta WHERE key = 'stale_services'), "
         "(SELECT value FROM operation_search_meta WHERE key = 'analyzer_seen')",
@@ -137,12 +151,15 @@ def doc_count(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT count(*) FROM operation_search_docs").fetchone()[0]
 
 
-class Known(NamedTuple):
+class Known:
     """What the caller of match() has read already: each term's document count over the whole
     index (operation_search_terms summed over services) and the index's generation (the
     vectors_generation meta, changed with every write of the index)."""
-    dfs: dict[str, int]
-    generation: str | None
+
+    __slots__ = ("dfs", "generation")
+
+    def __init__(self, dfs: dict[str, int], generation: str | None):
+        self.dfs, self.generation = dfs, generation
 
 
 def match(conn: sqlite3.Connection, expression: str, weights: tuple[float, ...], limit: int,
@@ -290,50 +307,80 @@ def delete_meta(conn: sqlite3.Connection, key: str) -> None:
     conn.execute("DELETE FROM operation_search_meta WHERE key = ?", (key,))
 
 
-# --- vectors (operation_model_vectors, migrations/m021; m015's operation_vectors is only emptied
-# where the catalog changes, for an older wsctl sharing the workspace) -------------------------
+# --- vectors (operation_search_vector_sets, migrations/m022: one row per model and service; m021's
+# operation_model_vectors and m015's operation_vectors are only emptied where the catalog changes,
+# for an older wsctl sharing the workspace) ----------------------------------------------------
 
 
-def insert_vectors(conn: sqlite3.Connection, model: str, rows: list[tuple[str, str, bytes, float, int]]) -> None:
-    """rows: (op_id, service, vector bytes, scale, sumsq) made by `model` (embedding.quantize);
-    an operation's earlier one is replaced."""
-    conn.executemany("INSERT INTO operation_model_vectors (model, op_id, service, vector, scale, sumsq) "
-                     "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (model, op_id) DO UPDATE SET service = excluded.service, "
-                     "vector = excluded.vector, scale = excluded.scale, sumsq = excluded.sumsq",
-                     [(model, *r) for r in rows])
+class VectorSet:
+    """One model's stored vectors, the sets of every service read in service order and each in
+    op_id order: opIds, their services, their vectors (`dims` bytes each, in that order) and
+    scales (embedding.quantize's columns)."""
+
+    __slots__ = ("op_ids", "services", "vectors", "scales")
+
+    def __init__(self, op_ids: list[str], services: list[str], vectors: bytes, scales: list[float]):
+        self.op_ids, self.services, self.vectors, self.scales = op_ids, services, vectors, scales
+
+
+def insert_vectors(conn: sqlite3.Connection, model: str, rows: list[tuple[str, str, bytes, float]]) -> None:
+    """rows: (op_id, service, vector bytes, scale) made by `model` (embedding.quantize), every
+    indexed operation of each service they name: each service's set is written whole, replacing
+    the one it had."""
+    by_service: dict[str, list[tuple[str, bytes, float]]] = {}
+    for op_id, service, vector, scale in sorted(rows):
+        by_service.setdefault(service, []).append((op_id, vector, scale))
+    for service, items in by_service.items():
+        conn.execute(
+            "INSERT INTO operation_search_vector_sets (model, service, operations, op_ids, vectors, scales) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (model, service) DO UPDATE SET operations = excluded.operations, "
+            "op_ids = excluded.op_ids, vectors = excluded.vectors, scales = excluded.scales",
+            (model, service, len(items), json.dumps([op_id for op_id, _, _ in items]),
+             b"".join(vector for _, vector, _ in items), struct.pack(f"<{len(items)}d", *(sc for _, _, sc in items))))
 
 
 def delete_model_vectors(conn: sqlite3.Connection, model: str) -> None:
-    conn.execute("DELETE FROM operation_model_vectors WHERE model = ?", (model,))
+    conn.execute("DELETE FROM operation_search_vector_sets WHERE model = ?", (model,))
 
 
 def vector_count(conn: sqlite3.Connection, model: str) -> int:
-    return conn.execute("SELECT count(*) FROM operation_model_vectors WHERE model = ?", (model,)).fetchone()[0]
+    return conn.execute("SELECT coalesce(sum(operations), 0) FROM operation_search_vector_sets WHERE model = ?",
+                        (model,)).fetchone()[0]
 
 
 def vector_models(conn: sqlite3.Connection) -> list[str]:
-    return [r[0] for r in conn.execute("SELECT DISTINCT model FROM operation_model_vectors")]
+    return [r[0] for r in conn.execute("SELECT DISTINCT model FROM operation_search_vector_sets")]
 
 
 def services_missing_vectors(conn: sqlite3.Connection, model: str) -> list[str]:
-    """Services with an indexed operation that has no vector of `model`."""
+    """Services with indexed operations and no set of `model` (a set is whole or missing)."""
     return [r[0] for r in conn.execute(
         "SELECT DISTINCT d.service FROM operation_search_docs d WHERE NOT EXISTS "
-        "(SELECT 1 FROM operation_model_vectors v WHERE v.model = ? AND v.op_id = d.op_id) ORDER BY d.service",
-        (model,))]
+        "(SELECT 1 FROM operation_search_vector_sets v WHERE v.model = ? AND v.service = d.service) "
+        "ORDER BY d.service", (model,))]
 
 
 def delete_orphan_vectors(conn: sqlite3.Connection, model: str) -> None:
-    """`model`'s vectors of operations no longer indexed."""
-    conn.execute("DELETE FROM operation_model_vectors WHERE model = ? AND NOT EXISTS "
-                 "(SELECT 1 FROM operation_search_docs d WHERE d.op_id = operation_model_vectors.op_id)", (model,))
+    """`model`'s sets of services with no operation indexed."""
+    conn.execute("DELETE FROM operation_search_vector_sets WHERE model = ? AND NOT EXISTS "
+                 "(SELECT 1 FROM operation_search_docs d WHERE d.service = operation_search_vector_sets.service)",
+                 (model,))
 
 
-def all_vectors(conn: sqlite3.Connection, model: str) -> list:
-    """(op_id, service, vector bytes, scale, sumsq) of every operation `model` made a vector for, in op_id
-    order (on SQLite the rows lie in that order: one range of the WITHOUT ROWID table)."""
-    return conn.execute("SELECT op_id, service, vector, scale, sumsq FROM operation_model_vectors "
-                        "WHERE model = ? ORDER BY op_id", (model,)).fetchall()
+def all_vectors(conn: sqlite3.Connection, model: str) -> VectorSet:
+    """Every set `model` made, in service order (one row per service)."""
+    op_ids: list[str] = []
+    services: list[str] = []
+    vectors: list[bytes] = []
+    scales: list[float] = []
+    for service, n, ids, vecs, scs in conn.execute(
+            "SELECT service, operations, op_ids, vectors, scales FROM operation_search_vector_sets "
+            "WHERE model = ? ORDER BY service", (model,)):
+        op_ids += json.loads(ids)
+        services += [service] * n
+        vectors.append(bytes(vecs))
+        scales += struct.unpack(f"<{n}d", scs)
+    return VectorSet(op_ids, services, b"".join(vectors), scales)
 
 
 def docs_by_op_ids(conn: sqlite3.Connection, op_ids: list[str]) -> list[sqlite3.Row]:
