@@ -112,8 +112,8 @@ def features(conn, phrases, crossed=(), fold_vectors: Path | None = None):
 def _stack(data):
     """All candidates of the usable phrases in one matrix, with each phrase's start offset."""
     usable = [d for d in data if d["y"].any() and len(d["y"]) > 1]
-    X = np.concatenate([d["X"] for d in usable])
-    y = np.concatenate([d["y"] for d in usable]).astype(np.float64)
+    X = np.concatenate([d["X"] for d in usable]).astype(np.float32)    # float32: half the memory and time
+    y = np.concatenate([d["y"] for d in usable]).astype(np.float32)
     starts = np.cumsum([0] + [len(d["y"]) for d in usable[:-1]])
     group = np.repeat(np.arange(len(usable)), [len(d["y"]) for d in usable])
     return X, y, starts, group, len(usable)
@@ -128,7 +128,7 @@ def fit(data, n_features: int, l2: float, iters: int = 600, lr: float = 0.05):
     m = np.zeros(n_features)
     v = np.zeros(n_features)
     for t in range(1, iters + 1):
-        s = X @ w
+        s = X @ w.astype(np.float32)
         s -= np.maximum.reduceat(s, starts)[group]
         e = np.exp(s)
         p_all = e / np.add.reduceat(e, starts)[group]
