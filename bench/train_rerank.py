@@ -85,7 +85,7 @@ def features(conn, phrases, crossed=(), fold_vectors: Path | None = None):
     fold_vectors: a folder holding fold0..fold4, token vectors trained without that fold's
     phrases (bench/train_embeddings.py --exclude-fold K); each phrase's features are then made
     with the vectors that never saw it."""
-    rows = []
+    data = []
     names: list[str] = []
     shipped = embedding.DATA
     for k in sorted({f for _, _, f, _ in phrases}) if fold_vectors else [None]:
@@ -97,15 +97,14 @@ def features(conn, phrases, crossed=(), fold_vectors: Path | None = None):
             cand = [(op, expand(x, crossed)) for op, x in catalog_search.candidate_features(conn, p)]
             if not names and cand and cand[0][1]:
                 names = sorted(cand[0][1])
-            rows.append((p, rel, fold, name, cand))
+            # A matrix per phrase at once (a dict of ~100 floats per candidate, kept for 7,540
+            # phrases, would take ~11 GB).
+            ops = [op for op, _ in cand]
+            X = np.array([[x.get(f, 0.0) for f in names] for _, x in cand], dtype=np.float32).reshape(len(cand), len(names))
+            y = np.array([op in rel for op in ops], dtype=bool)
+            data.append({"phrase": p, "fold": fold, "set": name, "ops": ops, "X": X, "y": y})
     if fold_vectors is not None:
         use_vectors(shipped)
-    data = []
-    for p, rel, fold, name, cand in rows:
-        ops = [op for op, _ in cand]
-        X = np.array([[x.get(f, 0.0) for f in names] for _, x in cand], dtype=np.float64).reshape(len(cand), len(names))
-        y = np.array([op in rel for op in ops], dtype=bool)
-        data.append({"phrase": p, "fold": fold, "set": name, "ops": ops, "X": X, "y": y})
     return names, data
 
 
