@@ -1,13 +1,16 @@
-"""Written tuning phrases for operation search: two for every operation of the 12 shared documents.
+"""Written tuning phrases for operation search: three for every operation of the 12 shared documents.
 
 The phrases live in tests/search_phrases/<service>.tsv, one a line: `phrase<TAB>opId[,opId...]`.
 How they were made (doc2query by hand, 2026-11-26): for each operation of a document, from its
-method, path, summary and the start of its description only, two phrases written the way people
+method, path, summary and the start of its description only, phrases written the way people
 type into a search box (short, lower case, often vague, about one in six with a slip, about one
 in three naming the service), never copying the summary; siblings that answer as well are listed
-beside the operation. The writers never saw tests/search_holdout.py nor any ranking. Every
-operation was phrased (none chosen by the holdout), so the holdout's operations have written
-phrases like all others; its phrases are not among them (tests/catalog/test_search.py checks).
+beside the operation. Two passes first (one plainer, one vaguer), then a third after the next
+line `# third pass` of each file: the goal in everyday words, by someone who does not know the
+API's vocabulary, differing from the first two. The writers never saw tests/search_holdout.py
+nor any ranking. Every operation was phrased (none chosen by the holdout), so the holdout's
+operations have written phrases like all others; its phrases are not among them (the few written
+word for word alike were dropped; tests/catalog/test_search.py checks).
 
 Tuning data: the vectors (bench/train_embeddings.py) and the re-rank (bench/train_rerank.py)
 are fitted on them. Two ways to cut them into folds:
@@ -15,10 +18,10 @@ are fitted on them. Two ways to cut them into folds:
   that fold's documents, so cross-validation over them, and the holdout ranked with the model
   that left its phrase's document out, say what the phrases teach about a document nobody
   wrote phrases for;
-- by phrase (by_phrase(): line i of the files in fold i % 5): an operation's two phrases
-  mostly fall in different folds, so a fold's model has seen the operation through its other
-  phrase, as the shipped model has seen every operation of these documents: the setting the
-  holdout is read in (a new phrase for a phrased operation).
+- by phrase (by_phrase(): line i of the files in fold i % 5): an operation's phrases mostly
+  fall in different folds, so a fold's model has seen the operation through another phrase,
+  as the shipped model has seen every operation of these documents: the setting the holdout is
+  read in (a new phrase for a phrased operation).
 """
 from __future__ import annotations
 

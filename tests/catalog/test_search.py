@@ -330,7 +330,7 @@ def test_tuning_sets_are_sound_and_apart_from_the_holdout(corpus):
 
 def test_written_phrases_cover_every_operation_and_are_apart_from_the_holdout(corpus):
     """tests/search_labels_written.py: every operation of the 12 documents has written phrases
-    (two were written for each; the few that were word for word a holdout phrase are dropped),
+    (three were written for each; the few that were word for word a holdout phrase are dropped),
     every opId exists, the service folds cover every document, and no written phrase is a
     holdout phrase."""
     from tests.search_labels_written import SERVICE_FOLD, WRITTEN_LABELS
@@ -344,7 +344,7 @@ def test_written_phrases_cover_every_operation_and_are_apart_from_the_holdout(co
         per_op[op] = per_op.get(op, 0) + 1
     shared = {op for op in present if op.split(".")[0] in SERVICE_FOLD}
     assert shared and min(per_op.get(op, 0) for op in shared) >= 1
-    assert sum(1 for op in shared if per_op.get(op, 0) >= 2) >= len(shared) - 10
+    assert sum(1 for op in shared if per_op.get(op, 0) >= 3) >= len(shared) - 10
     assert not {phrase for phrase, _, _ in WRITTEN_LABELS} & {phrase for phrase, _, _ in HOLDOUT}
 
 
