@@ -33,7 +33,7 @@ def delete_service_docs(conn: sqlite3.Connection, service: str) -> None:
     conn.execute("DELETE FROM operation_search_terms WHERE service = ?", (service,))
     conn.execute("DELETE FROM operation_vectors WHERE service = ?", (service,))
     conn.execute("DELETE FROM operation_model_vectors WHERE service = ?", (service,))
-    conn.execute("DELETE FROM operation_search_vector_sets WHERE service = ?", (service,))
+    # the service's vector sets: deleted by m022's trigger with its indexed rows
 
 
 def delete_all_docs(conn: sqlite3.Connection) -> None:
@@ -46,12 +46,12 @@ def delete_all_docs(conn: sqlite3.Connection) -> None:
 
 
 def delete_doc(conn: sqlite3.Connection, op_id: str) -> None:
-    row = conn.execute("SELECT rowid, service FROM operation_search_docs WHERE op_id = ?", (op_id,)).fetchone()
+    row = conn.execute("SELECT rowid FROM operation_search_docs WHERE op_id = ?", (op_id,)).fetchone()
     if row is not None:
         conn.execute("DELETE FROM operation_search WHERE rowid = ?", (row[0],))
+        # m022's trigger deletes the service's vector sets with the row: a set holds its service's
+        # every operation and is made again whole on the next search
         conn.execute("DELETE FROM operation_search_docs WHERE rowid = ?", (row[0],))
-        # a set holds its service's every operation: made again whole on the next search
-        conn.execute("DELETE FROM operation_search_vector_sets WHERE service = ?", (row[1],))
     conn.execute("DELETE FROM operation_vectors WHERE op_id = ?", (op_id,))
     conn.execute("DELETE FROM operation_model_vectors WHERE op_id = ?", (op_id,))
 
