@@ -324,9 +324,10 @@ def ensure_current(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -
 
 def _ensure(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -> tuple[str | None, int | None]:
     """(vectors generation, how many vectors this model has when this check counted them, else
-    None). Brings the index up to this version once, when it needs it. One read when all is current (store.search_state). The lexical index is rebuilt when an older
-    analyzer built it or it lost step with the catalog (a change that did not go through
-    reindex_service); services an older version indexed into it (stale) are indexed again. An
+    None). Brings the index up to this version once, when it needs it. One read when all is
+    current (store.search_state). The lexical index is rebuilt when an older analyzer built it
+    or it lost step with the catalog (a change that did not go through reindex_service);
+    services an older version indexed into it (stale) are indexed again. An
     index a newer analyzer built is searched as it is (the phrase analyzed by this version: the
     same terms but where the analyzers differ), neither rebuilt nor caught up: that is the
     newer version's work, so two versions on one workspace do not rebuild it in turn; unless
