@@ -6,7 +6,7 @@ _wsctl_spec() {
     cmds='' opts='' argopts='' fileopts='' diropts='' args='' argchoices='' argvalues='' argmulti=''
     case "$1" in
         '')
-            cmds='init serve api auth profile members keys vault catalog specialist memory skill trigger workflow admin completion man' opts='--profile -p --json --debug --version --jq --help -h' argopts='--profile -p --jq'
+            cmds='init serve api mcp auth profile members keys vault catalog specialist memory skill trigger workflow admin completion man' opts='--profile -p --json --debug --version --jq --help -h' argopts='--profile -p --jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'init')
@@ -20,6 +20,10 @@ _wsctl_spec() {
         'api')
             cmds='' opts='--data --raw-field -f --field -F --header -H --include -i --paginate --json --jq --help -h' argopts='--data --raw-field -f --field -F --header -H --jq'
             fileopts='' diropts='' args='' argchoices='GET POST PUT PATCH DELETE'
+            argvalues='' argmulti='' ;;
+        'mcp')
+            cmds='' opts='--http --json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'auth')
             cmds='login status whoami token logout' opts='--help -h' argopts=''

@@ -43,6 +43,7 @@ COMMANDS = [
     ("init", "init", "init", "Make a workspace (SQLite + blobs folder) and a local profile that acts as its owner."),
     ("serve", "serve", "serve", "Serve a workspace over HTTP at /v1, with the hosted sign-in and connect pages."),
     ("api", "api", "api", "Call any route of the API and print its JSON body."),
+    ("mcp", "mcp", "mcp", "Serve the workspace to an AI agent as Model Context Protocol tools (stdio)."),
 ]
 # Top-level commands built only when used, as the groups are: (module, function, name, help, hidden).
 LAZY_COMMANDS = [

@@ -57,6 +57,7 @@ def create_app(engine: Engine, public_url: str | None = None, worker: int | None
         if on_ready is not None:
             on_ready()
         yield
+        await agents.close()
         lean.close()
         if on_shutdown is not None:
             await run_in_threadpool(on_shutdown)
@@ -106,7 +107,14 @@ def create_app(engine: Engine, public_url: str | None = None, worker: int | None
     from workspacectl.server import docs_page
 
     docs_page.mount(app)
+    from workspacectl.server.mcp_http import McpHttp
+
+    agents = McpHttp(engine, public_url)   # the agent door, MCP over streamable HTTP (docs/mcp.md)
+    from starlette.routing import Route
+
+    app.router.routes.append(Route("/mcp", agents, methods=["GET", "POST", "DELETE"], include_in_schema=False))
     lean = LeanApi(engine, app, public_url)
+    agents.run = lean.pool.run
     return AccessLog(lean, access_write)
 
 
