@@ -288,6 +288,7 @@ def local_ws():
 class ApiResult:
     status: int
     body: object
+    headers: dict = field(default_factory=dict)   # the answer's headers, names lower-cased
 
     @property
     def code(self) -> str | None:
@@ -338,12 +339,13 @@ class Backend:
                 data = r.json() if r.content else None
             except ValueError:
                 data = r.content
-            return ApiResult(r.status_code, data)
+            return ApiResult(r.status_code, data, {k.lower(): v for k, v in r.headers.items()})
         payload = raw if raw is not None else (json.loads(json.dumps(body)) if body is not None else None)
         resp = self._engine.handle(method, path, query, payload, secret or None, None)
+        headers = {k.lower(): str(v) for k, v in resp.headers.items()}
         if resp.stream is not None:
-            return ApiResult(resp.status, b"".join(resp.stream))
-        return ApiResult(resp.status, json.loads(json.dumps(resp.body)) if resp.body is not None else None)
+            return ApiResult(resp.status, b"".join(resp.stream), headers)
+        return ApiResult(resp.status, json.loads(json.dumps(resp.body)) if resp.body is not None else None, headers)
 
     def ok(self, method: str, path: str, body=None, secret: str | None = None, query: dict | None = None):
         r = self.api(method, path, body, secret, query)

@@ -9,6 +9,7 @@ either backend looks the same to the user:
     insufficient_scope 403 exit 4     the key's kind or scopes do not cover the route
     forbidden         403  exit 4     visible, but the caller may not do this
     not_found         404  exit 5     absent, or invisible to the caller (existence not leaked)
+    method_not_allowed 405 exit 5     the path exists, the method does not (an `Allow` header lists those it has)
     conflict          409  exit 6     a race or a uniqueness rule
     expired           410  exit 5     a link, code or upload past its lifetime
     payload_too_large 413  exit 7
@@ -28,6 +29,7 @@ HTTP_STATUS = {
     "insufficient_scope": 403,
     "forbidden": 403,
     "not_found": 404,
+    "method_not_allowed": 405,
     "conflict": 409,
     "expired": 410,
     "payload_too_large": 413,
@@ -43,6 +45,7 @@ EXIT_CODES = {
     "insufficient_scope": 4,
     "forbidden": 4,
     "not_found": 5,
+    "method_not_allowed": 5,
     "conflict": 6,
     "expired": 5,
     "payload_too_large": 7,
@@ -64,9 +67,11 @@ def one_line(text: str) -> str:
 
 
 class ApiError(Exception):
-    """An API failure with a contract code, a one-line message and optional detail."""
+    """An API failure with a contract code, a one-line message and optional detail; `headers`
+    are sent with the error answer (the `Allow` of a 405)."""
 
-    def __init__(self, code: str, message: str, detail=None, status: int | None = None):
+    def __init__(self, code: str, message: str, detail=None, status: int | None = None,
+                 headers: dict | None = None):
         if code not in HTTP_STATUS:
             code = "internal"
         message = one_line(message)
@@ -75,6 +80,7 @@ class ApiError(Exception):
         self.message = message
         self.detail = detail
         self.status = status or HTTP_STATUS[code]
+        self.headers = headers or {}
 
     @property
     def exit_code(self) -> int:

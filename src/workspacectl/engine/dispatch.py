@@ -84,7 +84,9 @@ def _route_for(method: str, path: str):
     path, inline_query, route, params, known = resolve(method, path)
     if route is None:
         if known:
-            raise ApiError("not_found", f"{method} is not supported on {path}.", status=405)
+            allowed = ", ".join(registry.allowed_methods(path))
+            raise ApiError("method_not_allowed", f"{method} is not supported on {path}; it takes {allowed}.",
+                           headers={"Allow": allowed})
         raise ApiError("not_found", f"No route {method} {path}. See /v1/openapi.json for the routes.")
     return path, inline_query, route, params
 
@@ -184,7 +186,7 @@ class Engine:
         try:
             return self.call(self.authenticate(secret), method, path, query, body, base_url, progress)
         except ApiError as e:
-            return Response(e.status, e.body())
+            return Response(e.status, e.body(), headers=e.headers)
 
 
 MAX_BODY_VALUES = 2_000_000

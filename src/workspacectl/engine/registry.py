@@ -167,6 +167,11 @@ def _candidates(segments: int, area: str) -> tuple[Route, ...]:
     return tuple(r for r in ROUTES if r.segments == segments and _area(r.path) == area)
 
 
+def allowed_methods(path: str) -> list[str]:
+    """The methods of every route whose template matches path (the `Allow` of a 405), sorted."""
+    return sorted({r.method for r in _candidates(path.count("/"), _area(path)) if r.regex.match(path)})
+
+
 def match(method: str, path: str) -> tuple[Route | None, dict, bool]:
     """(route, path params, path_known). path_known is True when another method has the path."""
     known = False

@@ -209,7 +209,7 @@ class LeanApi:
             try:   # a quick route, answered here (Engine.handle_quick), or None: on an engine thread
                 resp = await writer.run(functools.partial(self.engine.handle_quick, writer.conn, *args), label)
             except ApiError as e:   # the write lock held past the busy timeout, a refused commit
-                resp = Response(e.status, e.body())
+                resp = Response(e.status, e.body(), headers=e.headers)
         if resp is None:
             resp = await self.pool.run(call)
         await self.reply(scope, receive, send, resp)

@@ -44,6 +44,37 @@ def base_url_of(request: Request, public_url: str | None) -> str:
     return (public_url or str(request.base_url)).rstrip("/")
 
 
+def error_response(e: ApiError):
+    """An ApiError as its JSON answer, with its headers (the `Allow` of a 405)."""
+    out = json_response(e.status, e.body())
+    out.headers.update(e.headers)
+    return out
+
+
+def http_layer_error(request: Request, exc: StarletteHTTPException) -> ApiError:
+    """What the HTTP layer refused (an unknown path, a method no route of the path has, a body too
+    large) as the contract's error. A 405 names the methods the path takes, in its message and its
+    `Allow` header; on /v1 they are the engine's routes of that path (HEAD, OPTIONS and other
+    methods the lean path does not take end here), elsewhere the page's own."""
+    status = exc.status_code
+    if status == 405:
+        path = request.url.path
+        allowed = (exc.headers or {}).get("Allow", "")
+        if path.startswith("/v1/"):
+            from workspacectl.engine.dispatch import split_path
+            from workspacectl.engine.registry import allowed_methods
+
+            methods = allowed_methods(split_path(engine_path(request))[0])
+            if not methods:
+                return ApiError("not_found", f"No route {request.method} {path[:200]}. "
+                                             "See /v1/openapi.json for the routes.")
+            allowed = ", ".join(methods)
+        return ApiError("method_not_allowed", f"{request.method} is not supported on {path[:200]}; "
+                                              f"it takes {allowed}.", headers={"Allow": allowed})
+    code = {404: "not_found", 413: "payload_too_large"}.get(status, "invalid_request")
+    return ApiError(code, str(exc.detail), status=status)
+
+
 def create_app(engine: Engine, public_url: str | None = None, worker: int | None = None, on_shutdown=None,
                on_ready=None, access_write: Callable[[str], None] | None = None):
     """The ASGI app: the access log around the lean /v1 path (server/api_path.py), around FastAPI
@@ -69,12 +100,12 @@ def create_app(engine: Engine, public_url: str | None = None, worker: int | None
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
-        code = {404: "not_found", 405: "not_found", 413: "payload_too_large"}.get(exc.status_code, "invalid_request")
-        return json_response(exc.status_code, ApiError(code, str(exc.detail), status=exc.status_code).body())
+        err = http_layer_error(request, exc)
+        return error_response(err)
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError):
-        return json_response(exc.status, exc.body())
+        return error_response(exc)
 
     @app.get("/healthz")
     async def healthz():
@@ -86,7 +117,7 @@ def create_app(engine: Engine, public_url: str | None = None, worker: int | None
         try:  # refuse a stranger before spooling up to MAX_STREAM_BODY to disk
             await run_in_threadpool(engine.precheck, request.method, engine_path(request), bearer(request))
         except ApiError as e:
-            refused = json_response(e.status, e.body())
+            refused = error_response(e)
             refused.headers["Connection"] = "close"  # the unread body is not worth draining
             return refused
         body = await spool_body(request, MAX_STREAM_BODY)  # a temp file the engine reads

@@ -402,10 +402,20 @@ def detect_format(text: str, filename: str | None) -> str:
         return "toml"
     if name.endswith((".json", ".yaml", ".yml")):
         return "openapi"
-    head = text[:4000]
-    if re.search(r"""^\s*["']?(openapi|swagger)["']?\s*:""", head, re.M):
+    return sniff_format(text)
+
+
+_OPENAPI_KEY = re.compile(r"""^["']?(openapi|swagger)["']?[ \t]*:""", re.M)
+
+
+def sniff_format(text: str) -> str:
+    """toml or openapi by content alone. A JSON document (it opens with `{`, which no TOML file
+    can) is OpenAPI, whatever order its keys come in and however it is spaced; so is a YAML one
+    with a top-level `openapi:` or `swagger:` key anywhere (TOML writes `key = value`, never
+    `key:`); anything else is read as a service definition."""
+    if text.lstrip("\ufeff \t\r\n").startswith("{"):
         return "openapi"
-    return "toml"
+    return "openapi" if _OPENAPI_KEY.search(text) else "toml"
 
 
 def parse_document(text, fmt: str | None = None, service: str | None = None,

@@ -124,7 +124,11 @@ def _check_fits(conn, pid: str, files: dict, current: dict) -> None:
 def delete_file(ctx: Ctx) -> Response:
     """Remove one file; the path is the query parameter `path`."""
     pid = _project(ctx, write=True)["id"]
-    path = check_path(ctx.query.get("path"), "'path' query parameter")
+    raw = ctx.query.get("path")
+    if not raw:
+        raise ApiError("invalid_request", "Say which file to remove: query parameter 'path' is required, "
+                                          "a path as the file list shows it (?path=docs/readme.md).")
+    path = check_path(raw, "'path' query parameter")
     with transaction(ctx.db):
         _project(ctx, write=True)
         sha = store.delete_file(ctx.db, pid, path)
