@@ -56,6 +56,7 @@ EXIT_CODES = {
 }
 
 EXIT_USAGE = 2
+RETRY_AFTER_SECONDS = 2   # what a 503 answers in Retry-After
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
@@ -68,7 +69,7 @@ def one_line(text: str) -> str:
 
 class ApiError(Exception):
     """An API failure with a contract code, a one-line message and optional detail; `headers`
-    are sent with the error answer (the `Allow` of a 405)."""
+    are sent with the error answer (the `Allow` of a 405; `Retry-After` of every 503)."""
 
     def __init__(self, code: str, message: str, detail=None, status: int | None = None,
                  headers: dict | None = None):
@@ -80,7 +81,9 @@ class ApiError(Exception):
         self.message = message
         self.detail = detail
         self.status = status or HTTP_STATUS[code]
-        self.headers = headers or {}
+        self.headers = dict(headers or {})
+        if self.status == 503:   # the store unreachable or out of resources: worth retrying in a moment
+            self.headers.setdefault("Retry-After", str(RETRY_AFTER_SECONDS))
 
     @property
     def exit_code(self) -> int:

@@ -50,6 +50,10 @@ ENVIRONMENT = [
                               "to retry; read by wsctl serve and by local commands when they open the "
                               "workspace, on SQLite and PostgreSQL alike. Any other value is refused "
                               "(exit 7)."),
+    ("WSCTL_DB_TIMEOUT_MS", "For a PostgreSQL workspace: how long, in whole milliseconds (1 to 3600000, "
+                            "default 10000), the database server may leave a step unanswered (connecting, "
+                            "a statement, a commit) before the request ends with 503 (exit 8) to retry "
+                            "later. Any other value is refused (exit 7)."),
     ("WSCTL_RETRY_BACKOFF_MS", "How long, in whole milliseconds (0 to 60000, default 250), a command waits "
                                "before it sends a request again that may be repeated (a connection that "
                                "never opened; a GET after a gateway's 502, 503 or 504); the two later "

@@ -109,7 +109,18 @@ def create_app(engine: Engine, public_url: str | None = None, worker: int | None
 
     @app.get("/healthz")
     async def healthz():
+        """Liveness: the process answers (whatever its database does)."""
         return health
+
+    @app.get("/readyz")
+    async def readyz():
+        """Readiness: 200 while the workspace's database answers, 503 (Retry-After) while it does not
+        (Workspace.ready: on PostgreSQL an answer seen in the last second or so, else one probe
+        shared by every caller, waited for about a second)."""
+        if await run_in_threadpool(engine.ws.ready):
+            return health
+        raise ApiError("unreachable", "The workspace's database does not answer; this server cannot serve "
+                                      "requests now. Retry later.")
 
     @app.api_route("/v1/{rest:path}", methods=METHODS)
     async def api_upload(request: Request, rest: str):

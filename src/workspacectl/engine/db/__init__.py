@@ -19,6 +19,8 @@ from workspacectl.errors import ApiError
 BUSY_TIMEOUT_MS = 15000  # the default
 BUSY_TIMEOUT_ENV = "WSCTL_BUSY_TIMEOUT_MS"
 MAX_BUSY_TIMEOUT_MS = 3_600_000
+DB_TIMEOUT_MS = 10000   # the default of how long a PostgreSQL workspace's server may stay silent
+DB_TIMEOUT_ENV = "WSCTL_DB_TIMEOUT_MS"
 WAL_AUTOCHECKPOINT_PAGES = 1000  # SQLite's default
 _write_locks: dict[str, WriteLock] = {}
 _write_locks_guard = threading.Lock()
@@ -120,6 +122,20 @@ def busy_timeout_ms() -> int:
     if not (raw.isascii() and raw.isdigit() and 1 <= int(raw) <= MAX_BUSY_TIMEOUT_MS):
         raise ApiError("invalid_request", f"{BUSY_TIMEOUT_ENV} must be a whole number of milliseconds from 1 "
                        f"to {MAX_BUSY_TIMEOUT_MS} (default {BUSY_TIMEOUT_MS}); fix or unset it.")
+    return int(raw)
+
+
+def db_timeout_ms() -> int:
+    """How long a PostgreSQL workspace's database may leave a step unanswered (connecting, a
+    statement, a commit) before the request ends with 503 and Retry-After: WSCTL_DB_TIMEOUT_MS
+    (whole milliseconds, 1 to an hour), else 10 s (engine/db/pg_session.py). A bad value is
+    refused, never guessed at."""
+    raw = os.environ.get(DB_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DB_TIMEOUT_MS
+    if not (raw.isascii() and raw.isdigit() and 1 <= int(raw) <= MAX_BUSY_TIMEOUT_MS):
+        raise ApiError("invalid_request", f"{DB_TIMEOUT_ENV} must be a whole number of milliseconds from 1 "
+                       f"to {MAX_BUSY_TIMEOUT_MS} (default {DB_TIMEOUT_MS}); fix or unset it.")
     return int(raw)
 
 

@@ -9,8 +9,9 @@ the store, see store/catalog_search.py):
   value's type is inferred from where it stands, as SQLite does; a bool is written as 0/1.
 - transactions: autocommit outside them, like sqlite3 with isolation_level=None; `BEGIN
   IMMEDIATE` takes one transaction-scoped advisory lock (the workspace's writer lock, as SQLite
-  has one writer) with a lock_timeout of db.busy_timeout_ms(); a writer that waits longer gets the
-  same "database is locked" OperationalError SQLite gives, which the engine answers with 409.
+  has one writer); the session's lock_timeout is db.busy_timeout_ms() (engine/db/pg_session.py,
+  which also bounds every wait when the server stops answering): a writer that waits longer gets
+  the same "database is locked" OperationalError SQLite gives, which the engine answers with 409.
   A transaction that only appends (db.transaction(appends_only=True): a token's audit row) holds
   that lock shared: beside other appenders, never beside another writer.
 - a failed write inside a transaction is rolled back to a savepoint, so the transaction goes on
@@ -56,7 +57,9 @@ from psycopg import errors as pg_errors
 from psycopg.adapt import Loader
 from psycopg.pq import ExecStatus, TransactionStatus
 
-from workspacectl.engine.db import Prepared, StorageRefused, StoreLost, WorkspaceBusy, busy_timeout_ms
+from workspacectl.engine.db import (Prepared, StorageRefused, StoreLost, WorkspaceBusy, busy_timeout_ms,
+                                    db_timeout_ms)
+from workspacectl.engine.db.pg_session import NoAnswer, Session, connect_kwargs, liveness_of
 from workspacectl.formats.workspace_url import redacted
 from workspacectl.errors import ApiError
 
@@ -172,6 +175,8 @@ class _NumericLoader(Loader):
 def engine_error(e: Exception) -> Exception:
     """The sqlite3 exception the engine already catches for what PostgreSQL reported."""
     msg = (getattr(getattr(e, "diag", None), "message_primary", None) or str(e)).splitlines()[0]
+    if isinstance(e, NoAnswer):
+        return StoreLost(msg)
     if isinstance(e, pg_errors.UniqueViolation):
         return sqlite3.IntegrityError(f"UNIQUE constraint failed: {msg}")
     if isinstance(e, pg_errors.ForeignKeyViolation):
@@ -313,9 +318,13 @@ class PgConnection:
         self._appending = False             # in an appends_only transaction: INSERTs wait for COMMIT
         self._held: list[str] = []          # those INSERTs, bound, in order
         self.busy_timeout_ms = busy_timeout_ms()
+        timeout_ms = db_timeout_ms()
         try:
-            self._session = psycopg.connect(url, autocommit=True, cursor_factory=psycopg.ClientCursor,
-                                       connect_timeout=15, application_name="wsctl")
+            self._session = Session.connect(url, autocommit=True, cursor_factory=psycopg.ClientCursor,
+                                            application_name="wsctl", **connect_kwargs(url, timeout_ms))
+        except pg_errors.ConnectionTimeout:
+            raise ApiError("unreachable", f"The PostgreSQL workspace {redacted(url)} did not answer within "
+                                          f"{timeout_ms} ms (WSCTL_DB_TIMEOUT_MS); retry later.") from None
         except psycopg.OperationalError as e:
             first = str(e).strip().splitlines()[-1] if str(e).strip() else "no answer"
             first = first.replace(url, redacted(url))
@@ -325,6 +334,8 @@ class PgConnection:
                                               f"({reason}); nothing was saved, retry later.") from None
             raise ApiError("unreachable", f"Cannot reach the PostgreSQL workspace {redacted(url)}: "
                                           f"{first}. Check the URL and that the server runs.") from None
+        self._session.liveness = liveness_of(url)
+        self._session.silent_s = timeout_ms / 2000
         self._session.adapters.register_loader("numeric", _NumericLoader)
         self._session.row_factory = _row_factory
         self._primary_keys: dict[str, list[str]] = {}
@@ -352,7 +363,7 @@ class PgConnection:
         try:
             self._session.execute("; ".join((*begin, *held, *end)))
         except psycopg.Error as e:
-            if self._session.info.transaction_status != TransactionStatus.IDLE:
+            if not self._session.closed and self._session.info.transaction_status != TransactionStatus.IDLE:
                 self._session.execute("ROLLBACK")
             if _is_nul(e):
                 raise _nul_error() from None
@@ -373,8 +384,7 @@ class PgConnection:
         shared for a transaction that only appends."""
         lock = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
         self._appending, self._held = shared, []
-        self._begin = ("BEGIN", f"SET LOCAL lock_timeout = {int(self.busy_timeout_ms)}",
-                       f"SELECT {lock}({LOCK_CLASS}, {WRITER_LOCK})", "SET LOCAL lock_timeout = 0")
+        self._begin = ("BEGIN", f"SELECT {lock}({LOCK_CLASS}, {WRITER_LOCK})")
 
     def _upsert(self, sql: str) -> str:
         """INSERT OR REPLACE INTO t (cols) ... -> INSERT ... ON CONFLICT (t's primary key) DO
@@ -397,6 +407,9 @@ class PgConnection:
     def execute(self, sql: str, params=None) -> "Cursor | HeldCursor":
         sql = self._upsert(sql)
         head = sql.lstrip()[:16].upper()
+        if self._session.closed and head.startswith("ROLLBACK"):
+            self._begin, self._held, self._appending = (), [], False
+            return HeldCursor()   # the session ended (StoreLost): the server rolled it back
         if head.startswith("BEGIN IMMEDIATE"):
             self.begin_writer()
             return Cursor(self, self._session.cursor())
@@ -495,11 +508,16 @@ class PgConnection:
             raise engine_error(e) from None
 
     def advisory_lock(self, key: int) -> None:
-        """A session-level lock (migrations at start-up): held until advisory_unlock."""
+        """A session-level lock (migrations at start-up): held until advisory_unlock. Until then the
+        session waits without bounds (for another process's migrations; a long DDL statement)."""
+        self._pg.execute("SET lock_timeout = 0; SET statement_timeout = 0")
+        self._session.bounded = False
         self._pg.execute("SELECT pg_advisory_lock(%s, %s)", (LOCK_CLASS, key))
 
     def advisory_unlock(self, key: int) -> None:
         self._pg.execute("SELECT pg_advisory_unlock(%s, %s)", (LOCK_CLASS, key))
+        self._pg.execute("RESET lock_timeout; RESET statement_timeout")
+        self._session.bounded = True
 
     def create_function(self, *args, **kwargs) -> None:
         """SQLite user functions have PostgreSQL counterparts made by the migrations."""

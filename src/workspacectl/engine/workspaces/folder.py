@@ -135,6 +135,10 @@ class Workspace:
     def _connect(self):
         return open_db(self.db_path)
 
+    def ready(self) -> bool:
+        """Whether requests can be served now (a server's /readyz): the database file is there."""
+        return self.db_path.is_file()
+
     def quick_conn(self) -> sqlite3.Connection | None:
         """A new connection for a thread that must not wait (the server's event loop answering quick
         routes, engine/dispatch.py Engine.handle_quick), or None where there is none: on SQLite

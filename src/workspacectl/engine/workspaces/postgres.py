@@ -79,6 +79,13 @@ class PgWorkspace(Workspace):
             c.close()
         return super().conn()
 
+    def ready(self) -> bool:
+        """Whether the database answers (a server's /readyz): an answer any session of this process
+        saw in the last READY_FRESH_SECONDS, else a probe shared by every caller (pg_session.py)."""
+        from workspacectl.engine.db.pg_session import liveness_of
+
+        return liveness_of(self.url).ready()
+
     @staticmethod
     def exists_at(url) -> bool:
         conn = PgConnection(url)
