@@ -52,7 +52,7 @@ def test_each_error_class_has_its_exit_code_and_changes_nothing(backend):
         (["members", "login-code", "nobody@example.com"], None, 5, "wsctl members list"),
         (["members", "add", OWNER["email"], "--name", "Twin"], None, 6, "already exists"),
         (["members", "add", "not-an-email", "--name", "X"], None, 7, "not an email address"),
-        (["keys", "create", "--kind", "personal", "--scope", "vault:read"], None, 7, "not for a personal key"),
+        (["keys", "create", "--kind", "personal", "--scope", "vault:read"], None, 7, "belongs to platform keys, not personal ones"),
     ]
     lines = []
     for args, env, code, words in cases:

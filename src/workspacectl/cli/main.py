@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
             import traceback
 
             traceback.print_exc()
-        print(f"error: {visible(e.message)}{HINTS.get((e.code, e.message), '')}", file=sys.stderr)
+        print(f"error: {visible(e.message + _hint(e))}", file=sys.stderr)
         for line in _candidates(e):  # a name that fits several things: one line each (cli/refs.py)
             print(f"  {visible(line)}", file=sys.stderr)
         code = EXIT_CODES.get(e.code, 1)
@@ -136,9 +136,66 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         print(f"error: {type(e).__name__}: {visible(one_line(str(e)))} (run again with --debug for details)", file=sys.stderr)
         code = 1
+    if code not in (0, 130) and _prints_for_eval(argv, command) and not _stdout_is_terminal():
+        _fail_the_eval()
     _after_command(housekeeping=code != 130)
     _settle_first_use(code == 0)
     sys.exit(code)
+
+
+def _hint(error) -> str:
+    """What follows the message on the terminal: the hint a 403 insufficient_scope carries in its
+    detail (the scope it lacks and how to get it), else the fixed hint of HINTS, else nothing."""
+    hint = error.detail.get("hint") if isinstance(error.detail, dict) and error.code == "insufficient_scope" else None
+    if isinstance(hint, str) and hint.strip():
+        return f": {hint.strip()}"
+    return HINTS.get((error.code, error.message), "")
+
+
+# `eval "$(wsctl vault env …)"` runs what `vault env` prints, and a failed command substitution
+# does not fail the eval: an empty output would let a `set -e` script carry on without its
+# variables. So a failed `vault env` printing export lines (its default, for eval) to anything but
+# a terminal prints this one line: eval'd, it fails (status 1) and a `set -e` script stops; in an
+# interactive shell it only sets $?. Nothing else that could run (never `exit`, which would close
+# the shell the user eval'd it in). Read by a program that does not eval it, it is one word.
+EVAL_FAILURE_LINE = "false\n"
+
+
+def _prints_for_eval(argv: list[str], command) -> bool:
+    """Whether the command line is `vault env` in its export format (no --format dotenv/json, no --json)."""
+    values = _ValueOptions(command)
+    words: list[str] = []
+    form, as_json = "export", False
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            break
+        if arg == "--json" or arg.startswith("--json="):
+            as_json = True
+        elif arg == "--format" and i + 1 < len(argv):
+            form = argv[i + 1]
+        elif arg.startswith("--format="):
+            form = arg.split("=", 1)[1]
+        elif not arg.startswith("-"):
+            words.append(arg)
+        i += 1 + values.after(arg)
+    return words[:2] == ["vault", "env"] and form == "export" and not as_json
+
+
+def _stdout_is_terminal() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (OSError, ValueError):
+        return False
+
+
+def _fail_the_eval() -> None:
+    try:
+        sys.stdout.write(EVAL_FAILURE_LINE)
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def _candidates(error) -> list[str]:

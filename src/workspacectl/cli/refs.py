@@ -93,6 +93,11 @@ def _named(be, k: Kind, name: str) -> list[dict]:
         try:
             body = be.request("GET", k.path, query=query)
         except ApiError as e:
+            needed = e.detail.get("requiredScope") if isinstance(e.detail, dict) else None
+            if e.code == "insufficient_scope" and isinstance(needed, str) and needed != "session":
+                raise ApiError(e.code, e.message, {**e.detail, "hint": (
+                    f"this key lacks {needed}, which names need (they are looked up in `{k.list_command}`): "
+                    f"pass the id ({k.prefix}…), or use a key with {needed}.")}) from None
             if e.code in ("insufficient_scope", "forbidden"):
                 raise ApiError(e.code, f"{e.message.rstrip('.')}: looking up a {k.label} by name needs to list them "
                                f"(`{k.list_command}`); give its id ({k.prefix}…) instead.") from None

@@ -53,9 +53,9 @@ def env_detail(ctx, cred_id: str) -> dict:
     except ApiError as e:
         if e.code != "insufficient_scope":
             raise
-        raise ApiError("insufficient_scope", "Insufficient scope: variable names come from the credential's "
-                       "details, so this key needs vault:read as well as vault:token (or use "
-                       "`wsctl vault token ID --format json`).") from None
+        raise ApiError("insufficient_scope", e.message, {**(e.detail if isinstance(e.detail, dict) else {}), "hint": (
+            "this key lacks vault:read, which variable names need (they come from the credential's details): "
+            "use a key with vault:read as well as vault:token, or `wsctl vault token ID --format json`.")}) from None
 
 
 # --- reading --------------------------------------------------------------------------------

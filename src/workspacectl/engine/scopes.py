@@ -120,4 +120,25 @@ def check_scope(caller: Caller | None, required: str) -> None:
     if required == AUTHENTICATED or caller.is_session:
         return
     if required == SESSION or required not in caller.scopes:
-        raise ApiError("insufficient_scope", "Insufficient scope")
+        raise insufficient(caller.kind, required)
+
+
+def insufficient(key_kind: str, required: str, hint: str | None = None) -> ApiError:
+    """403 insufficient_scope. The message is the contract's, word for word; the detail names
+    what is missing, `{"requiredScope": "vault:read" | "session", "hint": "…what to do"}`, and the
+    command line prints the hint after the message."""
+    return ApiError("insufficient_scope", "Insufficient scope",
+                    {"requiredScope": required, "hint": hint or scope_hint(key_kind, required)})
+
+
+def scope_hint(key_kind: str, required: str) -> str:
+    """What to do about a missing scope, as the rest of a sentence after 'Insufficient scope: '."""
+    login = "or a session (`wsctl auth login`)"
+    if required == SESSION:
+        return "only a signed-in session may do this, not an API key of either kind; sign in with `wsctl auth login`."
+    owner = next((k for k, scopes in KIND_SCOPES.items() if required in scopes), None)
+    make = f"`wsctl keys create --kind {owner} --scope {required}`"
+    if owner is None or owner == key_kind:
+        return f"this key lacks {required}: use a key with {required} ({make}), {login}."
+    return (f"{required} belongs to {owner} keys and this is a {key_kind} key: use a {owner} key with {required} "
+            f"({make}), {login}.")

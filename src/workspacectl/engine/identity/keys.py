@@ -28,9 +28,7 @@ def create_key(ctx: Ctx) -> Response:
     scopes = v.string_list(body, "scopes", max_items=20)
     if not scopes:
         raise v.bad(f"A {kind} key needs at least one scope: {', '.join(KIND_SCOPES[kind])}.")
-    wrong = [s for s in scopes if s not in KIND_SCOPES[kind]]
-    if wrong:
-        raise v.bad(f"Scope {', '.join(wrong)} is not for a {kind} key; {kind} keys take: {', '.join(KIND_SCOPES[kind])}.")
+    check_kind_scopes(kind, scopes)
     name = v.string(body, "name", required=False, min_len=0, max_len=200, default="")
     expires_at = v.string(body, "expiresAt", required=False, max_len=64)
     if expires_at is not None:
@@ -47,6 +45,19 @@ def create_key(ctx: Ctx) -> Response:
     out = secret_json(row)
     return Response(201, {"id": out["id"], "secret": secret, "kind": kind, "scopes": out["scopes"], "name": name,
                           "memberId": out["memberId"], "createdAt": out["createdAt"], "expiresAt": expires_at})
+
+
+def check_kind_scopes(kind: str, scopes: list[str]) -> None:
+    """400 for a scope the kind cannot hold, saying which kind of key it belongs to."""
+    takes = f"{kind} keys take: {', '.join(KIND_SCOPES[kind])}."
+    for scope in scopes:
+        if scope in KIND_SCOPES[kind]:
+            continue
+        owner = next((k for k, held in KIND_SCOPES.items() if scope in held), None)
+        if owner is None:
+            raise v.bad(f"{scope[:80]!r} is not a scope; {takes}")
+        raise v.bad(f"{scope} belongs to {owner} keys, not {kind} ones: make a {owner} key for it "
+                    f"(`wsctl keys create --kind {owner} --scope {scope}`); {takes}")
 
 
 @route("DELETE", "/v1/keys/{id}")
