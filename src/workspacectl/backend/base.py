@@ -1,7 +1,22 @@
 """The Backend protocol: what every CLI command calls. The JSON answered is the API body."""
 from __future__ import annotations
 
-from typing import Any, BinaryIO, Callable, Protocol
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, Callable, Iterable, Protocol
+
+
+@dataclass
+class ProxyAnswer:
+    """A service's answer through the credential proxy: its status and headers (as the proxy
+    passes them), and its body as chunks that arrive as they are read; close() when done."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    chunks: Iterable[bytes]
+    close: Callable[[], None] = field(default=lambda: None)
+
+    def header(self, name: str) -> str | None:
+        return next((v for k, v in self.headers if k.lower() == name.lower()), None)
 
 
 class Backend(Protocol):
@@ -27,3 +42,9 @@ class Backend(Protocol):
     def upload(self, method: str, path: str, data: BinaryIO, size: int | None, content_type: str,
                progress: Callable[[int], None] | None = None) -> Any:
         """Send a binary body to a route (size None: length unknown, sent chunked); answer its JSON body."""
+
+    def proxy(self, method: str, path: str, query: list[tuple[str, str]], headers: dict[str, str],
+              body: BinaryIO | None, length: int | None) -> ProxyAnswer:
+        """One call through the credential proxy (`path`: /v1/credentials/ID/proxy/...), the body
+        read from `body` as it is sent (length None: unknown). Our own refusals raise ApiError; the
+        service's answer, whatever its status, is the ProxyAnswer."""

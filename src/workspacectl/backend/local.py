@@ -188,6 +188,23 @@ class LocalBackend:
         answer = None if resp.status == 204 or resp.body is None else json.loads(json.dumps(resp.body))
         return resp.status, out, answer
 
+    def proxy(self, method, path, query, headers, body, length):
+        """The engine forwards the call in-process (engine/vault/proxy.py), as a server would."""
+        import urllib.parse
+
+        from workspacectl.backend.base import ProxyAnswer
+        from workspacectl.engine.registry import RawRequest
+
+        sent = [(k.lower(), v.encode("utf-8").decode("latin-1")) for k, v in headers.items()]
+        if length is not None:
+            sent.append(("content-length", str(length)))
+        raw = RawRequest(sent, urllib.parse.urlencode(query), body, length)
+        resp = self._traced(method, path, None, lambda: self.engine.call(
+            self.caller, method, path, None, raw, self.base_url))
+        stream = resp.stream if resp.stream is not None else []
+        return ProxyAnswer(resp.status, list(resp.header_list or []), stream,
+                           getattr(stream, "close", None) or (lambda: None))
+
     def download(self, path, out, progress=None, total=None) -> int:
         from workspacectl.formats import transfer_size
 

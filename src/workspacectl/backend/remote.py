@@ -266,6 +266,42 @@ class RemoteBackend:
             answer = resp.content
         return resp.status_code, list(resp.headers.items()), answer
 
+    def proxy(self, method, path, query, headers, body, length):
+        """The call streamed to the server and its answer streamed back; a service's answer is
+        marked by the proxy's X-Wsctl-Upstream-Status header, anything else is ours (an error)."""
+        from workspacectl.backend.base import ProxyAnswer
+
+        sent = {k: v.encode("utf-8") for k, v in headers.items()}
+        kw: dict = {"params": query or None, "headers": sent}
+        if body is not None:
+            if length is not None:
+                sent["Content-Length"] = str(length).encode()
+
+            def chunks():
+                while chunk := body.read(1 << 16):
+                    yield chunk
+
+            kw["content"] = chunks()
+        resp = self._send(method, path, replayable=False, stream=True, **kw)
+        if "x-wsctl-upstream-status" not in resp.headers:
+            try:
+                resp.read()
+            finally:
+                resp.close()
+            if resp.status_code < 400:
+                raise not_a_workspace_server(resp)
+            self._answer(resp)
+
+        def relayed():
+            try:
+                yield from resp.iter_bytes()
+            except httpx.HTTPError as e:
+                raise ApiError("upstream_failed", f"The answer broke off ({type(e).__name__}); try again.") from None
+            finally:
+                resp.close()
+
+        return ProxyAnswer(resp.status_code, list(resp.headers.multi_items()), relayed(), resp.close)
+
     def download(self, path, out, progress=None, total=None) -> int:
         """Stream a binary route into out. total(size), when given, is told the size the answer
         announces before the first byte (formats/transfer_size.py: its Content-Length, else the

@@ -114,7 +114,8 @@ class Engine:
         query = {**inline_query, **(query or {})}
         check_scope(caller, route.scope)
         handler = registry.handler_for(route)
-        params = {k: urllib.parse.unquote(v) for k, v in params.items()}
+        # a tail ({path}: the proxy's) stays as sent, percent-encoded: it is forwarded, not looked up
+        params = {k: v if k == "path" and route.tail else urllib.parse.unquote(v) for k, v in params.items()}
         check_text(params, query)
         check_names(path, params)
         check_body(body)

@@ -43,6 +43,26 @@ class Response:
     stream: Iterable[bytes] | None = None
     content_type: str = "application/json"
     headers: dict = field(default_factory=dict)
+    # Sent as they are, in order, repeats kept, instead of content_type and headers (the proxy's
+    # upstream answer); `stream` then may have close(), which the door calls when it is done.
+    header_list: list[tuple[str, str]] | None = None
+
+
+@dataclass
+class RawRequest:
+    """A request the engine forwards as it came (the credential proxy, engine/vault/proxy.py),
+    built by each door: its headers (names lower-cased, values as the bytes decoded by latin-1,
+    as an ASGI server hands them), its query string as sent, and its body as a stream whose
+    read(n) answers at most n bytes and b"" at the end (None: no body). `length`: the body's
+    declared size, when known."""
+
+    headers: list[tuple[str, str]]
+    query_string: str = ""
+    body: Any = None
+    length: int | None = None
+
+    def header(self, name: str) -> str | None:
+        return next((v for k, v in self.headers if k == name), None)
 
 
 @dataclass(kw_only=True)
@@ -84,7 +104,12 @@ class Route:
     path: str
     scope: str
     segments: int           # a request path matches only templates with as many segments
-    literal_segments: int
+    literal_segments: int   # (a tail template, ending in /{path}, those with as many or more)
+
+    @property
+    def tail(self) -> bool:
+        """The last parameter takes the rest of the path, slashes and all (the proxy's {path})."""
+        return self.path.endswith(TAIL)
 
     @property
     def regex(self) -> re.Pattern:
@@ -92,6 +117,7 @@ class Route:
 
 
 _PARAM = re.compile(r"\{(\w+)\}")
+TAIL = "/{path}"   # a template ending so matches any rest of the path (left percent-encoded)
 
 
 @functools.lru_cache(maxsize=None)
@@ -99,6 +125,8 @@ def _compile(path: str) -> re.Pattern:
     """Compiled on first use: a command matches a handful of templates, not all of them."""
     parts = [f"(?P<{m.group(1)}>[^/]+)" if (m := _PARAM.fullmatch(seg)) else re.escape(seg)
              for seg in path.split("/")]
+    if path.endswith(TAIL):
+        parts[-1] = "(?P<path>.*)"
     return re.compile("^" + "/".join(parts) + "$")
 
 
@@ -164,7 +192,8 @@ def _area(path: str) -> str:
 def _candidates(segments: int, area: str) -> tuple[Route, ...]:
     """The routes that could match a path of this many slashes in this area, in ROUTES order (a
     route of another area or length can never match it)."""
-    return tuple(r for r in ROUTES if r.segments == segments and _area(r.path) == area)
+    return tuple(r for r in ROUTES if (r.segments == segments or (r.tail and r.segments <= segments))
+                 and _area(r.path) == area)
 
 
 def allowed_methods(path: str) -> list[str]:

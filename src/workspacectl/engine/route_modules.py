@@ -24,6 +24,7 @@ ROUTE_MODULES: dict[str, str] = {
     "/v1/credentials/{id}/token":                   "workspacectl.engine.vault.routes",
     "/v1/credentials/{id}/sharing":                 "workspacectl.engine.vault.routes",
     "/v1/credentials/{id}/access-log":              "workspacectl.engine.vault.routes",
+    "/v1/credentials/{id}/proxy/{path}":            "workspacectl.engine.vault.proxy",
     "/v1/connections":                              "workspacectl.engine.vault.connections",
     "/v1/connections/{id}":                         "workspacectl.engine.vault.connections",
     "/v1/vault/credentials/{id}/editable-fields":   "workspacectl.engine.vault.manage",

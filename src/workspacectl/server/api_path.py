@@ -23,6 +23,7 @@ from workspacectl.engine.db.quick import QuickWriter
 from workspacectl.engine.dispatch import parse_json_body
 from workspacectl.engine.registry import Response
 from workspacectl.errors import ApiError
+from workspacectl.formats.proxy_path import split_proxy_path
 from workspacectl.server.engine_pool import EnginePool
 
 log = logging.getLogger("wsctl.server")
@@ -158,8 +159,9 @@ class LeanApi:
     """ASGI: `/v1/...` requests with a JSON (or no) body go to the engine directly; everything else
     (gzip uploads, /healthz, web pages, other methods) to `fallback`, the FastAPI app."""
 
-    def __init__(self, engine, fallback, public_url: str | None = None):
+    def __init__(self, engine, fallback, public_url: str | None = None, proxy=None):
         self.engine = engine
+        self.proxy = proxy   # server/proxy_stream.answer: the credential proxy's requests
         self.fallback = fallback
         self.public_url = public_url
         self.pool = EnginePool(on_thread_exit=engine.ws.close)
@@ -187,6 +189,9 @@ class LeanApi:
             self.writer = None
 
     async def __call__(self, scope, receive, send):
+        if (self.proxy is not None and scope["type"] == "http" and scope["path"].startswith("/v1/credentials/")
+                and scope["method"] in METHODS and split_proxy_path(raw_path(scope)) is not None):
+            return await self.proxy(self, scope, receive, send)   # bodies streamed both ways
         if (scope["type"] != "http" or not scope["path"].startswith("/v1/") or scope["method"] not in METHODS
                 or is_stream_type(header(scope, b"content-type"))):
             return await self.fallback(scope, receive, send)

@@ -155,7 +155,9 @@ def create_app(engine: Engine, public_url: str | None = None, worker: int | None
     from starlette.routing import Route
 
     app.router.routes.append(Route("/mcp", agents, methods=["GET", "POST", "DELETE"], include_in_schema=False))
-    lean = LeanApi(engine, app, public_url)
+    from workspacectl.server import proxy_stream
+
+    lean = LeanApi(engine, app, public_url, proxy=proxy_stream.answer)
     agents.run = lean.pool.run
     return AccessLog(lean, access_write)
 

@@ -114,6 +114,22 @@ def _base_url(d: dict, where: str, fields: list[str]) -> str:
     return value
 
 
+def _pagination(pages: dict, where: str) -> dict:
+    """How the service pages, for `wsctl vault proxy --paginate` (Link headers need nothing):
+    the cursor's dotted place in a JSON answer and the query parameter that sends it back."""
+    out = {}
+    for key, pattern in (("cursorPath", r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*"), ("cursorParam", r"[A-Za-z0-9_.\[\]-]+")):
+        value = pages.get(key)
+        if not isinstance(value, str) or not re.fullmatch(pattern, value) or len(value) > 200:
+            raise bad(where, f"'pagination.{key}' is required: e.g. pagination = {{ cursorPath = "
+                             "\"response_metadata.next_cursor\", cursorParam = \"cursor\" }.")
+        out[key] = value
+    unknown = sorted(set(pages) - set(out))
+    if unknown:
+        raise bad(where, f"'pagination' takes cursorPath and cursorParam only, not {', '.join(unknown)[:100]}.")
+    return out
+
+
 def _table(d: dict, key: str, where: str) -> dict:
     value = d.get(key)
     if value is None:
@@ -174,6 +190,9 @@ def build_record(d: dict, where: str, service_override: str | None = None, *, le
     auth = _table(d, "auth", where)
     if auth:
         setup["auth"] = jsonable(auth)
+    pages = _table(d, "pagination", where)
+    if pages:
+        setup["pagination"] = _pagination(pages, where)
     if _str(d, "bodyEncoding", where, default="json") not in ("json", "form"):
         raise bad(where, "'bodyEncoding' must be json or form (application/x-www-form-urlencoded).")
     if d.get("bodyEncoding") == "form":     # only the example curl reads it

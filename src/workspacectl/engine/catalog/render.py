@@ -27,7 +27,7 @@ def integration_detail(row) -> dict:
             if key in setup:
                 out[key] = setup[key]
         out["oauthClientConfigured"] = bool(row["oauth_client_id"]) and row["oauth_client_secret"] is not None
-    for key in ("baseUrl", "docsUrl", "probe"):
+    for key in ("baseUrl", "docsUrl", "probe", "pagination"):
         if setup.get(key) is not None:
             out[key] = setup[key]
     out["source"] = row["source"]

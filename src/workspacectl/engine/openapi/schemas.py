@@ -141,6 +141,12 @@ _WEB_NEXT = r"^(/|/[^/\\\x00-\x1f][^\\\x00-\x1f]*)$"  # a path on this server: n
 
 _CREATED_CODE = obj({"code": text(description="XXXX-XXXX-XXXX"), "expiresAt": TIME}, required="all")
 
+# The credential proxy (engine/vault/proxy.py): any body goes through, the service's answer comes back.
+_PROXY = {"query": [query("reason", text(1, REASON_MAX, NOT_BLANK), "Why the call is made, written to the access "
+                          "log; required unless the X-Wsctl-Reason header says it, and then not forwarded.")],
+          "responses": {200: None}}
+
+
 ROUTE_DOCS: dict[tuple[str, str], dict] = {
     ("GET", "/v1/openapi.json"): {"responses": {200: {"type": "object", "required": ["openapi", "info", "paths"]}}},
     # identity
@@ -191,7 +197,13 @@ ROUTE_DOCS: dict[tuple[str, str], dict] = {
     ("PUT", "/v1/credentials/{id}/sharing"): {"body": _SHARING_BODY, "responses": {200: ref("CredentialDetail")}},
     ("GET", "/v1/credentials/{id}/access-log"): {"query": PAGE, "responses": {200: page_of("entries", obj({
         "at": TIME, "membershipId": STR, "keyId": STR, "reason": STR, "fields": array(STR),
-        "outcome": text(enum=["issued", "refused"])}, required="all"))}},
+        "outcome": text(enum=["issued", "refused", "proxied", "failed"]),
+        "method": text(description="A call through the proxy: its method."),
+        "path": text(description="A call through the proxy: the path on the service (no query string)."),
+        "upstreamStatus": nullable({**INT, "description": "A call through the proxy: the status the service "
+                                                          "answered (null: no answer)."})},
+        required=["at", "membershipId", "keyId", "reason", "fields", "outcome"]))}},
+    **{(m, "/v1/credentials/{id}/proxy/{path}"): _PROXY for m in ("GET", "POST", "PUT", "PATCH", "DELETE")},
     ("POST", "/v1/connections"): {
         "body": obj({"service": text(1, 100, description="An oauth2 or apiKey integration."),
                      "credentialId": nullable(text(1, 100, description="Reconnect: refill this credential.")),

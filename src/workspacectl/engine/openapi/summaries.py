@@ -49,6 +49,16 @@ SUMMARIES: dict[tuple[str, str], str] = {
     ("GET", "/v1/credentials"): "List the credentials the caller owns or that are shared with it.",
     ("GET", "/v1/credentials/{id}"): "One credential's detail: fields, scopes and sharing, never a secret.",
     ("GET", "/v1/credentials/{id}/access-log"): "Who asked for the credential's token, when and why (owner only).",
+    ("GET", "/v1/credentials/{id}/proxy/{path}"): "Call the service with this credential (GET): the "
+        "answer is the service's (docs/api.md, Authenticated proxy).",
+    ("POST", "/v1/credentials/{id}/proxy/{path}"): "Call the service with this credential (POST): the "
+        "answer is the service's (docs/api.md, Authenticated proxy).",
+    ("PUT", "/v1/credentials/{id}/proxy/{path}"): "Call the service with this credential (PUT): the "
+        "answer is the service's (docs/api.md, Authenticated proxy).",
+    ("PATCH", "/v1/credentials/{id}/proxy/{path}"): "Call the service with this credential (PATCH): the "
+        "answer is the service's (docs/api.md, Authenticated proxy).",
+    ("DELETE", "/v1/credentials/{id}/proxy/{path}"): "Call the service with this credential (DELETE): the "
+        "answer is the service's (docs/api.md, Authenticated proxy).",
     ("PUT", "/v1/credentials/{id}/sharing"): "Share a credential with a member or the workspace, or stop sharing it.",
     ("POST", "/v1/credentials/{id}/token"): "Issue the credential's usable token for a stated reason (logged).",
     ("GET", "/v1/keys"): "List API keys: one's own, or all of them for an owner or admin.",

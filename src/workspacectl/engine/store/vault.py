@@ -188,6 +188,22 @@ def insert_access_log(conn, *, cred_id: str, at: str, member_id: str, key_id: st
                  (cred_id, at, member_id, key_id, caller_kind, reason, json.dumps(fields), outcome))
 
 
+def insert_proxy_log(conn, *, cred_id: str, at: str, member_id: str, key_id: str | None, caller_kind: str,
+                     reason: str, fields: list, outcome: str, method: str, path: str,
+                     upstream_status: int | None = None) -> int:
+    """A proxied call's row (m028); answers its id, so the outcome can be set once the service answers."""
+    return conn.execute("INSERT INTO credential_access_log (credential_id, at, member_id, key_id, caller_kind, "
+                        "reason, fields_json, outcome, method, path, upstream_status) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                        (cred_id, at, member_id, key_id, caller_kind, reason, json.dumps(fields), outcome, method,
+                         path, upstream_status)).fetchone()[0]
+
+
+def set_proxy_outcome(conn, log_id: int, outcome: str, upstream_status: int | None) -> None:
+    conn.execute("UPDATE credential_access_log SET outcome = ?, upstream_status = ? WHERE id = ?",
+                 (outcome, upstream_status, log_id))
+
+
 def list_access_log(conn, cred_id: str, before: int | None, limit: int) -> list[sqlite3.Row]:
     """Newest first; `before` is the id of the last row of the previous page."""
     return conn.execute("SELECT * FROM credential_access_log WHERE credential_id = ? AND id < ? "

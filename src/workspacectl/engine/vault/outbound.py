@@ -11,6 +11,7 @@ write every URL whole at INFO, so they are held at WARNING from the moment this 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from urllib.parse import urlsplit
 
@@ -46,6 +47,68 @@ def request(method: str, url: str, target, what: str, *, timeout: float, headers
             resp = client.request(method, target.url, headers={**(headers or {}), **target.headers},
                                   params=params, data=data, extensions=target.extensions)
     except httpx.HTTPError as e:
+        log.info("outbound %s %s for %s failed (%s) after %.0f ms", method, where, what, type(e).__name__,
+                 (time.perf_counter() - started) * 1000)
+        raise
+    log.info("outbound %s %s for %s -> %d in %.0f ms", method, where, what, resp.status_code,
+             (time.perf_counter() - started) * 1000)
+    return resp
+
+
+# --- the credential proxy's calls: streamed, on clients kept per host --------------------------
+
+PROXY_TIMEOUT = {"connect": 10.0, "read": 60.0, "write": 60.0, "pool": 10.0}
+MAX_CLIENTS = 16
+_clients: dict = {}   # (scheme, pinned address, Host, TLS name) -> httpx.Client, oldest first
+_clients_lock = threading.Lock()
+
+
+def _client_for(target):
+    """A client kept for one checked address of one host name: its connections are reused by the
+    next call there (a new client costs a TLS context, ~10 ms), and never serve another name."""
+    import http.cookiejar
+
+    import httpx
+
+    parts = urlsplit(target.url)
+    key = (parts.scheme, parts.netloc, target.headers.get("Host"), target.extensions.get("sni_hostname"))
+    evicted = None
+    with _clients_lock:
+        client = _clients.pop(key, None)
+        if client is None:
+            # a jar that keeps no cookie: a client serves every member's calls to that host
+            jar = http.cookiejar.CookieJar(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+            client = httpx.Client(timeout=httpx.Timeout(**PROXY_TIMEOUT), follow_redirects=False, trust_env=False,
+                                  cookies=jar)
+            if len(_clients) >= MAX_CLIENTS:
+                evicted = _clients.pop(next(iter(_clients)))
+        _clients[key] = client
+    if evicted is not None:
+        evicted.close()
+    return client
+
+
+def close_clients() -> None:
+    """Close every kept client (tests and a server's shutdown)."""
+    with _clients_lock:
+        clients = list(_clients.values())
+        _clients.clear()
+    for client in clients:
+        client.close()
+
+
+def send_streamed(method: str, url: str, target, what: str, *, headers: list, content=None):
+    """One proxied request to `target` (catalog.urls.pin of `url`), the answer's body left unread
+    (the caller streams it and closes the response). Logged like request(); httpx.HTTPError
+    propagates."""
+    where = describe(url)
+    started = time.perf_counter()
+    client = _client_for(target)
+    try:
+        req = client.build_request(method, target.url, headers=[*headers, *target.headers.items()], content=content,
+                                   extensions=target.extensions)
+        resp = client.send(req, stream=True)
+    except Exception as e:
         log.info("outbound %s %s for %s failed (%s) after %.0f ms", method, where, what, type(e).__name__,
                  (time.perf_counter() - started) * 1000)
         raise

@@ -64,7 +64,9 @@ def probe_target(conn, integration, fields: dict) -> tuple[str, str] | None:
     return (op["method"] or "GET").upper(), url
 
 
-def _presentation(auth: dict, secrets: dict[str, Secret], fields: dict) -> tuple[dict, dict]:
+def presentation(auth: dict, secrets: dict[str, Secret], fields: dict) -> tuple[dict, dict]:
+    """(headers, query parameters) that present the credential as `auth` (the [auth] table) says:
+    the probe's and the proxy's one way."""
     kind = str(auth.get("type") or "bearer").lower()
 
     def value(name) -> str:
@@ -106,7 +108,7 @@ def run_probe(conn, integration, secrets: dict[str, Secret], fields: dict, crede
     from workspacectl.engine.catalog.urls import pin
 
     pinned = pin(url, f"{integration['service']}'s probe")  # before any secret is read into a header
-    headers, params = _presentation(auth, secrets, fields)
+    headers, params = presentation(auth, secrets, fields)
     import httpx
 
     from workspacectl.engine.vault import outbound

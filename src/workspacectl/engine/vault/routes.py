@@ -176,8 +176,11 @@ def _log_entry(r) -> dict:
         fields = json.loads(r["fields_json"] or "[]")
     except ValueError:
         fields = []
-    return {"at": r["at"], "membershipId": r["member_id"], "keyId": r["key_id"], "reason": r["reason"],
-            "fields": fields, "outcome": r["outcome"]}
+    entry = {"at": r["at"], "membershipId": r["member_id"], "keyId": r["key_id"], "reason": r["reason"],
+             "fields": fields, "outcome": r["outcome"]}
+    if r["method"] is not None:   # a call through the proxy (m028)
+        entry.update({"method": r["method"], "path": r["path"], "upstreamStatus": r["upstream_status"]})
+    return entry
 
 
 @route("GET", "/v1/credentials/{id}/access-log")
