@@ -10,7 +10,7 @@ _wsctl_spec() {
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'init')
-            cmds='' opts='--workspace -w --name --owner-name --owner-email --activate --json --jq --help -h' argopts='--workspace -w --name --owner-name --owner-email --jq'
+            cmds='' opts='--workspace -w --name --owner-name --owner-email --activate --no-activate --json --jq --help -h' argopts='--workspace -w --name --owner-name --owner-email --jq'
             fileopts='--workspace -w' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'serve')

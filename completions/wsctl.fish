@@ -284,7 +284,7 @@ complete -c wsctl -n '__wsctl_at \'init\'' -l 'workspace' -s 'w' -r -F -d 'Folde
 complete -c wsctl -n '__wsctl_at \'init\'' -l 'name' -r -f -d 'Workspace name.'
 complete -c wsctl -n '__wsctl_at \'init\'' -l 'owner-name' -r -f -d 'The owner\'s display name.'
 complete -c wsctl -n '__wsctl_at \'init\'' -l 'owner-email' -r -f -d 'The owner\'s email.'
-complete -c wsctl -n '__wsctl_at \'init\'' -l 'activate' -d 'Make its profile the active one.'
+complete -c wsctl -n '__wsctl_at \'init\'' -l 'activate' -l 'no-activate' -d 'Make its profile the active one (the default, as `gh auth login` makes the new host active); --no-activate keeps the one you use.'
 complete -c wsctl -n '__wsctl_at \'init\'' -l 'json' -d 'Print the API\'s JSON body exactly.'
 complete -c wsctl -n '__wsctl_at \'init\'' -l 'jq' -r -f -d 'Filter the JSON output with a jq expression (implies --json); strings print raw.'
 complete -c wsctl -n '__wsctl_at \'init\'' -l 'help' -s 'h' -d 'Show this message and exit.'

@@ -34,17 +34,22 @@ def test_init_makes_or_names_a_profile_and_says_so(tmp_path):
     env = base_env(home)
     a = run_wsctl(["init", "--workspace", tmp_path / "a", "--json"], env).json
     assert (a["profile"], a["active"]) == ("default", True)
-    # a second workspace does not take the active profile over: it gets a profile named after its folder
+    # a second workspace does not repoint the active profile: it gets a profile named after its folder,
+    # which becomes the active one (as `gh auth login` makes the new host active), saying how to go back
     r = run_wsctl(["init", "--workspace", tmp_path / "My Team"], env)
-    assert "new profile 'my-team'" in r.err and "wsctl profile use my-team" in r.err
+    assert "new profile 'my-team'" in r.err and "now the active profile" in r.err
+    assert "it was 'default': `wsctl profile use default` switches back" in r.err
     config = read_toml(home / "config.toml")
-    assert config["profile"] == "default"
+    assert config["profile"] == "my-team"
     assert config["profiles"]["default"]["workspace"] == str(tmp_path / "a")
     assert config["profiles"]["my-team"]["workspace"] == str(tmp_path / "My Team")
-    again = run_wsctl(["init", "--workspace", tmp_path / "x" / "my-team", "--json"], env).json
-    assert (again["profile"], again["active"]) == ("my-team-2", False)
-    # named with --profile: that profile, and --activate makes it the active one
-    d = run_wsctl(["-p", "ops", "init", "--workspace", tmp_path / "d", "--activate", "--json"], env).json
+    assert run_wsctl(["profile", "show", "--json"], env).json["name"] == "my-team"
+    # --no-activate keeps the one you use, and says how to use the new one
+    r = run_wsctl(["init", "--workspace", tmp_path / "x" / "my-team", "--no-activate"], env)
+    assert "new profile 'my-team-2'" in r.err and "wsctl profile use my-team-2" in r.err and "-p my-team-2" in r.err
+    assert read_toml(home / "config.toml")["profile"] == "my-team"
+    # named with --profile: that profile, made active
+    d = run_wsctl(["-p", "ops", "init", "--workspace", tmp_path / "d", "--json"], env).json
     assert (d["profile"], d["active"]) == ("ops", True)
     listed = run_wsctl(["profile", "list", "--json"], env).json
     assert listed["active"] == "ops"

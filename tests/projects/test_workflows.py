@@ -139,3 +139,27 @@ def test_import_straight_into_a_project(backend):
     grant(backend, pid, "viewer", bob["id"])
     assert_error(backend.api("POST", "/v1/workflows", body, secret=bob_key), 403, "forbidden")
     assert backend.ok("GET", f"/v1/projects/{pid}")["project"]["counts"]["workflows"] == 1
+
+
+def test_workflow_json_names_credentials_by_name(backend, tmp_path):
+    """Issue 26: `"credentialId": "stripe-live"` in a workflow.json, as `vault list` shows the name.
+    `workflow import` sends its id; the API, which takes ids, says so and where they are."""
+    cred = github_credential(backend)   # named "github", after its service
+    doc = workflow_body(nodes=[{"id": "t1", "triggerId": GITHUB_POLL, "credentialId": "github",
+                                "inputs": {"owner": "acme", "repo": "web"}}])
+    path = tmp_path / "workflow.json"
+    path.write_text(json.dumps(doc))
+    wid = backend.wsctl("workflow", "import", path).out.strip()
+    shown = backend.ok("GET", f"/v1/workflows/{wid}")
+    assert shown["nodes"][0]["credentialId"] == cred and shown["triggers"][0]["ready"] is True
+    # an unknown name: exit 5 naming the node and where names are listed; nothing made
+    path.write_text(json.dumps(workflow_body(nodes=[{"id": "t1", "triggerId": GITHUB_POLL, "credentialId": "gh-nope"}])))
+    err = backend.wsctl("workflow", "import", path, expect=5).err
+    assert "Node 't1': No credential named 'gh-nope' that you can see. Run `wsctl vault list`." in err
+    # the API itself: a name where an id goes is a 404 that says an id is needed and how to find it
+    r = backend.api("POST", "/v1/workflows", doc)
+    assert_error(r, 404, "not_found")
+    message = r.body["error"]["message"]
+    assert "Node 't1'" in message and "takes a credential's id (cred_…), not its name" in message
+    assert "`wsctl vault list`" in message and "`wsctl workflow import`" in message
+    assert [w["id"] for w in backend.ok("GET", "/v1/workflows")["workflows"]] == [wid]

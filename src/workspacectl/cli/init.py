@@ -19,14 +19,16 @@ def init(
     name: Annotated[Optional[str], typer.Option("--name", help="Workspace name.")] = None,
     owner_name: Annotated[Optional[str], typer.Option("--owner-name", help="The owner's display name.")] = None,
     owner_email: Annotated[Optional[str], typer.Option("--owner-email", help="The owner's email.")] = None,
-    activate: Annotated[bool, typer.Option("--activate", help="Make its profile the active one.")] = False,
+    activate: Annotated[bool, typer.Option("--activate/--no-activate", help="Make its profile the active one (the default, as `gh auth login` makes the new host active); --no-activate keeps the one you use.")] = True,
     json: JsonOpt = False,
 ):
     """Make a workspace (SQLite + blobs folder) and a local profile that acts as its owner.
 
     The profile is the one named by --profile (or WSCTL_PROFILE); else the active profile when it
-    is new or already points here; else a new profile named after the folder, which is not made
-    active (--activate does): another workspace never silently takes over the one you use."""
+    is new or already points here; else a new profile named after the folder: another workspace
+    never repoints a profile you have. The profile it wrote becomes the active one (the next
+    commands act on the workspace just made) and it says which was active before; --no-activate
+    leaves the active profile as it was."""
     from workspacectl.backend.local import create_workspace
 
     from workspacectl.cli.context import location_arg
@@ -46,6 +48,7 @@ def init(
         info("The database password is not kept in config.toml; give it to later commands through "
              "PGPASSWORD or ~/.pgpass (or WSCTL_WORKSPACE with the full URL).")
     profile, before = choose_profile(state(ctx).profile_flag, Path(made["workspace"]))
+    previous = config.load().get("profile")
     active = config.set_profile(profile, {"workspace": made["workspace"], "member": owner["id"]}, make_default=activate)
     body = {"workspace": made["workspace"], "name": made["name"], "profile": profile, "active": active,
             "owner": owner}
@@ -55,11 +58,19 @@ def init(
         said = f"profile '{profile}'"
     else:
         said = f"profile '{profile}' (which pointed at {before.get('server') or before.get('workspace')}) now"
-    from workspacectl.cli.profile import how_to_use
 
     emit(ctx, body, lambda b: info(f"Made workspace '{b['name']}' at {b['workspace']}; {said} acts as "
-                                   f"{owner['name']} <{owner['email']}> (owner).{how_to_use(profile, active)}"),
+                                   f"{owner['name']} <{owner['email']}> (owner).{switched(profile, active, previous)}"),
          json_flag=json)
+
+
+def switched(name: str, active: bool, was: str | None) -> str:
+    """Whether the profile init wrote is active, and which one was before (how to go back)."""
+    from workspacectl.cli.profile import how_to_use
+
+    if active and was and was != name:
+        return f" It is now the active profile (it was '{was}': `wsctl profile use {was}` switches back)."
+    return how_to_use(name, active)
 
 
 def choose_profile(flag: str | None, path: Path) -> tuple[str, dict | None]:

@@ -44,7 +44,7 @@ def show_workflow(w: dict) -> None:
 
 @app.command("import")
 def import_(ctx: typer.Context,
-            file: Annotated[Path, typer.Argument(metavar="FILE", help="A workflow.json: {name, kind, description, nodes}.")],
+            file: Annotated[Path, typer.Argument(metavar="FILE", help="A workflow.json: {name, kind, description, nodes}; a node's credentialId may name a credential (as `wsctl vault list` shows it) or give its id.")],
             into: Annotated[Optional[str], typer.Option("--into", help="Put it straight into this specialist (id or name).")] = None,
             json: JsonOpt = False):
     """Import a workflow or app from its workflow.json."""
@@ -56,6 +56,7 @@ def import_(ctx: typer.Context,
         raise ApiError("invalid_request", f"{file} is not valid JSON: {e}.") from None
     if not isinstance(doc, dict):
         raise ApiError("invalid_request", f"{file} must hold a JSON object {{name, kind, description, nodes}}.")
+    doc = with_credential_ids(ctx, doc)
     if into:
         from workspacectl.cli.specialist_refs import project_id
 
@@ -70,6 +71,28 @@ def import_(ctx: typer.Context,
                  f"`wsctl workflow configure {w['id']} NODE --credential CRED --input NAME=VALUE`.")
 
     emit(ctx, body, render, json_flag=json)
+
+
+def with_credential_ids(ctx, doc: dict) -> dict:
+    """The document with each node's `credentialId` that is a credential's name (as `vault list`
+    shows it) replaced by its id: the API takes ids, a file written by hand names credentials."""
+    from workspacectl.cli.refs import KINDS, resolve
+
+    nodes = doc.get("nodes")
+    if not isinstance(nodes, list):
+        return doc
+    out, ids = [], {}
+    for node in nodes:
+        ref = node.get("credentialId") if isinstance(node, dict) else None
+        if isinstance(ref, str) and ref and not ref.startswith(KINDS["credential"].prefix):
+            if ref not in ids:
+                try:
+                    ids[ref] = resolve(ctx, "credential", ref)
+                except ApiError as e:
+                    raise ApiError(e.code, f"Node '{node.get('id')}': {e.message}", e.detail) from None
+            node = {**node, "credentialId": ids[ref]}
+        out.append(node)
+    return {**doc, "nodes": out}
 
 
 @app.command("list")

@@ -78,11 +78,20 @@ def detail_json(conn, row) -> dict:
 
 # --- validation ------------------------------------------------------------------------------
 
-def usable_credential(conn, cred_id, me: str):
-    """The credential if the caller may use it; 404 if unseen, 403 if shared as viewer only."""
+def usable_credential(conn, cred_id, me: str, where: str = ""):
+    """The credential if the caller may use it; 404 if unseen, 403 if shared as viewer only.
+    The API takes ids: a name given here is not found, and the message says where the id is
+    (`wsctl workflow import` resolves names in the file before it sends it)."""
     if not isinstance(cred_id, str) or not 1 <= len(cred_id) <= 200:
-        raise v.bad("'credentialId' must be a credential id (a string).")
-    row = visible_credential(conn, cred_id, me)
+        raise v.bad(f"{where}'credentialId' must be a credential id (a string).")
+    try:
+        row = visible_credential(conn, cred_id, me)
+    except ApiError as e:
+        if e.code != "not_found" or cred_id.startswith("cred_"):
+            raise
+        raise ApiError("not_found", f"{where}no credential with id '{cred_id[:100]}': 'credentialId' takes a credential's "
+                       "id (cred_…), not its name. `wsctl vault list` shows the ids; `wsctl workflow import` "
+                       "turns names into ids for you.") from None
     if row["access"] == "viewer":
         raise ApiError("forbidden", f"Credential {cred_id} is shared with you as viewer only; "
                                     "ask its owner for user access or wire one of your own.")
@@ -135,7 +144,7 @@ def check_nodes(conn, nodes, me: str) -> list[dict]:
             if provider is None:
                 raise v.bad(f"{where}unknown triggerId {str(tid)[:80]!r}; run `wsctl trigger list` for the ids.")
         if node.get("credentialId") is not None:
-            check_service(provider, usable_credential(conn, node["credentialId"], me))
+            check_service(provider, usable_credential(conn, node["credentialId"], me, where))
         if node.get("inputs") is not None:
             check_inputs(node["inputs"], where)
     return nodes

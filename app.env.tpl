@@ -1,0 +1,1 @@
+STRIPE_KEY={{ wsctl://stripe-live/apiKey }}
