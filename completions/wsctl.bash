@@ -6,7 +6,7 @@ _wsctl_spec() {
     cmds='' opts='' argopts='' fileopts='' diropts='' args='' argchoices='' argvalues='' argmulti=''
     case "$1" in
         '')
-            cmds='init serve api mcp auth profile members keys vault catalog specialist memory skill trigger workflow admin completion man' opts='--profile -p --json --debug --version --jq --help -h' argopts='--profile -p --jq'
+            cmds='init serve api mcp events auth profile members keys vault catalog specialist memory skill trigger workflow admin webhooks completion man' opts='--profile -p --json --debug --version --jq --help -h' argopts='--profile -p --jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'init')
@@ -23,6 +23,10 @@ _wsctl_spec() {
             argvalues='' argmulti='' ;;
         'mcp')
             cmds='' opts='--http --json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
+        'events')
+            cmds='' opts='--type -t --subject --follow -f --interval --json --jq --limit -L --all --help -h' argopts='--type -t --subject --interval --jq --limit -L'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'auth')
@@ -407,6 +411,30 @@ _wsctl_spec() {
             argvalues='' argmulti='' ;;
         'admin copy-workspace')
             cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
+        'webhooks')
+            cmds='add list remove test deliveries' opts='--help -h' argopts=''
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
+        'webhooks add')
+            cmds='' opts='--event -e --json --jq --help -h' argopts='--event -e --jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
+        'webhooks list')
+            cmds='' opts='--json --jq --limit -L --all --help -h' argopts='--jq --limit -L'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
+        'webhooks remove')
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
+        'webhooks test')
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
+        'webhooks deliveries')
+            cmds='' opts='--json --jq --limit -L --all --help -h' argopts='--jq --limit -L'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'completion')

@@ -137,7 +137,7 @@ def test_rotate_key_reseals_everything_and_drops_the_old_key(backend):
         assert len(before) == 1
         r = backend.api("POST", "/v1/admin/rotate-key")
         assert r.status == 200, r.body
-        assert r.body == {"credentials": 2, "oauthClients": 1, "connections": 0, "keySource": "file",
+        assert r.body == {"credentials": 2, "oauthClients": 1, "connections": 0, "webhooks": 0, "keySource": "file",
                           "retiredKeys": 1}
         after = _fps(backend.workspace)
         assert len(after) == 1 and after != before

@@ -36,6 +36,7 @@ GROUPS = [
     ("trigger", "trigger", "Trigger providers that start workflows."),
     ("workflow", "workflow", "Workflows and apps."),
     ("admin", "admin", "Workspace administration (key rotation)."),
+    ("webhooks", "webhooks", "Signed webhook subscriptions to the event feed."),
 ]
 # Top-level commands, imported and built when used; listed with the first sentence of their
 # function's docstring (tests/cli/test_imports.py checks the listing against the built command).
@@ -44,6 +45,7 @@ COMMANDS = [
     ("serve", "serve", "serve", "Serve a workspace over HTTP at /v1, with the hosted sign-in and connect pages."),
     ("api", "api", "api", "Call any route of the API and print its JSON body."),
     ("mcp", "mcp", "mcp", "Serve the workspace to an AI agent as Model Context Protocol tools (stdio)."),
+    ("events", "events", "events", "Show the workspace's event feed: what happened, newest first."),
 ]
 # Top-level commands built only when used, as the groups are: (module, function, name, help, hidden).
 LAZY_COMMANDS = [
@@ -151,7 +153,8 @@ def lazy_group(info: TyperInfo, path: tuple[str, ...]) -> LazyGroup:
 LISTS = {("vault", "list"), ("vault", "log"), ("members", "list"), ("keys", "list"), ("specialist", "list"),
          ("specialist", "connections"), ("specialist", "files", "list"), ("skill", "list"), ("skill", "versions"),
          ("trigger", "list"), ("workflow", "list"), ("catalog", "integrations"), ("catalog", "operations"),
-         ("catalog", "history"), ("memory", "files"), ("profile", "list")}
+         ("catalog", "history"), ("memory", "files"), ("profile", "list"), ("events",), ("webhooks", "list"),
+         ("webhooks", "deliveries")}
 
 
 def add_scripting_options(command: _click.Command, path: tuple[str, ...]) -> None:

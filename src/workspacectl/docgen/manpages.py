@@ -62,6 +62,10 @@ ENVIRONMENT = [
                                "value is refused (exit 7)."),
     ("WSCTL_MEMORY_INTERVAL", "Seconds between the memory agent's runs in wsctl serve, 0 to 604800 "
                               "(0 turns it off; default 300; --memory-interval wins)."),
+    ("WSCTL_WEBHOOK_INTERVAL", "Seconds between the webhook sender's looks for due deliveries in wsctl serve, "
+                               "0 to 3600 (0 turns it off in that process; default 2)."),
+    ("WSCTL_WEBHOOK_BACKOFF_SECONDS", "The first retry delay of a failed webhook delivery, 0 to 86400 (default 5); "
+                                      "each later one is 4 times the one before, at most 6 hours, 8 attempts in all."),
     ("WSCTL_MEMORY_POLICY", "How the memory agent folds notes into guides, by name (instead of the "
                             "workspace setting memory.folding_policy; default section-append)."),
     ("WSCTL_DEBUG", "Set to 1 to do what --debug does: trace each request (method, URL, status, time; "

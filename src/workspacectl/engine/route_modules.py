@@ -70,6 +70,11 @@ ROUTE_MODULES: dict[str, str] = {
     "/v1/skills/{id}/publish":                      "workspacectl.engine.skills.bundles",
     "/v1/skills/{id}/versions":                     "workspacectl.engine.skills.versions",
     "/v1/skills/{id}/versions/{versionId}/revert":  "workspacectl.engine.skills.versions",
+    "/v1/events":                                   "workspacectl.engine.events.feed",
+    "/v1/webhooks":                                 "workspacectl.engine.events.webhooks",
+    "/v1/webhooks/{id}":                            "workspacectl.engine.events.webhooks",
+    "/v1/webhooks/{id}/test":                       "workspacectl.engine.events.webhooks",
+    "/v1/webhooks/{id}/deliveries":                 "workspacectl.engine.events.webhooks",
     "/v1/triggers":                                 "workspacectl.engine.catalog.triggers",
     "/v1/triggers/{triggerId}":                     "workspacectl.engine.catalog.triggers",
 }

@@ -107,6 +107,15 @@ ROUTE_SCOPES: dict[tuple[str, str], str] = {
     ("POST", "/v1/skills/{id}/publish"): "skills:manage",
     ("GET", "/v1/skills/{id}/versions"): "skills:manage",
     ("POST", "/v1/skills/{id}/versions/{versionId}/revert"): "skills:manage",
+    # Events and webhooks (issue 30): the feed is vault:read for a platform key (an owner or admin
+    # sees every event, another member its credentials' events); subscriptions are sessions only.
+    ("GET", "/v1/events"): "vault:read",
+    ("GET", "/v1/webhooks"): SESSION,
+    ("POST", "/v1/webhooks"): SESSION,
+    ("GET", "/v1/webhooks/{id}"): SESSION,
+    ("DELETE", "/v1/webhooks/{id}"): SESSION,
+    ("POST", "/v1/webhooks/{id}/test"): SESSION,
+    ("GET", "/v1/webhooks/{id}/deliveries"): SESSION,
     # Trigger providers (seed; contract §9)
     ("GET", "/v1/triggers"): "triggers:manage",
     ("GET", "/v1/triggers/{triggerId}"): "triggers:manage",

@@ -215,10 +215,18 @@ def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
     engine = Engine(ws)
     from workspacectl.server.memory_timer import resolve_interval, start_memory_timer
 
+    from workspacectl.server.webhook_worker import start_webhook_worker
+
     timer = start_memory_timer(ws, resolve_interval(memory_interval))
+    webhooks = start_webhook_worker(ws)
+
+    def on_shutdown() -> None:
+        webhooks.stop()
+        timer.stop()
+
     # uvicorn re-raises SIGTERM once it has shut down (the process then ends by the signal), so
     # the timer is stopped and its lease handed on in the app's shutdown, not after run().
-    app = create_app(engine, public_url, worker, on_shutdown=timer.stop, on_ready=on_ready,
+    app = create_app(engine, public_url, worker, on_shutdown=on_shutdown, on_ready=on_ready,
                      access_write=access_write)
     if worker is None:
         announce(ws.shown, sock)

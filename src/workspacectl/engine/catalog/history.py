@@ -78,6 +78,7 @@ def client_secret_moves(moved: list[str]) -> bool:
 def reset_credentials(ws, conn, service: str) -> int:
     """Erase the secrets of every credential of the service and mark it needs_reconnect; fail its
     pending connections. Inside the caller's transaction. Answers how many credentials."""
+    from workspacectl.engine.events.record import record_event
     from workspacectl.engine.vault.credentials import precise_now, seal_secrets
     from workspacectl.engine.store import vault as vault_store
 
@@ -87,6 +88,8 @@ def reset_credentials(ws, conn, service: str) -> int:
         vault_store.update_secrets(conn, cred_id, secret_blob=seal_secrets(ws, cred_id, {}), secret_names=[],
                                    now=now, refreshed_at=precise_now(), expires_at=None, reset_status=False)
         vault_store.set_status(conn, cred_id, "needs_reconnect", now, "catalog_redirected")
+        record_event(conn, "credential.broken", subject_id=cred_id,
+                     data={"service": service, "status": "needs_reconnect", "reason": "catalog_redirected"})
     history.fail_pending_connections(conn, service, "The service's provider address changed; start again.", now)
     return len(ids)
 

@@ -2,7 +2,8 @@
 
 Order (engine/crypto/__init__.py explains why no failure loses data): the new key is stored next to the
 old ones; one transaction re-seals every sealed column of the workspace (credential secrets,
-OAuth client secrets, connection links and PKCE verifiers: store.vault.SEALED_COLUMNS) and
+OAuth client secrets, connection links and PKCE verifiers, webhook signing secrets:
+store.vault.SEALED_COLUMNS) and
 records the new key as current; only then, if a scan finds nothing sealed under an old key, the
 old keys are dropped. Answers counts, never key material.
 """
@@ -22,8 +23,10 @@ AAD = {
     ("integrations", "oauth_client_secret"): lambda key: f"oauth-client:{key}",
     ("connections", "link_sealed"): lambda key: f"connection-link:{key}",
     ("connections", "pkce_sealed"): lambda key: f"connection-pkce:{key}",
+    ("webhooks", "secret_sealed"): lambda key: f"webhook:{key}",   # engine/events/delivery.secret_aad
 }
-COUNT_NAME = {"credentials": "credentials", "integrations": "oauthClients", "connections": "connections"}
+COUNT_NAME = {"credentials": "credentials", "integrations": "oauthClients", "connections": "connections",
+              "webhooks": "webhooks"}
 
 
 def _fingerprints(conn) -> set[bytes]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from workspacectl import clock
 from workspacectl.engine.db import transaction
+from workspacectl.engine.events.record import record_event
 from workspacectl.engine.identity.render import secret_json
 from workspacectl.engine.pagination import name_filter, page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
@@ -42,6 +43,8 @@ def create_key(ctx: Ctx) -> Response:
     secret = new_secret(f"ws_{kind}_")
     with transaction(ctx.db):
         row = store.insert_secret(ctx.db, kind, ctx.caller.member_id, sha256_hex(secret), name, scopes, expires_at)
+        record_event(ctx.db, "key.created", subject_id=row["id"], actor_id=ctx.caller.member_id,
+                     data={"kind": kind, "name": name, "scopes": scopes})
     out = secret_json(row)
     return Response(201, {"id": out["id"], "secret": secret, "kind": kind, "scopes": out["scopes"], "name": name,
                           "memberId": out["memberId"], "createdAt": out["createdAt"], "expiresAt": expires_at})
@@ -67,5 +70,8 @@ def revoke_key(ctx: Ctx) -> Response:
         ctx.caller.is_admin or row["member_id"] == ctx.caller.member_id)
     if not visible or row["revoked_at"]:
         raise ApiError("not_found", f"No key '{ctx.params['id']}'. Run `wsctl keys list`.")
-    store.revoke_secret(ctx.db, row["id"])
+    with transaction(ctx.db):
+        if store.revoke_secret(ctx.db, row["id"]):
+            record_event(ctx.db, "key.revoked", subject_id=row["id"], actor_id=ctx.caller.member_id,
+                         data={"kind": row["kind"], "name": row["name"]})
     return Response(204)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from workspacectl.engine.identity.auth import make_login_code
 from workspacectl.engine.identity.render import member_json
 from workspacectl.engine.db import transaction
+from workspacectl.engine.events.record import record_event
 from workspacectl.engine.pagination import name_filter, page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.store import identity as store
@@ -43,6 +44,9 @@ def add_member(ctx: Ctx) -> Response:
         raise ApiError("forbidden", "Only an owner may add another owner.")
     with transaction(ctx.db):
         member = store.insert_member(ctx.db, name, email, role)
+        if member is not None:
+            record_event(ctx.db, "member.added", subject_id=member["id"], actor_id=ctx.caller.member_id,
+                         data={"email": email, "role": role})
     if member is None:
         raise ApiError("conflict", f"A member with email {email} already exists.")
     return Response(201, member_json(member))

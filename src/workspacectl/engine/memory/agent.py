@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from workspacectl import clock
 from workspacectl.engine import validate as v
 from workspacectl.engine.db import checkpoint, checkpoints_by_hand, transaction
+from workspacectl.engine.events.record import record_event
 from workspacectl.engine.registry import Ctx, route
 from workspacectl.engine.store import memory as store
 
@@ -112,6 +113,11 @@ class _Run:
             if outcome["folded"]:
                 self.version += 1
                 store.update_guide(conn, doc["id"], draft.text(), self.version, now)
+            if outcome["folded"] or outcome["dropped"]:
+                owner_type, member_id = self.owner
+                record_event(conn, "memory.folded", subject_id=member_id or owner_type,
+                             data={"ownerType": owner_type, "membershipId": member_id, "version": self.version,
+                                   "folded": len(outcome["folded"]), "dropped": len(outcome["dropped"])})
         self.draft = draft
         for k, ids in outcome.items():
             self.done[k] += ids

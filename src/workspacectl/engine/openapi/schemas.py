@@ -256,7 +256,7 @@ ROUTE_DOCS: dict[tuple[str, str], dict] = {
         "body": obj({"clientId": text(1, 1000), "clientSecret": text(1, 4000)}, required="all"),
         "responses": {200: ref("IntegrationDetail")}},
     ("POST", "/v1/admin/rotate-key"): {"responses": {200: obj({
-        "credentials": INT, "oauthClients": INT, "connections": INT,
+        "credentials": INT, "oauthClients": INT, "connections": INT, "webhooks": INT,
         "keySource": text(enum=["env", "keyring", "file"]), "retiredKeys": INT}, required="all")}},
     # trigger providers
     ("GET", "/v1/triggers"): {
@@ -307,8 +307,9 @@ ROUTE_DOCS.update({
 # --- projects, workflows and skills, each in its own module -------------------------------------
 from workspacectl.engine.openapi import schemas_projects as _projects  # noqa: E402
 from workspacectl.engine.openapi import schemas_skills as _skills  # noqa: E402
+from workspacectl.engine.openapi import schemas_events as _events  # noqa: E402
 
-for _part in (_projects, _skills):
+for _part in (_projects, _skills, _events):
     assert not set(_part.COMPONENTS) & set(COMPONENTS) and not set(_part.ROUTE_DOCS) & set(ROUTE_DOCS), _part
     COMPONENTS.update(_part.COMPONENTS)
     ROUTE_DOCS.update(_part.ROUTE_DOCS)

@@ -17,6 +17,7 @@ TAGS: list[dict] = [
     {"name": "memory", "description": "Organization and membership memory: guide, files, proposals, agent."},
     {"name": "skills", "description": "Skills: bundles, files, versions, publishing and platform skills."},
     {"name": "triggers", "description": "Trigger providers (webhook, cron, poll)."},
+    {"name": "events", "description": "The event feed and signed webhook subscriptions."},
     {"name": "admin", "description": "Workspace administration: key rotation."},
     {"name": "meta", "description": "This description of the API."},
 ]
@@ -27,6 +28,7 @@ _PREFIXES = [
     ("/v1/integrations", "catalog"), ("/v1/operations", "catalog"), ("/v1/admin/catalog", "catalog"),
     ("/v1/admin/", "admin"), ("/v1/projects", "projects"), ("/v1/workflows", "projects"),
     ("/v1/memory", "memory"), ("/v1/skills", "skills"), ("/v1/triggers", "triggers"),
+    ("/v1/events", "events"), ("/v1/webhooks", "events"),
     ("/v1/openapi.json", "meta"),
 ]
 
@@ -39,6 +41,13 @@ def tag_of(path: str) -> str | None:
 
 
 SUMMARIES: dict[tuple[str, str], str] = {
+    ("GET", "/v1/events"): "The event feed: what happened (credentials, keys, members, skills, memory), cursor-paged.",
+    ("POST", "/v1/webhooks"): "Subscribe a URL to events; the signing secret (whsec_) is shown once.",
+    ("GET", "/v1/webhooks"): "List webhook subscriptions (owner or admin).",
+    ("GET", "/v1/webhooks/{id}"): "One webhook subscription, without its secret.",
+    ("DELETE", "/v1/webhooks/{id}"): "Remove a webhook subscription and its delivery log.",
+    ("POST", "/v1/webhooks/{id}/test"): "Send a signed webhook.test event to the subscription now.",
+    ("GET", "/v1/webhooks/{id}/deliveries"): "A subscription's delivery log, newest first.",
     ("POST", "/v1/memory/agent/run"): "Run the memory agent now on organization memory and the caller's own.",
     ("GET", "/v1/memory/{ownerType}"): "The memory guide and the notes waiting for the memory agent.",
     ("POST", "/v1/admin/rotate-key"): "Rotate the workspace key: reseal every secret under a new key (owner session).",

@@ -14,6 +14,7 @@ from workspacectl.formats import skill_bundle as fmt
 from workspacectl.engine import validate as v
 from workspacectl.engine.blobs.staging import FileRef
 from workspacectl.engine.db import transaction
+from workspacectl.engine.events.record import record_event
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.skills.records import load_skill, reload, skill_json
@@ -98,6 +99,8 @@ def publish_refs(ctx: Ctx, row, files: dict[str, FileRef], staged: dict, source:
         vid = store.insert_version(ctx.db, row["id"], number, ctx.caller.member_id, source, sha, manifest)
         store.update_skill(ctx.db, row["id"], {"version": number, "status": "published",
                                                "description": meta["description"]})
+        record_event(ctx.db, "skill.published", subject_id=row["id"], actor_id=ctx.caller.member_id,
+                     data={"skill": row["name"], "version": number, "source": source})
         return store.get_version(ctx.db, vid)
 
 

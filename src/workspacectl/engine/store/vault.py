@@ -247,6 +247,7 @@ SEALED_COLUMNS = (
     ("integrations", "service", "oauth_client_secret"),
     ("connections", "id", "link_sealed"),
     ("connections", "id", "pkce_sealed"),
+    ("webhooks", "id", "secret_sealed"),
 )
 
 

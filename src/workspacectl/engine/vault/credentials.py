@@ -13,6 +13,7 @@ import json
 from workspacectl import clock
 from workspacectl.engine import crypto
 from workspacectl.engine.db import transaction
+from workspacectl.engine.events.record import record_event
 from workspacectl.engine.ids import new_id
 from workspacectl.engine.store import vault as store
 from workspacectl.engine.vault import credential_names
@@ -167,6 +168,8 @@ def create_credential(ws, conn, *, owner_member_id: str, service: str, name: str
                                 secret_names=sorted(secrets), secret_blob=blob,
                                 token_type=(token_type or ("Bearer" if ctype == "oauth2" else None)),
                                 expires_at=expires_at, now=now, refreshed_at=precise_now())
+        record_event(conn, "credential.connected", subject_id=cred_id, actor_id=owner_member_id,
+                     data={"service": service, "name": name})
         row = store.get_credential_for(conn, cred_id, owner_member_id)
         return credential_detail(conn, row)
 
@@ -186,6 +189,8 @@ def reconnect_credential(ws, conn, cred_id: str, *, secrets: dict[str, str], fie
                              secret_names=sorted(secrets), now=clock.now_iso(), refreshed_at=precise_now(),
                              expires_at=expires_at,
                              token_type=token_type, scopes=scopes, fields=merged_fields)
+        record_event(conn, "credential.reconnected", subject_id=cred_id, actor_id=row["owner_member_id"],
+                     data={"service": row["service"], "name": row["name"]})
         return credential_detail(conn, store.get_credential_for(conn, cred_id, row["owner_member_id"]))
 
 

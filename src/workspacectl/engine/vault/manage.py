@@ -10,6 +10,7 @@ from workspacectl.engine.vault.credentials import (MAX_FIELD_CHARS, MAX_SECRET_C
                                              owned_credential, precise_now, reveal_all, seal_secrets,
                                              secret_field_names)
 from workspacectl.engine.db import transaction
+from workspacectl.engine.events.record import record_event
 from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.store import vault as store
 from workspacectl.errors import ApiError
@@ -82,6 +83,9 @@ def replace_data(ctx: Ctx) -> dict:
         store.update_secrets(conn, row["id"], secret_blob=seal_secrets(ctx.ws, row["id"], merged),
                              secret_names=sorted(merged), now=clock.now_iso(), refreshed_at=precise_now(),
                              expires_at=sealed["expires_at"], fields=fields)
+        record_event(conn, "credential.updated", subject_id=row["id"], actor_id=ctx.caller.member_id,
+                     data={"service": row["service"], "name": row["name"],
+                           "changed": sorted({*new_secrets, *new_fields})})
         return credential_detail(conn, store.get_credential_for(conn, row["id"], ctx.caller.member_id))
 
 
@@ -111,9 +115,14 @@ def sync_credential(ctx: Ctx) -> dict:
         # An inconclusive probe keeps what we knew; a refresh that just worked proves the grant.
         status = found or ("ok" if row["credential_type"] == "oauth2" else sealed["status"])
     with transaction(conn):
-        if store.get_credential(conn, row["id"]) is None:
+        current = store.get_credential(conn, row["id"])
+        if current is None:
             raise ApiError("not_found", f"No credential {row['id']}.")
         store.set_synced(conn, row["id"], clock.now_iso(), status)
+        if status in ("needs_reconnect", "invalid") and current["status"] != status:
+            record_event(conn, "credential.broken", subject_id=row["id"], actor_id=ctx.caller.member_id,
+                         data={"service": row["service"], "name": row["name"], "status": status,
+                               "reason": "probe_refused"})
         return credential_detail(conn, store.get_credential_for(conn, row["id"], ctx.caller.member_id))
 
 
@@ -135,6 +144,8 @@ def rename_credential(ctx: Ctx) -> dict:
         require_free(conn, name, except_id=row["id"])
         if name != row["name"]:
             store.rename_credential(conn, row["id"], name, clock.now_iso())
+            record_event(conn, "credential.renamed", subject_id=row["id"], actor_id=ctx.caller.member_id,
+                         data={"service": row["service"], "name": name})
         return credential_detail(conn, store.get_credential_for(conn, row["id"], ctx.caller.member_id))
 
 
@@ -158,5 +169,7 @@ def delete_credential(ctx: Ctx) -> Response:
                 raise ApiError("upstream_failed", f"{e.message} The credential was kept; try again, or delete it "
                                "here only with `wsctl vault delete --force` (?force=true).") from None
     with transaction(conn):
-        store.delete_credential(conn, row["id"])
+        if store.delete_credential(conn, row["id"]):
+            record_event(conn, "credential.deleted", subject_id=row["id"], actor_id=ctx.caller.member_id,
+                         data={"service": row["service"], "name": row["name"]})
     return Response(204)

@@ -14,6 +14,7 @@ from workspacectl.engine import validate as v
 from workspacectl.engine.vault.credentials import (NEVER_ISSUED, credential_detail, env_vars, list_entry, open_secrets,
                                              owned_credential, precise_now, visible_credential)
 from workspacectl.engine.db import transaction
+from workspacectl.engine.events.record import record_event
 from workspacectl.engine.registry import Ctx, route
 from workspacectl.engine.store import identity as identity_store
 from workspacectl.engine.store import vault as store
@@ -166,6 +167,8 @@ def put_sharing(ctx: Ctx) -> dict:
             store.delete_grant(conn, row["id"], grantee)
         else:
             store.set_grant(conn, row["id"], grantee, role, clock.now_iso())
+        record_event(conn, "credential.shared", subject_id=row["id"], actor_id=ctx.caller.member_id,
+                     data={"service": row["service"], "name": row["name"], "grantee": grantee, "role": role})
         return credential_detail(conn, store.get_credential_for(conn, row["id"], ctx.caller.member_id))
 
 

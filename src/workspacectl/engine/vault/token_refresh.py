@@ -24,6 +24,7 @@ from workspacectl import clock
 from workspacectl.engine.vault import oauth
 from workspacectl.engine.vault.credentials import open_secrets, precise_now, reveal_all, seal_secrets
 from workspacectl.engine.db import must_not_wait, transaction
+from workspacectl.engine.events.record import record_event
 from workspacectl.engine.store import vault as store
 from workspacectl.errors import ApiError
 
@@ -139,6 +140,9 @@ def _refresh_with_lease(ws, conn, row, owner: str) -> bool:
         with transaction(conn):
             store.set_status(conn, cred_id, "needs_reconnect", clock.now_iso(), "invalid_grant")
             store.release_refresh_lease(conn, cred_id, owner)
+            record_event(conn, "credential.broken", subject_id=cred_id,
+                         data={"service": service, "name": row["name"], "status": "needs_reconnect",
+                               "reason": "invalid_grant"})
         raise reconnect_error(service, cred_id) from None
     except oauth.OAuthNotConfigured:
         with transaction(conn):  # the catalog's fault, not the provider's: no back-off
@@ -168,4 +172,5 @@ def _refresh_with_lease(ws, conn, row, owner: str) -> bool:
                              token_type=tokens.token_type, scopes=tokens.scopes,
                              fields=fields if tokens.fields else None)
         store.release_refresh_lease(conn, cred_id, owner)
+        record_event(conn, "credential.refreshed", subject_id=cred_id, data={"service": service, "name": row["name"]})
     return True

@@ -1,0 +1,145 @@
+"""Webhook subscriptions (owner or admin session): add, list, show, remove, test, delivery log.
+
+    POST   /v1/webhooks {url, events}       -> 201 {id, url, events, secret, createdBy, createdAt}
+    GET    /v1/webhooks                     -> {webhooks: [...], nextCursor}
+    GET    /v1/webhooks/{id}                -> the subscription (never its secret)
+    DELETE /v1/webhooks/{id}                -> 204, its pending deliveries and log with it
+    POST   /v1/webhooks/{id}/test           -> a webhook.test event delivered to it now: the delivery
+    GET    /v1/webhooks/{id}/deliveries     -> {deliveries: [...], nextCursor}, newest first
+
+`events` lists event types (record.EVENT_TYPES), families (`credential.*`) or `*` for all. The
+signing secret (`whsec_…`, Standard Webhooks) is answered once, at creation, and kept sealed like
+every other secret. The URL follows the outbound rules of catalog URLs (engine/catalog/urls.py:
+no link-local or cloud metadata address; checked again, resolved, at every attempt).
+"""
+from __future__ import annotations
+
+import json
+from urllib.parse import urlsplit
+
+from workspacectl import clock
+from workspacectl.engine import crypto, pagination
+from workspacectl.engine import validate as v
+from workspacectl.engine.catalog.urls import import_refusal
+from workspacectl.engine.db import transaction
+from workspacectl.engine.events import delivery
+from workspacectl.engine.events.feed import FAMILIES
+from workspacectl.engine.events.record import EVENT_TYPES, record_event
+from workspacectl.engine.events.signing import new_secret
+from workspacectl.engine.ids import new_id
+from workspacectl.engine.leases import new_holder
+from workspacectl.engine.registry import Ctx, Response, route
+from workspacectl.engine.store import events as store
+from workspacectl.errors import ApiError
+
+MAX_URL = 2000
+MAX_TYPES = 50
+
+
+def _require_admin(ctx: Ctx) -> None:
+    if not ctx.caller.is_admin:
+        raise ApiError("forbidden", "Only a workspace owner or admin may manage webhooks.")
+
+
+def _webhook_json(row) -> dict:
+    try:
+        events = json.loads(row["events_json"])
+    except ValueError:
+        events = []
+    return {"id": row["id"], "url": row["url"], "events": events, "createdBy": row["created_by"],
+            "createdAt": row["created_at"]}
+
+
+def _own(ctx: Ctx):
+    _require_admin(ctx)
+    row = store.get_webhook(ctx.db, ctx.params["id"])
+    if row is None:
+        raise ApiError("not_found", f"No webhook '{ctx.params['id'][:100]}'. Run `wsctl webhooks list`.")
+    return row
+
+
+def check_url(url: str) -> str:
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        parts.port  # noqa: B018 (a port that is not a number raises here)
+    except ValueError:
+        raise v.bad("'url' is not a valid URL; give an http(s) URL such as https://hooks.example.com/wsctl.") from None
+    if parts.scheme not in ("http", "https") or not host:
+        raise v.bad("'url' must be an http(s) URL with a host, such as https://hooks.example.com/wsctl.")
+    why = import_refusal(url)
+    if why:
+        raise v.bad(f"'url' is refused: {why}. Webhooks may not call link-local or cloud metadata addresses.")
+    return url
+
+
+def check_types(types: list[str]) -> list[str]:
+    if not types:
+        raise v.bad('\'events\' lists at least one event type, or ["*"] for all.')
+    for t in types:
+        if t != "*" and t not in EVENT_TYPES and not (t.endswith(".*") and t[:-2] in FAMILIES):
+            raise v.bad(f"Unknown event type '{t[:100]}'. Types: {', '.join(EVENT_TYPES)}; a family such as "
+                        "credential.*; or * for all.")
+    return list(dict.fromkeys(types))
+
+
+@route("POST", "/v1/webhooks")
+def create_webhook(ctx: Ctx) -> Response:
+    _require_admin(ctx)
+    body = v.body_dict(ctx, allow_empty=False)
+    url = check_url(v.string(body, "url", max_len=MAX_URL))
+    types = check_types(v.string_list(body, "events", max_items=MAX_TYPES) if "events" in body else ["*"])
+    webhook_id = new_id("wh")
+    secret = new_secret()
+    sealed = crypto.seal(ctx.ws, delivery.secret_aad(webhook_id), secret.encode())
+    with transaction(ctx.db):
+        store.insert_webhook(ctx.db, webhook_id=webhook_id, url=url, events=types, secret_sealed=sealed,
+                             created_by=ctx.caller.member_id, now=clock.now_iso())
+        row = store.get_webhook(ctx.db, webhook_id)
+    return Response(201, {**_webhook_json(row), "secret": secret})
+
+
+@route("GET", "/v1/webhooks")
+def list_webhooks(ctx: Ctx) -> dict:
+    _require_admin(ctx)
+    limit, after = pagination.page_args(ctx, str)
+    rows = store.list_webhooks(ctx.db, after, limit + 1)
+    return pagination.page("webhooks", rows, limit, lambda r: r["id"], _webhook_json)
+
+
+@route("GET", "/v1/webhooks/{id}")
+def get_webhook(ctx: Ctx) -> dict:
+    return _webhook_json(_own(ctx))
+
+
+@route("DELETE", "/v1/webhooks/{id}")
+def delete_webhook(ctx: Ctx) -> Response:
+    row = _own(ctx)
+    with transaction(ctx.db):
+        store.delete_webhook(ctx.db, row["id"])
+    return Response(204)
+
+
+@route("POST", "/v1/webhooks/{id}/test")
+def test_webhook(ctx: Ctx) -> dict:
+    """A webhook.test event, delivered to this subscription alone, attempted now in this request
+    (on every door: the local backend too). A failed attempt stays pending and is retried like any."""
+    row = _own(ctx)
+    with transaction(ctx.db):
+        event_id = record_event(ctx.db, "webhook.test", subject_id=row["id"], actor_id=ctx.caller.member_id,
+                                data={"webhookId": row["id"]}, only_webhook=row["id"])
+        seq = store.delivery_seq(ctx.db, row["id"], event_id)
+    assert seq is not None
+    holder = new_holder()
+    if delivery.claim(ctx.db, holder, seqs=[seq]):
+        delivery.send(ctx.ws, seq, holder)
+    found = store.get_delivery(ctx.db, store.delivery_id_of(ctx.db, seq))
+    return delivery.delivery_json(found)
+
+
+@route("GET", "/v1/webhooks/{id}/deliveries")
+def list_deliveries(ctx: Ctx) -> dict:
+    row = _own(ctx)
+    limit, before = pagination.page_args(ctx, int)
+    rows = store.list_deliveries(ctx.db, row["id"], before, limit + 1)
+    return pagination.page("deliveries", rows, limit, lambda r: r["seq"], delivery.delivery_json)
