@@ -79,14 +79,14 @@ class Receiver:
                     receiver.release.wait(120)
                 held = first and receiver.block_first   # its sender is gone by now in the drill: never acked
                 status = 500 if n <= receiver.fail_first or held else (204 if ok else 401)
+                with receiver.arrived:   # recorded before the answer: the sender may look right after it
+                    receiver.calls.append((headers.get("webhook-id", ""), json.loads(body or b"{}"), ok, status))
+                    receiver.arrived.notify_all()
                 try:
                     self.send_response(status)
                     self.send_header("content-length", "0")
                     self.end_headers()
                 except OSError:
-                    status = 0   # the sender went away (killed): this call was never answered
-                with receiver.arrived:
-                    receiver.calls.append((headers.get("webhook-id", ""), json.loads(body or b"{}"), ok, status))
-                    receiver.arrived.notify_all()
+                    pass   # the sender went away (killed): a held call is answered 500 anyway
 
         return Handler
