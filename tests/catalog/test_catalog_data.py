@@ -266,7 +266,7 @@ def test_builtin_services_served_as_written(backend):
 def test_builtin_triggers_served(backend):
     got = {t["triggerId"]: t for t in backend.ok("GET", "/v1/triggers", query={"limit": "500"})["triggers"]}
     for tid, service, t in all_triggers():
-        assert got[tid]["type"] == t["type"] and got[tid]["service"] == service, tid
+        assert got[tid]["type"] == t["type"] and got[tid]["service"] == (service or tid), tid   # generic: its own id
         if t["type"] == "poll":
             assert got[tid]["cadenceSeconds"] == t["cadenceSeconds"], tid
     hits = backend.ok("GET", "/v1/triggers", query={"q": "github"})["triggers"]

@@ -57,7 +57,9 @@ def test_list_has_the_seed_fields(orbit):
     by = {t["triggerId"]: t for t in triggers}
     assert triggers[0]["triggerId"] in ("webhook", "cron")  # generic providers come first
     assert by["webhook"]["type"] == "webhook" and by["cron"]["type"] == "cron"
-    assert by["webhook"]["service"] is None and by["webhook"]["requiresCredential"] is False
+    assert by["webhook"]["service"] == "webhook" and by["cron"]["service"] == "cron"   # strings, as the seed types them
+    assert by["webhook"]["requiresCredential"] is False
+    assert all(isinstance(t["service"], str) and t["service"] for t in triggers)
     assert set(by["webhook"]) == SEED_FIELDS and set(by["cron"]) == SEED_FIELDS
     assert by["orbit-new-satellite"] == {"type": "poll", "triggerId": "orbit-new-satellite", "name": "New Satellite",
                                          "description": "Fires when a SATELLITE is launched", "service": "orbit",
@@ -119,7 +121,11 @@ def test_pagination(orbit):
 
 def test_show(orbit):
     t = orbit.ok("GET", "/v1/triggers/cron")
-    assert t["type"] == "cron" and isinstance(t["config"].get("schedule"), str)
+    assert t["type"] == "cron" and t["service"] == "cron" and isinstance(t["config"].get("schedule"), str)
+    assert {t["triggerId"] for t in all_triggers(orbit, q="cron")} >= {"cron"}   # q matches that service too
+    # the generic providers' names are no catalog service's (so `service` stays unambiguous)
+    r = orbit.api("POST", "/v1/admin/catalog", {"content": 'service = "cron"\nname = "C"\ncredentialType = "noAuth"\n'})
+    assert r.status == 400 and "generic trigger provider" in r.body["error"]["message"], r.body
     r = orbit.api("GET", "/v1/triggers/nope")
     assert r.status == 404 and "wsctl trigger list" in r.body["error"]["message"]
 

@@ -99,7 +99,7 @@ def test_api_fields_headers_include_and_paginate(backend, specialists, tmp_path)
                       str(tmp_path / "desc.txt"), "-F", "icon=null")
     made = r.json["project"]
     assert (made["name"], made["description"]) == ("made-by-api", "from a file")
-    assert "icon" in made and made["icon"] is None  # -F null is JSON null
+    assert made["icon"] == "🤖"  # -F null is JSON null (the default icon; the text "null" is no emoji: 400)
     r = backend.wsctl("api", "PATCH", f"/projects/{made['id']}", "-F", "name=123", expect=7)
     assert "name" in r.err  # a number stays a number, which the route refuses for a name
     # -i: status line and headers, then the body

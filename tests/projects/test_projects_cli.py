@@ -64,7 +64,9 @@ def test_workflow_import_pin_connections(backend, tmp_path):
     imported = backend.wsctl("workflow", "import", wf_file)
     wid = imported.out.strip()
     assert wid.startswith("wf_") and "not ready" in imported.err
-    assert backend.wsctl("workflow", "show", wid, "--json").json == backend.ok("GET", f"/v1/workflows/{wid}")
+    shown = backend.wsctl("workflow", "show", wid, "--json").json   # each read records its use (lastUsedAt)
+    again = backend.ok("GET", f"/v1/workflows/{wid}")
+    assert shown == {**again, "lastUsedAt": shown["lastUsedAt"]} and shown["lastUsedAt"] <= again["lastUsedAt"]
     assert wid in backend.wsctl("workflow", "list").out
     app_file = tmp_path / "app.json"
     app_file.write_text(json.dumps(workflow_body("Board", kind="app", nodes=[])))

@@ -31,7 +31,8 @@ def test_import_and_read(backend):
                                "inputs": None, "ready": False, "missing": ["credentialId", "inputs"]}]
     app = make_workflow(backend, name="Dashboard", kind="app", nodes=[{"id": "w", "triggerId": "webhook"}])
     assert app["kind"] == "app" and app["nodes"][0]["ready"] is True
-    assert backend.ok("GET", f"/v1/workflows/{wf['id']}") == wf
+    read = backend.ok("GET", f"/v1/workflows/{wf['id']}")   # a read of the definition is a use
+    assert read == {**wf, "lastUsedAt": read["lastUsedAt"]} and read["lastUsedAt"] is not None
     listed = backend.ok("GET", "/v1/workflows")
     assert [w["id"] for w in listed["workflows"]] == [wf["id"], app["id"]] and "nodes" not in listed["workflows"][0]
     assert [w["id"] for w in backend.ok("GET", "/v1/workflows", query={"kind": "app"})["workflows"]] == [app["id"]]

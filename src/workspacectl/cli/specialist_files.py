@@ -17,7 +17,7 @@ import typer
 from workspacectl.cli.config import atomic_output
 from workspacectl.cli import choices
 from workspacectl.cli.context import all_pages, backend, state
-from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, info, list_table, progress_bar
+from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, info, json_switch, list_table, progress_bar
 from workspacectl.cli.specialist_refs import project_id
 from workspacectl.errors import ApiError
 
@@ -27,6 +27,12 @@ app.add_typer(bundle_app, name="bundle")
 
 IdArg = Annotated[str, typer.Argument(metavar="ID", click_type=choices.specialist(), help="Specialist id (proj_…) or its exact name.")]
 COLUMNS = [("path", "PATH"), ("size", "SIZE"), ("sha256", "SHA256"), ("updatedAt", "UPDATED")]
+# --json of the transfers, which print no one API body: their help says what they print instead.
+SavedJson = Annotated[bool, typer.Option("--json", callback=json_switch, help=(
+    "Print {path, bytes} as JSON: where the bundle was saved, its size."))]
+UploadJson = Annotated[bool, typer.Option("--json", callback=json_switch, help=(
+    "Print JSON: for a .tar.gz the API's body {added, updated}; for a folder "
+    "{added, updated, unchanged, deleted, bytesSent} over its calls."))]
 
 
 def _files_path(ctx: typer.Context, ref: str) -> str:
@@ -54,7 +60,7 @@ def rm(ctx: typer.Context, pid: IdArg,
 def download(ctx: typer.Context, pid: IdArg,
              output: Annotated[Optional[str], typer.Option(
                  "--output", "-o", metavar="FILE", help="Where to write (default ID.tar.gz; - for stdout).")] = None,
-             json: JsonOpt = False):
+             json: SavedJson = False):
     """Download every file as a tar.gz (entries at the root)."""
     as_json = json or state(ctx).json
     pid = project_id(ctx, pid)
@@ -87,7 +93,7 @@ def upload(ctx: typer.Context, pid: IdArg,
                                                   help="A folder (only changed files are sent) or a .tar.gz file.")],
            delete: Annotated[bool, typer.Option("--delete", help="Folder only: also remove the specialist's "
                                                 "files that are not in the folder (as rsync --delete).")] = False,
-           json: JsonOpt = False):
+           json: UploadJson = False):
     """Upload files: added or overwritten; others are kept unless --delete. A folder is compared with
     the specialist's files first (sha256) and only new or changed files are sent."""
     path = f"{_files_path(ctx, pid)}/bundle"

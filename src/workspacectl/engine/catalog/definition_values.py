@@ -13,6 +13,9 @@ import unicodedata
 from workspacectl.errors import ApiError
 
 SERVICE_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+# The generic trigger providers (catalog_data/_generic.toml) answer their own id as `service`
+# (the seed types it as a string), so no catalog service may take one of these names.
+GENERIC_SERVICES = ("webhook", "cron")
 MAX_NAME = 120
 MAX_SERVICE = 64
 

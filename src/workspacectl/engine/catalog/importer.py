@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-from workspacectl.engine.catalog.definition_values import MAX_NAME, MAX_SERVICE, SERVICE_RE, bad, jsonable, kebab
+from workspacectl.engine.catalog.definition_values import (GENERIC_SERVICES, MAX_NAME, MAX_SERVICE, SERVICE_RE, bad,
+                                                           jsonable, kebab)
 from workspacectl.engine.validate import text_problem
 
 CREDENTIAL_TYPES = ("oauth2", "apiKey", "platform", "noAuth")
@@ -164,6 +165,9 @@ def build_record(d: dict, where: str, service_override: str | None = None, *, le
     service = service_override if service_override is not None else _str(d, "service", where, required=True)
     if not SERVICE_RE.match(service) or len(service) > MAX_SERVICE:
         raise bad(where, f"service '{service[:80]}' must be lower kebab case (a-z, 0-9, '-'), at most {MAX_SERVICE} characters.")
+    if service in GENERIC_SERVICES:
+        raise bad(where, f"service '{service}' is the name of a generic trigger provider; choose another "
+                         "name (--service NAME, or `service` in the body).")
     credential_type = _str(d, "credentialType", where, required=True)
     if credential_type not in CREDENTIAL_TYPES:
         raise bad(where, f"'credentialType' must be one of {', '.join(CREDENTIAL_TYPES)}.")

@@ -62,7 +62,7 @@ def trigger_json(row, with_config: bool = False) -> dict:
         "triggerId": row["id"],
         "name": row["name"],
         "description": row["description"],
-        "service": row["service"],
+        "service": row["service"] or row["id"],   # a generic provider's own id (webhook, cron)
         "requiresCredential": bool(row["requires_credential"]),
     }
     if row["type"] == "poll":

@@ -35,7 +35,7 @@ def _matches(row, words: list[str]) -> bool:
     between SQLite (ASCII only) and PostgreSQL (by collation); the list is a few hundred rows."""
     if not words:
         return True
-    text = "\n".join(str(row[k] or "") for k in ("name", "service", "description")).casefold()
+    text = "\n".join((row["name"] or "", row["service"] or row["id"], row["description"] or "")).casefold()
     return all(w in text for w in words)
 
 

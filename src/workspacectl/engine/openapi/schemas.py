@@ -62,7 +62,8 @@ _INTEGRATION_DETAIL = {
 _OPERATION = {"opId": STR, "service": STR, "name": STR, "summary": STR, "method": STR, "path": STR}
 _TRIGGER = {
     "type": text(enum=["webhook", "cron", "poll"]), "triggerId": STR, "name": STR, "description": STR,
-    "service": nullable(STR), "requiresCredential": BOOL,
+    "service": text(description="The integration it watches; a generic provider's own id (webhook, cron)."),
+    "requiresCredential": BOOL,
     "cadenceSeconds": {"type": "integer", "description": "Poll providers only."},
 }
 

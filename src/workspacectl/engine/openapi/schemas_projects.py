@@ -19,7 +19,8 @@ _CREDENTIAL_TYPE = text(enum=["oauth2", "apiKey", "platform", "noAuth"])
 # --- shapes ------------------------------------------------------------------------------------
 
 _PROJECT = {
-    "id": STR, "name": STR, "description": nullable(STR), "icon": nullable(STR), "workerColor": nullable(STR),
+    "id": STR, "name": STR, "description": nullable(STR), "icon": text(description="One emoji; 🤖 when unset."),
+    "workerColor": text(description="A colour name; blue when unset."),
     "workerAccessories": obj({k: nullable(STR) for k in ACCESSORIES}, required="all"),
     "role": _ROLE, "isOwner": BOOL, "canEdit": BOOL,
     "ownerMembershipId": STR,
@@ -71,8 +72,8 @@ COMPONENTS: dict[str, dict] = {
 _PROJECT_FIELDS = {
     "name": text(1, 200, NOT_BLANK),
     "description": nullable(text(0, 2000)),
-    "icon": nullable(text(0, 16, description="An emoji (not checked).")),
-    "workerColor": nullable(text(0, 40, description="A colour name (not checked).")),
+    "icon": nullable(text(1, 32, description="Exactly one emoji (one grapheme cluster); null: the default 🤖.")),
+    "workerColor": nullable(text(1, 40, description="A colour name: letters, spaces, hyphens; null: the default blue.")),
     "workerAccessories": obj({k: nullable(STR) for k in ACCESSORIES},
                              description="Missing keys become null."),
 }

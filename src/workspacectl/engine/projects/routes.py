@@ -10,6 +10,7 @@ import json
 
 from workspacectl.engine import validate as v
 from workspacectl.engine.db import transaction
+from workspacectl.engine.projects import appearance
 from workspacectl.engine.pagination import name_filter, page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.store import projects as store
@@ -22,8 +23,8 @@ def project_json(row) -> dict:
     role = row["role"]
     org = {"role": row["org_role"]} if row["org_role"] else None
     return {
-        "id": row["id"], "name": row["name"], "description": row["description"], "icon": row["icon"],
-        "workerColor": row["worker_color"], "workerAccessories": json.loads(row["worker_accessories"]),
+        "id": row["id"], "name": row["name"], "description": row["description"], "icon": row["icon"] or appearance.DEFAULT_ICON,
+        "workerColor": row["worker_color"] or appearance.DEFAULT_COLOR, "workerAccessories": json.loads(row["worker_accessories"]),
         "role": role, "isOwner": role == "owner", "canEdit": role in ("owner", "editor"),
         "ownerMembershipId": row["owner_member_id"], "orgGrant": org, "isShared": row["grant_count"] > 0,
         "counts": {"workflows": row["n_workflows"], "apps": row["n_apps"], "skills": row["n_skills"],
@@ -61,9 +62,12 @@ def _fields(body: dict, creating: bool) -> dict:
         out["name"] = v.string(body, "name", max_len=200).strip()
         if not out["name"]:
             raise v.bad("'name' must not be blank.")
-    for key, limit in (("description", 2000), ("icon", 16), ("workerColor", 40)):
-        if key in body:
-            out[key] = v.string(body, key, required=False, min_len=0, max_len=limit)
+    if "description" in body:
+        out["description"] = v.string(body, "description", required=False, min_len=0, max_len=2000)
+    if "icon" in body:
+        out["icon"] = appearance.icon(body)
+    if "workerColor" in body:
+        out["workerColor"] = appearance.worker_color(body)
     if "workerAccessories" in body:
         acc = body["workerAccessories"]
         if not isinstance(acc, dict) or set(acc) - set(ACCESSORIES) or any(

@@ -194,7 +194,11 @@ def create_workflow(ctx: Ctx) -> Response:
 
 @route("GET", "/v1/workflows/{id}")
 def get_workflow(ctx: Ctx) -> dict:
-    return detail_json(ctx.db, load(ctx))
+    """The definition; reading it is a use (a run loads it, an app is opened with it): lastUsedAt."""
+    wid = load(ctx)["id"]
+    with transaction(ctx.db):
+        store.touch_used(ctx.db, wid)
+        return detail_json(ctx.db, load(ctx))
 
 
 @route("PUT", "/v1/workflows/{id}/triggers/{nodeId}/config")

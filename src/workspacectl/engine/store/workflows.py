@@ -55,6 +55,11 @@ def list_workflows(conn, me: str, after, limit: int, kind: str | None, project_i
                                    "pid": project_id, **args}, named)
 
 
+def touch_used(conn, wid: str) -> None:
+    """Record a use (a read of the definition: docs/api.md §7.5) without changing updatedAt."""
+    conn.execute("UPDATE workflows SET last_used_at = ? WHERE id = ?", (clock.now_iso(), wid))
+
+
 def set_nodes(conn, wid: str, nodes: list) -> None:
     conn.execute("UPDATE workflows SET nodes = ?, updated_at = ? WHERE id = ?", (json.dumps(nodes), clock.now_iso(), wid))
 
