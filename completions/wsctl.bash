@@ -138,7 +138,7 @@ _wsctl_spec() {
             fileopts='--output -o' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'vault run')
-            cmds='' opts='--reason -r --no-masking --var-names --help -h' argopts='--reason -r --var-names'
+            cmds='' opts='--reason -r --no-masking --var-names --watch --watch-interval --help -h' argopts='--reason -r --var-names --watch-interval'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='credential' argmulti='1' ;;
         'vault connect')

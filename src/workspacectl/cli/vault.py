@@ -248,12 +248,19 @@ def run(
     no_masking: Annotated[bool, typer.Option("--no-masking", help="Do not mask secret values in the output: the "
                                              "command writes straight to wsctl's stdout and stderr.")] = False,
     var_names: VarNamesOpt = "service",
+    watch: Annotated[bool, typer.Option("--watch", help="Restart the command (SIGTERM, then the new values) when a "
+                                        "credential it uses is reconnected, refreshed or has its fields changed, as "
+                                        "the event feed tells (GET /v1/events).")] = False,
+    watch_interval: Annotated[float, typer.Option("--watch-interval", min=0.2, max=300.0, metavar="SECONDS",
+                                                  help="With --watch: seconds between looks at the event feed.")] = 5.0,
 ):
     """Run CMD with the credentials' env vars set; secrets in its output are masked as ***.
 
     The command's exit code is passed through, and SIGINT, SIGTERM and SIGHUP are forwarded. On a
     terminal it still writes to a terminal (a pty), so it colours and line-buffers as usual. It never
-    outlives wsctl: if wsctl dies, even by SIGKILL, the command is killed too.
+    outlives wsctl: if wsctl dies, even by SIGKILL, the command is killed too. With --watch it is
+    restarted with fresh values whenever one of its credentials changes (it needs to read the event
+    feed: a session, or a platform key with vault:read besides vault:token).
     """
     from workspacectl.cli import vault_run
 
@@ -268,8 +275,16 @@ def run(
         raise ApiError("invalid_request", "Name at least one credential: wsctl vault run ID... --reason R -- CMD...")
     from workspacectl.cli.refs import resolve_all
 
-    variables, secrets = issue_env(ctx, resolve_all(ctx, "credential", ids), reason, "environ", var_names)
-    code = vault_run.run_command(command, variables, secrets, masking=not no_masking)
+    cred_ids = resolve_all(ctx, "credential", ids)
+    variables, secrets = issue_env(ctx, cred_ids, reason, "environ", var_names)
+    restart = None
+    if watch:
+        from workspacectl.cli.vault_watch import Watcher
+
+        restart = Watcher(backend(ctx), cred_ids, lambda: issue_env(ctx, cred_ids, reason, "environ", var_names),
+                          renames_matter=var_names == "credential")
+    code = vault_run.run_command(command, variables, secrets, masking=not no_masking, restart=restart,
+                                 interval=watch_interval)
     raise typer.Exit(code)
 
 

@@ -26,7 +26,7 @@ import signal
 import subprocess
 import sys
 import threading
-from typing import BinaryIO
+from typing import BinaryIO, Callable
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -222,8 +222,32 @@ def _is_tty(stream) -> bool:
         return False
 
 
-def run_command(argv: list[str], env: dict[str, str], secrets: list[str], masking: bool = True) -> int:
-    """Run argv with env (our environment plus the injected variables); answers the exit code."""
+class _Child:
+    """One run of the command: its process, the pipes or ptys its output is read from, the pump
+    threads masking it, and the watchdog that kills it if wsctl dies."""
+
+    def __init__(self, proc: subprocess.Popen, threads: list[threading.Thread], ptys: list, watchdog: int | None):
+        self.proc, self.threads, self.ptys, self.watchdog = proc, threads, ptys, watchdog
+
+    def reap(self, code: int) -> None:
+        """After the process ended: tell the watchdog, drain the output."""
+        if self.watchdog is not None:
+            try:
+                os.write(self.watchdog, DONE)
+            except OSError:
+                pass
+        for t in self.threads:
+            t.join()
+
+    def close(self) -> None:
+        if self.watchdog is not None:
+            os.close(self.watchdog)
+            self.watchdog = None
+
+
+def _start(argv: list[str], env: dict[str, str], secrets: list[str], masking: bool) -> _Child | int:
+    """Start the command with env (our environment plus the injected variables); answers the child,
+    or the exit code when it could not be started (127 not found, 126 not runnable)."""
     child_env = {**os.environ, **env}
     sys.stdout.flush()
     sys.stderr.flush()
@@ -243,33 +267,10 @@ def run_command(argv: list[str], env: dict[str, str], secrets: list[str], maskin
             os.set_inheritable(r, False)
             streams.append((w, r, ours.buffer))
     child_ends = [s[0] for s in streams]
-    # The forwarding handlers go in before the child starts: a SIGTERM that arrives between the
-    # start and the handlers would otherwise end wsctl and, through the death signal, the child.
-    started: list[subprocess.Popen] = []
-    early: list[int] = []
-
-    def forward(signum, _frame):
-        if signum == signal.SIGINT and _terminal_foreground():
-            return  # the terminal sent it to the whole group, the child included
-        if not started:
-            early.append(signum)   # sent as soon as the child exists
-            return
-        try:
-            started[0].send_signal(signum)
-        except ProcessLookupError:
-            pass
-
-    previous = {}
-    for name in FORWARDED:
-        sig = getattr(signal, name, None)
-        if sig is not None:
-            previous[sig] = signal.signal(sig, forward)
     try:
         proc = subprocess.Popen(argv, env=child_env, stdout=child_ends[0], stderr=child_ends[1], close_fds=True,
                                 preexec_fn=_death_signal_setter())
     except (FileNotFoundError, PermissionError, OSError) as e:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         for child_end, ours_end, _ in streams:
             for fd in (child_end, ours_end):
                 if fd is not None:
@@ -285,36 +286,103 @@ def run_command(argv: list[str], env: dict[str, str], secrets: list[str], maskin
     for fd in child_ends:
         if fd is not None:
             os.close(fd)  # the child holds them now; the pty reads EIO / the pipe EOF once it is done
-    started.append(proc)
-    for signum in early:
-        forward(signum, None)
     watchdog = start_watchdog(proc.pid) if hasattr(os, "fork") else None
+    threads: list[threading.Thread] = []
+    for _, ours_end, dst in streams:
+        if ours_end is None:
+            continue
+        t = threading.Thread(target=_pump, args=(ours_end, dst, Masker(secrets)), daemon=True)
+        t.start()
+        threads.append(t)
+    return _Child(proc, threads, ptys, watchdog)
+
+
+STOP_SECONDS = 10.0   # --watch: how long a child has to exit after SIGTERM before SIGKILL
+Restart = Callable[[], "tuple[dict[str, str], list[str]] | None"]
+
+
+def run_command(argv: list[str], env: dict[str, str], secrets: list[str], masking: bool = True,
+                restart: Restart | None = None, interval: float = 5.0) -> int:
+    """Run argv with env (our environment plus the injected variables); answers the exit code.
+
+    restart (`vault run --watch`): asked every `interval` seconds while the child runs; when it
+    answers (env, secrets) the child gets SIGTERM (SIGKILL after STOP_SECONDS), and once it has
+    exited the command starts again with the new variables. The child ending on its own ends wsctl
+    with its exit code, as without --watch."""
+    # The forwarding handlers go in before the child starts: a SIGTERM that arrives between the
+    # start and the handlers would otherwise end wsctl and, through the death signal, the child.
+    started: list[subprocess.Popen] = []
+    early: list[int] = []
+    children: list[_Child] = []
+
+    def forward(signum, _frame):
+        if signum == signal.SIGINT and _terminal_foreground():
+            return  # the terminal sent it to the whole group, the child included
+        if not started:
+            early.append(signum)   # sent as soon as the child exists
+            return
+        try:
+            started[-1].send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+    previous = {}
+    for name in FORWARDED:
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            previous[sig] = signal.signal(sig, forward)
 
     def resize(_signum, _frame):
-        for ours, master in ptys:
+        for ours, master in children[-1].ptys if children else []:
             _copy_size(ours, master)
 
-    if ptys and hasattr(signal, "SIGWINCH"):
+    if masking and hasattr(signal, "SIGWINCH"):
         previous[signal.SIGWINCH] = signal.signal(signal.SIGWINCH, resize)
-    threads: list[threading.Thread] = []
     try:
-        for _, ours_end, dst in streams:
-            if ours_end is None:
-                continue
-            t = threading.Thread(target=_pump, args=(ours_end, dst, Masker(secrets)), daemon=True)
-            t.start()
-            threads.append(t)
-        code = proc.wait()
-        if watchdog is not None:
+        while True:
+            child = _start(argv, env, secrets, masking)
+            if isinstance(child, int):
+                return child
+            children.append(child)
+            started.append(child.proc)
+            for signum in early:
+                forward(signum, None)
+            early.clear()
             try:
-                os.write(watchdog, DONE)
-            except OSError:
-                pass
-        for t in threads:
-            t.join()
+                code, renewed = _wait(child.proc, restart, interval)
+                child.reap(code)
+            finally:
+                child.close()
+            if renewed is None:
+                return 128 - code if code < 0 else code
+            env, secrets = renewed
+            print("wsctl: a credential changed; the command was restarted with its new values.", file=sys.stderr,
+                  flush=True)
     finally:
-        if watchdog is not None:
-            os.close(watchdog)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    return 128 - code if code < 0 else code
+
+
+def _wait(proc: subprocess.Popen, restart: Restart | None, interval: float):
+    """(exit code, None) when the child ends by itself; (exit code, (env, secrets)) when `restart`
+    asked for a new run and the child was stopped for it."""
+    if restart is None:
+        return proc.wait(), None
+    while True:
+        try:
+            return proc.wait(interval), None
+        except subprocess.TimeoutExpired:
+            pass
+        renewed = restart()
+        if renewed is None:
+            continue
+        try:
+            proc.send_signal(signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            code = proc.wait(STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = proc.wait()
+        return code, renewed
