@@ -106,3 +106,21 @@ class ApiError(Exception):
 
     def __repr__(self) -> str:
         return f"ApiError({self.code!r}, {self.message!r})"
+
+    def with_hint(self) -> str:
+        """The message as `wsctl` prints it after `error: ` (and `wsctl mcp` answers it): the hint a
+        403 insufficient_scope carries in its detail (the scope it lacks and how to get it), else
+        the fixed hint of HINTS, else the message alone."""
+        hint = self.detail.get("hint") if isinstance(self.detail, dict) and self.code == "insufficient_scope" else None
+        if isinstance(hint, str) and hint.strip():
+            return f"{self.message}: {hint.strip()}"
+        return self.message + HINTS.get((self.code, self.message), "")
+
+
+# Messages the contract fixes word for word over HTTP; where they are shown to a person or an agent
+# (the CLI's error line, `wsctl mcp`'s tool errors) they also say what to do.
+HINTS = {
+    ("insufficient_scope", "Insufficient scope"):
+        ": this key's kind or scopes do not cover this command. Use a key that holds the scope it needs"
+        " (`wsctl keys create`), or a session (`wsctl auth login`).",
+}

@@ -72,11 +72,21 @@ def call(session, name: str, args: dict | None = None):
 
 
 @pytest.fixture
-def setup(backend):
-    """A credential (apiKey, secret holding the canary), a specialist, a published skill."""
-    install_service(backend.workspace, APIKEY_TOML.format(base="http://127.0.0.1:9"))
+def upstream():
+    from tests.proxy_upstream import Upstream
+
+    with Upstream() as up:
+        yield up
+
+
+@pytest.fixture
+def setup(backend, upstream):
+    """A credential (apiKey, secret holding the canary; its service a real loopback HTTP service
+    that wants it as a Bearer token), a specialist, a published skill."""
+    install_service(backend.workspace, APIKEY_TOML.format(base=upstream.url + "/api"))
+    upstream.accept = lambda req: req.headers.get("authorization") == f"Bearer {SECRET}"
     cred = make_credential(backend.workspace, backend.owner["id"], "keysvc", {"apiKey": SECRET},
-                           {"instanceUrl": "http://127.0.0.1:9"})
+                           {"instanceUrl": upstream.url})
     backend.ok("PATCH", f"/v1/vault/credentials/{cred['id']}", {"name": "keys-main"})
     project = backend.ok("POST", "/v1/projects", {"name": "Support"})["project"]
     skill = create_skill(backend, "triage-notes")
@@ -95,6 +105,9 @@ def test_every_tool_and_resource_as_the_owner(backend, setup):
             "integrations": await call(s, "catalog_integrations"),
             "creds": await call(s, "vault_list_credentials", {"service": "keysvc"}),
             "token": await call(s, "vault_issue_token", {"credential": "keys-main", "reason": "agent: list invoices"}),
+            "proxy": await call(s, "vault_proxy", {"credential": "keys-main", "method": "POST", "path": "/echo/items",
+                                                   "reason": "agent: add an item", "query": {"dry": "1"},
+                                                   "body": {"name": "widget"}}),
             "skills": await call(s, "skill_list"),
             "skill": await call(s, "skill_get", {"skill": "triage-notes"}),
             "skill_files": await call(s, "skill_files", {"skill": "triage-notes"}),
@@ -139,6 +152,11 @@ def test_every_tool_and_resource_as_the_owner(backend, setup):
     assert SECRET not in json.dumps(r["creds"].structured_content)
     assert r["token"].structured_content["apiKey"] == SECRET
     assert "refreshToken" not in r["token"].structured_content
+    proxied = r["proxy"].structured_content
+    assert proxied["status"] == 200 and proxied["headers"]["x-wsctl-upstream-status"] == "200"
+    assert proxied["body"]["method"] == "POST" and proxied["body"]["path"] == "/api/echo/items"
+    assert proxied["body"]["length"] == len(json.dumps({"name": "widget"}))
+    assert SECRET not in json.dumps(proxied)
     assert [s["name"] for s in r["skills"].structured_content["skills"]] == ["triage-notes"]
     assert r["skill"].structured_content["id"] == setup["skill"]["id"]
     assert any(f["path"] == "SKILL.md" for f in r["skill_files"].structured_content["files"])
@@ -166,6 +184,7 @@ def test_every_tool_and_resource_as_the_owner(backend, setup):
 
     log = backend.ok("GET", f"/v1/credentials/{cred['id']}/access-log")["entries"]
     assert [(e["reason"], e["outcome"], e["membershipId"]) for e in log] == [
+        ("agent: add an item", "proxied", backend.owner["id"]),
         ("agent: list invoices", "issued", backend.owner["id"])]
 
 
@@ -213,14 +232,18 @@ def test_streamable_http_behind_the_same_authentication(backend, setup):
     async def script(s):
         return (len((await s.list_tools()).tools),
                 await call(s, "vault_issue_token", {"credential": "keys-main", "reason": "over http"}),
-                await call(s, "memory_read", {"ownerType": "organization"}))
+                await call(s, "memory_read", {"ownerType": "organization"}),
+                await call(s, "vault_proxy", {"credential": "keys-main", "method": "GET", "path": "echo",
+                                              "reason": "proxied over http"}))
 
-    count, issued, memory = over_http(url, key, script)
+    count, issued, memory, proxied = over_http(url, key, script)
+    assert proxied.structured_content["status"] == 200 and proxied.structured_content["body"]["ok"] is True
     assert count == len(READ_ONLY) + 3
     assert issued.structured_content["apiKey"] == SECRET
     assert memory.structured_content["error"]["code"] == "insufficient_scope"   # a platform key: no memory scope
     log = backend.ok("GET", f"/v1/credentials/{setup['cred']['id']}/access-log")["entries"]
-    assert [(e["reason"], e["keyId"].startswith("key_")) for e in log] == [("over http", True)]
+    assert [(e["reason"], e["keyId"].startswith("key_")) for e in log] == [("proxied over http", True),
+                                                                           ("over http", True)]
 
     hello = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     with httpx.Client(trust_env=False, timeout=60) as h:

@@ -9,13 +9,6 @@ import os
 import sys
 
 
-# Messages the contract fixes word for word over HTTP; on the terminal they also say what to do.
-HINTS = {
-    ("insufficient_scope", "Insufficient scope"):
-        ": this key's kind or scopes do not cover this command. Use a key that holds the scope it needs"
-        " (`wsctl keys create`), or a session (`wsctl auth login`).",
-}
-
 
 def take_debug(argv: list[str], command=None) -> tuple[list[str], bool]:
     """`--debug` means the same anywhere on the line (`wsctl vault list --debug` too), up to a
@@ -103,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
             import traceback
 
             traceback.print_exc()
-        print(f"error: {visible(e.message + _hint(e))}", file=sys.stderr)
+        print(f"error: {visible(e.with_hint())}", file=sys.stderr)
         for line in _candidates(e):  # a name that fits several things: one line each (cli/refs.py)
             print(f"  {visible(line)}", file=sys.stderr)
         code = EXIT_CODES.get(e.code, 1)
@@ -141,15 +134,6 @@ def main(argv: list[str] | None = None) -> None:
     _after_command(housekeeping=code != 130)
     _settle_first_use(code == 0)
     sys.exit(code)
-
-
-def _hint(error) -> str:
-    """What follows the message on the terminal: the hint a 403 insufficient_scope carries in its
-    detail (the scope it lacks and how to get it), else the fixed hint of HINTS, else nothing."""
-    hint = error.detail.get("hint") if isinstance(error.detail, dict) and error.code == "insufficient_scope" else None
-    if isinstance(hint, str) and hint.strip():
-        return f": {hint.strip()}"
-    return HINTS.get((error.code, error.message), "")
 
 
 # `eval "$(wsctl vault env …)"` runs what `vault env` prints, and a failed command substitution

@@ -2,7 +2,7 @@
 `cli/refs.py`, the agent door's tools), over the door's own `request(method, path, query=...)`.
 
 Every command that takes a credential, specialist, skill, workflow, member or key passes the word
-through `resolve(ctx, KIND, word)` and sends the answer to the API. The rules, the same on every
+through `resolve(ctx, KIND, word)` (cli/refs.py, over this module) and sends the answer to the API. The rules, the same on every
 backend (the lookup is one list request with `?name=` through the command's backend; the server
 filters, docs/api.md §1 "Lists"):
 
@@ -52,11 +52,16 @@ KINDS = {
 MAX_CANDIDATES = 20
 
 
+def is_id(kind: str, ref: str) -> bool:
+    """Used as given, without a lookup: an id; a skill name or an email, which the server resolves."""
+    return kind == "skill" or ref.startswith(KINDS[kind].prefix) or (kind == "member" and "@" in ref)
+
+
 def resolve_with(request: Callable[..., Any], kind: str, ref: str) -> str:
     """The id `ref` names (see the module docstring), looked up with `request`, a door's
     request(method, path, query=...) answering a route's JSON body."""
-    if kind == "skill" or ref.startswith(KINDS[kind].prefix) or (kind == "member" and "@" in ref):
-        return ref  # an id; a skill name or an email, which the server resolves itself
+    if is_id(kind, ref):
+        return ref
     k = KINDS[kind]
     rows = _named(request, k, ref)
     hits = [r for r in rows if any(r.get(f) == ref for f in k.keys)]
@@ -83,6 +88,11 @@ def _named(request: Callable[..., Any], k: Kind, name: str) -> list[dict]:
         try:
             body = request("GET", k.path, query=query)
         except ApiError as e:
+            needed = e.detail.get("requiredScope") if isinstance(e.detail, dict) else None
+            if e.code == "insufficient_scope" and isinstance(needed, str) and needed != "session":
+                raise ApiError(e.code, e.message, {**e.detail, "hint": (
+                    f"this key lacks {needed}, which names need (they are looked up in `{k.list_command}`): "
+                    f"pass the id ({k.prefix}…), or use a key with {needed}.")}) from None
             if e.code in ("insufficient_scope", "forbidden"):
                 raise ApiError(e.code, f"{e.message.rstrip('.')}: looking up a {k.label} by name needs to list them "
                                f"(`{k.list_command}`); give its id ({k.prefix}…) instead.") from None

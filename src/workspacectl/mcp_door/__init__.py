@@ -16,7 +16,16 @@ the workspace by itself.
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Callable, Iterable, Protocol
+
+
+class Proxied(Protocol):
+    """A service's answer through the credential proxy (backend/base.ProxyAnswer has this shape)."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    chunks: Iterable[bytes]
+    close: Callable[[], None]
 
 
 class Client(Protocol):
@@ -26,3 +35,7 @@ class Client(Protocol):
 
     def exchange(self, method: str, path: str, query: dict | None = None, body: Any = None,
                  headers: dict | None = None) -> tuple[int, list[tuple[str, str]], Any]: ...
+
+    def proxy(self, method: str, path: str, query: list[tuple[str, str]], headers: dict[str, str],
+              body: BinaryIO | None, length: int | None) -> Proxied:
+        """One call through /v1/credentials/:id/proxy/…; our own refusals raise ApiError."""

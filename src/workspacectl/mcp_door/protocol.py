@@ -35,7 +35,8 @@ async def inline(work: Callable[[], Any]) -> Any:
 
 
 def refusal_text(e: ApiError) -> str:
-    return f"error: {e.message}"
+    """The CLI's own line for the same refusal (cli/main.py prints `error: ` + with_hint())."""
+    return f"error: {e.with_hint()}"
 
 
 def build_server(client_of: Callable[[], Client], run: Run = inline):
@@ -62,8 +63,7 @@ def build_server(client_of: Callable[[], Client], run: Run = inline):
         try:
             body = await run(lambda: tools.run_tool(client, params.name, params.arguments))
         except ApiError as e:
-            structured = {"error": {"status": e.status, "code": e.code, "message": e.message},
-                          "exitCode": EXIT_CODES.get(e.code, 1)}
+            structured = {"error": e.body()["error"], "exitCode": EXIT_CODES.get(e.code, 1)}
             return types.CallToolResult(content=[types.TextContent(text=refusal_text(e))],
                                         structured_content=structured, is_error=True)
         structured = body if isinstance(body, dict) else {"result": body}

@@ -19,6 +19,9 @@ from workspacectl.errors import ApiError
 from workspacectl.mcp_door import Client
 
 MAX_PAGES = 20          # a list tool reads at most this many pages (of up to 500 rows)
+PROXY_BODY_MAX = 1024 * 1024   # vault_proxy answers at most this much of a service's body
+PROXY_HEADERS = {"content-type", "link", "location", "retry-after", "x-wsctl-upstream-status", "x-wsctl-pagination",
+                 "x-ratelimit-remaining", "x-ratelimit-reset"}
 OWNER_TYPES = ["organization", "membership"]
 
 
@@ -128,21 +131,39 @@ def _vault_token(client: Client, a: dict) -> Any:
 
 
 def _vault_proxy(client: Client, a: dict) -> Any:
+    """The call through the vault: the service's status, a few headers and its body (JSON when it
+    is JSON, else text; at most PROXY_BODY_MAX bytes, `truncated` saying so)."""
+    import io
+    import json
+
     cred = resolve(client, "credential", a["credential"])
     path = a["path"].lstrip("/")
-    query = {str(k): str(v) for k, v in (a.get("query") or {}).items()}
-    query["reason"] = a["reason"]
-    status, headers, body = client.exchange(a["method"], f"/v1/credentials/{seg(cred)}/proxy/{path}",
-                                            query=query, body=a.get("body"))
-    if isinstance(body, (bytes, bytearray)):
-        text = bytes(body).decode("utf-8", "replace")
-        body = text if len(text) <= 1_000_000 else text[:1_000_000]
-    wanted = {"content-type", "link", "retry-after", "x-ratelimit-remaining", "x-wsctl-upstream-status"}
-    if isinstance(body, dict) and isinstance(body.get("error"), dict) and "code" in body["error"] and status >= 400 \
-            and not any(k == "x-wsctl-upstream-status" for k, _ in headers):
-        err = body["error"]   # refused by wsctl itself (not the upstream's answer): a tool error
-        raise ApiError(err["code"], err.get("message", ""), err.get("detail"), status=err.get("status", status))
-    return {"status": status, "headers": {k: v for k, v in headers if k.lower() in wanted}, "body": body}
+    headers = {"X-Wsctl-Reason": a["reason"]}
+    data, length = None, None
+    if "body" in a:
+        raw = json.dumps(a["body"]).encode()
+        headers["Content-Type"] = "application/json"
+        data, length = io.BytesIO(raw), len(raw)
+    query = [(str(k), str(v)) for k, v in (a.get("query") or {}).items()]
+    answer = client.proxy(a["method"], f"/v1/credentials/{seg(cred)}/proxy/{path}", query, headers, data, length)
+    try:
+        kept, size = [], 0
+        for chunk in answer.chunks:
+            kept.append(chunk[:PROXY_BODY_MAX - size])
+            size += len(chunk)
+            if size >= PROXY_BODY_MAX:
+                break
+    finally:
+        answer.close()
+    raw_body = b"".join(kept)
+    shown = {k.lower(): v for k, v in answer.headers if k.lower() in PROXY_HEADERS}
+    body: Any = raw_body.decode("utf-8", "replace")
+    if "json" in shown.get("content-type", "") and size <= PROXY_BODY_MAX:
+        try:
+            body = json.loads(raw_body)
+        except ValueError:
+            pass
+    return {"status": answer.status, "headers": shown, "body": body, "truncated": size > PROXY_BODY_MAX}
 
 
 # ---- skills -----------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ import asyncio
 import contextvars
 import json
 import logging
-from typing import Any, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Iterable
 
 from workspacectl.errors import ApiError
 from workspacectl.server.api_path import base_url, bearer_of, header, send_json
@@ -37,11 +38,35 @@ class EngineClient:
             return resp.status, out, resp.body
         return resp.status, out, None if resp.status == 204 or resp.body is None else json.loads(json.dumps(resp.body))
 
+    def proxy(self, method: str, path: str, query: list[tuple[str, str]], headers: dict[str, str],
+              body, length: int | None) -> "Proxied":
+        """As LocalBackend.proxy, as the bearer: the engine forwards the call (engine/vault/proxy.py)."""
+        import urllib.parse
+
+        from workspacectl.engine.registry import RawRequest
+
+        sent = [(k.lower(), v.encode("utf-8").decode("latin-1")) for k, v in headers.items()]
+        if length is not None:
+            sent.append(("content-length", str(length)))
+        caller = self.engine.authenticate(self.secret)
+        resp = self.engine.call(caller, method, path, None, RawRequest(sent, urllib.parse.urlencode(query), body, length),
+                                self.base)
+        stream = resp.stream if resp.stream is not None else []
+        return Proxied(resp.status, list(resp.header_list or []), stream, getattr(stream, "close", None) or (lambda: None))
+
     def request(self, method: str, path: str, query: dict | None = None, body: Any = None) -> Any:
         status, _, answer = self.exchange(method, path, query, body)
         if status >= 400:
             raise ApiError.from_body(status, answer)
         return answer
+
+
+@dataclass
+class Proxied:
+    status: int
+    headers: list[tuple[str, str]]
+    chunks: Iterable[bytes]
+    close: Callable[[], None]
 
 
 def _client() -> EngineClient:
