@@ -6,7 +6,7 @@ _wsctl_spec() {
     cmds='' opts='' argopts='' fileopts='' diropts='' args='' argchoices='' argvalues='' argmulti=''
     case "$1" in
         '')
-            cmds='init serve api mcp events auth profile members keys vault catalog specialist memory skill trigger workflow admin webhooks completion man' opts='--profile -p --json --debug --version --jq --help -h' argopts='--profile -p --jq'
+            cmds='init serve api mcp events auth profile members keys vault catalog specialist memory skill trigger workflow admin webhooks completion man' opts='--profile -p --json --debug --version --timeout --jq --help -h' argopts='--profile -p --timeout --jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'init')

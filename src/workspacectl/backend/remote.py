@@ -11,6 +11,13 @@ broke mid-way and after a gateway's 502/503/504 (not our own JSON errors, such a
 upstream_failed). A POST, PUT or DELETE that may have landed is never repeated, and neither is a
 streamed upload (its body cannot be read twice). The waits between tries grow from
 WSCTL_RETRY_BACKOFF_MS (the first wait; 0 tries again at once, the same number of times).
+
+Bounded waits (backend/timeouts.py): a call, its retries and their waits included, ends within
+`--timeout` / WSCTL_TIMEOUT seconds (60 by default): no try starts, and no wait is slept, past
+that deadline, and each try's connect and read timeouts are what is left of it. A transfer
+(upload, download, an answer streamed as progress lines) has no deadline: each read and write
+must move bytes within the limit, so a stalled one stops and a slow one does not. A transport
+failure is one line, exit 8, saying which (never connected, timed out, broke mid-way).
 """
 from __future__ import annotations
 
@@ -23,7 +30,7 @@ from typing import Any
 import httpx
 
 from workspacectl import __version__
-from workspacectl.backend import http_trace
+from workspacectl.backend import http_trace, timeouts
 from workspacectl.formats import transfer_size
 from workspacectl.errors import ApiError
 
@@ -34,11 +41,6 @@ BACKOFF_ENV = "WSCTL_RETRY_BACKOFF_MS"   # the first wait in ms; the other waits
 MAX_BACKOFF_MS = 60_000
 GATEWAY = frozenset({502, 503, 504})
 SAFE = frozenset({"GET", "HEAD"})
-
-
-def _unreachable(url: str, exc: Exception) -> ApiError:
-    return ApiError("unreachable", f"Cannot reach the server at {url} ({type(exc).__name__}). "
-                    "Check --server / WSCTL_SERVER, or start it with `wsctl serve`.")
 
 
 def strip_api_suffix(url: str) -> str:
@@ -123,40 +125,57 @@ def _line(resp: httpx.Response, text: str) -> dict | None:
 class RemoteBackend:
     kind = "remote"
 
-    def __init__(self, url: str, secret: str | None, timeout: float = 60.0, unauthenticated_hint: str | None = None,
+    def __init__(self, url: str, secret: str | None, timeout: float | None = None, unauthenticated_hint: str | None = None,
                  attempts: int = ATTEMPTS):
         self.location = strip_api_suffix(url)
+        self.timeout = timeouts.seconds() if timeout is None else timeout   # per call; per stall in a transfer
         self.attempts = max(1, attempts)   # 1: no retries (shell completion must answer at once)
         self.backoff = backoff_scale()
         self.unauthenticated_hint = unauthenticated_hint   # why no token was sent, said on a 401
         headers = {"User-Agent": f"wsctl/{__version__}"}
         if secret:
             headers["Authorization"] = f"Bearer {secret}"
-        self.http = httpx.Client(base_url=self.location, headers=headers, timeout=timeout)
+        self.http = httpx.Client(base_url=self.location, headers=headers, timeout=self._limits(self.timeout))
 
-    def _send(self, method: str, path: str, replayable: bool = True, stream: bool = False, **kw) -> httpx.Response:
-        """One request, tried again as the module docstring says. stream: the answer's body is
-        left unread (the caller reads and closes it)."""
+    @staticmethod
+    def _limits(seconds: float) -> httpx.Timeout:
+        return httpx.Timeout(seconds, connect=timeouts.connect_seconds(seconds))
+
+    def failed(self, exc: Exception, method: str, path: str, transfer: bool = False) -> ApiError:
+        """The one line for a transport failure of this call (backend/timeouts.py)."""
+        return timeouts.transport_error(exc, f"the server at {self.location}", f"{method} {path.split('?')[0]}", self.timeout, transfer,
+                                        may_have_landed=method not in SAFE)
+
+    def _send(self, method: str, path: str, replayable: bool = True, stream: bool = False, transfer: bool = False,
+              **kw) -> httpx.Response:
+        """One request, tried again as the module docstring says, within the call's deadline (a
+        transfer: each read and write within the limit). stream: the answer's body is left unread
+        (the caller reads and closes it)."""
         method = method.upper()
+        deadline = time.monotonic() + self.timeout
         for attempt in range(self.attempts):
             last = attempt == self.attempts - 1
             started = time.monotonic()
-            request = self.http.build_request(method, path, **kw)
+            left = deadline - started
+            request = self.http.build_request(method, path, timeout=self._limits(self.timeout if transfer else max(left, 0.001)),
+                                              **kw)
             try:
                 resp = self.http.send(request, stream=stream)
             except httpx.TransportError as e:
                 never_opened = isinstance(e, (httpx.ConnectError, httpx.ConnectTimeout))
                 again = replayable and not last and (never_opened or method in SAFE)
                 wait = _delay(attempt, None, self.backoff) if again else 0
+                again = again and time.monotonic() + wait < deadline   # no try starts past the deadline
                 http_trace.trace(method, str(request.url), type(e).__name__, time.monotonic() - started,
                                  f"; trying again in {wait:.2f} s" if again else "")
                 if not again:
-                    raise _unreachable(self.location, e) from None
+                    raise self.failed(e, method, path, transfer) from None
                 time.sleep(wait)
                 continue
             again = (replayable and not last and method in SAFE and resp.status_code in GATEWAY
                      and not self._ours(resp))
             wait = _delay(attempt, resp, self.backoff) if again else 0
+            again = again and time.monotonic() + wait < deadline
             http_trace.trace(method, str(request.url), f"{resp.status_code} {_content_type(resp) or '-'}",
                              time.monotonic() - started, f"; trying again in {wait:.2f} s" if again else "")
             if not again:
@@ -220,8 +239,8 @@ class RemoteBackend:
         raw = bytes(body) if isinstance(body, (bytes, bytearray)) else json.dumps(body).encode() if body is not None else b""
         headers = {"Content-Type": "application/octet-stream" if isinstance(body, (bytes, bytearray)) else "application/json",
                    "Content-Length": str(len(raw)), "Accept": "application/x-ndjson"}
-        resp = self._send(method, path, stream=True, params=query or None, content=_Sending(raw, progress),
-                          headers=headers)
+        resp = self._send(method, path, stream=True, transfer=True, params=query or None,
+                          content=_Sending(raw, progress), headers=headers)
         try:
             if "ndjson" not in _content_type(resp) or resp.status_code != 200:
                 resp.read()
@@ -237,7 +256,7 @@ class RemoteBackend:
                 elif isinstance(item.get("status"), int):
                     last = item
         except httpx.TransportError as e:
-            raise _unreachable(self.location, e) from None
+            raise self.failed(e, method, path, transfer=True) from None
         finally:
             resp.close()
         if last is None:
@@ -307,7 +326,7 @@ class RemoteBackend:
         announces before the first byte (formats/transfer_size.py: its Content-Length, else the
         inflated length of a tar.gz made on the fly, which progress then counts; None: unknown)."""
         written = 0
-        resp = self._send("GET", path, stream=True)
+        resp = self._send("GET", path, stream=True, transfer=True)
         try:
             if resp.status_code >= 400:
                 resp.read()
@@ -318,7 +337,7 @@ class RemoteBackend:
                 written += len(chunk)
                 advance(chunk)
         except httpx.TransportError as e:
-            raise _unreachable(self.location, e) from None
+            raise self.failed(e, "GET", path, transfer=True) from None
         finally:
             resp.close()
         return written
@@ -333,4 +352,4 @@ class RemoteBackend:
         headers = {"Content-Type": content_type}
         if size is not None:  # None: a stream made on the fly (a packed folder), sent chunked
             headers["Content-Length"] = str(size)
-        return self._answer(self._send(method, path, replayable=False, content=chunks(), headers=headers))
+        return self._answer(self._send(method, path, replayable=False, transfer=True, content=chunks(), headers=headers))

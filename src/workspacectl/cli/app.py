@@ -68,6 +68,7 @@ def root(
     json: Annotated[bool, typer.Option("--json", help="Print the API's JSON body exactly.")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Trace each request on stderr (method, URL, status, time; secrets redacted) and print the traceback of an error; works anywhere on the line, except as the value of another option.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
+    timeout: Annotated[Optional[float], typer.Option("--timeout", metavar="SECONDS", help="How long to wait for a server: each call, retries included, ends within SECONDS; an upload or download stops only after SECONDS without progress (default: WSCTL_TIMEOUT or 60). Past it: exit 8.")] = None,
 ):
     """wsctl: run a workspace platform from the terminal.
 
@@ -75,6 +76,15 @@ def root(
     `wsctl auth login --server URL` or WSCTL_SERVER.
     """
     st = state(ctx)
+    if timeout is not None:
+        import math
+
+        from workspacectl.backend import timeouts
+
+        if not (math.isfinite(timeout) and 0 < timeout <= timeouts.MAX):
+            raise typer.BadParameter(f"must be a number of seconds above 0 and at most {timeouts.MAX:.0f}, not {timeout:g}",
+                                     param_hint="--timeout")
+        timeouts.flag = timeout
     st.profile_flag = profile
     st.json = json
     st.debug = debug or _tracing()

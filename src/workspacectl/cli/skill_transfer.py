@@ -59,10 +59,10 @@ def put_to_url(url: str, data: IO[bytes], size: int, label: str, local: bool = F
     try:
         resp = httpx.put(url, content=chunks(), headers={"Content-Type": "application/gzip",
                                                          "Content-Length": str(size)},
-                         timeout=300, trust_env=False)
+                         timeout=_limits(), trust_env=False)
     except httpx.TransportError as e:
         trace("PUT", url, type(e).__name__, time.monotonic() - started)
-        raise ApiError("unreachable", f"Cannot reach the upload URL ({type(e).__name__}); check the server.") from None
+        raise _failed(e, "PUT", url) from None
     trace("PUT", url, str(resp.status_code), time.monotonic() - started)
     if resp.status_code >= 400:
         raise ApiError.from_body(resp.status_code, _json(resp))
@@ -86,7 +86,7 @@ def get_from_url(url: str, out: BinaryIO, label: str, local: bool = False) -> No
 
     started = time.monotonic()
     try:
-        with httpx.stream("GET", url, timeout=300, trust_env=False) as resp:
+        with httpx.stream("GET", url, timeout=_limits(), trust_env=False) as resp:
             trace("GET", url, str(resp.status_code), time.monotonic() - started)
             if resp.status_code >= 400:
                 resp.read()
@@ -97,7 +97,29 @@ def get_from_url(url: str, out: BinaryIO, label: str, local: bool = False) -> No
                     out.write(chunk)
                     advance(chunk)
     except httpx.TransportError as e:
-        raise ApiError("unreachable", f"Cannot reach the download URL ({type(e).__name__}); check the server.") from None
+        raise _failed(e, "GET", url) from None
+
+
+def _limits():
+    """A transfer is bounded by progress (backend/timeouts.py): each read and write within the limit."""
+    import httpx
+
+    from workspacectl.backend import timeouts
+
+    limit = timeouts.seconds()
+    return httpx.Timeout(limit, connect=timeouts.connect_seconds(limit))
+
+
+def _failed(exc: Exception, method: str, url: str) -> ApiError:
+    """The one line for a transfer that failed, naming the server and the path (never the link's
+    query, which carries its signature)."""
+    from urllib.parse import urlsplit
+
+    from workspacectl.backend import timeouts
+
+    parts = urlsplit(url)
+    return timeouts.transport_error(exc, f"the server at {parts.scheme}://{parts.netloc}", f"{method} {parts.path}",
+                                    timeouts.seconds(), transfer=True, may_have_landed=method != "GET")
 
 
 def _json(resp):

@@ -60,6 +60,10 @@ ENVIRONMENT = [
                                "waits are 3 and 6 times it, plus jitter, and a gateway's Retry-After is "
                                "honoured up to 20 times it. 0 tries again at once, as many times. Any other "
                                "value is refused (exit 7)."),
+    ("WSCTL_TIMEOUT", "Seconds a command waits for a server (above 0, at most 86400, default 60; --timeout "
+                      "wins): each call, its retries included, ends within it; an upload or download stops "
+                      "only after that long without progress. Past it: exit 8, saying what timed out. Any "
+                      "other value is refused (exit 7)."),
     ("WSCTL_MEMORY_INTERVAL", "Seconds between the memory agent's runs in wsctl serve, 0 to 604800 "
                               "(0 turns it off; default 300; --memory-interval wins)."),
     ("WSCTL_WEBHOOK_INTERVAL", "Seconds between the webhook sender's looks for due deliveries in wsctl serve, "
