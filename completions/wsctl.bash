@@ -110,7 +110,7 @@ _wsctl_spec() {
             fileopts='' diropts='' args='' argchoices=''
             argvalues='key' argmulti='' ;;
         'vault')
-            cmds='list show log token env inject run connect fields set-key sync delete share rename' opts='--help -h' argopts=''
+            cmds='list show log token env proxy inject run connect fields set-key sync delete share rename' opts='--help -h' argopts=''
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'vault list')
@@ -133,6 +133,10 @@ _wsctl_spec() {
             cmds='' opts='--reason -r --format --var-names --json --jq --help -h' argopts='--reason -r --format --var-names --jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='credential' argmulti='1' ;;
+        'vault proxy')
+            cmds='' opts='--reason -r --raw-field -f --field -F --input --header -H --include -i --paginate --json --jq --help -h' argopts='--reason -r --raw-field -f --field -F --input --header -H --jq'
+            fileopts='' diropts='' args='' argchoices='GET POST PUT PATCH DELETE'
+            argvalues='credential - -' argmulti='' ;;
         'vault inject')
             cmds='' opts='--reason -r --in-file -i --output -o --force --help -h' argopts='--reason -r --in-file -i --output -o'
             fileopts='--output -o' diropts='' args='' argchoices=''

@@ -53,8 +53,8 @@ def api(
         path = "/" + path
     if not path.startswith("/v1/"):
         path = "/v1" + path
-    headers = _headers(header or [])
-    fields = {**_fields(raw_field or [], typed=False), **_fields(field or [], typed=True)}
+    headers = parse_headers(header or [])
+    fields = parse_fields(raw_field or [], field or [])
     if paginate and verb != "GET":
         raise typer.BadParameter("--paginate follows pages of a GET list route", param_hint="--paginate")
     body = query = None
@@ -76,7 +76,7 @@ def api(
     if paginate and status < 400:
         answer, status, answer_headers, pages = _follow(b, path, query, headers, answer, status, answer_headers)
     if include:
-        _print_head(status, answer_headers)
+        print_head(status, answer_headers)
     if status >= 400:
         if isinstance(answer, dict):
             print_json(answer, filtered=False)
@@ -107,7 +107,8 @@ def _follow(b, path, query, headers, first, status, answer_headers):
     return {**first, key: items, "nextCursor": None}, status, answer_headers, pages
 
 
-def _print_head(status: int, headers: list[tuple[str, str]]) -> None:
+def print_head(status: int, headers: list[tuple[str, str]]) -> None:
+    """`-i`: the status line and the headers, then a blank line (`wsctl api`, `wsctl vault proxy`)."""
     from http import HTTPStatus
 
     from workspacectl.cli.output import visible
@@ -121,7 +122,12 @@ def _print_head(status: int, headers: list[tuple[str, str]]) -> None:
     sys.stdout.write("\n".join(lines) + "\n\n")
 
 
-def _headers(items: list[str]) -> dict[str, str]:
+KEY_SENT_FOR_YOU = ("the key is sent for you (WSCTL_TOKEN, WSCTL_API_KEY or the profile's); a secret on the command "
+                    "line would stay in shell history")
+
+
+def parse_headers(items: list[str], authorization: str = KEY_SENT_FOR_YOU) -> dict[str, str]:
+    """-H 'Name: value' options; `authorization` says why an Authorization header is refused."""
     out: dict[str, str] = {}
     for item in items:
         name, sep, value = item.partition(":")
@@ -129,10 +135,14 @@ def _headers(items: list[str]) -> dict[str, str]:
         if not sep or not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", name) or re.search(r"[\x00-\x1f\x7f]", value):
             raise typer.BadParameter(f"{item!r} is not 'Name: value'", param_hint="--header")
         if name.lower() == "authorization":
-            raise typer.BadParameter("the key is sent for you (WSCTL_TOKEN, WSCTL_API_KEY or the profile's); "
-                                     "a secret on the command line would stay in shell history", param_hint="--header")
+            raise typer.BadParameter(authorization, param_hint="--header")
         out[name] = value
     return out
+
+
+def parse_fields(raw: list[str], typed: list[str]) -> dict:
+    """-f KEY=VALUE (strings) and -F KEY=VALUE (typed) options, as one object."""
+    return {**_fields(raw, typed=False), **_fields(typed, typed=True)}
 
 
 def _fields(items: list[str], typed: bool) -> dict:

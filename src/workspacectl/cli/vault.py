@@ -203,6 +203,41 @@ def env(
     sys.stdout.write(vault_env.FORMATTERS[fmt](variables))
 
 
+@app.command("proxy")
+def proxy(
+    ctx: typer.Context,
+    cred_id: IdArg,
+    method: Annotated[Literal["GET", "POST", "PUT", "PATCH", "DELETE"],
+                      typer.Argument(case_sensitive=False, help="GET, POST, PUT, PATCH or DELETE.")],
+    path: Annotated[str, typer.Argument(help="The path on the service after its base URL, e.g. /repos/OWNER/NAME; "
+                                        "a query string may follow.")],
+    reason: ReasonOpt,
+    raw_field: Annotated[Optional[List[str]], typer.Option(
+        "--raw-field", "-f", metavar="KEY=VALUE", help="A string field (repeatable): query for GET/DELETE, "
+        "JSON body otherwise.")] = None,
+    field: Annotated[Optional[List[str]], typer.Option(
+        "--field", "-F", metavar="KEY=VALUE", help="A typed field (repeatable): true, false, null and numbers "
+        "as JSON; @FILE reads a file, @- stdin.")] = None,
+    input_file: Annotated[Optional[str], typer.Option(
+        "--input", metavar="FILE", help="Send the file's bytes as the body, streamed ('-': stdin).")] = None,
+    header: Annotated[Optional[List[str]], typer.Option(
+        "--header", "-H", metavar="'NAME: VALUE'", help="A request header for the service (repeatable).")] = None,
+    include: Annotated[bool, typer.Option("--include", "-i", help="Print the service's status line and headers "
+                                          "before the body.")] = False,
+    paginate: Annotated[bool, typer.Option("--paginate", help="GET: follow the service's next pages (a Link "
+                                           "rel=\"next\" header or its catalog's cursor) and print each.")] = False,
+    json: JsonOpt = False,
+):
+    """Call the credential's service through the vault: the secret stays on the server.
+
+    The call is logged in the credential's access log with the reason, method, path and the
+    service's status. The service's answer is printed as it arrives; 400 and up exit 1."""
+    from workspacectl.cli import vault_proxy
+
+    vault_proxy.run(ctx, cred_id, method, path, reason, raw_field or [], field or [], input_file, header or [],
+                    include, paginate)
+
+
 @app.command("inject")
 def inject(
     ctx: typer.Context,
