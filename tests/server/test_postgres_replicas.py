@@ -99,7 +99,7 @@ def test_fifty_token_requests_over_both_replicas_cause_one_refresh(replicas):
                                {"accessToken": grant["access_token"], "refreshToken": grant["refresh_token"]},
                                expires_in=-5)
         responses = _burst([a.base_url, b_url], a.owner_token, cred["id"], 50)
-        assert [r.status_code for r in responses] == [200] * 50, responses[0].text
+        assert [r.status_code for r in responses] == [200] * 50, [r.text for r in responses if r.status_code != 200][:3]
         assert provider.refreshes == 1
         assert {r.json()["accessToken"] for r in responses} == {provider.issued[-1]["access_token"]}
     log = a.ok("GET", f"/v1/credentials/{cred['id']}/access-log", query={"limit": "500"})["entries"]

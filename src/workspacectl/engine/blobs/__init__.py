@@ -45,6 +45,13 @@ ORPHAN_BATCH = 200   # blobs checked per write transaction: a sweep never holds 
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 
 
+def blob_lock(sha: str) -> str:
+    """The resource a writer locks to publish, reference or delete one blob (db.transaction's
+    locks): remove_unreferenced's check-and-delete and a publish of the same blob never interleave
+    on PostgreSQL, where writers of different resources run side by side."""
+    return f"blob:{sha}"
+
+
 def is_digest(sha) -> bool:
     return isinstance(sha, str) and bool(_SHA.match(sha))
 
@@ -162,7 +169,7 @@ class BlobStore:
             return 0
         removed = 0
         conn = self.ws.conn()
-        with transaction(conn):
+        with transaction(conn, locks=[blob_lock(sha) for sha in shas]):
             for sha in shas:
                 if not is_referenced(conn, sha) and self._delete(sha):
                     removed += 1

@@ -13,7 +13,7 @@ import io
 import time
 from typing import BinaryIO, Iterator
 
-from workspacectl.engine.blobs import CHUNK, BlobStore, Staged, is_digest
+from workspacectl.engine.blobs import CHUNK, BlobStore, Staged, blob_lock, is_digest
 from workspacectl.engine.store import pg_blobs as sql
 
 
@@ -22,7 +22,10 @@ class PgBlobStore(BlobStore):
         return f"PgBlobStore({self.ws!r})"
 
     def publish(self, staged: Staged) -> None:
+        from workspacectl.engine.db import lock_resources
+
         conn = self.ws.conn()
+        lock_resources(conn, blob_lock(staged.sha256))   # not beside remove_unreferenced of the same blob
         chunks = max(1, -(-staged.size // CHUNK))
         if not sql.insert_blob(conn, staged.sha256, staged.size, chunks, time.time()):
             return                                      # already stored: the row keeps its chunks

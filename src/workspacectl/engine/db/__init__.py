@@ -13,6 +13,7 @@ import os
 import sqlite3
 import threading
 from contextlib import contextmanager
+from typing import Iterable
 
 from workspacectl.errors import ApiError
 
@@ -242,13 +243,21 @@ def storage_failure(e: BaseException) -> ApiError | None:
 
 
 @contextmanager
-def transaction(conn: sqlite3.Connection, *, appends_only: bool = False):
-    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception. Nested use joins the outer one.
+def transaction(conn: sqlite3.Connection, *, appends_only: bool = False, locks: Iterable[str] = ()):
+    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception. Nested use joins the outer one
+    (taking the nested one's `locks` too).
 
     appends_only: the transaction reads, then only adds rows that no rule reads back under the
     writer lock (a token's audit row). On SQLite nothing changes (one writer per file); on
     PostgreSQL it holds the workspace's writer lock shared, so such transactions run beside each
-    other (and their commits share WAL flushes) while every other writer still runs alone."""
+    other (and their commits share WAL flushes) while every other writer still runs alone.
+
+    locks: the resources the transaction changes ("skill:<id>", "project-files:<id>", ...: every
+    rule that reads then writes inside it reads only what these name). On SQLite nothing changes;
+    on PostgreSQL it holds the workspace's writer lock shared and each resource's lock alone
+    (lock_resources), so writers of different resources, and appenders, run side by side on every
+    replica, writers of one resource one after another, and a writer naming no resource (a rare
+    workspace-wide change) still alone."""
     group = getattr(conn, "quick_group", None)
     if group is not None and getattr(_quick, "on", False):   # the event loop's turn (QuickGroup)
         group.begin()
@@ -256,6 +265,8 @@ def transaction(conn: sqlite3.Connection, *, appends_only: bool = False):
             yield conn
         return
     if conn.in_transaction:
+        if locks:
+            lock_resources(conn, *locks)
         yield conn
         return
     lock = getattr(conn, "write_lock", None)
@@ -269,7 +280,7 @@ def transaction(conn: sqlite3.Connection, *, appends_only: bool = False):
     try:
         begin_writer = getattr(conn, "begin_writer", None)
         if begin_writer is not None:
-            begin_writer(shared=appends_only)
+            begin_writer(shared=appends_only, resources=tuple(locks))
         elif quick:   # the quick connection's busy timeout is 0: another process writes
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -289,6 +300,16 @@ def transaction(conn: sqlite3.Connection, *, appends_only: bool = False):
     finally:
         if lock is not None:
             lock.release()
+
+
+def lock_resources(conn: sqlite3.Connection, *names: str) -> None:
+    """Inside a transaction, on PostgreSQL: hold each named resource's lock alone until the
+    transaction ends (transaction-scoped advisory locks keyed by the name, taken in one order, so
+    two writers never wait for each other in a cycle); a wait past the busy timeout is 409. On
+    SQLite nothing (the transaction already holds the file's one write lock)."""
+    take = getattr(conn, "lock_resources", None)
+    if take is not None and names:
+        take(names)
 
 
 @contextmanager

@@ -47,6 +47,7 @@ the store, see store/catalog_search.py):
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 import sqlite3
 from decimal import Decimal
@@ -68,6 +69,16 @@ LOCK_CLASS = 0x77736374
 WRITER_LOCK = 1
 MIGRATION_LOCK = 2
 REFRESH_LOCK = 3
+
+def resource_key(name: str) -> int:
+    """The advisory lock key (bigint) of a resource a writer names (db.transaction's locks)."""
+    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big", signed=True)
+
+
+def _resource_locks(names) -> str:
+    """pg_advisory_xact_lock calls for the names, in one order for every writer (no cycles)."""
+    return ", ".join(f"pg_advisory_xact_lock({k})" for k in sorted({resource_key(n) for n in names}))
+
 
 _WRITE = re.compile(r"^\s*(INSERT|UPDATE|DELETE|REPLACE)\b", re.I)
 _INSERT = re.compile(r"^\s*INSERT\b", re.I)
@@ -379,12 +390,27 @@ class PgConnection:
             row = cur.fetchone()
             return row[0] if row else None
 
-    def begin_writer(self, shared: bool = False) -> None:
-        """BEGIN and the writer lock (db.transaction), sent with the transaction's first statement;
-        shared for a transaction that only appends."""
-        lock = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
-        self._appending, self._held = shared, []
-        self._begin = ("BEGIN", f"SELECT {lock}({LOCK_CLASS}, {WRITER_LOCK})")
+    def begin_writer(self, shared: bool = False, resources: tuple[str, ...] = ()) -> None:
+        """BEGIN and the writer lock (db.transaction), sent with the transaction's first statement:
+        shared for a transaction that only appends, or that names the resources it changes (whose
+        locks it then holds alone, in the same statement); alone otherwise."""
+        self._appending, self._held = shared and not resources, []
+        if resources:
+            locks = f"pg_advisory_xact_lock_shared({LOCK_CLASS}, {WRITER_LOCK}), {_resource_locks(resources)}"
+        else:
+            locks = f"pg_advisory_xact_lock{'_shared' if shared else ''}({LOCK_CLASS}, {WRITER_LOCK})"
+        self._begin = ("BEGIN", f"SELECT {locks}")
+
+    def lock_resources(self, names) -> None:
+        """db.lock_resources: the resources' locks, with the BEGIN when it has not gone yet (outside
+        a transaction nothing: each statement commits alone)."""
+        if not self.in_transaction:
+            return
+        statement = f"SELECT {_resource_locks(names)}"
+        if self._begin:
+            self._begin = (*self._begin, statement)
+        else:
+            self._run(statement, (), many=False)
 
     def _upsert(self, sql: str) -> str:
         """INSERT OR REPLACE INTO t (cols) ... -> INSERT ... ON CONFLICT (t's primary key) DO

@@ -7,15 +7,22 @@ value, and `data` is limited to the keys DATA_KEYS lists, so a slip fails loudly
 
 Each matching webhook subscription gets its delivery row in the same transaction, so an event
 that committed is never lost to its subscribers (engine/events/delivery.py sends them).
+
+`seq` order must be commit order (a feed cursor skips what is below it). On PostgreSQL writers of
+different resources commit side by side (db.transaction's locks), so a transaction that records
+an event first takes the EVENTS_LOCK resource, held to its commit: event writers commit one at a
+time, and seq is drawn under that lock. On SQLite the file's one writer already orders them.
 """
 from __future__ import annotations
 
 import json
 
 from workspacectl import clock
+from workspacectl.engine.db import lock_resources
 from workspacectl.engine.ids import new_id
 from workspacectl.engine.store import events as store
 
+EVENTS_LOCK = "events"   # the resource every event-recording transaction locks (db.transaction's locks)
 EVENT_TYPES = (
     "credential.connected", "credential.reconnected", "credential.refreshed", "credential.broken",
     "credential.updated", "credential.renamed", "credential.shared", "credential.deleted",
@@ -53,6 +60,7 @@ def record_event(conn, type_: str, *, subject_id: str | None, actor_id: str | No
         raise ValueError(f"event data keys {sorted(extra)} are not in DATA_KEYS (names, ids, counts, never secrets)")
     event_id = new_id("evt")
     now = clock.now_iso()
+    lock_resources(conn, EVENTS_LOCK)   # seq order = commit order (see the module)
     seq = store.insert_event(conn, event_id=event_id, type_=type_, at=now, actor_id=actor_id, subject_id=subject_id,
                              data=data)
     for webhook_id, events_json in store.all_webhook_types(conn):

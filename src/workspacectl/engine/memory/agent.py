@@ -28,6 +28,7 @@ from workspacectl import clock
 from workspacectl.engine import validate as v
 from workspacectl.engine.db import checkpoint, checkpoints_by_hand, transaction
 from workspacectl.engine.events.record import record_event
+from workspacectl.engine.memory import memory_lock
 from workspacectl.engine.registry import Ctx, route
 from workspacectl.engine.store import memory as store
 
@@ -90,7 +91,7 @@ class _Run:
         from workspacectl.engine.memory.draft import draft_for
 
         conn, now = self.conn, clock.now_iso()
-        with transaction(conn):
+        with transaction(conn, locks=[memory_lock(*self.owner)]):   # this owner's memory alone
             doc = store.ensure_document(conn, *self.owner, now)
             if self.upto is None:
                 self.upto = store.last_note_rowid(conn, doc["id"])

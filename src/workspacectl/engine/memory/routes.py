@@ -13,6 +13,7 @@ import tempfile
 from workspacectl import clock
 from workspacectl.engine import validate as v
 from workspacectl.engine.db import transaction
+from workspacectl.engine.memory import memory_lock
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.store import memory as store
@@ -42,7 +43,7 @@ def document(ctx: Ctx):
     owner_type, member_id = owner_of(ctx)
     row = store.get_document(ctx.db, owner_type, member_id)
     if row is None:
-        with transaction(ctx.db):
+        with transaction(ctx.db, locks=[memory_lock(owner_type, member_id)]):
             row = store.ensure_document(ctx.db, owner_type, member_id, clock.now_iso())
     return row
 
@@ -171,7 +172,7 @@ def propose(ctx: Ctx) -> Response:
         raise ApiError("forbidden", "Guests cannot propose changes to organization memory; ask a member to.")
     text, section, file = proposal_fields(v.body_dict(ctx, allow_empty=False))
     now = clock.now_iso()
-    with transaction(ctx.db):
+    with transaction(ctx.db, locks=[memory_lock(owner_type, member_id)]):
         row = store.ensure_document(ctx.db, owner_type, member_id, now)
         if file is not None and (clash := store.path_clash(ctx.db, row["id"], file[0])):
             raise ApiError("conflict", f"Memory file path '{file[0][:100]}' collides with the file '{clash[:100]}'; "

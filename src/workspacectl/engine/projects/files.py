@@ -63,6 +63,11 @@ def download_bundle(ctx: Ctx) -> Response:
                              UNCOMPRESSED_LENGTH: str(tar_length(entries))})
 
 
+def files_lock(pid: str) -> str:
+    """The resource a change of a project's file set locks (db.transaction's locks)."""
+    return f"project-files:{pid}"
+
+
 @route("POST", "/v1/projects/{id}/files/bundle")
 def upload_bundle(ctx: Ctx) -> dict:
     """Upload a tar.gz: adds and overwrites files, never removes; answers {added, updated}."""
@@ -75,7 +80,8 @@ def upload_bundle(ctx: Ctx) -> dict:
     with blob_store.staging() as stage:
         files, staged = stage_archive(reader, stage, LIMITS)
         replaced: set[str] = set()
-        with transaction(ctx.db):
+        # this project's file set alone (and the blobs it publishes: engine/blobs blob_lock)
+        with transaction(ctx.db, locks=[files_lock(pid), *(blobs.blob_lock(s.sha256) for s in staged.values())]):
             _project(ctx, write=True)  # the role may have changed while the bundle arrived
             current = store.files_at(ctx.db, pid, list(files))
             _check_fits(ctx.db, pid, files, current)
@@ -129,7 +135,7 @@ def delete_file(ctx: Ctx) -> Response:
         raise ApiError("invalid_request", "Say which file to remove: query parameter 'path' is required, "
                                           "a path as the file list shows it (?path=docs/readme.md).")
     path = check_path(raw, "'path' query parameter")
-    with transaction(ctx.db):
+    with transaction(ctx.db, locks=[files_lock(pid)]):
         _project(ctx, write=True)
         sha = store.delete_file(ctx.db, pid, path)
     if sha is None:

@@ -12,6 +12,7 @@ from itertools import chain
 from workspacectl.engine.skills import blobs
 from workspacectl.formats import skill_bundle as fmt
 from workspacectl.engine import validate as v
+from workspacectl.engine.blobs import blob_lock
 from workspacectl.engine.blobs.staging import FileRef
 from workspacectl.engine.db import transaction
 from workspacectl.engine.events.record import record_event
@@ -75,6 +76,11 @@ def files_digest(ws, files: dict[str, FileRef], staged: dict) -> str:
     return fmt.digest(fmt.canonical_entries(files, lambda p: blobs.open_ref(ws, staged, files[p].sha256)))
 
 
+def skill_lock(skill_id: str) -> str:
+    """The resource a new version of a skill locks (its version sequence: db.transaction's locks)."""
+    return f"skill:{skill_id}"
+
+
 def publish_refs(ctx: Ctx, row, files: dict[str, FileRef], staged: dict, source: str, base_version: int | None,
                  upload_id: str | None = None):
     """Validate and publish `files` as the skill's next version; answers the version row. Contents
@@ -87,7 +93,12 @@ def publish_refs(ctx: Ctx, row, files: dict[str, FileRef], staged: dict, source:
     manifest = [{"path": p, "size": f.size, "sha256": f.sha256, "executable": f.executable}
                 for p, f in sorted(files.items())]
     sha = files_digest(ctx.ws, files, staged)   # the canonical tar, streamed before taking the write lock
-    with transaction(ctx.db):
+    # The skill's version sequence alone, and every blob the version names (engine/blobs blob_lock:
+    # none is deleted meanwhile; a stored one is checked again under its lock).
+    stored = [f.sha256 for f in files.values() if f.sha256 not in staged]
+    with transaction(ctx.db, locks=[skill_lock(row["id"]), *map(blob_lock, stored), *map(blob_lock, staged)]):
+        if getattr(ctx.db, "dialect", "sqlite") != "sqlite":   # on SQLite no writer ran since the check
+            blobs.require_stored(ctx.ws, stored)
         row = reload(ctx, row["id"])   # the live version as of the write lock
         if row["status"] == "archived":
             raise ApiError("conflict", f"Skill '{row['name']}' is archived; create a new skill instead.")

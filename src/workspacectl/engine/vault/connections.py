@@ -151,7 +151,7 @@ def create_connection(ctx: Ctx) -> Response:
     conn_id = new_id("conn")
     now = clock.now()
     sealed_link = crypto.seal(ctx.ws, _link_aad(conn_id), link.encode())
-    with transaction(conn):
+    with transaction(conn, locks=[connection_lock(conn_id)]):
         store.insert_connection(conn, conn_id=conn_id, service=service, member_id=ctx.caller.member_id,
                                 link_hash=sha256_hex(token), link_sealed=sealed_link,
                                 created_at=clock.iso(now), expires_at=_expiry_from(now),
@@ -181,6 +181,11 @@ def reconnect_target(conn, cred_id: str, member_id: str, service: str):
         raise v.bad(f"Credential {cred_id} is a {row['service']} credential; reconnect it with "
                     f"`wsctl vault connect {row['service']} --reconnect {cred_id}`.")
     return row
+
+
+def connection_lock(conn_id: str) -> str:
+    """The resource a change of one pending connection locks (db.transaction's locks)."""
+    return f"connection:{conn_id}"
 
 
 def _store_result(ws, conn, row, **values) -> dict:
@@ -341,7 +346,7 @@ def complete_api_key(ws, conn_id: str, member_id: str, values: dict) -> dict:
     if missing:
         raise v.bad(f"Enter a value for: {', '.join(missing)}.")
     check_key(ws, conn, row["service"], secrets, fields)   # outside the transaction: a network call
-    with transaction(conn):
+    with transaction(conn, locks=[connection_lock(conn_id)]):
         row = _own_connection(conn, conn_id, member_id)
         _check_usable(row)
         cred = _store_result(ws, conn, row, secrets=secrets, fields=fields)
@@ -392,7 +397,7 @@ def authorize_url(ws, conn_id: str, member_id: str, base_url: str) -> str:
             if isinstance(k, str) and isinstance(val, (str, int, float, bool)) and k not in params:
                 params[k] = str(val).lower() if isinstance(val, bool) else str(val)
     sealed = crypto.seal(ws, _pkce_aad(conn_id), verifier.encode()) if use_pkce else None
-    with transaction(conn):
+    with transaction(conn, locks=[connection_lock(conn_id)]):
         if not store.start_oauth(conn, conn_id, state_hash=sha256_hex(state), pkce_sealed=sealed,
                                  redirect_uri=redirect_uri):
             raise ApiError("expired", "This connection is no longer waiting; start again with `wsctl vault connect`.")
@@ -401,7 +406,7 @@ def authorize_url(ws, conn_id: str, member_id: str, base_url: str) -> str:
 
 
 def _fail(conn, conn_id: str, message: str) -> None:
-    with transaction(conn):
+    with transaction(conn, locks=[connection_lock(conn_id)]):
         store.mark_failed(conn, conn_id, message[:300], clock.now_iso())
 
 
@@ -432,14 +437,14 @@ def finish_oauth(ws, *, state, code, error, caller: Caller | None) -> dict:
     _check_usable(row)
     if error is not None:
         word = _provider_word(error)
-        with transaction(conn):
+        with transaction(conn, locks=[connection_lock(row["id"])]):
             if store.use_state(conn, state_hash, clock.now_iso()):
                 store.mark_failed(conn, row["id"], f"The provider refused the connection ({word}).", clock.now_iso())
         raise ApiError("forbidden", f"The provider did not grant access ({word}). Start again with "
                        "`wsctl vault connect` to retry.")
     if not isinstance(code, str) or not code or len(code) > 4096:
         raise v.bad("The provider sent no authorization code. Start again with `wsctl vault connect`.")
-    with transaction(conn):
+    with transaction(conn, locks=[connection_lock(row["id"])]):
         if not store.use_state(conn, state_hash, clock.now_iso()):
             raise ApiError("expired", "This sign-in response was already used. Nothing was changed.")
     verifier = None
@@ -453,7 +458,7 @@ def finish_oauth(ws, *, state, code, error, caller: Caller | None) -> dict:
         _fail(conn, row["id"], e.message)
         raise
     try:
-        with transaction(conn):
+        with transaction(conn, locks=[connection_lock(row["id"])]):
             current = store.get_connection(conn, row["id"])
             if current is None or current["status"] != "pending":
                 raise ApiError("expired", "This connection is no longer waiting; start again with "
@@ -488,7 +493,7 @@ def connect_in_place(ws, caller: Caller, service: str, values: dict, reconnect_i
     check_new_name(conn, name, reconnect_id)
     conn_id = new_id("conn")
     now = clock.now()
-    with transaction(conn):
+    with transaction(conn, locks=[connection_lock(conn_id)]):
         store.insert_connection(conn, conn_id=conn_id, service=service, member_id=caller.member_id,
                                 link_hash=sha256_hex(_secrets.token_urlsafe(32)), link_sealed=None,
                                 created_at=clock.iso(now), expires_at=_expiry_from(now),

@@ -112,6 +112,15 @@ def _expiry(expires_at) -> str | None:
         raise ApiError("invalid_request", "expiresAt must be an ISO 8601 time between the years 1 and 9999.") from None
 
 
+NAMES_LOCK = "credential-names"   # the resource a new credential locks (db.transaction's locks)
+
+
+def credential_lock(cred_id: str) -> str:
+    """The resource a change of one credential's row locks (its refresh lease and tokens, a
+    reconnect: db.transaction's locks)."""
+    return f"credential:{cred_id}"
+
+
 def create_credential(ws, conn, *, owner_member_id: str, service: str, name: str | None = None,
                       secrets: dict[str, str], fields: dict[str, str], scopes: list[str] | None = None,
                       expires_at: str | None = None, token_type: str | None = None,
@@ -153,7 +162,7 @@ def create_credential(ws, conn, *, owner_member_id: str, service: str, name: str
         name = credential_names.check_name(name)
     cred_id = new_id("cred")
     now = clock.now_iso()
-    with transaction(conn):
+    with transaction(conn, locks=[NAMES_LOCK]):   # new credentials' names one at a time, beside other writers
         if not store.member_exists(conn, owner_member_id):
             raise ApiError("not_found", "The member who would own this credential no longer exists.")
         if name is None:
@@ -180,7 +189,7 @@ def reconnect_credential(ws, conn, cred_id: str, *, secrets: dict[str, str], fie
     """Put fresh secrets into an existing credential (a reconnect): status back to ok, same id."""
     secrets = _check_strings("Secrets", secrets, MAX_SECRET_CHARS)
     expires_at = _expiry(expires_at)
-    with transaction(conn):
+    with transaction(conn, locks=[credential_lock(cred_id)]):
         row = store.get_credential(conn, cred_id)
         if row is None:
             raise ApiError("not_found", f"No credential {cred_id}.")

@@ -22,7 +22,7 @@ import time
 
 from workspacectl import clock
 from workspacectl.engine.vault import oauth
-from workspacectl.engine.vault.credentials import open_secrets, precise_now, reveal_all, seal_secrets
+from workspacectl.engine.vault.credentials import credential_lock, open_secrets, precise_now, reveal_all, seal_secrets
 from workspacectl.engine.db import must_not_wait, transaction
 from workspacectl.engine.events.record import record_event
 from workspacectl.engine.store import vault as store
@@ -103,7 +103,7 @@ def ensure_fresh(ws, cred_id: str, *, force: bool = False, since: str | None = N
         if decision == "refresh":
             owner = _secrets.token_hex(12)
             claimed = None
-            with transaction(conn):
+            with transaction(conn, locks=[credential_lock(cred_id)]):
                 row = store.get_credential_sealed(conn, cred_id)
                 decision = _decide(row, since, force)
                 if decision == "refresh" and store.claim_refresh_lease(
@@ -127,7 +127,7 @@ def _refresh_with_lease(ws, conn, row, owner: str) -> bool:
     try:
         if refresh_token is None:
             if _later_than(row["expires_at"]):
-                with transaction(conn):
+                with transaction(conn, locks=[credential_lock(cred_id)]):
                     store.release_refresh_lease(conn, cred_id, owner)
                 return True  # nothing to refresh with; the token is still valid for now
             raise oauth.InvalidGrant(service)
@@ -137,7 +137,7 @@ def _refresh_with_lease(ws, conn, row, owner: str) -> bool:
             scopes = []
         tokens = oauth.refresh(ws, conn, service, refresh_token, scopes)
     except oauth.InvalidGrant:
-        with transaction(conn):
+        with transaction(conn, locks=[credential_lock(cred_id)]):
             store.set_status(conn, cred_id, "needs_reconnect", clock.now_iso(), "invalid_grant")
             store.release_refresh_lease(conn, cred_id, owner)
             record_event(conn, "credential.broken", subject_id=cred_id,
@@ -145,20 +145,20 @@ def _refresh_with_lease(ws, conn, row, owner: str) -> bool:
                                "reason": "invalid_grant"})
         raise reconnect_error(service, cred_id) from None
     except oauth.OAuthNotConfigured:
-        with transaction(conn):  # the catalog's fault, not the provider's: no back-off
+        with transaction(conn, locks=[credential_lock(cred_id)]):  # the catalog's fault, not the provider's: no back-off
             store.release_refresh_lease(conn, cred_id, owner)
         raise
     except ApiError as e:
-        with transaction(conn):
+        with transaction(conn, locks=[credential_lock(cred_id)]):
             store.record_refresh_failure(conn, cred_id, clock.later(BACKOFF_SECONDS), e.code, clock.now_iso())
             store.release_refresh_lease(conn, cred_id, owner)
         raise ApiError("upstream_failed", f"{e.message} Token refresh for this credential pauses "
                        f"{BACKOFF_SECONDS} s.") from None
     except BaseException:
-        with transaction(conn):
+        with transaction(conn, locks=[credential_lock(cred_id)]):
             store.release_refresh_lease(conn, cred_id, owner)
         raise
-    with transaction(conn):
+    with transaction(conn, locks=[credential_lock(cred_id)]):
         if not store.holds_refresh_lease(conn, cred_id, owner):
             return False  # our lease ran out and another process took over: its result wins
         kept = {k: v for k, v in reveal_all(held).items() if k not in ("accessToken", "refreshToken")}
