@@ -102,7 +102,7 @@ _wsctl_spec() {
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'keys create')
-            cmds='' opts='--kind --scope -s --name --expires --json --jq --help -h' argopts='--kind --scope -s --name --expires --jq'
+            cmds='' opts='--kind --scope -s --name --expires --credential --json --jq --help -h' argopts='--kind --scope -s --name --expires --credential --jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'keys revoke')
@@ -458,6 +458,7 @@ _wsctl_values() {
         'keys create|--kind') printf '%s\n' 'platform' 'personal' ;;
         'keys create|--scope') printf '%s\n' 'vault:read' 'vault:token' 'vault:connect' 'vault:manage' 'docs:read' 'projects:manage' 'memory:manage' 'skills:manage' 'triggers:manage' ;;
         'keys create|-s') printf '%s\n' 'vault:read' 'vault:token' 'vault:connect' 'vault:manage' 'docs:read' 'projects:manage' 'memory:manage' 'skills:manage' 'triggers:manage' ;;
+        'keys create|--credential') printf '%s\n' '@credential' ;;
         'vault token|--format') printf '%s\n' 'json' 'value' 'env' ;;
         'vault token|--var-names') printf '%s\n' 'service' 'credential' ;;
         'vault env|--format') printf '%s\n' 'export' 'dotenv' 'json' ;;

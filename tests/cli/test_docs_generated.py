@@ -103,7 +103,7 @@ BASH_CASES = {
     "wsctl -p vault keys l": "list",                           # an option's value is skipped, even a
     "wsctl --profile = vault keys c": "create",                # command name; --opt=value as bash splits it
     "wsctl vault token cred_1 --f": "--format",
-    "wsctl keys create -": "--kind --scope -s --name --expires --json --jq --help -h",
+    "wsctl keys create -": "--kind --scope -s --name --expires --credential --json --jq --help -h",
     "wsctl keys create --kind ": "personal platform",            # choices complete
     "wsctl members add x --role ": "admin guest member owner",
     "wsctl vault token cred_1 --format ": "env json value",

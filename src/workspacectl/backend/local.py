@@ -127,9 +127,10 @@ class LocalBackend:
     def check_reconnect(self, service: str, credential_id: str) -> None:
         """Refuse a reconnect of a credential the caller may not refill, before a key is asked for."""
         from workspacectl.engine.scopes import check_scope
-        from workspacectl.engine.vault import connections
+        from workspacectl.engine.vault import connections, key_limits
 
         check_scope(self.caller, "vault:connect")
+        key_limits.check_connect(self.caller, credential_id)
         connections.reconnect_target(self.ws.conn(), credential_id, self.caller.member_id, service)
 
     def check_credential_name(self, name: str | None, reconnect: str | None = None) -> None:

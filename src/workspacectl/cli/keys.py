@@ -8,18 +8,43 @@ import typer
 from workspacectl.cli import choices
 from workspacectl.cli.choices import scope_list
 from workspacectl.cli.context import backend
-from workspacectl.cli.output import JsonOpt, emit, info, list_table
+from workspacectl.cli.output import JsonOpt, emit, info, table, visible
 
 app = typer.Typer(no_args_is_help=True)
 
-COLUMNS = [("id", "ID"), ("kind", "KIND"), ("name", "NAME"), ("scopes", "SCOPES"), ("memberId", "MEMBER"),
-           ("createdAt", "CREATED"), ("expiresAt", "EXPIRES"), ("revokedAt", "REVOKED")]
+COLUMNS = [("id", "ID"), ("kind", "KIND"), ("name", "NAME"), ("scopes", "SCOPES"), ("credentials", "CREDENTIALS"),
+           ("memberId", "MEMBER"), ("createdAt", "CREATED"), ("expiresAt", "EXPIRES"), ("revokedAt", "REVOKED")]
 
 
 @app.command("list")
 def list_(ctx: typer.Context, json: JsonOpt = False):
-    """List your keys (an owner or admin sees everyone's)."""
-    list_table(ctx, "/v1/keys", "keys", COLUMNS, "No keys.", json)
+    """List your keys (an owner or admin sees everyone's). CREDENTIALS: what a platform key is
+    limited to (names where you can see them, else ids), `all` when it is not limited."""
+    from workspacectl.cli.context import all_pages
+
+    body = all_pages(ctx, "/v1/keys", "keys")
+    emit(ctx, body, lambda b: table(_shown_limits(ctx, b["keys"]), COLUMNS, "No keys."), json_flag=json)
+
+
+def _shown_limits(ctx: typer.Context, keys: list[dict]) -> list[dict]:
+    """The keys with their credential limit as the table shows it: the credentials' names (one
+    lookup, only when a key is limited), an id for one you cannot see, `all` for no limit."""
+    names: dict = {}
+    if any(k.get("credentials") for k in keys):
+        from workspacectl.cli.context import all_pages
+        from workspacectl.errors import ApiError
+
+        try:
+            names = {c["id"]: c["name"] for c in all_pages(ctx, "/v1/credentials", "credentials")["credentials"]}
+        except ApiError:
+            names = {}
+    out = []
+    for k in keys:
+        limit = k.get("credentials")
+        shown = [visible(names.get(c, c)) for c in limit] if isinstance(limit, list) else (
+            "all" if k.get("kind") == "platform" else "")
+        out.append({**k, "credentials": shown})
+    return out
 
 
 @app.command("create")
@@ -29,18 +54,33 @@ def create(
     scope: Annotated[List[str], typer.Option("--scope", "-s", click_type=scope_list(), help="A scope; repeat or comma-separate for several.")],
     name: Annotated[str, typer.Option("--name", help="A name to recognise the key by.")] = "",
     expires: Annotated[Optional[str], typer.Option("--expires", help="Expiry: an ISO timestamp or a duration such as 30d, 12h.")] = None,
+    credential: Annotated[Optional[List[str]], typer.Option(
+        "--credential", metavar="CREDENTIAL", click_type=choices.credential(),
+        help="Limit a platform key to this credential (id or name); repeat for several. Any other "
+             "credential does not exist for the key.")] = None,
     json: JsonOpt = False,
 ):
     """Make an API key. The secret is printed once; store it now."""
     scopes = [s for item in scope for s in item.replace(",", " ").split()]
-    body = {"kind": kind, "scopes": scopes, "name": name}
+    body: dict = {"kind": kind, "scopes": scopes, "name": name}
     if expires:
         body["expiresAt"] = _expiry(expires)
+    if credential:
+        from workspacectl.cli.refs import resolve_all
+        from workspacectl.errors import ApiError
+
+        if kind != "platform":   # before any lookup: the engine says the same (400)
+            raise ApiError("invalid_request", "--credential limits a platform key to named credentials; a "
+                           "personal key reaches no credential. Drop --credential, or use --kind platform.")
+        body["credentials"] = resolve_all(ctx, "credential", credential)
     answer = backend(ctx).request("POST", "/v1/keys", body=body)
 
     def render(b):
         print(b["secret"])
-        info(f"Key {b['id']} ({b['kind']}: {', '.join(b['scopes'])}). This secret is shown once; store it now.")
+        limit = f"; only {len(b['credentials'])} credential(s): {visible(', '.join(credential or []))}" \
+            if b.get("credentials") else ""
+        info(f"Key {b['id']} ({b['kind']}: {', '.join(b['scopes'])}{limit}). This secret is shown once; "
+             "store it now.")
 
     emit(ctx, answer, render, json_flag=json)
 

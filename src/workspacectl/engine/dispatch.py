@@ -1,6 +1,7 @@
 """Engine.call: the one path every request takes, on every door.
 
-authenticate -> find route -> scope check (before any lookup) -> handler -> Response.
+authenticate -> find route -> scope check (before any lookup) -> a limited key's credential gate
+(engine/vault/key_limits.py) -> handler -> Response.
 """
 from __future__ import annotations
 
@@ -116,6 +117,10 @@ class Engine:
         handler = registry.handler_for(route)
         # a tail ({path}: the proxy's) stays as sent, percent-encoded: it is forwarded, not looked up
         params = {k: v if k == "path" and route.tail else urllib.parse.unquote(v) for k, v in params.items()}
+        if caller is not None and caller.credentials is not None:   # a key limited to named credentials
+            from workspacectl.engine.vault import key_limits
+
+            key_limits.gate(caller, route.path, params)
         check_text(params, query)
         check_names(path, params)
         check_body(body)

@@ -26,6 +26,8 @@ class Caller:
     kind: str
     key_id: str
     scopes: tuple[str, ...] = ()
+    # The credential ids a limited platform key reaches (engine/vault/key_limits.py); None: no limit.
+    credentials: frozenset[str] | None = None
 
     @property
     def is_session(self) -> bool:

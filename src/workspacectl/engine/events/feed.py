@@ -8,7 +8,8 @@ after it (`wsctl events --follow`, `wsctl vault run --watch`); `order=desc` is n
 Who sees what: an owner or admin every event; any other member only the credential events of the
 credentials it owns or is granted now (so `vault run --watch` works for everyone, and nothing
 about others' keys, skills or members is shown). A platform key needs vault:read and sees what
-its creator sees; a personal key is refused by the scope table.
+its creator sees; a personal key is refused by the scope table. A key limited to named credentials
+(engine/vault/key_limits.py) sees only the events of those credentials, its creator's role aside.
 
 Cursors are event seqs: `nextCursor` continues in the order asked (null on the last page);
 `cursor` is always where a follower resumes oldest-first: after the newest event of the answer,
@@ -61,8 +62,8 @@ def list_events(ctx: Ctx) -> dict:
     rows = store.list_events(ctx.db, after=None if newest_first else position,
                              before=position if newest_first else None, limit=limit + 1, types=types,
                              prefixes=prefixes, subjects=subjects,
-                             visible_to=None if ctx.caller.is_admin else ctx.caller.member_id,
-                             newest_first=newest_first)
+                             visible_to=None if ctx.caller.is_admin and ctx.caller.credentials is None
+                             else ctx.caller.member_id, newest_first=newest_first, only=ctx.caller.credentials)
     body = pagination.page("events", rows, limit, lambda r: r["seq"], event_json)
     shown = rows[:limit]
     if shown:

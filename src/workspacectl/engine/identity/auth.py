@@ -26,6 +26,11 @@ def _scopes(text: str) -> tuple:
     return tuple(json.loads(text))
 
 
+@functools.lru_cache(maxsize=256)   # a limited key's credential ids as stored (JSON text)
+def _limit(text: str | None) -> frozenset[str] | None:
+    return frozenset(json.loads(text)) if text is not None else None
+
+
 def _usable(row) -> bool:
     if row is None or row["revoked_at"]:
         return False
@@ -39,7 +44,8 @@ def authenticate_secret(conn, secret: str) -> Caller:
     row = store.find_secret_by_hash(conn, sha256_hex(secret)) if kind else None
     if kind is None or row is None or row["kind"] != kind or not _usable(row):
         raise ApiError("unauthenticated", "The key or session is unknown, revoked or expired. Sign in again or use another key.")
-    return Caller(row["member_id"], row["member_role"], kind, row["id"], _scopes(row["scopes"]))
+    return Caller(row["member_id"], row["member_role"], kind, row["id"], _scopes(row["scopes"]),
+                  _limit(row["credential_ids"]))
 
 
 def authenticate_web(conn, cookie: str | None) -> Caller | None:

@@ -13,6 +13,8 @@ from workspacectl.engine import validate as v
 from workspacectl.errors import ApiError
 from workspacectl.secret import new_secret, sha256_hex
 
+MAX_CREDENTIALS = 100   # the credentials one key may be limited to (engine/vault/key_limits.py)
+
 
 @route("GET", "/v1/keys")
 def list_keys(ctx: Ctx) -> dict:
@@ -40,14 +42,49 @@ def create_key(ctx: Ctx) -> Response:
             raise v.bad("'expiresAt' must be an ISO 8601 timestamp such as 2027-01-31T00:00:00Z.") from None
         if when <= clock.now():
             raise v.bad("'expiresAt' must be in the future.")
+    limit = _credential_limit(body, kind)
     secret = new_secret(f"ws_{kind}_")
     with transaction(ctx.db):
-        row = store.insert_secret(ctx.db, kind, ctx.caller.member_id, sha256_hex(secret), name, scopes, expires_at)
+        if limit is not None:
+            _check_usable(ctx.db, ctx.caller.member_id, limit)
+        row = store.insert_secret(ctx.db, kind, ctx.caller.member_id, sha256_hex(secret), name, scopes, expires_at,
+                                  credential_ids=limit)
         record_event(ctx.db, "key.created", subject_id=row["id"], actor_id=ctx.caller.member_id,
                      data={"kind": kind, "name": name, "scopes": scopes})
     out = secret_json(row)
     return Response(201, {"id": out["id"], "secret": secret, "kind": kind, "scopes": out["scopes"], "name": name,
-                          "memberId": out["memberId"], "createdAt": out["createdAt"], "expiresAt": expires_at})
+                          "memberId": out["memberId"], "createdAt": out["createdAt"], "expiresAt": expires_at,
+                          "credentials": out["credentials"]})
+
+
+def _credential_limit(body: dict, kind: str) -> list[str] | None:
+    """`credentials`: the ids a platform key is limited to (engine/vault/key_limits.py); absent or
+    null for a key that reaches every credential its creator can use."""
+    value = body.get("credentials")
+    if value is None:
+        return None
+    if kind != "platform":
+        raise v.bad("'credentials' limits a platform key to named credentials; a personal key reaches no "
+                    "credential, so it takes none. Leave 'credentials' out, or make a platform key.")
+    if not isinstance(value, list) or not value or len(value) > MAX_CREDENTIALS or not all(
+            isinstance(c, str) and 0 < len(c) <= 100 for c in value):
+        raise v.bad(f"'credentials' must be a list of 1 to {MAX_CREDENTIALS} credential ids (cred_…); leave it out "
+                    "for a key that reaches every credential you can use.")
+    return list(dict.fromkeys(value))
+
+
+def _check_usable(conn, member_id: str, cred_ids: list[str]) -> None:
+    """Each credential a key is limited to is one its creator can use (owner or `user` share): 404
+    otherwise, as an unknown id is."""
+    from workspacectl.engine.store import vault as vault_store
+
+    for cred_id in cred_ids:
+        row = vault_store.get_credential_for(conn, cred_id, member_id)
+        if row is None or row["access"] is None:
+            raise ApiError("not_found", f"No credential {cred_id} that you can see. Run `wsctl vault list`.")
+        if row["access"] == "viewer":
+            raise ApiError("not_found", f"No credential {cred_id} that you can use: it is shared with you as viewer "
+                           "only, so a key limited to it could not use it either. Ask its owner for user access.")
 
 
 def check_kind_scopes(kind: str, scopes: list[str]) -> None:

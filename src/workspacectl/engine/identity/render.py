@@ -12,4 +12,10 @@ def member_json(row) -> dict:
 def secret_json(row) -> dict:
     return {"id": row["id"], "kind": row["kind"], "name": row["name"], "scopes": json.loads(row["scopes"]),
             "memberId": row["member_id"], "createdAt": row["created_at"], "expiresAt": row["expires_at"],
-            "revokedAt": row["revoked_at"]}
+            "revokedAt": row["revoked_at"], "credentials": key_credentials(row)}
+
+
+def key_credentials(row) -> list[str] | None:
+    """The credential ids a platform key is limited to (engine/vault/key_limits.py), None when not limited."""
+    text = row["credential_ids"]
+    return list(json.loads(text)) if text is not None else None

@@ -46,6 +46,7 @@ MIGRATIONS = [(name, _lazy(name)) for name in (
     "m019_search_postings",
     "m021_model_vectors",
     "m022_vector_sets",
+    "m024_key_credentials",
     "m027_events",
     "m028_proxy_log",
 )]

@@ -67,13 +67,15 @@ _TRIGGER = {
     "cadenceSeconds": {"type": "integer", "description": "Poll providers only."},
 }
 
+_KEY_CREDENTIALS = nullable(array(STR, description="The credential ids the key is limited to; null: not limited."))
 COMPONENTS: dict[str, dict] = {
     "Error": obj({"error": obj({"status": INT, "code": STR, "message": STR, "detail": ANY},
                                required=["status", "code", "message"])}, required="all"),
     "Member": obj({"id": STR, "name": STR, "email": STR, "role": text(enum=list(ROLES)), "createdAt": TIME},
                   required="all"),
     "ApiKey": obj({"id": STR, "kind": text(enum=list(KIND_SCOPES)), "name": STR, "scopes": array(STR),
-                   "memberId": STR, "createdAt": TIME, "expiresAt": nullable(TIME), "revokedAt": nullable(TIME)},
+                   "memberId": STR, "createdAt": TIME, "expiresAt": nullable(TIME), "revokedAt": nullable(TIME),
+                   "credentials": _KEY_CREDENTIALS},
                   required="all"),
     "Credential": obj(_CREDENTIAL, required="all"),
     "CredentialDetail": obj(_CREDENTIAL_DETAIL, required="all"),
@@ -101,9 +103,13 @@ COMPONENTS: dict[str, dict] = {
 
 # --- request bodies ----------------------------------------------------------------------------
 
+_KEY_LIMIT = {"credentials": nullable(array(text(1, 100), minItems=1, maxItems=100, description=(
+    "Platform keys only: the credential ids (cred_…) the key is limited to, each one its creator can use; "
+    "any other credential is 404 to it. Absent or null: every credential its creator can use.")))}
 _KEY_BODY = {"oneOf": [
     obj({"kind": {"const": kind}, "scopes": array(text(enum=list(scopes)), minItems=1, maxItems=20),
-         "name": text(0, 200), "expiresAt": text(1, 64, format="date-time", description="In the future.")},
+         "name": text(0, 200), "expiresAt": text(1, 64, format="date-time", description="In the future."),
+         **(_KEY_LIMIT if kind == "platform" else {})},
         required=["kind", "scopes"])
     for kind, scopes in KIND_SCOPES.items()]}
 _SHARING_BODY = {
@@ -172,8 +178,8 @@ ROUTE_DOCS: dict[tuple[str, str], dict] = {
     ("GET", "/v1/keys"): {"query": NAMED_PAGE, "responses": {200: page_of("keys", ref("ApiKey"))}},
     ("POST", "/v1/keys"): {"body": _KEY_BODY, "responses": {201: obj({
         "id": STR, "secret": text(description="Shown only here."), "kind": text(enum=list(KIND_SCOPES)),
-        "scopes": array(STR), "name": STR, "memberId": STR, "createdAt": TIME, "expiresAt": nullable(TIME)},
-        required="all")}},
+        "scopes": array(STR), "name": STR, "memberId": STR, "createdAt": TIME, "expiresAt": nullable(TIME),
+        "credentials": _KEY_CREDENTIALS}, required="all")}},
     ("DELETE", "/v1/keys/{id}"): {"responses": {204: None}},
     # vault
     ("GET", "/v1/credentials"): {

@@ -19,11 +19,13 @@ def insert_event(conn, *, event_id: str, type_: str, at: str, actor_id: str | No
 
 
 def list_events(conn, *, after: int | None, before: int | None, limit: int, types: list[str],
-                prefixes: list[str], subjects: list[str], visible_to: str | None, newest_first: bool) -> list:
+                prefixes: list[str], subjects: list[str], visible_to: str | None, newest_first: bool,
+                only: frozenset[str] | None = None) -> list:
     """Events after `after` (oldest first) or before `before` (newest first), at most `limit`.
     types/prefixes: keep events of these types or starting with these ("credential."); subjects:
     of these subject ids. visible_to: a member who is not an owner or admin: only the credential
-    events of credentials that member owns or is granted now."""
+    events of credentials that member owns or is granted now. only: a limited key's credentials
+    (engine/vault/key_limits.py): only the credential events of those."""
     where: list[str] = ["1 = 1"]
     args: dict[str, object] = {"limit": limit}
     if after is not None:
@@ -49,6 +51,11 @@ def list_events(conn, *, after: int | None, before: int | None, limit: int, type
                      "SELECT c.id FROM credentials c WHERE c.owner_member_id = :member UNION "
                      "SELECT g.credential_id FROM credential_grants g WHERE g.grantee IN (:member, 'workspace'))")
         args["member"] = visible_to
+    if only is not None:
+        ids = sorted(only)
+        where.append("substr(e.type, 1, 11) = 'credential.' AND e.subject_id IN ("
+                     + (", ".join(f":only{i}" for i in range(len(ids))) or "NULL") + ")")
+        args.update({f"only{i}": cred_id for i, cred_id in enumerate(ids)})
     order = "DESC" if newest_first else "ASC"
     return conn.execute(f"SELECT e.* FROM events e WHERE {' AND '.join(where)} ORDER BY e.seq {order} LIMIT :limit",
                         args).fetchall()

@@ -79,11 +79,14 @@ def use_login_code(conn, code_hash: str) -> bool:
 # --- secrets: sessions, API keys, web sessions ---------------------------------------------
 
 def insert_secret(conn, kind: str, member_id: str, secret_hash: str, name: str = "", scopes=(),
-                  expires_at: str | None = None) -> sqlite3.Row:
+                  expires_at: str | None = None, credential_ids: list[str] | None = None) -> sqlite3.Row:
+    """credential_ids: the credentials a platform key is limited to; None reaches every one."""
     sid = new_id("key" if kind in ("platform", "personal") else "ses")
-    conn.execute("INSERT INTO secrets (id, kind, member_id, name, scopes, secret_hash, created_at, expires_at) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                 (sid, kind, member_id, name, json.dumps(list(scopes)), secret_hash, clock.now_iso(), expires_at))
+    limit = json.dumps(list(credential_ids)) if credential_ids is not None else None
+    conn.execute("INSERT INTO secrets (id, kind, member_id, name, scopes, secret_hash, created_at, expires_at, "
+                 "credential_ids) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 (sid, kind, member_id, name, json.dumps(list(scopes)), secret_hash, clock.now_iso(), expires_at,
+                  limit))
     return get_secret(conn, sid)
 
 

@@ -81,9 +81,15 @@ def get_credential_to_issue(conn, cred_id: str, member_id: str) -> sqlite3.Row |
 
 
 def list_credentials_for(conn, member_id: str, after: str | None, limit: int,
-                         service: str | None = None, named: tuple[str, str] | None = None) -> list[sqlite3.Row]:
-    """Credentials the member owns or was granted, in id order, after the cursor."""
+                         service: str | None = None, named: tuple[str, str] | None = None,
+                         only: frozenset[str] | None = None) -> list[sqlite3.Row]:
+    """Credentials the member owns or was granted, in id order, after the cursor; with `only`
+    (a limited key's credentials, engine/vault/key_limits.py) just those among them."""
     clause, args = name_clause("c.name", named)
+    if only is not None:
+        ids = sorted(only)
+        args.update({f"only{i}": cred_id for i, cred_id in enumerate(ids)})
+        clause += f" AND c.id IN ({', '.join(f':only{i}' for i in range(len(ids)))})" if ids else " AND 1 = 0"
     sql = (f"SELECT {_PUBLIC_COLS}, {_ACCESS} FROM credentials c {_GRANT_JOINS} "
            "WHERE c.id > :after AND (c.owner_member_id = :member OR gm.role IS NOT NULL OR gw.role IS NOT NULL)"
            f"{clause} ")

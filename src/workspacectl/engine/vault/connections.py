@@ -39,6 +39,7 @@ from workspacectl.engine.db import transaction
 from workspacectl.engine.ids import new_id
 from workspacectl.engine.registry import Caller, Ctx, Response, route
 from workspacectl.engine.store import connections as store
+from workspacectl.engine.vault import key_limits
 from workspacectl.errors import ApiError
 from workspacectl.secret import sha256_hex
 
@@ -129,6 +130,7 @@ def create_connection(ctx: Ctx) -> Response:
     service = v.string(body, "service", max_len=100)
     reconnect_id = v.string(body, "credentialId", required=False, max_len=100)
     name = body.get("name")
+    key_limits.check_connect(ctx.caller, reconnect_id)
     conn = ctx.db
     integration = _integration(conn, service)
     if integration is None:
@@ -210,8 +212,12 @@ def _own_connection(conn, conn_id, member_id: str):
 
 @route("GET", "/v1/connections/{id}")
 def get_connection(ctx: Ctx) -> dict:
-    """Poll a connection until it is connected (then credentialId is present)."""
-    return connection_view(ctx.ws, _own_connection(ctx.db, ctx.params["id"], ctx.caller.member_id))
+    """Poll a connection until it is connected (then credentialId is present). A limited key sees
+    only the connections of its own credentials (a reconnect of one; none that makes a new one)."""
+    row = _own_connection(ctx.db, ctx.params["id"], ctx.caller.member_id)
+    if not key_limits.reaches(ctx.caller, row["credential_id"]):
+        raise ApiError("not_found", f"No connection {ctx.params['id']} of yours. Start one with `wsctl vault connect SERVICE`.")
+    return connection_view(ctx.ws, row)
 
 
 # --- the hosted link ----------------------------------------------------------------------------
@@ -481,6 +487,7 @@ def connect_in_place(ws, caller: Caller, service: str, values: dict, reconnect_i
     from workspacectl.engine.scopes import check_scope
 
     check_scope(caller, "vault:connect")
+    key_limits.check_connect(caller, reconnect_id)
     conn = ws.conn()
     integration = _integration(conn, service)
     if integration is None:

@@ -11,6 +11,7 @@ from workspacectl import clock
 from workspacectl.formats import env_text
 from workspacectl.engine import pagination
 from workspacectl.engine import validate as v
+from workspacectl.engine.vault import key_limits
 from workspacectl.engine.vault.credentials import (NEVER_ISSUED, credential_detail, env_vars, list_entry, open_secrets,
                                              owned_credential, precise_now, visible_credential)
 from workspacectl.engine.db import transaction
@@ -29,7 +30,7 @@ def list_credentials(ctx: Ctx) -> dict:
     limit, after = pagination.page_args(ctx, str)
     service = ctx.query.get("service") or None
     rows = store.list_credentials_for(ctx.db, ctx.caller.member_id, after, limit + 1, service,
-                                      pagination.name_filter(ctx))
+                                      pagination.name_filter(ctx), only=key_limits.only(ctx.caller))
     cache: dict = {}
     return pagination.page("credentials", rows, limit, lambda r: r["id"], lambda r: list_entry(ctx.db, r, cache))
 
