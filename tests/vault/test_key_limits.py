@@ -73,6 +73,10 @@ def test_a_limited_key_reaches_only_its_credentials_on_every_route(backend):
     assert r.status == 200 and r.body["apiKey"] == "sk-a"
     assert backend.ok("GET", f"/v1/credentials/{a['id']}", secret=secret)["id"] == a["id"]
 
+    # The event feed: only its credential's events, though its creator (the owner) sees every event.
+    assert {e["subjectId"] for e in backend.ok("GET", "/v1/events", secret=secret)["events"]} == {a["id"]}
+    assert {b["id"], c["id"], d["id"]} <= {e["subjectId"] for e in backend.ok("GET", "/v1/events")["events"]}
+
     # Nothing was changed, issued or logged for the others; the owner still sees them as they were.
     assert backend.ok("GET", f"/v1/credentials/{b['id']}")["name"] == b["name"]
     assert backend.ok("GET", f"/v1/credentials/{b['id']}")["sharing"] == []
