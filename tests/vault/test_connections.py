@@ -249,6 +249,36 @@ def test_no_cookie_or_an_unknown_link(door, keysvc):
     assert door.status(c["id"])["status"] == "pending"
 
 
+def test_the_pages_say_what_to_do_next(door, keysvc):
+    """Issue 26: the connected page shows a command that works (the name, --reason); a used
+    sign-in link says so and how to get a new one (not "Sign in first"); a connect page opened
+    without a session says how to sign in."""
+    c = door.connect("keysvc")
+    anon = httpx.get(c["connectUrl"], trust_env=False)
+    assert anon.status_code == 401 and "<h1>Sign in first</h1>" in anon.text
+    assert "single-use sign-in link that <code>" not in anon.text   # a message, escaped, not markup
+    assert "opens through the single-use sign-in link that `wsctl vault connect` prints or opens" in anon.text
+    assert "run `wsctl vault connect SERVICE` again for a new one" in anon.text
+    link = door.signin_link(path_of(c["connectUrl"]))
+    b = httpx.Client(trust_env=False, follow_redirects=True, timeout=30)
+    try:
+        page = b.get(link)
+        assert page.status_code == 200
+        used = httpx.get(link, trust_env=False)
+        assert used.status_code == 401 and "<h1>This sign-in link cannot be used</h1>" in used.text
+        assert "Sign in first" not in used.text and "was already used: each one signs in once" in used.text
+        assert "(e.g. `wsctl vault connect SERVICE`) for a new link" in used.text
+        done = submit(b, page, {"apiKey": "sk-next-steps", "instanceUrl": "https://acme.example"})
+    finally:
+        b.close()
+    cred = door.status(c["id"])["credentialId"]
+    assert done.status_code == 200
+    assert f"<code>keysvc</code> (<code>{cred}</code>)" in done.text
+    assert 'wsctl vault env keysvc --reason "first use"' in done.text
+    assert 'wsctl vault token keysvc --reason "first use"' in done.text
+    assert f"vault env {cred}" not in done.text
+
+
 # --- OAuth ------------------------------------------------------------------------------------
 
 def walk_to_provider(door: Door, conn: dict, session: str | None = None) -> tuple[httpx.Client, str]:

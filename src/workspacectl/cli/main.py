@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
         code = e.exit_code
         ctx = getattr(e, "ctx", None)
         hint = f" See `{ctx.command_path} -h`." if ctx is not None else ""
-        print(f"error: {visible(one_line(e.format_message())).rstrip('.')}.{hint}", file=sys.stderr)
+        print(f"error: {sentence(visible(one_line(e.format_message())))}{hint}", file=sys.stderr)
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         code = 130
@@ -180,6 +180,12 @@ def _fail_the_eval() -> None:
         sys.stdout.flush()
     except (OSError, ValueError):
         pass
+
+
+def sentence(text: str) -> str:
+    """A message ending in one full stop, or in its own ? or ! ("Did you mean 'token'?", not "?.")."""
+    text = text.rstrip()
+    return text if text.endswith(("?", "!")) else text.rstrip(".") + "."
 
 
 def _candidates(error) -> list[str]:

@@ -91,13 +91,20 @@ def form_page(token: str, form: engine_connections.LinkForm, csrf: str, error: s
     return resp
 
 
-def connected_page(view: dict, header: str = "", service_name: str | None = None) -> HTMLResponse:
+def connected_page(view: dict, header: str = "", service_name: str | None = None,
+                   credential: str | None = None) -> HTMLResponse:
+    """credential: its name, which the commands shown take (else its id)."""
     name = service_name or view["service"]
+    cid = view.get("credentialId") or ""
+    ref = html.escape(credential or cid)
+    named = (f"<code>{html.escape(credential)}</code> (<code>{html.escape(cid)}</code>)" if credential
+             else f"<code>{html.escape(cid)}</code>")
     return _secure(page(f"{name} is connected",
                         f'<p class="ok" role="status">Connected. You can close this tab.</p>'
-                        f"<p>Credential <code>{html.escape(view.get('credentialId') or '')}</code> "
-                        f"for {html.escape(name)} is in your vault. Use it with "
-                        f"<code>wsctl vault env {html.escape(view.get('credentialId') or '')}</code>.</p>",
+                        f"<p>Credential {named} for {html.escape(name)} is in your vault. Use it by name, with a "
+                        f"reason for the audit log: <code>wsctl vault env {ref} --reason \"first use\"</code> "
+                        f"prints its variables, <code>wsctl vault token {ref} --reason \"first use\"</code> a "
+                        "token.</p>",
                         header_html=header))
 
 
@@ -147,11 +154,13 @@ def mount(app: FastAPI, engine) -> None:
                                                         error=q.get("error"), caller=caller))
             header = await run_engine(who_header, engine, caller)
             name = await run_engine(lambda: engine_connections.service_form(ws.conn(), view["service"]).service_name)
+            cred = await run_engine(lambda: engine_connections.credential_name(ws.conn(), view.get("credentialId"),
+                                                                              caller.member_id if caller else None))
         except ApiError as e:
             return _error(e)
         except ValueError:
             return _error(ApiError("invalid_request", "This sign-in response is malformed."))
-        return connected_page(view, header, name)
+        return connected_page(view, header, name, cred)
 
     @app.get("/connect/{token}")
     async def connect_link(token: str, request: Request):
@@ -193,7 +202,8 @@ def mount(app: FastAPI, engine) -> None:
             header = who_header(engine, caller)
             try:
                 view = engine_connections.complete_api_key(ws, row["id"], caller.member_id, values)
-                return "done", (view, header, form.service_name)
+                cred = engine_connections.credential_name(ws.conn(), view.get("credentialId"), caller.member_id)
+                return "done", (view, header, form.service_name, cred)
             except ApiError as e:
                 if e.code != "invalid_request":
                     raise

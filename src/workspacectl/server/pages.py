@@ -51,8 +51,8 @@ _TITLES = {410: "This link can no longer be used", 401: "Sign in first", 403: "N
            404: "Link not found", 400: "Cannot continue", 413: "Cannot continue"}
 
 
-def error_page(exc: ApiError) -> HTMLResponse:
-    title = _TITLES.get(exc.status, "Cannot continue")
+def error_page(exc: ApiError, title: str | None = None) -> HTMLResponse:
+    title = title or _TITLES.get(exc.status, "Cannot continue")
     return page(title, f'<p class="err" role="alert">{html.escape(exc.message)}</p>'
                 '<p class="muted">You can close this tab.</p>', exc.status)
 

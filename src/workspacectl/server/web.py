@@ -21,8 +21,8 @@ def mount(app: FastAPI, engine) -> None:
             # the connection is taken in the worker thread: each thread has its own, and two
             # sign-ins at once on the event loop's one connection collided (a 500)
             cookie, next_path = await run_engine(lambda: consume_web_link(engine.ws.conn(), token))
-        except ApiError as e:
-            return error_page(e)
+        except ApiError as e:   # not "Sign in first": this was the sign-in, and its message says what to do
+            return error_page(e, "This sign-in link cannot be used")
         resp = RedirectResponse(next_path, status_code=303)
         resp.set_cookie(COOKIE, cookie, httponly=True, samesite="lax", path="/",
                         secure=request.url.scheme == "https", max_age=12 * 3600)

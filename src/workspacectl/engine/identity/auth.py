@@ -140,9 +140,13 @@ def consume_web_link(conn, token: str) -> tuple[str, str]:
     with transaction(conn):
         row = store.get_web_link(conn, h)
         if row is None or row["used_at"]:
-            raise ApiError("unauthenticated", "This sign-in link is not valid or was already used.")
+            raise ApiError("unauthenticated", "This sign-in link is not valid or was already used: each one signs in once, "
+                           "within 5 minutes. If you are signed in in this browser already, go back to the page it "
+                           "opened; else run the command that printed it again (e.g. `wsctl vault connect SERVICE`) "
+                           "for a new link.")
         if clock.parse_iso(row["expires_at"]) <= clock.now():
-            raise ApiError("expired", "This sign-in link has expired. Make a new one.")
+            raise ApiError("expired", "This sign-in link has expired (links last 5 minutes). Run the command that "
+                           "printed it again (e.g. `wsctl vault connect SERVICE`) for a new one.")
         store.use_web_link(conn, h)
         cookie = _secrets.token_urlsafe(32)
         store.insert_secret(conn, "web", row["member_id"], sha256_hex(cookie), name="web",

@@ -248,11 +248,25 @@ def _check_usable(row) -> None:
 
 def _check_member(row, caller: Caller | None) -> None:
     if caller is None:
-        raise ApiError("unauthenticated", "Sign in first: open this link through the sign-in link that "
-                       "`wsctl vault connect` prints or opens, as the member who started the connection.")
+        raise ApiError("unauthenticated", "Sign in first: this page opens through the single-use sign-in link that "
+                       "`wsctl vault connect` prints or opens, which signs you in as the member who started the "
+                       "connection. If that link was already used in another browser, run `wsctl vault connect "
+                       "SERVICE` again for a new one.")
     if caller.member_id != row["member_id"]:
         raise ApiError("forbidden", "This link belongs to another member. Only the member who started the "
                        "connection can complete it; nothing was changed.")
+
+
+def credential_name(conn, cred_id: str | None, member_id: str | None) -> str | None:
+    """The name of a credential the member can see (the connected page says how to use it by name)."""
+    from workspacectl.engine.vault.credentials import visible_credential
+
+    if not cred_id or not member_id:
+        return None
+    try:
+        return visible_credential(conn, cred_id, member_id)["name"]
+    except ApiError:
+        return None
 
 
 def open_link(conn, token: str, caller: Caller | None):
