@@ -3,8 +3,12 @@ filters, the cursor a follower keeps, who sees what; never a secret in any event
 from __future__ import annotations
 
 import json
+import subprocess
+import threading
 
 import pytest
+
+from tests.conftest import WAIT_LIMIT, WSCTL
 
 from tests.vault_helpers import APIKEY_TOML, install_service, make_credential, oauth_credential, token
 from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
@@ -115,3 +119,45 @@ def test_refresh_and_broken_grant_are_events(backend, provider):
     assert got == [("credential.connected", backend.owner["id"], None), ("credential.refreshed", None, None),
                    ("credential.broken", None, "invalid_grant")]
     assert not any(s in json.dumps(feed(backend)) for s in provider.all_secrets())
+
+
+def test_skill_published_and_memory_folded(backend):
+    from tests.skill_helpers import create, skill_md
+
+    skill = create(backend, "feed-skill")
+    backend.ok("PUT", f"/v1/skills/{skill['id']}/files", {"path": "SKILL.md", "content": skill_md("feed-skill")})
+    (published,) = feed(backend, type="skill.published")
+    assert published["subjectId"] == skill["id"] and published["actorId"] == backend.owner["id"]
+    assert published["data"] == {"skill": "feed-skill", "version": 1, "source": "inline"}
+    r = backend.api("POST", "/v1/memory/organization/proposals", {"text": "Deploys go out on Tuesdays."})
+    assert r.status == 202, r.body
+    backend.ok("POST", "/v1/memory/agent/run")
+    (folded,) = feed(backend, type="memory.*")
+    assert folded["type"] == "memory.folded" and folded["actorId"] is None
+    assert folded["data"]["ownerType"] == "organization" and folded["data"]["folded"] == 1
+
+
+def test_follow_prints_new_events(backend):
+    argv = [*WSCTL, "events", "--follow", "--json", "--type", "member.added", "--interval", "0.2"]
+    backend.add_member("before@example.com")   # before the follower starts: not printed
+    with subprocess.Popen(argv, env=backend.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            line = ""
+            # The follower starts from the feed's end: members added until it prints one are all new.
+            added = []
+            got = threading.Event()
+
+            def read():
+                nonlocal line
+                line = proc.stdout.readline()
+                got.set()
+
+            threading.Thread(target=read, daemon=True).start()
+            while not got.wait(0.5):
+                added.append(backend.add_member(f"after{len(added)}@example.com")["id"])
+                assert len(added) < WAIT_LIMIT * 2, "the follower printed nothing"
+            event = json.loads(line)
+            assert event["type"] == "member.added" and event["subjectId"] in added
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=WAIT_LIMIT)
