@@ -67,6 +67,7 @@ class Upstream:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True   # as a real server: headers and body are two writes
 
             def log_message(self, *args):
                 pass
