@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import WAIT_LIMIT, base_env, free_port, make_backend, pg_env, start_server, wait_until
 from tests.events.receiver import Receiver
-from tests.vault_helpers import open_ws
+from tests.vault_helpers import APIKEY_TOML, install_service, make_credential, open_ws
 
 FAST = {"WSCTL_WEBHOOK_INTERVAL": "0.05", "WSCTL_WEBHOOK_BACKOFF_SECONDS": "0"}
 LEASE_SECONDS = 60   # engine/events/delivery.LEASE_SECONDS
@@ -41,6 +41,15 @@ def test_sender_delivers_retries_and_gives_up(workspace, home, tmp_path):
             dead = subscribe(backend, f"http://127.0.0.1:{free_port()}/gone", ["member.*"])
             member = backend.add_member("rue@example.com")
             backend.ok("POST", "/v1/keys", {"kind": "personal", "scopes": ["skills:manage"]})  # subscribed by none
+            # Every credential event to a third subscriber: their bodies carry no secret.
+            with Receiver() as everything:
+                everything.secret = subscribe(backend, everything.url, ["credential.*"])["secret"]
+                install_service(workspace, APIKEY_TOML.format(base="http://127.0.0.1:9"))
+                cred = make_credential(workspace, backend.owner["id"], "keysvc", {"apiKey": "sk-CANARY-w1"})
+                backend.ok("PUT", f"/v1/vault/credentials/{cred['id']}/data", {"apiKey": "sk-CANARY-w2"})
+                everything.wait_for(lambda calls: len(everything.acked()) == 2)
+                assert [p["type"] for _, p in everything.acked()] == ["credential.connected", "credential.updated"]
+                assert all(c[2] for c in everything.calls) and not any(b"CANARY" in b for b in everything.bodies)
             receiver.wait_for(lambda calls: len(calls) >= 3)
             wait_until(lambda: {d["status"] for d in deliveries(workspace)} == {"delivered", "failed"},
                        "the deliveries ended", server.proc, server.log)

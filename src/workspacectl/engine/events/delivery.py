@@ -37,6 +37,7 @@ BACKOFF_ENV = "WSCTL_WEBHOOK_BACKOFF_SECONDS"
 DEFAULT_BACKOFF = 5.0
 MAX_DELAY = 6 * 3600.0
 BATCH = 20
+DELIVERIES_LOCK = "webhook-deliveries"   # db.transaction's resource for claims and outcomes (PostgreSQL)
 log = logging.getLogger("wsctl.webhooks")
 
 
@@ -71,11 +72,18 @@ def delivery_json(row) -> dict:
 
 
 def claim(conn, holder: str, seqs: list[int] | None = None, limit: int = BATCH) -> list[int]:
-    """Take the lease of due deliveries (or of `seqs`, due or not); answers those taken."""
+    """Take the lease of due deliveries (or of `seqs`, due or not); answers those taken.
+
+    The due ones are looked for with a plain read: a sender with nothing to do (nearly every tick)
+    takes no write lock. Each claim's UPDATE re-checks the row (still pending, lease free), so of
+    two senders that read the same row only one takes it. On PostgreSQL the claim and the outcome
+    lock only the deliveries (DELIVERIES_LOCK), never the whole workspace."""
     now = clock.now()
     at, until = clock.iso(now), clock.iso(now + timedelta(seconds=LEASE_SECONDS))
-    with transaction(conn):
-        wanted = store.due_deliveries(conn, at, limit) if seqs is None else seqs
+    wanted = store.due_deliveries(conn, at, limit) if seqs is None else seqs
+    if not wanted:
+        return []
+    with transaction(conn, locks=[DELIVERIES_LOCK]):
         return [s for s in wanted if store.claim_delivery(conn, s, holder, at, until)]
 
 
@@ -94,7 +102,7 @@ def send(ws, seq: int, holder: str) -> str | None:
         status, next_at = "failed", None
     else:
         status, next_at = "pending", clock.iso(now + timedelta(seconds=retry_delay(row["attempts"])))
-    with transaction(conn):
+    with transaction(conn, locks=[DELIVERIES_LOCK]):
         kept = store.finish_delivery(conn, seq, holder, status=status, next_attempt_at=next_at, last_status=code,
                                      last_error=error, now=clock.iso(now))
     log.info("webhook %s %s attempt %d: %s%s", row["webhook_id"], row["id"], row["attempts"],
