@@ -12,6 +12,10 @@
         p.rotate_refresh = True     # a refresh answers a new refresh token (False: omits it)
         p.expires_in_answer = 1e20  # the expires_in its answers carry, any JSON value (None: null);
                                     # unset: the real lifetime, expires_in
+        p.client_auth = "basic"     # the only client authentication /token and /revoke accept:
+                                    # "basic", "post", "none" (client_id alone); "any" (default): basic or post
+        p.body_encoding = "json"    # the only body /token and /revoke accept ("form" or "json"; None: either)
+        p.token_calls               # [(path, "basic"|"post"|"none", "form"|"json")] of each /token or /revoke call
 
 Endpoints:
 - GET  /authorize: checks client_id, redirect_uri and response_type=code, records the PKCE
@@ -19,8 +23,9 @@ Endpoints:
   challenge is accepted only when `require_pkce` is False.
 - POST /token: `authorization_code` (code single use, redirect_uri equal, verifier checked against
   the S256 challenge) and `refresh_token` (token must be current: a rotated-away or revoked one
-  is `invalid_grant`). Client authentication by form fields or HTTP Basic.
-- POST /revoke: records the token (RFC 7009; always 200).
+  is `invalid_grant`). Client authentication by form fields or HTTP Basic (`client_auth`).
+- POST /revoke: records the token (RFC 7009; 200). With `client_auth` set (not "any") it checks the
+  client as /token does. Both take a form or a JSON body (`body_encoding` restricts it).
 - GET  /probe…: 200 for a live access token (or one of `api_keys`) in `Authorization: Bearer`, or
   an `api_keys` password in HTTP Basic; else 401. `outer.requests` records every path called.
 Every secret it hands out contains "CANARY" so scans can find leaks.
@@ -52,6 +57,9 @@ class OAuthProvider:
         self.rotate_refresh = True
         self.require_pkce = True
         self.expires_in_answer = UNSET
+        self.client_auth = "any"
+        self.body_encoding: str | None = None
+        self.token_calls: list[tuple[str, str, str]] = []
         self.refreshes = 0
         self.refresh_times: list[float] = []
         self.exchanges = 0
@@ -94,7 +102,8 @@ class OAuthProvider:
         return self._issue(refresh=None)
 
     def service_toml(self, service: str = "loopcrm", name: str = "Loop CRM", *, revoke: bool = True,
-                     probe: bool = True, client_secret: bool = True, fields: list[str] | None = None) -> str:
+                     probe: bool = True, client_secret: bool = True, fields: list[str] | None = None,
+                     client_auth: str | None = None, token_body: str | None = None) -> str:
         lines = [
             f'service = "{service}"',
             f'name = "{name}"',
@@ -115,6 +124,10 @@ class OAuthProvider:
         ]
         if client_secret:
             lines.append(f'clientSecret = "{self.client_secret}"')
+        if client_auth:
+            lines.append(f'clientAuth = "{client_auth}"')
+        if token_body:
+            lines.append(f'tokenBodyEncoding = "{token_body}"')
         if revoke:
             lines.append(f'revokeUrl = "{self.url}/revoke"')
         lines += [
@@ -142,17 +155,25 @@ class OAuthProvider:
             self.issued.append(body)
             return dict(body)
 
-    def _client_ok(self, headers, form: dict) -> bool:
+    def _client_ok(self, headers, form: dict) -> tuple[bool, str]:
+        """(authenticated, how): HTTP Basic, form/JSON fields, or a public client's id alone."""
         cid, csec = form.get("client_id"), form.get("client_secret")
         auth = headers.get("Authorization") or ""
+        how = "post" if csec is not None else "none"
         if auth.startswith("Basic "):
+            if cid is not None or csec is not None:
+                return False, "basic"   # RFC 6749 2.3: one method per request
             try:
                 raw = base64.b64decode(auth[6:]).decode()
                 u, _, p = raw.partition(":")
-                cid, csec = urllib.parse.unquote(u), urllib.parse.unquote(p)
+                cid, csec = urllib.parse.unquote_plus(u), urllib.parse.unquote_plus(p)
             except Exception:
-                return False
-        return cid == self.client_id and csec == self.client_secret
+                return False, "basic"
+            how = "basic"
+        allowed = {"any": ("basic", "post")}.get(self.client_auth, (self.client_auth,))
+        if how not in allowed or cid != self.client_id:
+            return False, how
+        return (how == "none" or csec == self.client_secret), how
 
     def _handler(self):
         outer = self
@@ -209,9 +230,22 @@ class OAuthProvider:
 
             def do_POST(self):
                 n = int(self.headers.get("Content-Length") or 0)
-                form = dict(urllib.parse.parse_qsl(self.rfile.read(n).decode()))
+                raw = self.rfile.read(n).decode()
+                encoding = "json" if (self.headers.get("Content-Type") or "").startswith("application/json") else "form"
+                try:
+                    form = json.loads(raw) if encoding == "json" else dict(urllib.parse.parse_qsl(raw))
+                except ValueError:
+                    form = {}
+                form = {str(k): str(v) for k, v in form.items()} if isinstance(form, dict) else {}
                 path = urllib.parse.urlparse(self.path).path
                 outer.requests.append(("POST", path))
+                if path in ("/token", "/revoke"):
+                    ok, how = outer._client_ok(self.headers, form)
+                    outer.token_calls.append((path, how, encoding))
+                    if outer.body_encoding is not None and encoding != outer.body_encoding:
+                        return self._send(400, {"error": "invalid_request"})
+                    if not ok and (path == "/token" or outer.client_auth != "any"):   # "any": /revoke asks nothing
+                        return self._send(401, {"error": "invalid_client"})
                 if path == "/revoke":
                     with outer.lock:
                         tok = form.get("token", "")
@@ -221,8 +255,6 @@ class OAuthProvider:
                     return self._send(200, {})
                 if path != "/token":
                     return self._send(404, {"error": "not_found"})
-                if not outer._client_ok(self.headers, form):
-                    return self._send(401, {"error": "invalid_client"})
                 grant = form.get("grant_type")
                 if grant == "authorization_code":
                     return self._code_grant(form)

@@ -70,9 +70,13 @@ def install_service(workspace: Path, toml_text: str) -> str:
 
 
 def make_credential(workspace: Path, owner_id: str, service: str, secrets: dict, fields: dict | None = None,
-                    expires_in: float | None = None, scopes: list | None = None) -> dict:
-    """A credential as a completed connection makes it (engine.credentials.create_credential)."""
-    from workspacectl.engine.vault.credentials import create_credential
+                    expires_in: float | None = None, scopes: list | None = None, lifetime: float | None = 3600) -> dict:
+    """A credential as a completed connection makes it (engine.credentials.create_credential).
+
+    With expires_in, its token is one of `lifetime` seconds (default an hour) obtained
+    `lifetime - expires_in` seconds ago (its refreshed_at), so a token 5 s from its end is an old
+    one-hour token inside its 60 s refresh margin; lifetime=None: obtained now."""
+    from workspacectl.engine.vault.credentials import create_credential, precise_iso
     from workspacectl.engine.db import transaction
 
     ws = open_ws(workspace)
@@ -81,17 +85,22 @@ def make_credential(workspace: Path, owner_id: str, service: str, secrets: dict,
         d = create_credential(ws, conn, owner_member_id=owner_id, service=service, secrets=secrets,
                               fields=fields or {}, scopes=scopes,
                               expires_at=clock.later(expires_in) if expires_in is not None else None)
+        if expires_in is not None and lifetime is not None:
+            from datetime import timedelta
+
+            obtained = precise_iso(clock.now() + timedelta(seconds=expires_in - lifetime))
+            conn.execute("UPDATE credentials SET refreshed_at = ? WHERE id = ?", (obtained, d["id"]))
     conn.close()
     return d
 
 
 def oauth_credential(backend, provider, service: str = "loopcrm", expires_in: float = 3600,
-                     owner_id: str | None = None) -> tuple[dict, dict]:
+                     owner_id: str | None = None, lifetime: float | None = 3600) -> tuple[dict, dict]:
     """A credential holding a real grant from the loopback provider; answers (detail, grant)."""
     grant = provider.grant()
     d = make_credential(backend.workspace, owner_id or backend.owner["id"], service,
                         {"accessToken": grant["access_token"], "refreshToken": grant["refresh_token"]},
-                        expires_in=expires_in, scopes=grant["scope"].split())
+                        expires_in=expires_in, scopes=grant["scope"].split(), lifetime=lifetime)
     return d, grant
 
 

@@ -29,7 +29,7 @@ PARAM_IN = {"path", "query", "body", "header"}
 TOP_KEYS = {"service", "name", "description", "credentialType", "envVars", "fields", "secretFields",
             "baseUrl", "docsUrl", "probe", "auth", "bodyEncoding", "oauth2", "operations", "triggers"}
 OAUTH_KEYS = {"authorizeUrl", "tokenUrl", "scopes", "revokeUrl", "pkce", "scopeSeparator",
-              "extraAuthorizeParams"}
+              "extraAuthorizeParams", "clientAuth", "tokenBodyEncoding"}
 OP_KEYS = {"name", "summary", "description", "method", "path", "tags", "params", "response", "example",
            "markdown"}
 TRIGGER_KEYS = {"type", "event", "name", "description", "cadenceSeconds", "requiresCredential", "config"}
@@ -87,6 +87,12 @@ def test_service_header(stem):
         o = s["oauth2"]
         assert set(o) <= OAUTH_KEYS, f"unknown oauth2 keys {set(o) - OAUTH_KEYS}"
         assert "clientId" not in o and "clientSecret" not in o  # admins set those
+        # issue 25: each names how its client authenticates, citing where its provider says so
+        assert o["clientAuth"] in {"client_secret_post", "client_secret_basic", "none"}
+        assert o.get("tokenBodyEncoding", "form") in {"form", "json"}
+        text = (DATA / f"{stem}.toml").read_text()
+        before = text.split('\nclientAuth = ', 1)[0].rsplit("\n", 3)
+        assert any(line.startswith("# ") and "'s " in line for line in before[1:]), "a comment cites the provider"
         for key in ("authorizeUrl", "tokenUrl"):
             assert o[key].startswith("https://"), key
         if "revokeUrl" in o:

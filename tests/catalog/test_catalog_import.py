@@ -140,6 +140,35 @@ BAD_FILES = {
     "secretoauth.toml": ('service = "x"\nname = "X"\ncredentialType = "oauth2"\nsecretFields = ["apiKey"]\n'
                          '[oauth2]\nauthorizeUrl = "https://a.example/auth"\ntokenUrl = "https://a.example/token"\n',
                          "'secretFields' is only allowed when credentialType is apiKey"),
+    # issue 25: a key no table knows is refused with its line and the table's keys, never ignored
+    "oauthkey.toml": ('service = "x"\nname = "X"\ncredentialType = "oauth2"\n[oauth2]\n'
+                      'authorizeUrl = "https://a.example/auth"\ntokenUrl = "https://a.example/token"\n'
+                      'clientAuthMethod = "client_secret_basic"\n',
+                      "oauthkey.toml line 7: unknown key 'clientAuthMethod' in [oauth2]; the known keys are "
+                      "authorizeUrl, clientAuth, clientId, clientSecret, extraAuthorizeParams, pkce, revokeUrl, "
+                      "scopeSeparator, scopes, tokenBodyEncoding, tokenUrl."),
+    "topkey.toml": ('service = "x"\nname = "X"\ndescripton = "typo"\ncredentialType = "noAuth"\n',
+                    "topkey.toml line 3: unknown key 'descripton' at the top level; the known keys are auth, "),
+    "opkey.toml": ('service = "x"\nname = "X"\ncredentialType = "noAuth"\n[[operations]]\nname = "a"\n'
+                   'method = "GET"\npath = "/a"\n[[operations]]\nname = "b"\nmethod = "GET"\npath = "/b"\n'
+                   'sumary = "typo"\n', "opkey.toml line 12: unknown key 'sumary' in [[operations]] entry 2"),
+    "paramkey.toml": ('service = "x"\nname = "X"\ncredentialType = "noAuth"\n[[operations]]\nname = "a"\n'
+                      'method = "GET"\npath = "/a"\nparams = [{ name = "q", where = "query" }]\n',
+                      "paramkey.toml line 8: unknown key 'where' in a param of [[operations]] entry 1"),
+    "clientauth.toml": ('service = "x"\nname = "X"\ncredentialType = "oauth2"\n[oauth2]\n'
+                        'authorizeUrl = "https://a.example/auth"\ntokenUrl = "https://a.example/token"\n'
+                        'clientAuth = "basic"\n', "'clientAuth' must be one of client_secret_post, "
+                        "client_secret_basic, none"),
+    "tokenbody.toml": ('service = "x"\nname = "X"\ncredentialType = "oauth2"\n[oauth2]\n'
+                       'authorizeUrl = "https://a.example/auth"\ntokenUrl = "https://a.example/token"\n'
+                       'tokenBodyEncoding = "xml"\n', "'tokenBodyEncoding' must be form"),
+    "publicsecret.toml": ('service = "x"\nname = "X"\ncredentialType = "oauth2"\n[oauth2]\n'
+                          'authorizeUrl = "https://a.example/auth"\ntokenUrl = "https://a.example/token"\n'
+                          'clientAuth = "none"\nclientSecret = "hush-SECRET-9"\n',
+                          "is a public client, which has no secret"),
+    "publicnopkce.toml": ('service = "x"\nname = "X"\ncredentialType = "oauth2"\n[oauth2]\n'
+                          'authorizeUrl = "https://a.example/auth"\ntokenUrl = "https://a.example/token"\n'
+                          'clientAuth = "none"\npkce = false\n', "(a public client) needs PKCE"),
 }
 
 
@@ -153,7 +182,7 @@ def test_bad_files_are_refused_and_change_nothing(backend):
         line = r.body["error"]["message"]
         assert "\n" not in line and line.startswith(name) and message in line, line
         assert "SECRET" not in line
-    for name in ("secret.toml", "garbage.yaml", "empty.toml"):
+    for name in ("secret.toml", "garbage.yaml", "empty.toml", "oauthkey.toml"):
         r = backend.wsctl("catalog", "import", write(backend, name, BAD_FILES[name][0]), expect=7)
         line = r.err.strip()
         assert "\n" not in line and line.startswith(f"error: {name}") and BAD_FILES[name][1] in line, line

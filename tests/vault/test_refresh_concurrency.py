@@ -180,3 +180,37 @@ def test_a_lease_left_by_a_crashed_process_expires(backend, provider):
     assert r.status == 200, r.body
     assert provider.refreshes == 1 and r.body["accessToken"] == provider.issued[-1]["access_token"]
     assert provider.refresh_times[0] >= clock.parse_iso(lease_until).timestamp(), "refreshed under a live lease"
+
+
+@pytest.mark.parametrize("lifetime", [3, 3600], ids=["3s-token", "1h-token"])
+def test_a_burst_on_an_expired_credential_refreshes_once_whatever_the_lifetime(backend, provider, lifetime):
+    """Issue 25: 20 requests on an expired credential whose provider issues `lifetime`-second
+    tokens cause one refresh, over two replicas (server on SQLite, on PostgreSQL) or twenty threads
+    (local). A request queued behind the refresh (its handler starting after the refresh ended) takes
+    the new token: it arrived before the refresh ended, so that refresh counts as its own."""
+    n = 20
+    provider.expires_in = lifetime
+    provider.refresh_delay = 0   # a quick refresh ends while most requests still queue for an engine thread
+    install_service(backend.workspace, provider.service_toml("loopcrm"))
+    grant = provider.grant()
+    cred = make_credential(backend.workspace, backend.owner["id"], "loopcrm",
+                           {"accessToken": grant["access_token"], "refreshToken": grant["refresh_token"]},
+                           expires_in=-5)
+    if backend.kind == "remote":
+        env = base_env(backend.workspace.parent / "second-home")
+        with serve(backend.workspace, env) as second:
+            answers = [(r.status_code, r.json()) for r in
+                       _burst([backend.base_url, second], backend.owner_token, cred["id"], n)]
+    else:
+        barrier = threading.Barrier(n)
+
+        def one(i):
+            barrier.wait()
+            r = backend.api("POST", f"/v1/credentials/{cred['id']}/token", {"reason": f"t{i}"})
+            return r.status, r.body
+
+        with ThreadPoolExecutor(n) as pool:
+            answers = list(pool.map(one, range(n)))
+    assert [s for s, _ in answers] == [200] * n, answers[:2]
+    assert provider.refreshes == 1
+    assert {b["accessToken"] for _, b in answers} == {provider.issued[-1]["access_token"]}

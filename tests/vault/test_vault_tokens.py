@@ -124,6 +124,24 @@ def test_token_minutes_before_expiry_is_issued_as_is(backend, provider, loopcrm)
     assert provider.refreshes == 0
 
 
+def test_the_margin_fits_the_token_lifetime(backend, provider, loopcrm):
+    """Issue 25: the margin is 60 s or a quarter of the token's lifetime when less. A 40 s token
+    just obtained (margin 10 s) is issued as is, though a 60 s margin would refresh it on every
+    call; a one-hour token with 50 s left is refreshed (margin 60 s); and the 40 s token the
+    provider then hands out is issued as is by the next request."""
+    short, short_grant = oauth_credential(backend, provider, expires_in=40, lifetime=None)
+    r = token(backend, short["id"])
+    assert r.status == 200 and r.body["accessToken"] == short_grant["access_token"]
+    assert provider.refreshes == 0
+    long, _ = oauth_credential(backend, provider, expires_in=50, lifetime=3600)
+    provider.expires_in = 40
+    r = token(backend, long["id"])
+    assert r.status == 200 and r.body["accessToken"] == provider.issued[-1]["access_token"]
+    assert provider.refreshes == 1
+    again = token(backend, long["id"])
+    assert again.body["accessToken"] == r.body["accessToken"] and provider.refreshes == 1
+
+
 def test_rotated_refresh_token_is_saved_and_omitted_one_is_kept(backend, provider, loopcrm):
     # Rotating provider: the old refresh token dies at each refresh, so a second refresh only
     # works if the rotated one was saved.

@@ -108,7 +108,7 @@ class Engine:
             return authenticate_secret(self.ws.conn(), secret)
 
     def call(self, caller: Caller | None, method: str, path: str, query: dict | None = None,
-             body=None, base_url: str | None = None, progress=None) -> Response:
+             body=None, base_url: str | None = None, progress=None, received_at=None) -> Response:
         """progress(phase, done, total), when given, hears how long work goes (Ctx.report)."""
         method = method.upper()
         path, inline_query, route, params = _route_for(method, path)
@@ -127,10 +127,10 @@ class Engine:
         ctx: PublicCtx   # check_scope lets no caller through but to a public route
         if caller is not None:
             ctx = Ctx(ws=self.ws, caller=caller, params=params, query=query, body=body, base_url=base_url,
-                      progress=progress)
+                      progress=progress, received_at=received_at)
         else:
             ctx = PublicCtx(ws=self.ws, caller=None, params=params, query=query, body=body, base_url=base_url,
-                            progress=progress)
+                            progress=progress, received_at=received_at)
         try:
             result = handler(ctx)
         except sqlite3.OperationalError as e:
@@ -152,7 +152,7 @@ class Engine:
         return f"{route.method} {route.path}"
 
     def handle_quick(self, conn, method: str, path: str, query: dict | None, body, secret: str | None,
-                     base_url: str | None = None) -> Response:
+                     base_url: str | None = None, received_at=None) -> Response:
         """handle() on this thread, which must not wait (the server's event loop), with `conn`
         (Workspace.quick_conn) as the workspace's connection: for a quick route only (registry.route),
         whose work is a few indexed reads and at most one short transaction. Raises WouldBlock,
@@ -167,7 +167,7 @@ class Engine:
         try:
             with quick_calls():
                 try:
-                    return self.handle(method, path, query, body, secret, base_url)
+                    return self.handle(method, path, query, body, secret, base_url, received_at=received_at)
                 except sqlite3.OperationalError as e:   # a read outside the handler (authentication)
                     if not is_busy(e):
                         raise
@@ -187,10 +187,11 @@ class Engine:
         check_scope(self.authenticate(secret), route.scope)
 
     def handle(self, method: str, path: str, query: dict | None, body, secret: str | None,
-               base_url: str | None = None, progress=None) -> Response:
-        """Authenticate a presented secret, then call; every ApiError becomes its error body."""
+               base_url: str | None = None, progress=None, received_at=None) -> Response:
+        """Authenticate a presented secret, then call; every ApiError becomes its error body.
+        received_at (a datetime from clock.now()): when the request reached the door (Ctx.received_at)."""
         try:
-            return self.call(self.authenticate(secret), method, path, query, body, base_url, progress)
+            return self.call(self.authenticate(secret), method, path, query, body, base_url, progress, received_at)
         except ApiError as e:
             return Response(e.status, e.body(), headers=e.headers)
 

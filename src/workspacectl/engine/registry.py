@@ -78,6 +78,9 @@ class PublicCtx:
     body: Any
     base_url: str | None = None
     progress: Any = None    # progress(phase, done, total) from the door, for long work; may be None
+    # When the request arrived at the door (a server: before it read the body or queued the work for
+    # an engine thread); None in-process, where the call itself is the arrival.
+    received_at: datetime | None = None
 
     @property
     def db(self):

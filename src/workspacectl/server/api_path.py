@@ -19,6 +19,7 @@ import logging
 import threading
 import urllib.parse
 
+from workspacectl import clock
 from workspacectl.engine.db.quick import QuickWriter
 from workspacectl.engine.dispatch import parse_json_body
 from workspacectl.engine.registry import Response
@@ -195,6 +196,7 @@ class LeanApi:
         if (scope["type"] != "http" or not scope["path"].startswith("/v1/") or scope["method"] not in METHODS
                 or is_stream_type(header(scope, b"content-type"))):
             return await self.fallback(scope, receive, send)
+        received = clock.now()   # the request's arrival: what a token refresh is decided against (Ctx.received_at)
         content_type = header(scope, b"content-type")
         try:
             raw = await read_body(receive, header(scope, b"content-length"), MAX_JSON_BODY)
@@ -204,7 +206,7 @@ class LeanApi:
         query = dict(urllib.parse.parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
         args = (scope["method"], raw_path(scope), query, body, bearer_of(header(scope, b"authorization")),
                 base_url(scope, self.public_url))
-        call = functools.partial(self.engine.handle, *args)
+        call = functools.partial(self.engine.handle, *args, received_at=received)
         if NDJSON in header(scope, b"accept"):   # long work with its phases (server/progress_stream.py)
             from workspacectl.server import progress_stream
 
@@ -212,7 +214,8 @@ class LeanApi:
         resp: Response | None = None
         if (writer := self._writer()) is not None and (label := self.engine.quick_route(*args[:2])) is not None:
             try:   # a quick route, answered here (Engine.handle_quick), or None: on an engine thread
-                resp = await writer.run(functools.partial(self.engine.handle_quick, writer.conn, *args), label)
+                resp = await writer.run(functools.partial(self.engine.handle_quick, writer.conn, *args, received_at=received),
+                                        label)
             except ApiError as e:   # the write lock held past the busy timeout, a refused commit
                 resp = Response(e.status, e.body(), headers=e.headers)
         if resp is None:

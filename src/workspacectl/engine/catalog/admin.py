@@ -12,6 +12,7 @@ or from PUT .../oauth-client, is sealed with engine.crypto and never stored in p
 """
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -175,12 +176,16 @@ def set_oauth_client(ctx: Ctx) -> dict:
         raise v.bad(f"'{row['service']}' is not an oauth2 integration; it has no OAuth client.")
     body = v.body_dict(ctx, allow_empty=False)
     client_id = v.string(body, "clientId", max_len=1000)
-    client_secret = v.string(body, "clientSecret", max_len=4000)
+    public = json.loads(row["setup_json"] or "{}").get("clientAuth") == "none"
+    client_secret = v.string(body, "clientSecret", max_len=4000, required=not public)
+    if public and client_secret is not None:
+        raise v.bad(f"'{row['service']}' is a public client (clientAuth = \"none\", PKCE): it has no client secret; "
+                    "send only clientId.")
     from workspacectl.engine.catalog import history as catalog_history
 
     with transaction(ctx.db):
         services.set_oauth_client(ctx.ws, row["service"], client_id, client_secret)
         catalog_history.record(ctx.db, ctx, row["service"], "oauth-client",
                                [{"field": "oauthClientId", "from": row["oauth_client_id"], "to": client_id},
-                                {"field": "oauthClientSecret", "from": None, "to": "set"}])
+                                {"field": "oauthClientSecret", "from": None, "to": "set" if client_secret else None}])
     return integration_detail(store.get_integration(ctx.db, row["service"]))

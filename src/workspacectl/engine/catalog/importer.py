@@ -27,6 +27,10 @@ METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE")
 PARAM_PLACES = ("path", "query", "header", "body", "cookie")
 MAX_ENV_VARS = 50
 DEFAULT_POLL_CADENCE = 300
+# How the client authenticates at the token and revoke endpoints (RFC 8414 names); the default is the
+# one most providers document (docs/api.md §4.3).
+CLIENT_AUTH_METHODS = ("client_secret_post", "client_secret_basic", "none")
+DEFAULT_CLIENT_AUTH = "client_secret_post"
 
 
 def env_prefix(service: str) -> str:
@@ -220,6 +224,19 @@ def build_record(d: dict, where: str, service_override: str | None = None, *, le
         setup["extraAuthorizeParams"] = dict(extra)
         client_id = _str(oauth, "clientId", w, default=None, max_len=1000)
         client_secret = _str(oauth, "clientSecret", w, default=None, max_len=4000)
+        setup["clientAuth"] = _str(oauth, "clientAuth", w, default=DEFAULT_CLIENT_AUTH)
+        if setup["clientAuth"] not in CLIENT_AUTH_METHODS:
+            raise bad(w, f"'clientAuth' must be one of {', '.join(CLIENT_AUTH_METHODS)} (how the client "
+                         "authenticates at the token endpoint).")
+        setup["tokenBodyEncoding"] = _str(oauth, "tokenBodyEncoding", w, default="form")
+        if setup["tokenBodyEncoding"] not in ("form", "json"):
+            raise bad(w, "'tokenBodyEncoding' must be form (application/x-www-form-urlencoded, the default) or json.")
+        if setup["clientAuth"] == "none":
+            if client_secret is not None:
+                raise bad(w, "clientAuth = \"none\" is a public client, which has no secret: remove 'clientSecret' "
+                             "or choose client_secret_basic or client_secret_post.")
+            if not setup["pkce"]:
+                raise bad(w, "clientAuth = \"none\" (a public client) needs PKCE: remove 'pkce = false'.")
     elif oauth:
         raise bad(where, "an [oauth2] table is only allowed when credentialType is oauth2.")
 
@@ -380,6 +397,9 @@ def parse_toml(text: str, where: str, service_override: str | None = None) -> di
     from workspacectl.engine.catalog.limits import check_toml_shape
 
     check_toml_shape(data, where)
+    from workspacectl.engine.catalog.definition_keys import check_keys
+
+    check_keys(data, text, where)
     return build_record(data, where, service_override)
 
 

@@ -26,7 +26,10 @@ def integration_detail(row) -> dict:
                     "extraAuthorizeParams"):
             if key in setup:
                 out[key] = setup[key]
-        out["oauthClientConfigured"] = bool(row["oauth_client_id"]) and row["oauth_client_secret"] is not None
+        out["clientAuth"] = setup.get("clientAuth") or "client_secret_post"   # stored before it existed: the default
+        out["tokenBodyEncoding"] = setup.get("tokenBodyEncoding") or "form"
+        out["oauthClientConfigured"] = bool(row["oauth_client_id"]) and (
+            row["oauth_client_secret"] is not None or out["clientAuth"] == "none")
     for key in ("baseUrl", "docsUrl", "probe", "pagination"):
         if setup.get(key) is not None:
             out[key] = setup[key]

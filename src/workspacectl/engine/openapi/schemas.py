@@ -56,6 +56,8 @@ _INTEGRATION_DETAIL = {
     "fields": array(STR), "secretFields": array(STR),
     "authorizeUrl": STR, "tokenUrl": STR, "scopes": array(STR), "revokeUrl": STR, "pkce": BOOL,
     "scopeSeparator": STR, "extraAuthorizeParams": {"type": "object"}, "oauthClientConfigured": BOOL,
+    "clientAuth": text(enum=["client_secret_post", "client_secret_basic", "none"]),
+    "tokenBodyEncoding": text(enum=["form", "json"]),
     "baseUrl": STR, "docsUrl": STR, "probe": STR,
     "source": text(enum=["builtin", "import"]), "updatedAt": TIME,
 }
@@ -260,7 +262,9 @@ ROUTE_DOCS: dict[tuple[str, str], dict] = {
         "query": [query("service", text(1, MAX_SERVICE), "Only this service's changes."), *PAGE],
         "responses": {200: page_of("changes", _CATALOG_CHANGE)}},
     ("PUT", "/v1/admin/catalog/{service}/oauth-client"): {
-        "body": obj({"clientId": text(1, 1000), "clientSecret": text(1, 4000)}, required="all"),
+        "body": obj({"clientId": text(1, 1000), "clientSecret": text(
+            1, 4000, description="Required, except for a public client (clientAuth none), which has none.")},
+            required=["clientId"]),
         "responses": {200: ref("IntegrationDetail")}},
     ("POST", "/v1/admin/rotate-key"): {"responses": {200: obj({
         "credentials": INT, "oauthClients": INT, "connections": INT, "webhooks": INT,

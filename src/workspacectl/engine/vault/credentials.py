@@ -84,6 +84,11 @@ def precise_now() -> str:
     return clock.now().isoformat(timespec="microseconds")[:-6] + "Z"   # now() ends "+00:00"; strftime is slower
 
 
+def precise_iso(moment) -> str:
+    """A UTC datetime (clock.now()) as precise_now writes one."""
+    return clock.iso(moment)[:-1] + f".{moment.microsecond:06d}Z"
+
+
 # --- creation -------------------------------------------------------------------------------
 
 def _check_strings(label: str, values, max_chars: int) -> dict[str, str]:

@@ -1,10 +1,13 @@
 """Calls to an OAuth2 provider: code exchange (PKCE), refresh, revoke. httpx is imported lazily.
 
 Endpoints come from the integration's setup (tokenUrl, revokeUrl); the client id and the
-sealed client secret (AAD "oauth-client:<service>") from its row. The client authenticates with
-form fields (client_secret_post), which every provider we target accepts. A provider's answer is
-never echoed: errors carry only the HTTP status and, when it is a plain word, the OAuth
-``error`` code.
+sealed client secret (AAD "oauth-client:<service>") from its row. The client authenticates as the
+definition's `clientAuth` says, for the code exchange, the refresh and the revocation alike:
+`client_secret_post` (id and secret in the body, the default), `client_secret_basic` (HTTP Basic,
+RFC 6749 §2.3.1: each form-encoded, then base64; the body carries no id) or `none` (a public PKCE
+client: the id in the body, never a secret). The body is a form, or JSON when
+`tokenBodyEncoding = "json"` (Notion). A provider's answer is never echoed: errors carry only
+the HTTP status and, when it is a plain word, the OAuth ``error`` code.
 """
 from __future__ import annotations
 
@@ -87,6 +90,8 @@ class ProviderConfig:
     scope_separator: str
     client_id: str | None
     client_secret: Secret | None
+    client_auth: str = "client_secret_post"
+    body_encoding: str = "form"
 
     def __repr__(self) -> str:
         return f"ProviderConfig({self.service!r})"
@@ -114,16 +119,29 @@ def provider_config(ws, conn, service: str) -> ProviderConfig:
         scope_separator=setup.get("scopeSeparator") or " ",
         client_id=client["oauth_client_id"] if client is not None else None,
         client_secret=secret,
+        client_auth=setup.get("clientAuth") or "client_secret_post",
+        body_encoding=setup.get("tokenBodyEncoding") or "form",
     )
 
 
-def _client_form(cfg: ProviderConfig) -> dict:
+def _client_auth(cfg: ProviderConfig) -> tuple[dict, dict]:
+    """(body fields, headers) that authenticate the client, as its definition's clientAuth says."""
     if not cfg.client_id:
         raise missing_client(cfg.service)
-    form = {"client_id": cfg.client_id}
-    if cfg.client_secret is not None:
-        form["client_secret"] = cfg.client_secret.reveal()
-    return form
+    if cfg.client_auth == "none" or (cfg.client_secret is None and cfg.client_auth == "client_secret_post"):
+        return {"client_id": cfg.client_id}, {}
+    if cfg.client_secret is None:
+        raise OAuthNotConfigured(
+            f"The {cfg.service} integration authenticates its client with HTTP Basic and needs the client secret; "
+            f"an owner or admin sets it with `wsctl catalog oauth-client {cfg.service} --client-id ID` (the secret "
+            "is read hidden or from stdin), then try again.")
+    if cfg.client_auth == "client_secret_basic":
+        import base64
+        import urllib.parse
+
+        pair = f"{urllib.parse.quote_plus(cfg.client_id)}:{urllib.parse.quote_plus(cfg.client_secret.reveal())}"
+        return {}, {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
+    return {"client_id": cfg.client_id, "client_secret": cfg.client_secret.reveal()}, {}
 
 
 def _post_form(cfg: ProviderConfig, url: str | None, form: dict, what: str):
@@ -140,9 +158,12 @@ def _post_form(cfg: ProviderConfig, url: str | None, form: dict, what: str):
 
     from workspacectl.engine.vault import outbound
 
+    fields, headers = _client_auth(cfg)
+    body = {**form, **fields}
+    sent = {"json": body} if cfg.body_encoding == "json" else {"data": body}
     try:
         return outbound.request("POST", url, target, f"{cfg.service} {what}", timeout=TIMEOUT_SECONDS,
-                                headers={"Accept": "application/json"}, data=form)
+                                headers={"Accept": "application/json", **headers}, **sent)
     except httpx.HTTPError as e:
         raise ApiError("upstream_failed", f"Could not reach {cfg.service}'s {what} endpoint "
                        f"({type(e).__name__}); try again shortly.") from None
@@ -233,7 +254,7 @@ def _answer(cfg: ProviderConfig, resp) -> TokenSet:
 def exchange_code(ws, conn, service: str, *, code: str, redirect_uri: str, code_verifier: str | None) -> TokenSet:
     """authorization_code grant (with the PKCE verifier when one was used)."""
     cfg = provider_config(ws, conn, service)
-    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri, **_client_form(cfg)}
+    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri}
     if code_verifier:
         form["code_verifier"] = code_verifier
     return _answer(cfg, _post_form(cfg, cfg.token_url, form, "token"))
@@ -242,7 +263,7 @@ def exchange_code(ws, conn, service: str, *, code: str, redirect_uri: str, code_
 def refresh(ws, conn, service: str, refresh_token: Secret, scopes: list[str] | None = None) -> TokenSet:
     """refresh_token grant. Raises InvalidGrant when the provider refuses the grant itself."""
     cfg = provider_config(ws, conn, service)
-    form = {"grant_type": "refresh_token", "refresh_token": refresh_token.reveal(), **_client_form(cfg)}
+    form = {"grant_type": "refresh_token", "refresh_token": refresh_token.reveal()}
     return _answer(cfg, _post_form(cfg, cfg.token_url, form, "token"))
 
 
@@ -251,7 +272,7 @@ def revoke(ws, conn, service: str, token: Secret, hint: str = "refresh_token") -
     cfg = provider_config(ws, conn, service)
     if not cfg.revoke_url:
         return False
-    form = {"token": token.reveal(), "token_type_hint": hint, **_client_form(cfg)}
+    form = {"token": token.reveal(), "token_type_hint": hint}
     resp = _post_form(cfg, cfg.revoke_url, form, "revoke")
     if resp.status_code >= 400 and resp.status_code != 400:
         raise ApiError("upstream_failed", f"{service}'s revoke endpoint answered HTTP {resp.status_code}; "

@@ -34,7 +34,7 @@ def describe(url: str) -> str:
 
 
 def request(method: str, url: str, target, what: str, *, timeout: float, headers: dict | None = None,
-            params: dict | None = None, data: dict | None = None):
+            params: dict | None = None, data: dict | None = None, json: dict | None = None):
     """Send one request to `target` (engine/catalog_urls.pin of `url`: the checked address with the
     original Host header), log it, and answer the httpx response. httpx.HTTPError propagates
     (logged as a failure); callers turn it into their own ApiError."""
@@ -45,7 +45,7 @@ def request(method: str, url: str, target, what: str, *, timeout: float, headers
     try:
         with httpx.Client(timeout=timeout, follow_redirects=False) as client:
             resp = client.request(method, target.url, headers={**(headers or {}), **target.headers},
-                                  params=params, data=data, extensions=target.extensions)
+                                  params=params, data=data, json=json, extensions=target.extensions)
     except httpx.HTTPError as e:
         log.info("outbound %s %s for %s failed (%s) after %.0f ms", method, where, what, type(e).__name__,
                  (time.perf_counter() - started) * 1000)

@@ -13,7 +13,7 @@ from workspacectl.engine import pagination
 from workspacectl.engine import validate as v
 from workspacectl.engine.vault import key_limits
 from workspacectl.engine.vault.credentials import (NEVER_ISSUED, credential_detail, env_vars, list_entry, open_secrets,
-                                             owned_credential, precise_now, visible_credential)
+                                             owned_credential, precise_iso, precise_now, visible_credential)
 from workspacectl.engine.db import transaction
 from workspacectl.engine.events.record import record_event
 from workspacectl.engine.registry import Ctx, route
@@ -96,7 +96,9 @@ def issue_token(ctx: Ctx, cred_id: str, reason: str, form: str = "json", dry_run
 
     conn = ctx.db
     member = ctx.caller.member_id
-    since = precise_now()   # a refresh completed after this counts as ours (token_refresh.needs_refresh)
+    # A refresh completed after the request arrived counts as ours (token_refresh.needs_refresh): a
+    # request queued behind a refresh takes its token instead of refreshing again.
+    since = precise_iso(ctx.received_at) if ctx.received_at is not None else precise_now()
     for _ in range(TOKEN_ATTEMPTS):
         refused = False
         with transaction(conn, appends_only=True):

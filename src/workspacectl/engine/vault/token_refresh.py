@@ -29,6 +29,10 @@ from workspacectl.engine.store import vault as store
 from workspacectl.errors import ApiError
 
 REFRESH_MARGIN_SECONDS = 60
+# A token is refreshed when what is left of it falls under the margin: REFRESH_MARGIN_SECONDS, or
+# this share of its lifetime when that is less (a 3 s token is refreshed in its last 0.75 s, not on
+# every call; a 1 h token in its last minute).
+REFRESH_MARGIN_SHARE = 0.25
 LEASE_SECONDS = 2 * oauth.TIMEOUT_SECONDS + 5
 WAIT_SECONDS = LEASE_SECONDS + 5
 BACKOFF_SECONDS = 30
@@ -49,11 +53,22 @@ def _later_than(iso: str | None, seconds: float = 0) -> bool:
         return False
 
 
+def margin_seconds(row) -> float:
+    """How long before its expiry a token is refreshed: REFRESH_MARGIN_SECONDS, or
+    REFRESH_MARGIN_SHARE of its lifetime (from when it was stored to its expiry) when less."""
+    try:
+        lifetime = (clock.parse_iso(row["expires_at"]) - clock.parse_iso(row["refreshed_at"])).total_seconds()
+    except (TypeError, ValueError, AttributeError):
+        return REFRESH_MARGIN_SECONDS
+    return max(0.0, min(REFRESH_MARGIN_SECONDS, lifetime * REFRESH_MARGIN_SHARE))
+
+
 def needs_refresh(row, since: str | None = None, force: bool = False) -> bool:
     """An OAuth access token within the margin of its expiry (with force: any not refreshed since).
 
-    A token refreshed after `since` (when this request started) is accepted while it is still
-    valid, even inside the margin, so a provider issuing short-lived tokens cannot make us loop.
+    A token refreshed after `since` (when this request arrived at the door) is accepted while it is
+    still valid, even inside the margin, so requests queued behind a refresh take its token instead
+    of refreshing again, and a provider issuing short-lived tokens cannot make us loop.
     """
     if row["credential_type"] != "oauth2":
         return False
@@ -64,7 +79,7 @@ def needs_refresh(row, since: str | None = None, force: bool = False) -> bool:
         return False
     if "refreshToken" not in (row["secret_names_json"] or ""):
         return not _later_than(row["expires_at"])  # nothing to refresh with: use it until it ends
-    if _later_than(row["expires_at"], REFRESH_MARGIN_SECONDS):
+    if _later_than(row["expires_at"], margin_seconds(row)):
         return False
     return not (refreshed_after and _later_than(row["expires_at"]))
 
