@@ -25,6 +25,10 @@ def test_subscribe_test_call_and_log(backend, receiver):
     assert hook["id"].startswith("wh_") and hook["secret"].startswith("whsec_")
     assert hook["events"] == ["credential.*", "key.created"] and hook["createdBy"] == backend.owner["id"]
     receiver.secret = hook["secret"]
+    from tests.conftest import workspace_at_rest
+
+    secret_bytes = hook["secret"].encode()
+    assert [place for place, data in workspace_at_rest(backend.workspace).items() if secret_bytes in data] == []
     listed = backend.ok("GET", "/v1/webhooks")["webhooks"]
     assert [w["id"] for w in listed] == [hook["id"]] and "secret" not in listed[0]
     assert "secret" not in backend.ok("GET", f"/v1/webhooks/{hook['id']}")
