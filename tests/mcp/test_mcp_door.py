@@ -221,6 +221,29 @@ def test_refusals_carry_the_cli_codes(backend, setup):
     assert [(e["outcome"], e["membershipId"], e["reason"]) for e in log] == [("refused", viewer["id"], "agent wants it")]
 
 
+def test_a_key_limited_to_named_credentials_stays_limited(backend, setup):
+    cred = setup["cred"]
+    other = make_credential(backend.workspace, backend.owner["id"], "keysvc", {"apiKey": "other-CANARY-key"},
+                            {"instanceUrl": "http://127.0.0.1:9"})
+    limited = backend.ok("POST", "/v1/keys", {"kind": "platform", "scopes": ["vault:read", "vault:token"],
+                                              "name": "agent", "credentials": [cred["id"]]})["secret"]
+
+    async def script(s):
+        return (await call(s, "vault_list_credentials"),
+                await call(s, "vault_issue_token", {"credential": other["id"], "reason": "not mine"}),
+                await call(s, "vault_proxy", {"credential": other["id"], "method": "GET", "path": "echo",
+                                              "reason": "not mine"}),
+                await call(s, "vault_issue_token", {"credential": cred["id"], "reason": "mine"}))
+
+    listed, token, proxied, mine = over_stdio(backend.env_for(limited), script)
+    assert [c["id"] for c in listed.structured_content["credentials"]] == [cred["id"]]
+    for refused in (token, proxied):
+        assert refused.is_error and refused.structured_content["error"]["code"] == "not_found"
+        assert refused.structured_content["exitCode"] == 5
+    assert mine.structured_content["apiKey"] == SECRET
+    assert backend.ok("GET", f"/v1/credentials/{other['id']}/access-log")["entries"] == []
+
+
 def test_streamable_http_behind_the_same_authentication(backend, setup):
     if backend.kind != "remote":
         pytest.skip("the HTTP endpoint is a server's (wsctl serve); the local door is served over stdio")
