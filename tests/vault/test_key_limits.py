@@ -50,6 +50,9 @@ def test_a_limited_key_reaches_only_its_credentials_on_every_route(backend):
     unlimited = backend.ok("POST", "/v1/keys", {"kind": "platform", "scopes": ["vault:read"]})
     assert unlimited["credentials"] is None
 
+    assert backend.ok("GET", "/v1/auth/whoami", secret=secret)["credentials"] == [a["id"]]
+    assert backend.ok("GET", "/v1/auth/whoami")["credentials"] is None
+
     # The list, and name lookups through it: only its credential.
     assert [x["id"] for x in backend.ok("GET", "/v1/credentials", secret=secret)["credentials"]] == [a["id"]]
     assert backend.ok("GET", "/v1/credentials", secret=secret, query={"name": b["name"]})["credentials"] == []
@@ -121,6 +124,7 @@ def test_the_command_line_limits_keys_by_name_and_shows_the_limit(backend):
     secret = backend.wsctl("keys", "create", "--kind", "platform", "--scope", "vault:read,vault:token,vault:connect",
                            "--credential", a["name"], "--credential", a["id"], "--name", "ci").out.strip()
     env = backend.env_for(secret)
+    assert backend.wsctl("auth", "whoami", env=env).out.strip().endswith("via platform, limited to 1 credential(s)")
     listed = backend.wsctl("keys", "list", "--json").json["keys"]
     assert [k["credentials"] for k in listed] == [[a["id"]]]
     backend.wsctl("keys", "create", "--kind", "platform", "--scope", "docs:read", "--name", "docs")

@@ -143,8 +143,12 @@ def whoami(ctx: typer.Context, json: JsonOpt = False):
     """Print the member this profile acts as."""
     _require_workspace(resolve(state(ctx).profile_flag))
     body = backend(ctx).request("GET", "/v1/auth/whoami")
-    emit(ctx, body, lambda b: print(f"{b['member']['name']} <{b['member']['email']}> ({b['member']['role']}) "
-                                    f"via {b['kind']}"), json_flag=json)
+    def render(b):
+        limit = b.get("credentials")
+        only = f", limited to {len(limit)} credential(s)" if isinstance(limit, list) else ""
+        print(f"{b['member']['name']} <{b['member']['email']}> ({b['member']['role']}) via {b['kind']}{only}")
+
+    emit(ctx, body, render, json_flag=json)
 
 
 def _require_workspace(target) -> None:

@@ -112,7 +112,8 @@ def whoami(ctx: Ctx) -> dict:
     c = ctx.caller
     member = store.get_member(ctx.db, c.member_id)
     return {"member": member_json(member), "kind": c.kind, "keyId": c.key_id, "scopes": list(c.scopes),
-            "workspace": store.get_setting(ctx.db, "name")}
+            "workspace": store.get_setting(ctx.db, "name"),
+            "credentials": sorted(c.credentials) if c.credentials is not None else None}
 
 
 def safe_next(path: str) -> str:

@@ -166,7 +166,9 @@ ROUTE_DOCS: dict[tuple[str, str], dict] = {
     ("DELETE", "/v1/auth/session"): {"responses": {204: None}},
     ("GET", "/v1/auth/whoami"): {"responses": {200: obj({
         "member": ref("Member"), "kind": text(enum=["session", "platform", "personal"]), "keyId": STR,
-        "scopes": array(STR), "workspace": nullable(STR)}, required="all")}},
+        "scopes": array(STR), "workspace": nullable(STR),
+        "credentials": nullable(array(STR, description="A key limited to named credentials: their ids."))},
+        required="all")}},
     ("POST", "/v1/auth/web-link"): {
         "body": obj({"next": text(1, 2000, _WEB_NEXT, description="A path on this server (default /).")}),
         "body_required": False,
