@@ -430,7 +430,7 @@ complete -c wsctl -n '__wsctl_at \'keys revoke\'' -l 'help' -s 'h' -d 'Show this
 complete -c wsctl -n '__wsctl_at \'keys revoke\'' -f -a '(__wsctl_dynamic key)'
 complete -c wsctl -n '__wsctl_at \'vault\'' -a 'list' -d 'List the credentials you own or that are shared with you.'
 complete -c wsctl -n '__wsctl_at \'vault\'' -a 'show' -d 'Show one credential: service, access, status, fields, scopes, sharing (never a secret).'
-complete -c wsctl -n '__wsctl_at \'vault\'' -a 'log' -d 'Show who was issued this credential\'s secrets, when and why (owner only).'
+complete -c wsctl -n '__wsctl_at \'vault\'' -a 'log' -d 'Show who was issued this credential\'s secrets or called through it, when and why (owner only).'
 complete -c wsctl -n '__wsctl_at \'vault\'' -a 'token' -d 'Issue a token (refreshed first when near expiry) and print it.'
 complete -c wsctl -n '__wsctl_at \'vault\'' -a 'env' -d 'Print the credentials\' environment variables: eval "$(wsctl vault env ID --reason R)".'
 complete -c wsctl -n '__wsctl_at \'vault\'' -a 'proxy' -d 'Call the credential\'s service through the vault: the secret stays on the server.'

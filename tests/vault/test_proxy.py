@@ -335,6 +335,19 @@ def test_refusals_leave_the_host_never(backend, upstream):
         finally:
             d.close()
     assert len(upstream.requests) == before + 4
+    # a key limited to named credentials reaches only those through the proxy (404 for the others)
+    other = make_credential(backend.workspace, owner, cred["service"], {"apiKey": KEY})
+    limited = backend.ok("POST", "/v1/keys", {"kind": "platform", "scopes": ["vault:token"], "name": "one",
+                                              "credentials": [other["id"]]})["secret"]
+    d = Door(backend, limited)
+    try:
+        with pytest.raises(ApiError) as e:
+            d.call("GET", cred["id"], "echo")
+        assert e.value.code == "not_found"
+        assert d.call("GET", other["id"], "echo")[0] == 200
+    finally:
+        d.close()
+    assert len(upstream.requests) == before + 5
     entries = _log(backend, cred["id"])
     assert entries[0]["outcome"] == "refused" and entries[0]["membershipId"] == viewer["id"]
     outcomes = [e["outcome"] for e in entries]

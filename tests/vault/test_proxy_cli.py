@@ -54,3 +54,5 @@ def test_vault_proxy_cli(backend, upstream, tmp_path):
     assert [(e["method"], e["path"], e["upstreamStatus"], e["reason"]) for e in log[:3]] == [
         ("GET", "/missing", 404, "x"), ("GET", "/pages", 200, "pages"), ("GET", "/pages", 200, "pages")]
     assert len(log) == 9   # -i, POST, 3 cursor pages, 3 Link pages, the 404; nothing for the refusal
+    r = backend.wsctl("vault", "log", name)
+    assert "GET /missing -> 404" in r.out and "POST /echo -> 200" in r.out and "proxied" in r.out

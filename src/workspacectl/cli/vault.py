@@ -99,14 +99,20 @@ def log(
     cursor: Annotated[Optional[str], typer.Option("--cursor", help="Continue from a previous page's nextCursor.")] = None,
     json: JsonOpt = False,
 ):
-    """Show who was issued this credential's secrets, when and why (owner only).
+    """Show who was issued this credential's secrets or called through it, when and why (owner only).
 
     The newest 100 entries unless --limit N or --all says otherwise."""
     body = all_pages(ctx, cred_path(cred(ctx, cred_id), "/access-log"), "entries", {"cursor": cursor} if cursor else None,
                      default_limit=100)
 
     def render(b):
-        table(b.get("entries") or [], LOG_COLUMNS, "No token has been requested for this credential.")
+        entries = b.get("entries") or []
+        columns = LOG_COLUMNS
+        if any(e.get("method") for e in entries):   # calls through the proxy: what was called, what came back
+            columns = [*LOG_COLUMNS, ("call", "CALL")]
+            entries = [{**e, "call": f"{e['method']} {e.get('path')} -> {e.get('upstreamStatus') or '-'}"}
+                       if e.get("method") else e for e in entries]
+        table(entries, columns, "No token has been requested for this credential.")
         if b.get("nextCursor"):
             info(f"More: wsctl vault log {cred_id} --cursor {b['nextCursor']}")
 
