@@ -100,6 +100,9 @@ def test_limits_are_refused_where_they_cannot_hold(backend):
             ({"kind": "platform", "scopes": ["vault:token"], "credentials": [c["id"]]}, 404, "not_found"),
             ({"kind": "platform", "scopes": ["vault:token"], "credentials": ["cred_nosuchthing"]}, 404, "not_found")):
         assert_error(backend.api("POST", "/v1/keys", body), status, code)
+    r = backend.api("POST", "/v1/keys", {"kind": "platform", "scopes": ["vault:token"], "credentials": [a["name"]]})
+    assert_error(r, 404, "not_found")
+    assert "takes credentials' ids (cred_…), not their names" in r.body["error"]["message"]
     assert backend.ok("GET", "/v1/keys")["keys"] == []   # nothing was made
     # Connecting: a new credential is 403 (naming why); a reconnect of another credential is 404.
     secret = _limited_key(backend, [a["id"]], ["vault:connect", "vault:read"])["secret"]

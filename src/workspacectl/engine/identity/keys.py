@@ -80,6 +80,10 @@ def _check_usable(conn, member_id: str, cred_ids: list[str]) -> None:
 
     for cred_id in cred_ids:
         row = vault_store.get_credential_for(conn, cred_id, member_id)
+        if (row is None or row["access"] is None) and not cred_id.startswith("cred_"):
+            raise ApiError("not_found", f"No credential with id '{cred_id[:100]}': 'credentials' takes credentials' "
+                           "ids (cred_…), not their names. `wsctl vault list` shows the ids; `wsctl keys create "
+                           "--credential NAME` turns names into ids for you.")
         if row is None or row["access"] is None:
             raise ApiError("not_found", f"No credential {cred_id} that you can see. Run `wsctl vault list`.")
         if row["access"] == "viewer":
