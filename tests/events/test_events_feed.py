@@ -161,3 +161,13 @@ def test_follow_prints_new_events(backend):
         finally:
             proc.terminate()
             proc.communicate(timeout=WAIT_LIMIT)
+
+
+def test_a_refused_probe_is_a_broken_event(backend, keycred, provider):
+    provider.api_keys.discard("sk-CANARY-one")   # the service no longer takes the key
+    r = backend.api("POST", f"/v1/vault/credentials/{keycred['id']}/sync")
+    assert r.status == 200 and r.body["status"] == "invalid", r.body
+    backend.ok("POST", f"/v1/vault/credentials/{keycred['id']}/sync")   # still invalid: no second event
+    broken = feed(backend, type="credential.broken")
+    assert [(e["subjectId"], e["actorId"], e["data"]["status"], e["data"]["reason"]) for e in broken] == [
+        (keycred["id"], backend.owner["id"], "invalid", "probe_refused")]
