@@ -201,6 +201,38 @@ def test_oauth_401_refreshes_once_and_retries_once(backend, upstream, provider):
     assert entries[0]["fields"] == ["accessToken"]
 
 
+def test_concurrent_401s_refresh_once(backend, upstream, provider):
+    """Four calls answered 401 at once: one refresh (single flight, the token path's), each call
+    sent once more with the new token."""
+    toml = provider.service_toml().replace(f'baseUrl = "{provider.url}"', f'baseUrl = "{upstream.url}/api"')
+    install_service(backend.workspace, toml)
+    from tests.vault_helpers import oauth_credential
+
+    cred, grant = oauth_credential(backend, provider)
+    first = grant["access_token"]
+    upstream.accept = lambda r: r.headers.get("authorization", "")[7:] not in ("", first)
+    provider.refresh_delay = 0.3   # the others reach the refresh while the first holds it
+    start = threading.Barrier(4)
+    results: list = []
+
+    def one():
+        door = Door(backend)
+        try:
+            start.wait(30)
+            results.append(door.call("GET", cred["id"], "echo")[0])
+        except Exception as e:   # noqa: BLE001 (reported below)
+            results.append(repr(e))
+        finally:
+            door.close()
+
+    threads = [threading.Thread(target=one) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert results == [200] * 4 and provider.refreshes == 1
+
+
 def test_retry_after_within_the_budget_and_nothing_else_replayed(backend, upstream):
     base = upstream.url + "/api"
     cred = make_credential(backend.workspace, backend.owner["id"], _install(backend, HEADER_TOML, base),

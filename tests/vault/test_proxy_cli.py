@@ -33,7 +33,7 @@ def test_vault_proxy_cli(backend, upstream, tmp_path):
     # --input: a file's bytes streamed as the body, whole
     data = bytes(range(256)) * 4096
     (tmp_path / "body.bin").write_bytes(data)
-    r = backend.wsctl("vault", "proxy", cred["id"], "POST", "echo", "--input", tmp_path / "body.bin", "--reason", "up")
+    r = backend.wsctl("vault", "proxy", cred["id"], "POST", "echo", "--input", tmp_path / "body.bin", "--reason", "envoi é")
     assert json.loads(r.out)["sha256"] == hashlib.sha256(data).hexdigest()
     assert upstream.requests[-1].headers.get("content-length") == str(len(data))
 
@@ -54,5 +54,6 @@ def test_vault_proxy_cli(backend, upstream, tmp_path):
     assert [(e["method"], e["path"], e["upstreamStatus"], e["reason"]) for e in log[:3]] == [
         ("GET", "/missing", 404, "x"), ("GET", "/pages", 200, "pages"), ("GET", "/pages", 200, "pages")]
     assert len(log) == 9   # -i, POST, 3 cursor pages, 3 Link pages, the 404; nothing for the refusal
+    assert [e["reason"] for e in log if e["method"] == "POST"] == ["envoi é"]   # UTF-8 in the header
     r = backend.wsctl("vault", "log", name)
     assert "GET /missing -> 404" in r.out and "POST /echo -> 200" in r.out and "proxied" in r.out

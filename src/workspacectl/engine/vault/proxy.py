@@ -326,7 +326,8 @@ class _Call:
 
 def _answer(resp, call: _Call, cred_id: str, setup: dict) -> Response:
     prefix = f"/v1/credentials/{quote(cred_id, safe='')}/proxy/"
-    headers = target.answer_headers(list(resp.headers.multi_items()), call.secret_values,
+    raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.headers.raw]   # exactly as sent
+    headers = target.answer_headers(raw, call.secret_values,
                                     lambda u: target.proxy_path_of(u, call.url, call.base, prefix))
     headers.append((UPSTREAM_STATUS, str(resp.status_code)))
     pages = setup.get("pagination")

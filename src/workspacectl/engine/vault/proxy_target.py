@@ -104,8 +104,8 @@ def auth_query(params: dict) -> str:
 
 
 def request_headers(caller: list[tuple[str, str]], presented: dict, secret_values: list[str]) -> list:
-    """What is sent: the caller's headers that may cross, then the credential's presentation.
-    Values go as the bytes they arrived as (latin-1, as HTTP carries them)."""
+    """What is sent: the caller's headers that may cross, as the bytes they arrived as (latin-1
+    decoded, as HTTP carries them), then the credential's presentation (UTF-8)."""
     secret_names = {k.lower() for k, v in presented.items() if any(s in v for s in secret_values)}
     sent: list[tuple[str, bytes]] = []
     given = set()
@@ -118,7 +118,7 @@ def request_headers(caller: list[tuple[str, str]], presented: dict, secret_value
         sent.append((name, value.encode("latin-1", "replace")))
     for name, value in presented.items():
         if name.lower() in secret_names or name.lower() not in given:
-            sent.append((name, value.encode("latin-1", "replace")))
+            sent.append((name, value.encode("utf-8")))
     if "accept-encoding" not in given:   # the body is relayed as it comes: no compression unasked for
         sent.append(("Accept-Encoding", b"identity"))
     return sent
