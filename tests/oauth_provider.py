@@ -9,6 +9,9 @@
         p.mode = "invalid_grant"    # or "ok", "error5xx", "slow"
         p.refresh_delay = 0.3       # seconds the refresh grant sleeps (widens races)
         p.refresh_gate = threading.Event()  # the refresh grant waits until the test sets it
+        p.abandon = 1               # ... and then the next 1 held grant is dropped unanswered, nothing rotated
+        p.answer_gate = threading.Event()   # a refresh grant rotates the tokens, then waits until the
+                                            # test sets it before answering; p.answer_held is set meanwhile
         p.rotate_refresh = True     # a refresh answers a new refresh token (False: omits it)
         p.expires_in_answer = 1e20  # the expires_in its answers carry, any JSON value (None: null);
                                     # unset: the real lifetime, expires_in
@@ -54,6 +57,9 @@ class OAuthProvider:
         self.mode = "ok"
         self.refresh_delay = 0.0
         self.refresh_gate: threading.Event | None = None
+        self.abandon = 0
+        self.answer_gate: threading.Event | None = None
+        self.answer_held = threading.Event()
         self.rotate_refresh = True
         self.require_pkce = True
         self.expires_in_answer = UNSET
@@ -284,6 +290,11 @@ class OAuthProvider:
                     time.sleep(outer.refresh_delay)
                 if outer.refresh_gate is not None:
                     outer.refresh_gate.wait(120)
+                    with outer.lock:
+                        dropped, outer.abandon = outer.abandon > 0, max(0, outer.abandon - 1)
+                    if dropped:
+                        self.close_connection = True
+                        return
                 if outer.mode == "error5xx":
                     return self._send(503, {"error": "temporarily_unavailable"})
                 rt = form.get("refresh_token", "")
@@ -291,6 +302,13 @@ class OAuthProvider:
                     valid = rt in outer._refresh_tokens
                 if outer.mode == "invalid_grant" or not valid:
                     return self._send(400, {"error": "invalid_grant"})
-                self._send(200, outer._issue(refresh=rt))
+                answer = outer._issue(refresh=rt)
+                if outer.answer_gate is not None:
+                    outer.answer_held.set()
+                    outer.answer_gate.wait(120)
+                try:
+                    self._send(200, answer)
+                except OSError:   # the caller is gone (a drill killed it): the rotation stands
+                    self.close_connection = True
 
         return Handler

@@ -45,6 +45,9 @@ _CREDENTIAL_DETAIL = {
     "sharing": array(obj({"membershipId": STR, "workspace": {"const": True},
                           "role": text(enum=["user", "viewer"])}, required=["membershipId", "role"])),
     "expiresAt": nullable(TIME), "syncedAt": nullable(TIME),
+    "statusReason": nullable(text(description="Why the credential needs a reconnect (null when ok): the provider "
+                                  "refused its grant, the refresh was interrupted, or its integration was "
+                                  "re-imported with new addresses.")),
 }
 _INTEGRATION = {
     "service": STR, "name": STR, "description": STR,

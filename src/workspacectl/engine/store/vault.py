@@ -149,6 +149,13 @@ def claim_refresh_lease(conn, cred_id: str, owner: str, until: str, now: str) ->
     return cur.rowcount > 0
 
 
+def take_over_refresh_lease(conn, cred_id: str, gone: str, owner: str, until: str) -> bool:
+    """Take the lease from a holder known to be gone, if it still holds it (inside a write transaction)."""
+    cur = conn.execute("UPDATE credentials SET refresh_lease_owner = ?, refresh_lease_until = ? "
+                       "WHERE id = ? AND refresh_lease_owner = ?", (owner, until, cred_id, gone))
+    return cur.rowcount > 0
+
+
 def holds_refresh_lease(conn, cred_id: str, owner: str) -> bool:
     return conn.execute("SELECT 1 FROM credentials WHERE id = ? AND refresh_lease_owner = ?",
                         (cred_id, owner)).fetchone() is not None

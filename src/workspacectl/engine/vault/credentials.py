@@ -25,6 +25,13 @@ CREDENTIAL_TYPES = ("oauth2", "apiKey", "platform", "noAuth")
 NEVER_ISSUED = frozenset({"refreshToken", "idToken", "clientSecret"})
 MAX_SECRET_CHARS = 16_384
 MAX_FIELD_CHARS = 2_000
+# Why a credential needs a reconnect (credentials.last_error), as its detail and errors say it.
+REASONS = {
+    "invalid_grant": "the provider refused its grant",
+    "refresh_interrupted": "the refresh was interrupted (the process refreshing its token stopped before saving the "
+                           "provider's answer, and the provider had already replaced the refresh token)",
+    "catalog_redirected": "its integration was re-imported with new addresses and its secrets erased",
+}
 
 
 def _json(text, default):
@@ -239,6 +246,13 @@ def sharing(conn, cred_id: str) -> list[dict]:
     return out
 
 
+def status_reason(row) -> str | None:
+    """Why a credential is not ok, in words (token_refresh.REASONS), or None."""
+    if row["status"] != "needs_reconnect":
+        return None
+    return REASONS.get(row["last_error"] or "", REASONS["invalid_grant"]).split(" (")[0]
+
+
 def credential_detail(conn, row) -> dict:
     """The list entry plus fields, scopes, sharing, expiresAt and syncedAt."""
     d = list_entry(conn, row)
@@ -248,6 +262,7 @@ def credential_detail(conn, row) -> dict:
         "sharing": sharing(conn, row["id"]),
         "expiresAt": row["expires_at"],
         "syncedAt": row["synced_at"],
+        "statusReason": status_reason(row),
     })
     return d
 

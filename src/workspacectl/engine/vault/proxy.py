@@ -31,7 +31,7 @@ from workspacectl.engine.db import transaction
 from workspacectl.engine.registry import Ctx, RawRequest, Response, route
 from workspacectl.engine.store import vault as store
 from workspacectl.engine.vault import proxy_target as target
-from workspacectl.engine.vault.credentials import integration_setup, open_secrets, precise_now
+from workspacectl.engine.vault.credentials import integration_setup, open_secrets, precise_iso, precise_now
 from workspacectl.errors import ApiError
 
 PATH = "/v1/credentials/{id}/proxy/{path}"
@@ -166,7 +166,7 @@ def _usable(ctx: Ctx, cred_id: str, reason: str, method: str, path: str, since: 
             raise ApiError("forbidden", "This credential is shared with you as viewer only; ask its owner for user "
                            "access to make calls with it.")
         if row["status"] == "needs_reconnect":
-            raise token_refresh.reconnect_error(row["service"], cred_id)
+            raise token_refresh.reconnect_error(row["service"], cred_id, row["last_error"])
         if not token_refresh.needs_refresh(row, since):
             return row
         token_refresh.ensure_fresh(ctx.ws, cred_id, since=since)
@@ -190,7 +190,7 @@ def proxy_call(ctx: Ctx, method: str) -> Response:
     cred_id, tail = ctx.params["id"], ctx.params["path"]
     reason, dropped = _reason(raw)
     shown_path = "/" + tail
-    since = precise_now()
+    since = precise_iso(ctx.received_at) if ctx.received_at is not None else precise_now()   # the arrival
     row = _usable(ctx, cred_id, reason, method, shown_path, since)
     service = row["service"]
     setup = integration_setup(store.get_integration(ctx.db, service))

@@ -109,7 +109,7 @@ def issue_token(ctx: Ctx, cred_id: str, reason: str, form: str = "json", dry_run
                 _log(conn, ctx, cred_id, reason, [], "refused")
                 refused = True
             elif row["status"] == "needs_reconnect":
-                raise token_refresh.reconnect_error(row["service"], cred_id)
+                raise token_refresh.reconnect_error(row["service"], cred_id, row["last_error"])
             elif not token_refresh.needs_refresh(row, since):
                 body = token_fields(row, open_secrets(ctx.ws, row), integration_env := env_vars(row))
                 why = env_text.refusal(form, body, integration_env if form in env_text.ENV_FORMS else {})

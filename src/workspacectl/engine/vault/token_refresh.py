@@ -11,18 +11,26 @@ the provider again until it is reconnected. After any other provider failure the
 backs off for BACKOFF_SECONDS: requests in that window answer 502 without calling the provider.
 A catalog that cannot refresh (no OAuth client, no token URL) answers 409 and records no back-off,
 so the first request after an admin fixes it refreshes.
-A lease outlives a crashed holder by at most LEASE_SECONDS.
+
+A crash during a refresh (issue 25): the provider's answer, with a rotated refresh token, is
+sealed and saved in one transaction as soon as it is read, before anything else; it is saved even
+when the lease ran out meanwhile, unless the credential's secrets changed since they were read (a
+reconnect, an erase, another refresh that saved first). The lease names its holder's process
+(refresh_holder.py): a caller on the same machine sees at once that the holder is gone and takes
+the refresh over; a holder elsewhere is waited out (LEASE_SECONDS at most). A refresh taken over
+from a holder that never released its lease was interrupted: if the provider then refuses the grant
+(it had rotated the refresh token before the holder died), the credential is `needs_reconnect`
+with the reason `refresh_interrupted` ("the refresh was interrupted"), not `invalid_grant`.
 """
 from __future__ import annotations
 
 import json
 import random
-import secrets as _secrets
 import time
 
 from workspacectl import clock
-from workspacectl.engine.vault import oauth
-from workspacectl.engine.vault.credentials import credential_lock, open_secrets, precise_now, reveal_all, seal_secrets
+from workspacectl.engine.vault import oauth, refresh_holder
+from workspacectl.engine.vault.credentials import REASONS, credential_lock, open_secrets, precise_now, reveal_all, seal_secrets
 from workspacectl.engine.db import must_not_wait, transaction
 from workspacectl.engine.events.record import record_event
 from workspacectl.engine.store import vault as store
@@ -38,9 +46,10 @@ WAIT_SECONDS = LEASE_SECONDS + 5
 BACKOFF_SECONDS = 30
 
 
-def reconnect_error(service: str, cred_id: str) -> ApiError:
-    return ApiError("upstream_failed", f"This {service} credential needs to be reconnected: the provider refused "
-                    f"its grant. Run `wsctl vault connect {service} --reconnect {cred_id}` (same id, same shares).")
+def reconnect_error(service: str, cred_id: str, reason: str | None = None) -> ApiError:
+    why = REASONS.get(reason or "", REASONS["invalid_grant"])
+    return ApiError("upstream_failed", f"This {service} credential needs to be reconnected: {why}. "
+                    f"Run `wsctl vault connect {service} --reconnect {cred_id}` (same id, same shares).")
 
 
 def _later_than(iso: str | None, seconds: float = 0) -> bool:
@@ -89,11 +98,11 @@ def _decide(row, since: str | None, force: bool) -> str:
     if row is None:
         raise ApiError("not_found", "That credential no longer exists. Run `wsctl vault list`.")
     if row["status"] == "needs_reconnect":
-        raise reconnect_error(row["service"], row["id"])
+        raise reconnect_error(row["service"], row["id"], row["last_error"])
     if not needs_refresh(row, since, force):
         return "fresh"
     if _later_than(row["refresh_lease_until"]):
-        return "wait"
+        return "take over" if refresh_holder.is_gone(row["refresh_lease_owner"]) else "wait"
     if _later_than(row["refresh_retry_at"]):
         wait = max(1, int(clock.parse_iso(row["refresh_retry_at"]).timestamp() - clock.now().timestamp()))
         raise ApiError("upstream_failed", f"The last token refresh for this {row['service']} credential failed; "
@@ -115,18 +124,25 @@ def ensure_fresh(ws, cred_id: str, *, force: bool = False, since: str | None = N
         decision = _decide(store.get_credential(conn, cred_id), since, force)
         if decision == "fresh":
             return since
-        if decision == "refresh":
-            owner = _secrets.token_hex(12)
+        if decision in ("refresh", "take over"):
+            owner = refresh_holder.new_owner()
             claimed = None
             with transaction(conn, locks=[credential_lock(cred_id)]):
                 row = store.get_credential_sealed(conn, cred_id)
                 decision = _decide(row, since, force)
-                if decision == "refresh" and store.claim_refresh_lease(
-                        conn, cred_id, owner, clock.later(LEASE_SECONDS), clock.now_iso()):
+                until = clock.later(LEASE_SECONDS)
+                if decision == "refresh":
+                    taken = store.claim_refresh_lease(conn, cred_id, owner, until, clock.now_iso())
+                else:   # _decide answered for a row, so there is one
+                    taken = decision == "take over" and row is not None and store.take_over_refresh_lease(
+                        conn, cred_id, row["refresh_lease_owner"], owner, until)
+                if taken:
                     claimed = row
             if decision == "fresh":
                 return since
-            if claimed is not None and _refresh_with_lease(ws, conn, claimed, owner):
+            # a lease its holder never released (gone, or run out): that refresh was interrupted
+            interrupted = claimed is not None and claimed["refresh_lease_owner"] is not None
+            if claimed is not None and _refresh_with_lease(ws, conn, claimed, owner, interrupted):
                 return since
         if time.monotonic() > deadline:
             raise ApiError("upstream_failed", "Another request has been refreshing this credential's token for "
@@ -134,8 +150,9 @@ def ensure_fresh(ws, cred_id: str, *, force: bool = False, since: str | None = N
         time.sleep(random.uniform(0.02, 0.06))
 
 
-def _refresh_with_lease(ws, conn, row, owner: str) -> bool:
-    """Call the provider holding the lease; save the result. False if the lease was lost meanwhile."""
+def _refresh_with_lease(ws, conn, row, owner: str, interrupted: bool = False) -> bool:
+    """Call the provider holding the lease; save the result at once. False when the credential's
+    secrets changed meanwhile (then the caller decides again on what is stored now)."""
     cred_id, service = row["id"], row["service"]
     held = open_secrets(ws, row)
     refresh_token = held.get("refreshToken")
@@ -152,13 +169,17 @@ def _refresh_with_lease(ws, conn, row, owner: str) -> bool:
             scopes = []
         tokens = oauth.refresh(ws, conn, service, refresh_token, scopes)
     except oauth.InvalidGrant:
+        reason = "refresh_interrupted" if interrupted else "invalid_grant"
         with transaction(conn, locks=[credential_lock(cred_id)]):
-            store.set_status(conn, cred_id, "needs_reconnect", clock.now_iso(), "invalid_grant")
+            if _secrets_changed(conn, row):   # another refresh saved first: its refresh token is the live one
+                store.release_refresh_lease(conn, cred_id, owner)
+                return False
+            store.set_status(conn, cred_id, "needs_reconnect", clock.now_iso(), reason)
             store.release_refresh_lease(conn, cred_id, owner)
             record_event(conn, "credential.broken", subject_id=cred_id,
                          data={"service": service, "name": row["name"], "status": "needs_reconnect",
-                               "reason": "invalid_grant"})
-        raise reconnect_error(service, cred_id) from None
+                               "reason": reason})
+        raise reconnect_error(service, cred_id, reason) from None
     except oauth.OAuthNotConfigured:
         with transaction(conn, locks=[credential_lock(cred_id)]):  # the catalog's fault, not the provider's: no back-off
             store.release_refresh_lease(conn, cred_id, owner)
@@ -173,9 +194,13 @@ def _refresh_with_lease(ws, conn, row, owner: str) -> bool:
         with transaction(conn, locks=[credential_lock(cred_id)]):
             store.release_refresh_lease(conn, cred_id, owner)
         raise
+    # The provider's answer is read: seal and save it now, in one transaction, before anything else.
+    # A rotating provider has already retired the old refresh token, so the new one is saved even
+    # when this lease ran out meanwhile, unless the secrets changed since they were read.
     with transaction(conn, locks=[credential_lock(cred_id)]):
-        if not store.holds_refresh_lease(conn, cred_id, owner):
-            return False  # our lease ran out and another process took over: its result wins
+        if _secrets_changed(conn, row):
+            store.release_refresh_lease(conn, cred_id, owner)
+            return False  # a reconnect, an erase or another refresh saved first: what is stored wins
         kept = {k: v for k, v in reveal_all(held).items() if k not in ("accessToken", "refreshToken")}
         new = {**kept, **tokens.secrets(previous_refresh=refresh_token)}
         try:
@@ -189,3 +214,11 @@ def _refresh_with_lease(ws, conn, row, owner: str) -> bool:
         store.release_refresh_lease(conn, cred_id, owner)
         record_event(conn, "credential.refreshed", subject_id=cred_id, data={"service": service, "name": row["name"]})
     return True
+
+
+def _secrets_changed(conn, row) -> bool:
+    """True when the credential is gone or its sealed secrets differ from those in `row`."""
+    current = store.get_credential_sealed(conn, row["id"])
+    if current is None or current["status"] == "needs_reconnect":
+        return True
+    return bytes(current["secret_blob"] or b"") != bytes(row["secret_blob"] or b"")
