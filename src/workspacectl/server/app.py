@@ -157,7 +157,9 @@ def create_app(engine: Engine, public_url: str | None = None, worker: int | None
     app.router.routes.append(Route("/mcp", agents, methods=["GET", "POST", "DELETE"], include_in_schema=False))
     from workspacectl.server import proxy_stream
 
-    lean = LeanApi(engine, app, public_url, proxy=proxy_stream.answer)
+    from workspacectl.server.page_headers import StrictHeaders
+
+    lean = LeanApi(engine, StrictHeaders(app), public_url, proxy=proxy_stream.answer)
     agents.run = lean.pool.run
     return AccessLog(lean, access_write)
 

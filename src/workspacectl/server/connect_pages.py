@@ -21,20 +21,18 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from workspacectl.engine.vault import connections as engine_connections
 from workspacectl.errors import ApiError
-from workspacectl.server.pages import COOKIE, error_page, page, web_caller, who_header
+from workspacectl.server.pages import COOKIE, PAGE_HEADERS, error_page, page, web_caller, who_header
 from workspacectl.server.page_calls import run_engine
 
 MAX_FORM_BYTES = 64 * 1024
 CSRF_FIELD = "csrf"
-CSP = ("default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; "
-       "base-uri 'none'")
 
 
 def _secure(resp):
-    resp.headers["Content-Security-Policy"] = CSP
+    """The pages' strict headers (pages.PAGE_HEADERS) on an answer that is not page() (a redirect)."""
+    for name, value in PAGE_HEADERS.items():
+        resp.headers[name] = value
     resp.headers.setdefault("Cache-Control", "no-store")
-    resp.headers.setdefault("Referrer-Policy", "no-referrer")
-    resp.headers.setdefault("X-Content-Type-Options", "nosniff")
     return resp
 
 

@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse
 
 from workspacectl.engine.identity.auth import authenticate_web, signed_in_member
 from workspacectl.errors import ApiError
+from workspacectl.server.page_headers import page_csp, strict_headers
 
 COOKIE = "wsctl_web"
 
@@ -34,17 +35,20 @@ background:var(--accent);color:var(--bg);cursor:pointer}
 code{font-family:ui-monospace,monospace}"""
 
 
+# Every hosted page's headers (server/page_headers.py): its CSP allows this one style by its hash.
+PAGE_HEADERS = strict_headers(page_csp(STYLE))
+
+
 def page(title: str, body_html: str, status: int = 200, header_html: str = "") -> HTMLResponse:
     """A hosted page: no outside asset (one inline style), light or dark as the system is, fits a phone."""
     doc = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
 <title>{html.escape(title)} · wsctl</title>
+<link rel="icon" href="/favicon.svg" type="image/svg+xml">
 <style>{STYLE}</style></head>
 <body>{header_html}<main><h1>{html.escape(title)}</h1>{body_html}</main></body></html>"""
-    return HTMLResponse(doc, status_code=status, headers={"Cache-Control": "no-store",
-                                                          "X-Frame-Options": "DENY",
-                                                          "Referrer-Policy": "no-referrer"})
+    return HTMLResponse(doc, status_code=status, headers={"Cache-Control": "no-store", **PAGE_HEADERS})
 
 
 _TITLES = {410: "This link can no longer be used", 401: "Sign in first", 403: "Not your link",
