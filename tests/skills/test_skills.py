@@ -110,7 +110,8 @@ def test_platform_skills(backend):
 def test_inline_put_publishes_versions(backend):
     b = backend
     s = create(b, "inline-skill")
-    assert b.ok("GET", f"/v1/skills/{s['id']}/files") == {"skillId": s["id"], "version": 0, "files": []}
+    assert b.ok("GET", f"/v1/skills/{s['id']}/files") == {"skillId": s["id"], "version": 0, "files": [],
+                                                        "inlinedBytes": 0, "inlineLimit": 4 * 1024 * 1024}
     # a draft without SKILL.md cannot publish another file alone
     r = b.api("PUT", f"/v1/skills/{s['id']}/files", {"path": "references/a.md", "content": "A"})
     assert_error(r, 422, "unprocessable")

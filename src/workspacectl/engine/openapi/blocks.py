@@ -40,6 +40,8 @@ def ref(name: str) -> dict:
 def nullable(schema: dict) -> dict:
     t = schema.get("type")
     if isinstance(t, str) and "$ref" not in schema:
+        if "enum" in schema:   # an enum lists every value allowed: null too
+            return {**schema, "type": [t, "null"], "enum": [*schema["enum"], None]}
         return {**schema, "type": [t, "null"]}
     return {"anyOf": [schema, {"type": "null"}]}
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from workspacectl.engine.openapi.blocks import (BOOL, INT, NOT_BLANK, PAGE, STR, TIME, array, nullable, obj,
                                                        page_of, query, ref, text)
-from workspacectl.engine.skills.bundles import MAX_INLINE_CONTENT, MAX_SHOWN_CONTENT
+from workspacectl.engine.skills.bundles import MAX_INLINE_CONTENT, MAX_INLINED_TOTAL, MAX_SHOWN_CONTENT
 from workspacectl.engine.skills.routes import STATUSES
 
 _NAME = text(1, 64, r"^[a-z0-9]+(-[a-z0-9]+)*$",
@@ -43,13 +43,21 @@ COMPONENTS: dict[str, dict] = {
 
 _FILES = obj({"skillId": STR, "version": INT, "files": array(obj({
     "path": STR, "size": INT, "sha256": text(64, 64), "executable": BOOL,
-    "content": nullable(text(description=f"The text of a UTF-8 file up to {MAX_SHOWN_CONTENT} bytes, else null "
-                                         "(use file-url)."))}, required="all"))}, required="all")
+    "content": nullable(text(description=f"The text of a UTF-8 file up to {MAX_SHOWN_CONTENT} bytes while the "
+                                         f"answer's inlined text stays within {MAX_INLINED_TOTAL} bytes; else null.")),
+    "contentOmitted": nullable(text(enum=["large", "binary", "budget"],
+                                    description="Why content is null: over 1 MiB, not UTF-8 text, or past the "
+                                                "answer's inline limit.")),
+    "fileUrl": text(description="When content is null: the route (GET, with your key) answering a presigned "
+                                "download of the file.")},
+    required=["path", "size", "sha256", "executable", "content", "contentOmitted"])),
+    "inlinedBytes": INT, "inlineLimit": INT}, required="all")
 
 ROUTE_DOCS: dict[tuple[str, str], dict] = {
     # the record (engine/skills/routes.py)
     ("GET", "/v1/skills"): {
-        "query": [query("status", text(enum=[*STATUSES, "all"]), "Default: draft and published."), *PAGE],
+        "query": [query("status", text(enum=[*STATUSES, "all"]), "Default: draft and published."),
+                  query("projectId", STR, "Only those in this specialist (404 when you cannot see it)."), *PAGE],
         "responses": {200: page_of("skills", ref("Skill"))}},
     ("POST", "/v1/skills"): {"body": obj({"name": _NAME, "description": _DESCRIPTION}, required="all"),
                              "responses": {201: ref("Skill")}},

@@ -17,6 +17,9 @@ from workspacectl.engine.store import projects as store
 from workspacectl.errors import ApiError
 
 ACCESSORIES = ("head", "shirt", "hand")
+# A project's answer lists at most this many resources (id order): `counts` has the totals, and
+# GET /v1/workflows?projectId= and GET /v1/skills?projectId= page through all of them.
+MAX_RESOURCES = 500
 
 
 def project_json(row) -> dict:
@@ -53,7 +56,7 @@ def full_json(conn, row) -> dict:
     project = project_json(row)
     project["grants"] = grants_json(conn, row["id"])
     return {"project": project, "memory": memory_json(conn, row),
-            "resources": [resource_json(r) for r in store.list_resources(conn, row["id"])]}
+            "resources": [resource_json(r) for r in store.list_resources(conn, row["id"], MAX_RESOURCES)]}
 
 
 def _fields(body: dict, creating: bool) -> dict:

@@ -2,6 +2,9 @@
 (presigned upload -> validate -> publish), plus presigned downloads of the live bundle."""
 from __future__ import annotations
 
+import json
+from urllib.parse import quote
+
 from workspacectl.engine.skills import blobs
 from workspacectl.formats import skill_bundle as fmt
 from workspacectl.engine.skills import transfers
@@ -17,7 +20,11 @@ from workspacectl.engine.store import skills as store
 from workspacectl.errors import ApiError
 
 MAX_INLINE_CONTENT = 8 * 1024 * 1024
-MAX_SHOWN_CONTENT = 1024 * 1024
+MAX_SHOWN_CONTENT = 1024 * 1024       # a text file larger than this is never inlined
+# What GET …/files inlines in all (as JSON text): a bundle of text files up to its unpacked limit
+# (200 MiB) would otherwise answer ~200 MiB in one body, more with JSON escapes. 4 MiB holds every real skill whole (SKILL.md is a few KiB);
+# past it, files are listed with their size and `fileUrl`. docs/api.md §9 "Bounded answers".
+MAX_INLINED_TOTAL = 4 * 1024 * 1024
 
 
 def _text(ws, ref: FileRef) -> str | None:
@@ -47,17 +54,53 @@ def _live_or_404(ctx: Ctx, row):
     return vrow
 
 
+def _inline_order(paths) -> list[str]:
+    """SKILL.md first (an agent reads it first; the MCP door's resource is it), then by path."""
+    return sorted(paths, key=lambda p: (p != "SKILL.md", p))
+
+
+def _json_size(text: str) -> int:
+    """Bytes `text` takes in the answer: JSON escapes (a control character is six) counted."""
+    return len(json.dumps(text, ensure_ascii=False).encode("utf-8"))
+
+
 @route("GET", "/v1/skills/{id}/files")
 def list_files(ctx: Ctx) -> dict:
-    """The live version's files; `content` is the text of text files up to 1 MiB, else null."""
+    """The live version's files, each with `content`: its text when it is UTF-8 of at most 1 MiB
+    and the answer's inlined text stays within MAX_INLINED_TOTAL, else null with `contentOmitted`
+    (why) and `fileUrl` (the route answering a presigned download of it). Bounded: at most
+    fmt.MAX_FILES entries and MAX_INLINED_TOTAL bytes of content, whatever the bundle holds."""
     row = load_skill(ctx)
     vrow = live_version(ctx, row)
     files = version_refs(vrow) if vrow is not None else {}
-    out = [{"path": p, "size": f.size, "sha256": f.sha256, "executable": f.executable,
-            "content": _text(ctx.ws, f)} for p, f in sorted(files.items())]
+    contents: dict[str, str] = {}
+    omitted: dict[str, str] = {}
+    budget = MAX_INLINED_TOTAL
+    for p in _inline_order(files):
+        ref = files[p]
+        if ref.size > MAX_SHOWN_CONTENT:
+            omitted[p] = "large"
+        elif ref.size > budget:   # the raw size already passes what is left: not even read
+            omitted[p] = "budget"
+        elif (text := _text(ctx.ws, ref)) is None:
+            omitted[p] = "binary"
+        elif (cost := _json_size(text)) > budget:
+            omitted[p] = "budget"
+        else:
+            contents[p] = text
+            budget -= cost
+    base = f"/v1/skills/{quote(row['id'], safe='')}/file-url?path="
+    out = []
+    for p, f in sorted(files.items()):
+        entry = {"path": p, "size": f.size, "sha256": f.sha256, "executable": f.executable,
+                 "content": contents.get(p), "contentOmitted": omitted.get(p)}
+        if p in omitted:
+            entry["fileUrl"] = base + quote(p, safe="")
+        out.append(entry)
     if files:
         _mark_used(ctx, row)
-    return {"skillId": row["id"], "version": row["version"], "files": out}
+    return {"skillId": row["id"], "version": row["version"], "files": out,
+            "inlinedBytes": MAX_INLINED_TOTAL - budget, "inlineLimit": MAX_INLINED_TOTAL}
 
 
 @route("PUT", "/v1/skills/{id}/files")

@@ -17,7 +17,7 @@ from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.skills.access import access
 from workspacectl.engine.skills.records import load_skill, reload, require_edit, skill_json
-from workspacectl.engine.store import skills as store
+from workspacectl.engine.store import projects as project_store, skills as store
 from workspacectl.errors import ApiError
 
 STATUSES = ("draft", "published", "archived")
@@ -48,7 +48,10 @@ def list_skills(ctx: Ctx) -> dict:
     if wanted and wanted not in STATUSES + ("all",):
         raise v.bad("Query parameter 'status' must be draft, published, archived or all.")
     statuses = {"": ("draft", "published"), "all": STATUSES}.get(wanted, (wanted,))
-    rows = store.list_skills(ctx.db, ctx.caller.member_id, ctx.caller.is_admin, statuses, after, limit + 1)
+    pid = ctx.query.get("projectId") or None
+    if pid is not None and project_store.get_project(ctx.db, pid, ctx.caller.member_id) is None:
+        raise ApiError("not_found", f"No specialist '{pid[:120]}' that you can see. Run `wsctl specialist list`.")
+    rows = store.list_skills(ctx.db, ctx.caller.member_id, ctx.caller.is_admin, statuses, after, limit + 1, pid)
     return page("skills", rows, limit, lambda r: r["id"], lambda r: skill_json(r, ctx.caller))
 
 

@@ -116,12 +116,13 @@ def replace_memory(conn, pid: str, text: str, version: int, me: str) -> bool:
 
 # --- contents --------------------------------------------------------------------------------
 
-def list_resources(conn, pid: str) -> list:
-    """Workflows, apps and non-archived skills in the project."""
+def list_resources(conn, pid: str, limit: int) -> list:
+    """The first `limit` workflows, apps and non-archived skills in the project, in id order."""
     return conn.execute(
         "SELECT id, name, description, kind AS type, last_used_at FROM workflows WHERE project_id = :pid"
         " UNION ALL SELECT id, name, description, 'skill' AS type, last_used_at"
-        " FROM skills WHERE project_id = :pid AND status <> 'archived' ORDER BY id", {"pid": pid}).fetchall()
+        " FROM skills WHERE project_id = :pid AND status <> 'archived' ORDER BY id LIMIT :limit",
+        {"pid": pid, "limit": limit}).fetchall()
 
 
 def delete_project(conn, pid: str) -> dict:

@@ -37,11 +37,14 @@ def get_skill_by_name(conn, name: str, me: str):
                         {"name": name, "me": me}).fetchone()
 
 
-def list_skills(conn, me: str, see_all: bool, statuses: tuple[str, ...], after, limit: int) -> list:
-    args = {"me": me, "after": after or "", "limit": limit}
+def list_skills(conn, me: str, see_all: bool, statuses: tuple[str, ...], after, limit: int,
+                project_id: str | None = None) -> list:
+    args = {"me": me, "after": after or "", "limit": limit, "pid": project_id}
     args.update({f"s{i}": st for i, st in enumerate(statuses)})
     marks = ",".join(f":s{i}" for i in range(len(statuses)))
     where = "1 = 1" if see_all else _VISIBLE
+    if project_id is not None:
+        where += " AND s.project_id = :pid"
     return conn.execute(f"{_SELECT} WHERE s.status IN ({marks}) AND {where} AND s.id > :after "
                         "ORDER BY s.id LIMIT :limit", args).fetchall()
 
