@@ -87,14 +87,19 @@ def claim(conn, holder: str, seqs: list[int] | None = None, limit: int = BATCH) 
         return [s for s in wanted if store.claim_delivery(conn, s, holder, at, until)]
 
 
-def send(ws, seq: int, holder: str) -> str | None:
+def send(ws, seq: int, holder: str, client=None) -> str | None:
     """One attempt of a claimed delivery; saves its outcome. Answers the status saved, or None when
-    the row is gone (its subscription was removed) or the lease was lost meanwhile."""
+    the row is gone (its subscription was removed) or the lease was lost meanwhile. `client`: an
+    httpx.Client to reuse (a batch shares one: making one costs a TLS context)."""
     conn = ws.conn()
     row = store.delivery_to_send(conn, seq)
     if row is None:
         return None
-    code, error = _post(ws, row)
+    if client is None:
+        with new_client() as own:
+            code, error = _post(ws, row, own)
+    else:
+        code, error = _post(ws, row, client)
     now = clock.now()
     if code is not None and 200 <= code < 300:
         status, next_at = "delivered", None
@@ -110,7 +115,14 @@ def send(ws, seq: int, holder: str) -> str | None:
     return status if kept else None
 
 
-def _post(ws, row) -> tuple[int | None, str | None]:
+def new_client():
+    """The HTTP client deliveries are sent with: no redirects followed, TIMEOUT_SECONDS a call."""
+    import httpx
+
+    return httpx.Client(timeout=TIMEOUT_SECONDS, follow_redirects=False, trust_env=False)
+
+
+def _post(ws, row, client) -> tuple[int | None, str | None]:
     """(HTTP status or None, error text or None). Never raises for the network or the address."""
     import httpx
 
@@ -120,9 +132,8 @@ def _post(ws, row) -> tuple[int | None, str | None]:
     try:
         secret = crypto.unseal(ws, secret_aad(row["webhook_id"]), bytes(row["secret_sealed"])).decode()
         target = pin(row["url"], "the webhook")
-        with httpx.Client(timeout=TIMEOUT_SECONDS, follow_redirects=False) as client:
-            resp = client.post(target.url, content=body, headers={**headers(secret, row["id"], body), **target.headers},
-                               extensions=target.extensions)
+        resp = client.post(target.url, content=body, headers={**headers(secret, row["id"], body), **target.headers},
+                           extensions=target.extensions)
     except ApiError as e:
         return None, e.message[:300]
     except httpx.HTTPError as e:
@@ -133,6 +144,8 @@ def _post(ws, row) -> tuple[int | None, str | None]:
 def deliver_due(ws, holder: str, limit: int = BATCH) -> int:
     """Claim and send the due deliveries (at most `limit`); answers how many were attempted."""
     seqs = claim(ws.conn(), holder, limit=limit)
-    for seq in seqs:
-        send(ws, seq, holder)
+    if seqs:
+        with new_client() as client:
+            for seq in seqs:
+                send(ws, seq, holder, client)
     return len(seqs)
