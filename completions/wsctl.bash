@@ -135,11 +135,11 @@ _wsctl_spec() {
             argvalues='credential' argmulti='1' ;;
         'vault proxy')
             cmds='' opts='--reason -r --raw-field -f --field -F --input --header -H --include -i --paginate --json --jq --help -h' argopts='--reason -r --raw-field -f --field -F --input --header -H --jq'
-            fileopts='' diropts='' args='' argchoices='GET POST PUT PATCH DELETE'
+            fileopts='--input' diropts='' args='' argchoices='GET POST PUT PATCH DELETE'
             argvalues='credential - -' argmulti='' ;;
         'vault inject')
             cmds='' opts='--reason -r --in-file -i --output -o --force --help -h' argopts='--reason -r --in-file -i --output -o'
-            fileopts='--output -o' diropts='' args='' argchoices=''
+            fileopts='--in-file -i --output -o' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'vault run')
             cmds='' opts='--reason -r --no-masking --var-names --watch --watch-interval --help -h' argopts='--reason -r --var-names --watch-interval'
@@ -255,8 +255,8 @@ _wsctl_spec() {
             argvalues='specialist' argmulti='' ;;
         'specialist memory set')
             cmds='' opts='--version --json --jq --help -h' argopts='--version --jq'
-            fileopts='' diropts='' args='' argchoices=''
-            argvalues='specialist -' argmulti='' ;;
+            fileopts='' diropts='' args='file' argchoices=''
+            argvalues='specialist :file' argmulti='' ;;
         'specialist memory edit')
             cmds='' opts='--json --jq --help -h' argopts='--jq'
             fileopts='' diropts='' args='' argchoices=''
@@ -279,12 +279,12 @@ _wsctl_spec() {
             argvalues='' argmulti='' ;;
         'specialist files bundle download')
             cmds='' opts='--output -o --json --jq --help -h' argopts='--output -o --jq'
-            fileopts='' diropts='' args='' argchoices=''
+            fileopts='--output -o' diropts='' args='' argchoices=''
             argvalues='specialist' argmulti='' ;;
         'specialist files bundle upload')
             cmds='' opts='--delete --json --jq --help -h' argopts='--jq'
             fileopts='' diropts='' args='file' argchoices=''
-            argvalues='specialist -' argmulti='' ;;
+            argvalues='specialist :file' argmulti='' ;;
         'memory')
             cmds='show files propose agent' opts='--help -h' argopts=''
             fileopts='' diropts='' args='' argchoices=''
@@ -299,7 +299,7 @@ _wsctl_spec() {
             argvalues='' argmulti='' ;;
         'memory propose')
             cmds='' opts='--section --file --file-path --json --jq --help -h' argopts='--section --file --file-path --jq'
-            fileopts='' diropts='' args='' argchoices=''
+            fileopts='--file' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'memory agent')
             cmds='run' opts='--help -h' argopts=''
@@ -347,8 +347,8 @@ _wsctl_spec() {
             argvalues='skill' argmulti='' ;;
         'skill put')
             cmds='' opts='--base-version --json --jq --help -h' argopts='--base-version --jq'
-            fileopts='' diropts='' args='' argchoices=''
-            argvalues='skill - -' argmulti='' ;;
+            fileopts='' diropts='' args='file' argchoices=''
+            argvalues='skill - :file' argmulti='' ;;
         'skill versions')
             cmds='' opts='--json --jq --limit -L --all --help -h' argopts='--jq --limit -L'
             fileopts='' diropts='' args='' argchoices=''
@@ -415,7 +415,7 @@ _wsctl_spec() {
             argvalues='' argmulti='' ;;
         'admin copy-workspace')
             cmds='' opts='--json --jq --help -h' argopts='--jq'
-            fileopts='' diropts='' args='' argchoices=''
+            fileopts='' diropts='' args='dir' argchoices=''
             argvalues='' argmulti='' ;;
         'webhooks')
             cmds='add list remove test deliveries' opts='--help -h' argopts=''
@@ -552,7 +552,12 @@ _wsctl() {
         local -a kinds=($argvalues)
         local kind=${kinds[npos]}
         [[ -z $kind && -n $argmulti ]] && kind=${kinds[${#kinds[@]}-1]}
-        [[ -n $kind && $kind != - ]] && _wsctl_dynamic "$kind" "$cur"
+        case $kind in
+            ''|-) ;;
+            :dir) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")) ;;
+            :file) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
+            *) _wsctl_dynamic "$kind" "$cur" ;;
+        esac
     elif [[ $args == dir ]]; then
         compopt -o filenames 2>/dev/null
         COMPREPLY=($(compgen -d -- "$cur"))

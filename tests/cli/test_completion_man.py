@@ -217,3 +217,49 @@ def test_the_wheel_installs_man_pages_and_completions(tmp_path):
         found = subprocess.run(["man", "-w", "wsctl"], env={**os.environ, "MANPATH": str(env_dir / "share/man")},
                                capture_output=True, text=True, timeout=60)
         assert found.stdout.strip() == str(man1 / "wsctl.1")
+
+
+# ------------------------------------------------------------------ local files
+
+FILE_CASES = {   # a file may be in a folder: folders are offered too
+    "wsctl vault inject -i tp": "tpl.env tpls",                # -i/--in-file: a file
+    "wsctl vault inject --in-file tp": "tpl.env tpls",
+    "wsctl vault inject -r x -o tp": "tpl.env tpls",           # -o FILE
+    "wsctl vault proxy c GET /x --input tp": "tpl.env tpls",
+    "wsctl specialist files bundle download x -o tp": "tpl.env tpls",
+    "wsctl memory propose me note --file tp": "tpl.env tpls",
+    "wsctl specialist memory set ops tp": "tpl.env tpls",      # FILE after a specialist
+    "wsctl skill put s SKILL.md tp": "tpl.env tpls",
+    "wsctl specialist files bundle upload ops tp": "tpl.env tpls",  # DIR or FILE.tar.gz
+    "wsctl admin copy-workspace tp": "tpls",                   # folders only
+}
+
+
+def test_bash_completes_local_files_for_file_options_and_arguments(tmp_path):
+    """No workspace is asked: the script knows which options and arguments name local files."""
+    (tmp_path / "tpl.env").write_text("X={{ wsctl://a/b }}\n")
+    (tmp_path / "tpls").mkdir()
+    (tmp_path / "other.txt").write_text("")
+    script = BASH_DRIVER.format(script=ROOT / SHELLS["bash"]) + "".join(f"c '{k}'\n" for k in FILE_CASES)
+    p = subprocess.run([_shell("bash"), "--norc", "--noprofile"], input=script, cwd=tmp_path, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert dict(line.split("=>", 1) for line in p.stdout.splitlines()) == FILE_CASES
+
+
+def test_fish_completes_files_for_the_template(tmp_path):
+    (tmp_path / "tpl.env").write_text("")
+    (tmp_path / "tpls").mkdir()
+    p = subprocess.run([_shell("fish"), "--no-config", "-c", f"source {ROOT / SHELLS['fish']}; "
+                        "complete -C'wsctl vault inject -i tp'; echo ==; complete -C'wsctl admin copy-workspace tp'"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    files, dirs = p.stdout.split("==\n")
+    assert sorted(files.split()) == ["tpl.env", "tpls/"] and dirs.split() == ["tpls/"]
+
+
+def test_zsh_completes_files_for_the_template():
+    """zsh's _arguments specs: _files for a file, `_files -/` for a folder."""
+    zsh = (ROOT / SHELLS["zsh"]).read_text()
+    assert "'(--in-file -i)-i[The template (default\\: stdin).]:template:_files'" in zsh
+    assert "':source:_files -/'" in zsh

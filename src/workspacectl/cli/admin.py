@@ -5,6 +5,7 @@ from typing import Annotated
 
 import typer
 
+from workspacectl.cli import choices
 from workspacectl.cli.context import backend
 from workspacectl.cli.output import JsonOpt, emit, info
 
@@ -33,8 +34,8 @@ def rotate_key(
 @app.command("copy-workspace")
 def copy_workspace(
     ctx: typer.Context,
-    source: Annotated[str, typer.Argument(help="The workspace to copy: a folder or a postgresql:// URL.")],
-    target: Annotated[str, typer.Argument(help="An empty folder or an empty PostgreSQL database (postgresql:// URL).")],
+    source: Annotated[str, typer.Argument(click_type=choices.local_dir(), help="The workspace to copy: a folder or a postgresql:// URL.")],
+    target: Annotated[str, typer.Argument(click_type=choices.local_dir(), help="An empty folder or an empty PostgreSQL database (postgresql:// URL).")],
     json: JsonOpt = False,
 ):
     """Copy every row and blob of a workspace into an empty one, folder or PostgreSQL, and verify it.

@@ -45,6 +45,26 @@ class Ref(ParamType):
         return value
 
 
+class LocalPath(ParamType):
+    """A local file or folder named as text (often '-' for stdin/stdout, so not a click.Path): the
+    value stays a string, and the completion scripts complete files (or folders) there."""
+
+    def __init__(self, path_kind: str):
+        self.path_kind = path_kind
+        self.name = path_kind
+
+    def convert(self, value, param, ctx):
+        return value
+
+
+def local_file() -> LocalPath:
+    return LocalPath("file")
+
+
+def local_dir() -> LocalPath:
+    return LocalPath("dir")
+
+
 def credential() -> Ref:
     return Ref("credential")
 

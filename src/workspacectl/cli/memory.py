@@ -12,6 +12,7 @@ from urllib.parse import quote, urlencode
 
 import typer
 
+from workspacectl.cli import choices
 from workspacectl.cli.config import atomic_output
 from workspacectl.cli.context import backend
 from workspacectl.cli.output import JsonOpt, emit, info, is_tty, list_table, table
@@ -112,7 +113,7 @@ def propose(
     owner: OwnerArg,
     text: Annotated[str, typer.Argument(help="The note; '-' reads it from stdin.", metavar="TEXT")],
     section: Annotated[Optional[str], typer.Option("--section", metavar="SECTION", help="Guide section to fold it under (default Notes).")] = None,
-    file: Annotated[Optional[str], typer.Option("--file", metavar="LOCAL_FILE", help="A local text file to add as a reference file.")] = None,
+    file: Annotated[Optional[str], typer.Option("--file", metavar="LOCAL_FILE", click_type=choices.local_file(), help="A local text file to add as a reference file.")] = None,
     file_path: Annotated[Optional[str], typer.Option("--file-path", metavar="PATH", help="Path of --file inside memory (default: its name).")] = None,
     json: JsonOpt = False,
 ):

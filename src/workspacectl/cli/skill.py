@@ -128,7 +128,7 @@ def put(
     ctx: typer.Context,
     skill: IdArg,
     path: Annotated[str, typer.Argument(help="Path inside the bundle, e.g. SKILL.md or references/api.md.")],
-    file: Annotated[str, typer.Argument(help="Text file to read, or - for stdin.")] = "-",
+    file: Annotated[str, typer.Argument(metavar="FILE", click_type=choices.local_file(), help="Text file to read, or - for stdin.")] = "-",
     base_version: BaseOpt = None,
     json: JsonOpt = False,
 ):

@@ -59,7 +59,7 @@ def rm(ctx: typer.Context, pid: IdArg,
 @bundle_app.command("download")
 def download(ctx: typer.Context, pid: IdArg,
              output: Annotated[Optional[str], typer.Option(
-                 "--output", "-o", metavar="FILE", help="Where to write (default ID.tar.gz; - for stdout).")] = None,
+                 "--output", "-o", metavar="FILE", click_type=choices.local_file(), help="Where to write (default ID.tar.gz; - for stdout).")] = None,
              json: SavedJson = False):
     """Download every file as a tar.gz (entries at the root)."""
     as_json = json or state(ctx).json

@@ -52,7 +52,7 @@ def _read_text(file: str) -> str:
 
 @app.command("set")
 def set_(ctx: typer.Context, ref: SpecArg,
-         file: Annotated[str, typer.Argument(metavar="FILE", help="Markdown file with the new memory ('-' for stdin).")],
+         file: Annotated[str, typer.Argument(metavar="FILE", click_type=choices.local_file(), help="Markdown file with the new memory ('-' for stdin).")],
          version: Annotated[Optional[int], typer.Option("--version", help="The version you are replacing; without "
                                                         "it, the current version is read first.")] = None,
          json: JsonOpt = False):

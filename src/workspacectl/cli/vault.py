@@ -225,7 +225,7 @@ def proxy(
         "--field", "-F", metavar="KEY=VALUE", help="A typed field (repeatable): true, false, null and numbers "
         "as JSON; @FILE reads a file, @- stdin.")] = None,
     input_file: Annotated[Optional[str], typer.Option(
-        "--input", metavar="FILE", help="Send the file's bytes as the body, streamed ('-': stdin).")] = None,
+        "--input", metavar="FILE", click_type=choices.local_file(), help="Send the file's bytes as the body, streamed ('-': stdin).")] = None,
     header: Annotated[Optional[List[str]], typer.Option(
         "--header", "-H", metavar="'NAME: VALUE'", help="A request header for the service (repeatable).")] = None,
     include: Annotated[bool, typer.Option("--include", "-i", help="Print the service's status line and headers "
@@ -248,7 +248,7 @@ def proxy(
 def inject(
     ctx: typer.Context,
     reason: ReasonOpt,
-    in_file: Annotated[Optional[str], typer.Option("--in-file", "-i", metavar="TEMPLATE", help="The template "
+    in_file: Annotated[Optional[str], typer.Option("--in-file", "-i", metavar="TEMPLATE", click_type=choices.local_file(), help="The template "
                                                    "(default: stdin).")] = None,
     out_file: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", dir_okay=False,
                                                      help="Write here, mode 0600 (default: stdout).")] = None,

@@ -43,7 +43,8 @@ def bash(tree: Node) -> str:
         dirs = " ".join(n for o in node.options if o.path_kind == "dir" for n in o.names)
         arg_kind = next((a.path_kind for a in node.arguments if a.path_kind), "")
         arg_choices = " ".join(c for a in node.arguments for c in a.choices)
-        arg_values = " ".join(a.values or "-" for a in node.arguments) if any(a.values for a in node.arguments) else ""
+        arg_values = (" ".join(a.values or (":" + a.path_kind if a.path_kind else "-") for a in node.arguments)
+                      if any(a.values for a in node.arguments) else "")
         arg_multi = "1" if node.arguments and node.arguments[-1].multiple else ""
         spec.append(f"        {_sh(key)})\n"
                     f"            cmds={_sh(cmds)} opts={_sh(opts)} argopts={_sh(argopts)}\n"
@@ -150,7 +151,12 @@ _wsctl() {{
         local -a kinds=($argvalues)
         local kind=${{kinds[npos]}}
         [[ -z $kind && -n $argmulti ]] && kind=${{kinds[${{#kinds[@]}}-1]}}
-        [[ -n $kind && $kind != - ]] && _wsctl_dynamic "$kind" "$cur"
+        case $kind in
+            ''|-) ;;
+            :dir) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")) ;;
+            :file) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
+            *) _wsctl_dynamic "$kind" "$cur" ;;
+        esac
     elif [[ $args == dir ]]; then
         compopt -o filenames 2>/dev/null
         COMPREPLY=($(compgen -d -- "$cur"))

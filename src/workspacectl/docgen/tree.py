@@ -133,6 +133,9 @@ def _choices(p) -> list[str]:
 
 
 def _path_kind(p) -> str | None:
+    declared = getattr(getattr(p, "type", None), "path_kind", None)  # cli/choices.LocalPath
+    if declared in ("file", "dir"):
+        return declared
     desc = getattr(p, "type_descriptor", None)
     if desc is not None:
         if desc.is_file:
