@@ -14,6 +14,8 @@ A pass removes
 - local blobs/incoming/<token> files (uploads never validated or published) not touched for
   FILE_AGE seconds: never younger ones, another process may be writing them right now;
 - expired local download copies in blobs/outbox (also swept on every local download link);
+- events older than EVENT_DAYS and finished (delivered or failed) webhook deliveries older than
+  DELIVERY_DAYS (m027; a pending delivery and its event always stay);
 - blobs no row names whose file is older than ORPHAN_AGE (a process killed inside a commit
   publishes blobs whose rows never land: 142 MB in one drill), each re-checked under the write
   lock before it is deleted (BlobStore.collect_orphans).
@@ -40,6 +42,8 @@ FILE_AGE = 2 * 60 * 60     # stage folders and incoming files untouched this lon
 ORPHAN_AGE = 60 * 60       # unreferenced blobs younger than this may be a request's, about to be recorded
 EVERY = 60 * 60            # maybe_sweep: at most this often per workspace
 SETTING = "housekeeping_last_sweep"
+EVENT_DAYS = 90            # the event feed keeps this many days
+DELIVERY_DAYS = 30         # a webhook's delivery log keeps this many days
 
 
 def sweep(ws, now: datetime | None = None) -> dict:
@@ -49,6 +53,7 @@ def sweep(ws, now: datetime | None = None) -> dict:
     now = now or clock.now()
     counts = {"uploads": 0, "blobs": 0, "stageFolders": 0, "incomingFiles": 0, "orphanBlobs": 0}
     conn = ws.conn()
+    counts.update(_expire_events(conn, now))
     cutoff = clock.iso(now - timedelta(seconds=GRACE))
     with transaction(conn):
         shas = skill_store.delete_uploads_expired_before(conn, cutoff)
@@ -75,6 +80,15 @@ def sweep(ws, now: datetime | None = None) -> dict:
     orphan_cutoff = now.timestamp() - clock.offset_seconds() - ORPHAN_AGE
     counts["orphanBlobs"] = ws.blob_store.collect_orphans(orphan_cutoff)
     return counts
+
+
+def _expire_events(conn, now: datetime) -> dict:
+    from workspacectl.engine.store import events
+
+    with transaction(conn):
+        deliveries = events.delete_finished_deliveries_before(conn, clock.iso(now - timedelta(days=DELIVERY_DAYS)))
+        old = events.delete_events_before(conn, clock.iso(now - timedelta(days=EVENT_DAYS)))
+    return {"events": old, "deliveries": deliveries}
 
 
 def maybe_sweep(ws, now: datetime | None = None) -> dict | None:

@@ -160,3 +160,17 @@ def delivery_seq(conn, webhook_id: str, event_id: str) -> int | None:
 
 def delivery_id_of(conn, seq: int) -> str:
     return conn.execute("SELECT id FROM webhook_deliveries WHERE seq = ?", (seq,)).fetchone()[0]
+
+
+# --- retention (engine/housekeeping.py) --------------------------------------------------------
+
+def delete_finished_deliveries_before(conn, cutoff: str) -> int:
+    """Delivered or failed deliveries created before `cutoff` (pending ones always stay)."""
+    return conn.execute("DELETE FROM webhook_deliveries WHERE status <> 'pending' AND created_at < ?",
+                        (cutoff,)).rowcount
+
+
+def delete_events_before(conn, cutoff: str) -> int:
+    """Events recorded before `cutoff` that no delivery row names any more."""
+    return conn.execute("DELETE FROM events WHERE at < ? AND NOT EXISTS "
+                        "(SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = events.seq)", (cutoff,)).rowcount
