@@ -9,7 +9,8 @@ to it through the engine's own client).
 
 Paths under /api:
 - /api/echo...: 200 {"ok", "method", "path", "query", "length", "sha256"} with headers the proxy must
-  strip (Set-Cookie, WWW-Authenticate, Keep-Alive, X-Wsctl-Upstream-Status) and one it must keep.
+  strip (Set-Cookie, WWW-Authenticate, Keep-Alive, X-Wsctl-Upstream-Status, X-Echo-Auth when it
+  echoes the credential's Authorization or X-Api-Key) and one it must keep.
 - /api/big?size=N: N bytes, sent chunked in 64 KiB pieces; with `gate` set, the first half is sent,
   then the rest only once the test sets the gate (an answer held whole by the proxy never arrives).
 - /api/upload: reads the body as it comes; `received` is set once `gate_at` bytes have arrived.
@@ -123,9 +124,10 @@ class Upstream:
                     return self._send(401, {"error": "bad credential"}, {"WWW-Authenticate": 'Bearer realm="up"'})
                 q = dict(urllib.parse.parse_qsl(u.query))
                 if u.path.startswith("/api/echo"):
+                    echoed = self.headers.get("Authorization") or self.headers.get("X-Api-Key") or "-"
                     return self._send(200, {"ok": True, "method": self.command, "path": u.path, "query": u.query,
                                             "length": seen.body_length, "sha256": digest.hexdigest()},
-                                      {"Set-Cookie": "sid=upstream-session", "X-Kept": "yes",
+                                      {"Set-Cookie": "sid=upstream-session", "X-Kept": "yes", "X-Echo-Auth": echoed,
                                        "Keep-Alive": "timeout=5", "X-Wsctl-Upstream-Status": "999",
                                        "WWW-Authenticate": "Basic", "Link": f'<{outer.url}/api/echo?page=2>; rel="next"'})
                 if u.path == "/api/big":

@@ -118,9 +118,11 @@ def _headers(pairs) -> dict:
 
 
 def test_every_auth_kind_and_the_headers_that_cross(backend, upstream):
-    """Header (with the definition's extra header), query, Basic and Bearer (an apiKey default and
-    OAuth): each reaches the service presented as [auth] says, the caller's own key and cookies do
-    not, and the answer's hop-by-hop, cookie, challenge and X-Wsctl-* headers are gone."""
+    """Header (with the definition's extra header, which the caller may override), query, Basic and
+    Bearer (an apiKey default; OAuth in the refresh tests): each reaches the service presented as
+    [auth] says, the caller's own wsctl key and cookies do not, nor can the caller replace the
+    credential's header or parameter; the answer's hop-by-hop, cookie, challenge, X-Wsctl-* and
+    credential-echoing headers are gone."""
     base = upstream.url + "/api"
     owner = backend.owner["id"]
     creds = {}
@@ -132,7 +134,7 @@ def test_every_auth_kind_and_the_headers_that_cross(backend, upstream):
 
     creds["bearer"] = make_credential(backend.workspace, owner, _install(backend, APIKEY_TOML, base), {"apiKey": KEY})
     expected = {
-        "header": lambda r: r.headers.get("x-api-key") == KEY and r.headers.get("x-version") == "2",
+        "header": lambda r: r.headers.get("x-api-key") == KEY and r.headers.get("x-version") == "3",
         "query": lambda r: dict(urllib.parse.parse_qsl(r.query)).get("key") == KEY,
         "basic": lambda r: r.headers.get("authorization") == "Basic " + base64.b64encode(f"AC123:{KEY}".encode()).decode(),
         "bearer": lambda r: r.headers.get("authorization") == f"Bearer {KEY}",
@@ -142,7 +144,8 @@ def test_every_auth_kind_and_the_headers_that_cross(backend, upstream):
         for kind, cred in creds.items():
             upstream.accept = expected[kind]
             status, headers, body = door.call("GET", cred["id"], "echo/a%20b/c", query={"q": "1", "key": "mine"},
-                                              headers={"Cookie": "wsctl=1", "X-Custom": "kept", "Accept": "*/*"})
+                                              headers={"Cookie": "wsctl=1", "X-Custom": "kept", "Accept": "*/*",
+                                                       "X-Api-Key": "mine", "X-Version": "3"})
             assert status == 200, (kind, body)
             seen = upstream.requests[-1]
             assert seen.path == "/api/echo/a%20b/c"
@@ -157,6 +160,8 @@ def test_every_auth_kind_and_the_headers_that_cross(backend, upstream):
             assert h["x-kept"] == ["yes"] and h["x-wsctl-upstream-status"] == ["200"]
             for gone in ("set-cookie", "www-authenticate", "keep-alive"):
                 assert gone not in h, (kind, gone)
+            # an answer header echoing the credential is dropped; the caller's own key is not secret
+            assert h.get("x-echo-auth") == (["mine"] if kind == "query" else None), kind
             assert json.loads(body)["ok"] is True
             # Link under the base URL points back through the proxy
             assert h["link"] == [f'</v1/credentials/{cred["id"]}/proxy/echo?page=2>; rel="next"']

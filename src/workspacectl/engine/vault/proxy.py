@@ -178,9 +178,16 @@ def _presented(ctx: Ctx, row, auth: dict, fields: dict) -> tuple[dict, dict, lis
     from workspacectl.engine.vault.probe import presentation
 
     secrets = open_secrets(ctx.ws, row)
-    values = [s.reveal() for s in secrets.values() if len(s.reveal()) >= 4]
     headers, params = presentation(auth, secrets, fields)
-    return headers, params, values
+    extra = _extra_names(auth)
+    carried = [v for k, v in headers.items() if k.lower() not in extra]   # "Bearer …", "Basic …", a key
+    values = [s.reveal() for s in secrets.values()] + carried + [v.partition(" ")[2] for v in carried]
+    return headers, params, [v for v in values if len(v) >= 4]
+
+
+def _extra_names(auth: dict) -> set[str]:
+    """The definition's extra headers (`[auth] headers`): sent too, but no secret; a caller may set them."""
+    return {str(k).lower() for k in auth["headers"]} if isinstance(auth.get("headers"), dict) else set()
 
 
 # --- the call ----------------------------------------------------------------------------------
@@ -253,7 +260,7 @@ class _Call:
             query = target.auth_query(self.params)
             url += ("&" if "?" in url else "?") + query
             pinned = dataclasses.replace(pinned, url=pinned.url + ("&" if "?" in pinned.url else "?") + query)
-        sent = target.request_headers(self.raw.headers, self.presented, self.secret_values) + self.body.headers()
+        sent = target.request_headers(self.raw.headers, self.presented, _extra_names(self.auth)) + self.body.headers()
         try:
             return outbound.send_streamed(self.method, url, pinned, self.what, headers=sent,
                                           content=self.body.content())

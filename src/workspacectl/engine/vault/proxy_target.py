@@ -103,10 +103,10 @@ def auth_query(params: dict) -> str:
     return urlencode(params)
 
 
-def request_headers(caller: list[tuple[str, str]], presented: dict, secret_values: list[str]) -> list:
+def request_headers(caller: list[tuple[str, str]], presented: dict, extra_names: set[str]) -> list:
     """What is sent: the caller's headers that may cross, as the bytes they arrived as (latin-1
     decoded, as HTTP carries them), then the credential's presentation (UTF-8)."""
-    secret_names = {k.lower() for k, v in presented.items() if any(s in v for s in secret_values)}
+    secret_names = {k.lower() for k in presented} - extra_names   # the headers the credential is in
     sent: list[tuple[str, bytes]] = []
     given = set()
     dropped = REQUEST_DROPPED | _listed_in_connection(caller)
