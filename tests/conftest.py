@@ -769,6 +769,17 @@ def provider():
         yield p
 
 
+@pytest.fixture(scope="session")
+def authlib_server():
+    """A real OAuth 2 authorization server (Authlib on Flask, tests/authlib_provider.py) on
+    127.0.0.1, started once per session; each test registers its own clients on it."""
+    from tests.authlib_provider import AuthlibServer
+
+    server = AuthlibServer()
+    yield server
+    server.close()
+
+
 @pytest.fixture
 def door(backend):
     """The connection flow of tests/connect_helpers.py over the test's backend."""
