@@ -10,6 +10,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import struct
 import subprocess
 import termios
@@ -18,6 +19,14 @@ import threading
 from tests.conftest import WAIT_LIMIT, WSCTL
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+ETA = re.compile(r" (-:--:--|\d+:\d\d:\d\d)")   # a transfer bar's time left
+
+
+def test_sizes_read_as_people_read_them():
+    from workspacectl.cli.output import human_size
+
+    assert [human_size(n) for n in (0, 1, 1023, 1024, 1536, 200 * 2**20, 5 * 2**40, 3 * 2**50)] == [
+        "0 bytes", "1 byte", "1023 bytes", "1.0 KiB", "1.5 KiB", "200.0 MiB", "5.0 TiB", "3.0 PiB"]
 
 
 def with_terminal_stderr(env: dict, args) -> tuple[int, str, str]:
@@ -94,8 +103,9 @@ def test_folder_upload_shows_totals_on_a_terminal_and_sends_only_what_changed(ba
     code, out, term = with_terminal_stderr(backend.env, ["specialist", "files", "bundle", "upload", pid, src])
     assert code == 0, term
     assert "Comparing" in term and "Uploading 3 files" in term, term
-    assert f"/{total / 1000:.1f} kB" in term, term   # the measured total, before a byte is sent
-    assert out.startswith("Added 3, updated 0, unchanged 0 files")
+    assert total == 306_004 and "/298.8 KiB" in term, term   # the measured total, before a byte is sent
+    assert re.search(r" [\d.]+ (bytes|KiB|MiB)/s ", term) and ETA.search(term), term   # rate and time left
+    assert out.startswith("Added 3, updated 0, unchanged 0 files") and re.search(r"\(\d+\.\d KiB sent\)\.$", out), out
 
     # unchanged: nothing is sent (no upload request at all), and a piped run shows no bar
     r = backend.wsctl("specialist", "files", "bundle", "upload", pid, src, "--json")
@@ -135,9 +145,11 @@ def test_download_bar_on_a_terminal_only(backend, tmp_path):
     assert code == 0 and "Downloading" in term and "Saved" in term, term
     # the total is known before the first byte: the tar inside (512-byte header, the file padded to
     # 512, the 1,024-byte end, all padded to a 10,240-byte record: 102,400 bytes), counted inflated
-    assert "/102.4 kB" in term, term   # (before the answer's headers arrive the bar reads 0/? bytes)
+    assert "/100.0 KiB" in term and ETA.search(term), term   # (before the answer's headers arrive: 0/? bytes)
     r = backend.wsctl("specialist", "files", "bundle", "download", pid, "-o", out)
-    assert "Downloading" not in r.err and r.err.startswith("Saved ")
+    assert "Downloading" not in r.err and re.fullmatch(rf"Saved \d+\.\d KiB to {re.escape(str(out))}\.\n", r.err), r.err
+    r = backend.wsctl("specialist", "files", "bundle", "download", pid, "-o", out, "--json")
+    assert r.json == {"path": str(out), "bytes": out.stat().st_size}   # the JSON keeps bytes
 
 
 def _bundle_answer(backend, pid: str) -> tuple[dict, bytes]:
@@ -167,8 +179,6 @@ def test_a_bundle_announces_the_length_of_the_tar_inside(backend, tmp_path):
 
 
 def test_skill_pull_bar_has_a_total(backend, tmp_path):
-    import re
-
     d = tmp_path / "big-skill"
     (d / "assets").mkdir(parents=True)
     (d / "SKILL.md").write_text("---\nname: big-skill\ndescription: A big one.\n---\nBody\n")
@@ -176,7 +186,7 @@ def test_skill_pull_bar_has_a_total(backend, tmp_path):
     backend.wsctl("skill", "publish", d)
     code, _, term = with_terminal_stderr(backend.env, ["skill", "pull", "big-skill", tmp_path / "out"])
     assert code == 0 and (tmp_path / "out" / "assets" / "x.bin").read_bytes() == (d / "assets" / "x.bin").read_bytes()
-    assert "download big-skill" in term and re.search(r"/2\d\d\.\d kB", term), term
+    assert "download big-skill" in term and re.search(r"/(19\d|20\d)\.\d KiB", term), term
 
 
 def test_catalog_import_progress_lines_over_http(backend, tmp_path):

@@ -46,14 +46,14 @@ def copy_workspace(
     3 the target cannot reach the key, 1 verification failed (nothing is left in the target).
     """
     from workspacectl.backend.local import copy_workspace as copy
-    from workspacectl.cli.output import phases
+    from workspacectl.cli.output import human_size, phases
 
     with phases("Copying the workspace") as progress:
         body = copy(source, target, progress)
 
     def render(b):
         info(f"Copied {b['rows']} rows of {len(b['tables'])} tables and {b['blobs']} blobs "
-             f"({b['blobBytes']} bytes) from {b['source']} to {b['target']}; counts and checksums verified. "
+             f"({human_size(b['blobBytes'])}) from {b['source']} to {b['target']}; counts and checksums verified. "
              f"Use it with WSCTL_WORKSPACE={b['target']} or `wsctl serve --workspace {b['target']}`.")
 
     emit(ctx, body, render, json_flag=json)

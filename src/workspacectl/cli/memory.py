@@ -15,7 +15,7 @@ import typer
 from workspacectl.cli import choices
 from workspacectl.cli.config import atomic_output
 from workspacectl.cli.context import backend
-from workspacectl.cli.output import JsonOpt, emit, info, is_tty, list_table, table
+from workspacectl.cli.output import JsonOpt, emit, human_size, info, is_tty, list_table, table
 from workspacectl.errors import ApiError
 
 app = typer.Typer(no_args_is_help=True)
@@ -72,7 +72,7 @@ def _download(ctx, path: str, output: Optional[Path]) -> None:
         raise ApiError("invalid_request", f"Folder {output.parent} does not exist; make it or pick another -o.")
     with atomic_output(output) as out:
         size = backend(ctx).download(path, out)
-    info(f"Wrote {size} bytes to {output}.")
+    info(f"Wrote {human_size(size)} to {output}.")
 
 
 @app.command("files")

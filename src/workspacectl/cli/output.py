@@ -186,18 +186,41 @@ class _Advance:
             self.bar.update(self.task, total=size)
 
 
+UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def human_size(n: int | float) -> str:
+    """A byte count as people read it, in binary units: '512 bytes', '1.5 KiB', '200.0 MiB'
+    (summaries print this; --json keeps the count in bytes)."""
+    if n < 1024:
+        return f"{int(n)} byte{'' if int(n) == 1 else 's'}"
+    value = float(n)
+    for unit in UNITS:
+        value /= 1024
+        if value < 1024 or unit == UNITS[-1]:
+            return f"{value:.1f} {unit}"
+    raise AssertionError("unreachable")
+
+
 @contextmanager
 def progress_bar(label: str, total: int | None):
     """A callback advancing a transfer bar on stderr (a no-op unless progress_wanted()). The bar
-    shows at once, with the total when it is known (bytes otherwise)."""
+    shows at once: done/total (the total when it is known), the rate and the time left, in binary
+    units as the summaries print them."""
     if not progress_wanted():
         yield _Advance()
         return
     from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+    from rich.progress import BarColumn, DownloadColumn, Progress, ProgressColumn, TimeRemainingColumn
+    from rich.text import Text
 
-    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
+    class Rate(ProgressColumn):
+        def render(self, task) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text("?/s" if speed is None else f"{human_size(speed)}/s", style="progress.data.speed")
+
+    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(binary_units=True),
+                  Rate(), TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
         from rich.markup import escape
 
         yield _Advance(bar, bar.add_task(escape(visible(label)), total=total))

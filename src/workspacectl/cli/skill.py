@@ -14,7 +14,7 @@ import typer
 
 from workspacectl.cli import choices
 from workspacectl.cli.context import all_pages, backend
-from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, fields, info, list_table, table
+from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, fields, human_size, info, list_table, table
 from workspacectl.cli.skill_publish import skill_path
 from workspacectl.errors import ApiError
 
@@ -190,7 +190,7 @@ def platform(
 
     def render(b):
         for f in b["files"]:
-            info(f"== {f['path']} ({f['size']} bytes)")
+            info(f"== {f['path']} ({human_size(f['size'])})")
             print(f["content"], end="" if f["content"].endswith("\n") else "\n")
 
     emit(ctx, body, render, json_flag=json)

@@ -17,7 +17,7 @@ import typer
 from workspacectl.cli.config import atomic_output
 from workspacectl.cli import choices
 from workspacectl.cli.context import all_pages, backend, state
-from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, info, json_switch, list_table, progress_bar
+from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, human_size, info, json_switch, list_table, progress_bar
 from workspacectl.cli.specialist_refs import project_id
 from workspacectl.errors import ApiError
 
@@ -77,7 +77,7 @@ def download(ctx: typer.Context, pid: IdArg,
         raise ApiError("invalid_request", f"{dest} is a folder; give a file name with -o.")
     with atomic_output(dest, 0o644 & ~_umask()) as out, progress_bar("Downloading", None) as advance:
         size = backend(ctx).download(path, out, advance, total=advance.total)
-    emit(ctx, {"path": str(dest), "bytes": size}, lambda b: info(f"Saved {b['bytes']} bytes to {b['path']}."),
+    emit(ctx, {"path": str(dest), "bytes": size}, lambda b: info(f"Saved {human_size(b['bytes'])} to {b['path']}."),
          json_flag=json)
 
 
@@ -131,7 +131,7 @@ def _upload_folder(ctx: typer.Context, ref: str, source: Path, delete: bool, jso
 
     def render(b):
         line = (f"Added {b['added']}, updated {b['updated']}, unchanged {b['unchanged']}"
-                + (f", deleted {b['deleted']}" if delete else "") + f" files in {ref} ({b['bytesSent']} bytes sent).")
+                + (f", deleted {b['deleted']}" if delete else "") + f" files in {ref} ({human_size(b['bytesSent'])} sent).")
         print(line)
         if plan.extra and not delete:
             info(f"{len(plan.extra)} files in {ref} are not in {source}; kept (--delete removes them).")
