@@ -218,6 +218,8 @@ def main() -> None:
                                         log=tmp / f"{store}-{replicas}-{rnd}-{i}.log") for i in range(replicas)]
                 try:
                     urls, pids = [s.url for s in servers], [s.proc.pid for s in servers]
+                    print(f"# {store} x{replicas}: server pids {' '.join(map(str, pids))} (py-spy record -p PID)",
+                          flush=True)
                     rows = {}
                     order = ["healthz", "whoami", "token"]
                     for what in order if rnd % 2 else order[::-1]:

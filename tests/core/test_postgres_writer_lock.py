@@ -217,3 +217,36 @@ def test_a_prepared_statement_survives_a_migration_that_changes_its_result(pg_wo
     finally:
         conn.close()
         other.close()
+
+
+def test_a_token_issue_is_three_round_trips_and_whoami_one(pg_workspace):
+    """On the PostgreSQL door a token issue sends three messages (authentication; BEGIN, the lock
+    and the credential read, EXECUTEd from a PREPAREd statement; the audit row with COMMIT) and
+    whoami one (authentication reads the member and the workspace's name too)."""
+    from tests.conftest import _owner_and_token
+    from tests.vault_helpers import APIKEY_TOML, install_service, make_credential
+    from workspacectl.engine.dispatch import Engine
+    from workspacectl.engine.workspaces import open_workspace
+
+    owner, token = _owner_and_token(pg_workspace)
+    service = install_service(pg_workspace, APIKEY_TOML.format(base="http://127.0.0.1:9"))
+    cred = make_credential(pg_workspace, owner["id"], service, {"apiKey": "sk-rt"})["id"]
+    ws = open_workspace(str(pg_workspace))
+    try:
+        engine = Engine(ws)
+        path = f"/v1/credentials/{cred}/token"
+        assert engine.handle("POST", path, None, {"reason": "warm"}, token).status == 200   # PREPAREs once
+        sent = _statements(ws.conn())
+        r = engine.handle("POST", path, None, {"reason": "counted"}, token)
+        assert r.status == 200 and r.body["apiKey"] == "sk-rt"
+        assert len(sent) == 3, sent
+        assert sent[1].startswith("BEGIN; SELECT pg_advisory_xact_lock_shared(") and "; EXECUTE wsctl_q" in sent[1]
+        assert sent[2].startswith("INSERT INTO credential_access_log") and sent[2].endswith("; COMMIT")
+        sent.clear()
+        me = engine.handle("GET", "/v1/auth/whoami", None, None, token)
+        assert me.status == 200 and me.body["member"] == owner and me.body["workspace"] == "Test Workspace"
+        assert len(sent) == 1, sent
+        log = engine.handle("GET", f"/v1/credentials/{cred}/access-log", None, None, token).body["entries"]
+        assert [e["reason"] for e in log] == ["counted", "warm"]
+    finally:
+        ws.close()

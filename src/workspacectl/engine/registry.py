@@ -28,6 +28,9 @@ class Caller:
     scopes: tuple[str, ...] = ()
     # The credential ids a limited platform key reaches (engine/vault/key_limits.py); None: no limit.
     credentials: frozenset[str] | None = None
+    # What authentication read beside the secret (store.identity._FIND_SECRET): the member as the
+    # API shows one and the workspace's name, so whoami reads nothing more. None where not read.
+    whoami: dict | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_session(self) -> bool:

@@ -165,7 +165,7 @@ class LeanApi:
         self.proxy = proxy   # server/proxy_stream.answer: the credential proxy's requests
         self.fallback = fallback
         self.public_url = public_url
-        self.pool = EnginePool(on_thread_exit=engine.ws.close)
+        self.pool = EnginePool(core=engine.ws.engine_threads, on_thread_exit=engine.ws.close)
         # Quick routes are answered on the event loop's thread, with a connection of its own (made
         # at the first request, used by that thread only): engine/db/quick.py QuickWriter; SQLite only.
         self.writer: QuickWriter | None = None

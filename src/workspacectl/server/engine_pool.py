@@ -7,7 +7,10 @@ request waking a thread, the process's write lock passing between them, each wak
 waiting for the GIL) cost context switches: under wrk, one worker, ~19 switches per token issue
 against ~2 on one thread, and the CPU per token fell from ~850 to ~450 µs with one thread.
 
-So calls run on CORE_THREADS thread(s), taking queued calls one after another without sleeping
+So calls run on CORE_THREADS thread(s) (`core`: on PostgreSQL, where a call mostly waits for round
+trips with the GIL free, more: PgWorkspace.engine_threads; a core thread is started only when a
+call comes while every thread is busy, so a server with one request at a time keeps one thread
+and one database session), taking queued calls one after another without sleeping
 in between; a thread is added (up to MAX_THREADS) only when calls wait while none has finished
 for STALL_SECONDS, i.e. every thread is stuck in something slow (a provider refresh, a large
 import), so a slow call never holds up the others for longer than that. An added thread ends
@@ -47,6 +50,7 @@ class EnginePool:
         self._starting = 0   # started, not yet at the queue: the watcher adds no more meanwhile
         self._started = 0    # threads ever started (names)
         self._finished = 0   # calls finished so far: the watcher's sign of progress
+        self._idle = 0       # threads waiting for a call (a core thread is added only when none is)
         self._awake = threading.Event()   # set while the watcher polls; a submit sets it when cleared
         self._watcher: threading.Thread | None = None
         self._shutdown = False
@@ -103,9 +107,9 @@ class EnginePool:
         if self._shutdown:
             raise RuntimeError("cannot schedule new calls after shutdown")
         self._queue.put(item)
-        if self._threads < self._core:
-            with self._lock:
-                if self._threads < self._core:
+        if self._threads < self._core and not self._idle:
+            with self._lock:   # a core thread only when every thread is busy: as many as calls in flight
+                if self._threads < self._core and not self._idle:
                     self._spawn()
         if not self._awake.is_set():   # the watcher sleeps until there is work to watch
             if self._watcher is None:
@@ -167,7 +171,13 @@ class EnginePool:
                 if self._threads > self._core:
                     self._threads -= 1
                     return _STOP
-        item = self._queue.get()
+        with self._lock:
+            self._idle += 1
+        try:
+            item = self._queue.get()
+        finally:
+            with self._lock:
+                self._idle -= 1
         if item is _STOP:
             with self._lock:
                 self._threads -= 1

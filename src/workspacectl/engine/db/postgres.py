@@ -16,8 +16,8 @@ the store, see store/catalog_search.py):
   that lock shared: beside other appenders, never beside another writer.
 - a failed write inside a transaction is rolled back to a savepoint, so the transaction goes on
   as on SQLite (the engine catches IntegrityError and carries on).
-- round trips: a writer's BEGIN and lock go with its first statement (unless that one is
-  prepared), and a write's SAVEPOINT and RELEASE with the write, as one simple-protocol message.
+- round trips: a writer's BEGIN and lock go with its first statement (a prepared one too), and a
+  write's SAVEPOINT and RELEASE with the write, as one simple-protocol message.
 - an appending transaction (db.transaction(appends_only=True)) holds the INSERTs that follow
   its first statement (which goes with BEGIN and the lock, so the lock is held from the start),
   bound client-side at once (a bad value fails at the INSERT, as before), and sends them with its
@@ -26,15 +26,15 @@ the store, see store/catalog_search.py):
   them first, so what a transaction sees never changes. A token issue: the session read, then two
   round trips in its transaction (BEGIN, the lock and the prepared read; the audit row with
   COMMIT), eight statements in all (was four round trips, ten statements).
-- prepared statements: a statement the store marks db.Prepared (hot reads) is prepared once per
-  session and bound server-side; as a writer's first statement its BEGIN and lock go first in a
-  message of their own. Measured on a token's credential read (bench/pg_token_profile.py): BEGIN,
-  lock and the read as one simple-protocol message cost the backend ~350 µs of CPU (the read
-  parsed and planned each time) against ~140 µs for BEGIN apart then the prepared read, whose
-  extra round trip cost the client less than binding the long statement (~230 against ~250 µs);
-  a pipeline of both cost the client ~100 µs more. A prepared plan whose result changed under a
-  migration is dropped (DEALLOCATE ALL) and the statement run again. Every other statement is
-  bound client-side.
+- prepared statements: a statement the store marks db.Prepared (hot reads) is PREPAREd by SQL
+  once per session and sent as `EXECUTE name(values)`; as a writer's first statement it goes in
+  the one message with BEGIN and the lock. A token issue is three round trips: the session read;
+  BEGIN, the lock and the credential read; the audit row with COMMIT (was four: psycopg's
+  protocol-level prepare needed a message of its own after BEGIN). Measured earlier on a token's
+  credential read (bench/pg_token_profile.py): the read parsed and planned each time cost the
+  backend ~200 µs more than prepared. A prepared plan whose result changed under a migration is
+  dropped (DEALLOCATE ALL) and the statement run again. Every other statement is bound
+  client-side.
 - errors: psycopg's become the sqlite3 classes the engine catches (IntegrityError for unique,
   foreign key, check and not-null violations; OperationalError "database is locked" for a lock
   timeout, deadlock or serialization failure; "no such table" for an undefined table; the
@@ -116,6 +116,27 @@ def translate(sql: str) -> str:
     if _OR_IGNORE.match(out):
         out = _OR_IGNORE.sub(r"\1INSERT INTO", out).rstrip().rstrip(";") + " ON CONFLICT DO NOTHING"
     return out
+
+
+_PLACEHOLDER = re.compile(r"%%|%\((\w+)\)s|%s")
+
+
+@functools.lru_cache(maxsize=256)
+def positional(sql: str) -> tuple[str, tuple]:
+    """A translated statement with $1, $2, ... for PREPARE (a named value used twice is one
+    parameter), and the order of its values: names for a statement with named values, positions
+    otherwise. A literal %% stays as it is (the message is bound by psycopg, which reads it as %)."""
+    order: list = []
+
+    def number(m: re.Match) -> str:
+        if m.group(0) == "%%":
+            return "%%"
+        key = m.group(1) if m.group(1) is not None else len(order)
+        if key not in order:
+            order.append(key)
+        return f"${order.index(key) + 1}"
+
+    return _PLACEHOLDER.sub(number, sql), tuple(order)
 
 
 def _params(params):
@@ -350,6 +371,8 @@ class PgConnection:
         self._session.adapters.register_loader("numeric", _NumericLoader)
         self._session.row_factory = _row_factory
         self._primary_keys: dict[str, list[str]] = {}
+        self._sql_prepared: dict[str, str] = {}   # statement -> its SQL-level PREPAREd name (this session)
+        self._prepare_count = 0
         self.url = url
 
     def __repr__(self) -> str:
@@ -460,24 +483,42 @@ class PgConnection:
         return self._run(translate(sql), _params(params), many=False)
 
     def _prepared(self, sql: str, params) -> Cursor:
-        """A Prepared read: parsed and planned once per session, its values bound server-side."""
-        cur = psycopg.Cursor(self._session)
+        """A Prepared read: `EXECUTE name(values)` of a statement the session PREPAREd by SQL (in
+        the same message the first time), so the server neither parses nor plans it again; as a
+        writer's first statement it goes with the BEGIN and lock in that one simple-protocol
+        message: one round trip (psycopg's protocol-level prepare needed a message of its own
+        after BEGIN: a round trip, a wait and a wake-up more per token). A plan whose result
+        changed under a migration is dropped (DEALLOCATE ALL) and the message sent again; outside
+        a transaction, or as a writer's first statement."""
+        text, names = positional(sql)
+        values = tuple(params[n] for n in names) if isinstance(params, dict) else tuple(params)
+        call = f"EXECUTE {{}}({', '.join(['%s'] * len(values))})"
         for attempt in (1, 2):
-            begin = self._begin
+            begin, self._begin = self._begin, ()
+            name = self._sql_prepared.get(sql)
+            before = begin
+            if name is None:
+                self._prepare_count += 1
+                name = f"wsctl_q{self._prepare_count}"    # a new name each try: a failed one may linger
+                before = (*begin, f"PREPARE {name} AS {text}")
+            cur = self._session.cursor()
             try:
-                if begin:     # a writer's BEGIN and lock go first, on their own (see above)
-                    self._send_begin()
-                cur.execute(sql, params, prepare=True)
-                return Cursor(self, cur)
+                cur.execute("; ".join((*before, call.format(name))), values)
+                for _ in before:
+                    cur.nextset()
             except pg_errors.FeatureNotSupported as e:   # "cached plan must not change result type"
                 if begin and self._session.info.transaction_status != TransactionStatus.IDLE:
                     self._session.execute("ROLLBACK")     # the transaction this call began
-                    self._begin = begin
                 if attempt == 2 or self._session.info.transaction_status != TransactionStatus.IDLE:
                     raise engine_error(e) from None
-                self._session.execute("DEALLOCATE ALL")  # psycopg forgets its prepared names too
+                self._session.execute("DEALLOCATE ALL")
+                self._sql_prepared.clear()
+                self._begin = begin
+                continue
             except (psycopg.Error, ValueError) as e:
                 _raise_mapped(e)
+            self._sql_prepared[sql] = name
+            return Cursor(self, cur)
         raise AssertionError("unreachable")
 
     def _hold(self, sql: str, params) -> "HeldCursor":

@@ -44,8 +44,10 @@ def authenticate_secret(conn, secret: str) -> Caller:
     row = store.find_secret_by_hash(conn, sha256_hex(secret)) if kind else None
     if kind is None or row is None or row["kind"] != kind or not _usable(row):
         raise ApiError("unauthenticated", "The key or session is unknown, revoked or expired. Sign in again or use another key.")
+    member = {"id": row["member_id"], "name": row["member_name"], "email": row["member_email"],
+              "role": row["member_role"], "createdAt": row["member_created_at"]}
     return Caller(row["member_id"], row["member_role"], kind, row["id"], _scopes(row["scopes"]),
-                  _limit(row["credential_ids"]))
+                  _limit(row["credential_ids"]), whoami={"member": member, "workspace": row["workspace_name"]})
 
 
 def authenticate_web(conn, cookie: str | None) -> Caller | None:
@@ -110,10 +112,13 @@ def delete_session(ctx: Ctx) -> Response:
 @route("GET", "/v1/auth/whoami", quick=True)
 def whoami(ctx: Ctx) -> dict:
     c = ctx.caller
-    member = store.get_member(ctx.db, c.member_id)
+    limit = sorted(c.credentials) if c.credentials is not None else None
+    if c.whoami is not None:   # read with the secret, in the same statement (authenticate_secret)
+        return {"member": dict(c.whoami["member"]), "kind": c.kind, "keyId": c.key_id, "scopes": list(c.scopes),
+                "workspace": c.whoami["workspace"], "credentials": limit}
+    member = store.get_member_and_workspace_name(ctx.db, c.member_id)
     return {"member": member_json(member), "kind": c.kind, "keyId": c.key_id, "scopes": list(c.scopes),
-            "workspace": store.get_setting(ctx.db, "name"),
-            "credentials": sorted(c.credentials) if c.credentials is not None else None}
+            "workspace": member["workspace_name"] if member else None, "credentials": limit}
 
 
 def safe_next(path: str) -> str:

@@ -41,6 +41,15 @@ def get_member(conn, member_id: str) -> sqlite3.Row | None:
     return conn.execute("SELECT * FROM members WHERE id = ?", (member_id,)).fetchone()
 
 
+_MEMBER_AND_NAME = Prepared("SELECT m.*, (SELECT value FROM settings WHERE key = 'name') AS workspace_name "
+                            "FROM members m WHERE m.id = ?")   # whoami: one statement, planned once
+
+
+def get_member_and_workspace_name(conn, member_id: str) -> sqlite3.Row | None:
+    """The member's row with the workspace's name (`workspace_name`) beside it, in one read."""
+    return conn.execute(_MEMBER_AND_NAME, (member_id,)).fetchone()
+
+
 def find_member(conn, ref: str) -> sqlite3.Row | None:
     """A member by id or by email."""
     if "@" in ref:
@@ -94,8 +103,11 @@ def get_secret(conn, secret_id: str):
     return conn.execute("SELECT * FROM secrets WHERE id = ?", (secret_id,)).fetchone()
 
 
-_FIND_SECRET = Prepared("SELECT s.*, m.role AS member_role FROM secrets s JOIN members m ON m.id = s.member_id "
-                        "WHERE s.secret_hash = ?")   # every request's session or key lookup
+_FIND_SECRET = Prepared("SELECT s.*, m.role AS member_role, m.name AS member_name, m.email AS member_email, "
+                        "m.created_at AS member_created_at, "
+                        "(SELECT value FROM settings WHERE key = 'name') AS workspace_name "
+                        "FROM secrets s JOIN members m ON m.id = s.member_id "
+                        "WHERE s.secret_hash = ?")   # every request's session or key lookup (and whoami's answer)
 
 
 def find_secret_by_hash(conn, secret_hash: str):

@@ -28,6 +28,9 @@ class Workspace:
         return f"Workspace({str(self.path)!r})"
 
     dialect = "sqlite"
+    # How many threads a server runs engine calls on (server/engine_pool.py): SQLite's work is
+    # Python and one writer, so one thread taking calls in turn costs the fewest hand-offs.
+    engine_threads = 1
 
     @property
     def location(self) -> str:

@@ -35,6 +35,9 @@ def local_state_dir(url: str) -> Path:
 
 class PgWorkspace(Workspace):
     dialect = "postgres"
+    # A request on PostgreSQL mostly waits for round trips (the GIL free meanwhile): several
+    # engine threads, each with its own session, keep that many requests in flight.
+    engine_threads = 16
 
     def __init__(self, url: str):
         self.url = url
