@@ -133,6 +133,8 @@ def test_killed_after_the_provider_rotated_says_the_refresh_was_interrupted(back
     assert (detail["status"], detail["statusReason"]) == ("needs_reconnect", "the refresh was interrupted")
     again = token(backend, expired["id"])   # nothing calls the provider any more
     assert again.status == 502 and provider.refreshes == 2
+    shown = backend.wsctl("vault", "show", expired["id"]).out
+    assert "statusReason" in shown and "the refresh was interrupted" in shown
 
 
 def test_killed_once_the_answer_is_saved_keeps_the_rotated_tokens(backend, provider, expired):

@@ -84,6 +84,7 @@ def render_detail(b: dict) -> None:
              f"={s.get('role')}" for s in b.get("sharing") or []]
     pairs = [("id", b.get("id")), ("name", b.get("name")), ("service", b.get("service")),
              ("credentialType", b.get("credentialType")), ("access", b.get("access")), ("status", b.get("status")),
+             *([("statusReason", b["statusReason"])] if b.get("statusReason") else []),
              ("owner", b.get("ownerMembershipId")),
              ("envVars", [f"{k}={v}" for k, v in (b.get("envVars") or {}).items()])]
     pairs += [(f"fields.{k}", v) for k, v in (b.get("fields") or {}).items()]
@@ -423,7 +424,8 @@ def sync(ctx: typer.Context, cred_id: IdArg, json: JsonOpt = False):
         fields([("id", b.get("id")), ("name", b.get("name")), ("status", b.get("status")),
                 ("syncedAt", b.get("syncedAt")), ("expiresAt", b.get("expiresAt"))])
         if b.get("status") == "needs_reconnect":
-            info(f"Reconnect it with `wsctl vault connect {b.get('service')}`.")
+            why = f"{b['statusReason'][:1].upper()}{b['statusReason'][1:]}: r" if b.get("statusReason") else "R"
+            info(f"{why}econnect it with `wsctl vault connect {b.get('service')} --reconnect {b.get('id')}`.")
 
     emit(ctx, body, render, json_flag=json)
 
