@@ -5,6 +5,17 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable, Iterable, Protocol
 
 
+# Called (no arguments) before any call that may change the workspace (a method other than GET)
+# through a CLI backend: the CLI drops its completion cache then (cli/completion_cache.py).
+ON_WRITE: list[Callable[[], None]] = []
+
+
+def note_call(method: str) -> None:
+    if method.upper() != "GET":
+        for hook in ON_WRITE:
+            hook()
+
+
 @dataclass
 class ProxyAnswer:
     """A service's answer through the credential proxy: its status and headers (as the proxy

@@ -17,6 +17,7 @@ from workspacectl.engine.dispatch import Engine
 from workspacectl.engine.registry import Caller
 from workspacectl.engine.workspaces import workspace_type
 from workspacectl.engine.workspaces.folder import Workspace
+from workspacectl.backend.base import note_call
 from workspacectl.errors import ApiError
 
 
@@ -147,6 +148,7 @@ class LocalBackend:
         return connections.connect_in_place(self.ws, self.caller, service, values, reconnect, name)
 
     def request(self, method: str, path: str, query: dict | None = None, body: Any = None, progress=None) -> Any:
+        note_call(method)
         resp = self._traced(method, path, query, lambda: self.engine.call(
             self.caller, method, path, query, body, self.base_url, progress))
         if resp.stream is not None:
@@ -179,6 +181,7 @@ class LocalBackend:
                  headers: dict | None = None) -> tuple[int, list[tuple[str, str]], Any]:
         """One call as `wsctl api` shows it: (status, response headers, body); an error is its body.
         The engine reads no request header, so `headers` change nothing here."""
+        note_call(method)
         try:
             resp = self.engine.call(self.caller, method, path, query, body, self.base_url)
         except ApiError as e:
@@ -228,6 +231,7 @@ class LocalBackend:
         return written
 
     def upload(self, method, path, data, size, content_type, progress=None) -> Any:
+        note_call(method)
         if content_type in ("application/gzip", "application/x-gzip"):
             # As the server does: the engine reads a bundle as a stream, never whole in memory.
             return self.request(method, path, None, _ProgressReader(data, progress))

@@ -32,6 +32,7 @@ import httpx
 from workspacectl import __version__
 from workspacectl.backend import http_trace, timeouts
 from workspacectl.formats import transfer_size
+from workspacectl.backend.base import note_call
 from workspacectl.errors import ApiError
 
 ATTEMPTS = 4                       # one try and at most three more
@@ -221,6 +222,7 @@ class RemoteBackend:
     def request(self, method: str, path: str, query: dict | None = None, body: Any = None, progress=None) -> Any:
         """progress(phase, done, total) hears the body go ("upload", bytes sent, size), then "server",
         then the phases the server reports (see with_progress)."""
+        note_call(method)
         if progress is not None:
             return self.with_progress(method, path, query, body, progress)
         kw: dict = {"params": query or None}
@@ -270,6 +272,7 @@ class RemoteBackend:
                  headers: dict | None = None) -> tuple[int, list[tuple[str, str]], Any]:
         """One call as `wsctl api` shows it: (status, response headers, body), never raising on an
         HTTP error status (the error body is the body)."""
+        note_call(method)
         kw: dict = {"params": query or None, "headers": dict(headers or {})}
         if body is not None:
             kw["json"] = body
@@ -343,6 +346,7 @@ class RemoteBackend:
         return written
 
     def upload(self, method, path, data, size, content_type, progress=None) -> Any:
+        note_call(method)
         def chunks():
             while chunk := data.read(1 << 20):
                 if progress:

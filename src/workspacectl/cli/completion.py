@@ -5,7 +5,8 @@
   Python; ids and names of credentials, specialists, skills, workflows, members and keys are asked of
   `complete-values`.
 - `complete-values KIND` prints `VALUE<TAB>DESCRIPTION` lines (ids, then names) from the current
-  profile's workspace or server. It never makes a workspace (a missing one answers nothing), reads
+  profile's workspace or server, and keeps them for a minute in the completion cache, which the
+  next <TAB> reads before Typer is imported (cli/completion_cache.py). It never makes a workspace (a missing one answers nothing), reads
   at most one page, and gives up silently after a time limit (TIME_LIMIT seconds, or
   WSCTL_COMPLETION_SECONDS): a completion must never hang a shell or print an error into the
   command line. A busy machine or a slow link may need more than the default.
@@ -81,9 +82,14 @@ def complete_values(ctx: typer.Context,
         signal.signal(signal.SIGALRM, lambda *_: os._exit(0))
         signal.setitimer(signal.ITIMER_REAL, time_limit())
     try:
+        from workspacectl.cli import completion_cache
         from workspacectl.cli.context import state
 
-        lines = _values(kind, prefix, state(ctx).profile_flag)
+        profile = state(ctx).profile_flag
+        every = _values(kind, profile)
+        if every is not None:   # the next <TAB> answers from it (cli/main.py)
+            completion_cache.write(profile, kind, every)
+        lines = [line for line in every or () if line.startswith(prefix)]
     except Exception:  # a completion prints nothing rather than an error
         lines = []
     if hasattr(signal, "setitimer"):
@@ -100,12 +106,13 @@ def time_limit() -> float:
     return min(seconds, 3600.0) if seconds > 0 else TIME_LIMIT
 
 
-def _values(kind: str, prefix: str, profile: str | None) -> list[str]:
+def _values(kind: str, profile: str | None) -> list[str] | None:
+    """Every line of KIND, or None when there is nothing to ask (no such kind, no workspace)."""
     from workspacectl.cli.context import resolve
     from workspacectl.cli.output import visible
 
     if kind not in ROUTES:
-        return []
+        return None
     path, key, about = ROUTES[kind]
     target = resolve(profile)
     if target.kind == "remote":
@@ -116,7 +123,7 @@ def _values(kind: str, prefix: str, profile: str | None) -> list[str]:
     else:
         local = _open_existing(target)
         if local is None:
-            return []
+            return None
         try:
             body = local.request("GET", path, query={"limit": "500"})
         finally:
@@ -127,7 +134,7 @@ def _values(kind: str, prefix: str, profile: str | None) -> list[str]:
         out.append(f"{visible(row.get('id'))}\t{label or visible(row.get(about) or '')}")
         if row.get("name"):
             names.append(f"{label}\t{visible(row.get('id'))}")
-    return [line for line in out + names if line.startswith(prefix)]
+    return out + names
 
 
 def _open_existing(target):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from workspacectl.backend.base import ON_WRITE
 from workspacectl.cli import config
 from workspacectl.cli.paths import default_workspace
 from workspacectl.cli.scripting import page_limit
@@ -199,6 +200,17 @@ def after_command(housekeeping: bool = True) -> None:
         except Exception:  # a connection already broken: the process ends anyway
             pass
     _opened.clear()
+
+
+def _drop_completion_cache() -> None:
+    from workspacectl.cli import completion_cache
+
+    completion_cache.clear()
+
+
+# A call that may change names (any method but GET) drops the completion cache first.
+if _drop_completion_cache not in ON_WRITE:
+    ON_WRITE.append(_drop_completion_cache)
 
 
 def open_backend(target: Target):

@@ -62,6 +62,8 @@ class _ValueOptions:
 
 
 def main(argv: list[str] | None = None) -> None:
+    if _completed_from_cache(sys.argv[1:] if argv is None else argv):
+        sys.exit(0)
     import typer
     from typer import _click as click  # typer vendors click; plain click is never on this path
 
@@ -191,6 +193,19 @@ def sentence(text: str) -> str:
 def _candidates(error) -> list[str]:
     found = error.detail.get("candidates") if isinstance(error.detail, dict) else None
     return [str(c) for c in found] if isinstance(found, list) else []
+
+
+def _completed_from_cache(args: list[str]) -> bool:
+    """A shell's `complete-values` answered from the completion cache, before Typer is even
+    imported (cli/completion_cache.py): the whole run then takes about as long as Python starts."""
+    if "complete-values" not in args[:3]:
+        return False
+    from workspacectl.cli import completion_cache
+
+    try:
+        return completion_cache.answer_from_cache(list(args))
+    except Exception:   # a completion never fails: the usual path answers
+        return False
 
 
 def _after_command(housekeeping: bool) -> None:

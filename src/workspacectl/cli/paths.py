@@ -37,3 +37,4 @@ def default_workspace() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir("wsctl")) / "workspace"
+
