@@ -26,7 +26,7 @@ _wsctl_spec() {
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'events')
-            cmds='' opts='--type -t --subject --follow -f --interval --json --jq --limit -L --all --help -h' argopts='--type -t --subject --interval --jq --limit -L'
+            cmds='' opts='--type --subject --follow --interval --json --jq --limit -L --all --help -h' argopts='--type --subject --interval --jq --limit -L'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'auth')
@@ -422,7 +422,7 @@ _wsctl_spec() {
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'webhooks add')
-            cmds='' opts='--event -e --json --jq --help -h' argopts='--event -e --jq'
+            cmds='' opts='--event --json --jq --help -h' argopts='--event --jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'webhooks list')

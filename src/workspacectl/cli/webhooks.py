@@ -26,7 +26,7 @@ def _path(webhook_id: str, tail: str = "") -> str:
 def add(
     ctx: typer.Context,
     url: Annotated[str, typer.Argument(help="Where to send the events: an http(s) URL.")],
-    event: Annotated[Optional[List[str]], typer.Option("--event", "-e", help="An event type (credential.broken), a family (credential.*) or * for all (the default); repeat or comma-separate.")] = None,
+    event: Annotated[Optional[List[str]], typer.Option("--event", help="An event type (credential.broken), a family (credential.*) or * for all (the default); repeat or comma-separate.")] = None,
     json: JsonOpt = False,
 ):
     """Subscribe a URL to events. The signing secret (whsec_…) is printed once; store it now."""
