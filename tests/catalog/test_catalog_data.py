@@ -27,7 +27,7 @@ TYPES = {"string", "integer", "number", "boolean", "object", "array", "file", "b
 METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE"}
 PARAM_IN = {"path", "query", "body", "header"}
 TOP_KEYS = {"service", "name", "description", "credentialType", "envVars", "fields", "secretFields",
-            "baseUrl", "docsUrl", "probe", "auth", "bodyEncoding", "oauth2", "operations", "triggers"}
+            "baseUrl", "docsUrl", "probe", "auth", "pagination", "bodyEncoding", "oauth2", "operations", "triggers"}
 OAUTH_KEYS = {"authorizeUrl", "tokenUrl", "scopes", "revokeUrl", "pkce", "scopeSeparator",
               "extraAuthorizeParams", "clientAuth", "tokenBodyEncoding"}
 OP_KEYS = {"name", "summary", "description", "method", "path", "tags", "params", "response", "example",

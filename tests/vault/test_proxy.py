@@ -126,7 +126,15 @@ def test_every_auth_kind_and_the_headers_that_cross(backend, upstream):
     base = upstream.url + "/api"
     owner = backend.owner["id"]
     creds = {}
-    creds["header"] = make_credential(backend.workspace, owner, _install(backend, HEADER_TOML, base), {"apiKey": KEY})
+    # through the admin import route: [pagination] is checked and kept
+    bad = HEADER_TOML.format(base=base).replace('cursorParam = "cursor"', 'cursorParam = "a b"')
+    r = backend.api("POST", "/v1/admin/catalog", {"content": bad, "format": "toml"})
+    assert r.status == 400 and "pagination.cursorParam" in r.body["error"]["message"]
+    assert backend.api("POST", "/v1/admin/catalog", {"content": HEADER_TOML.format(base=base),
+                                                     "format": "toml"}).status == 201
+    assert backend.ok("GET", "/v1/integrations/px-header")["pagination"] == {"cursorPath": "meta.next",
+                                                                              "cursorParam": "cursor"}
+    creds["header"] = make_credential(backend.workspace, owner, "px-header", {"apiKey": KEY})
     creds["query"] = make_credential(backend.workspace, owner, _install(backend, QUERY_TOML, base), {"apiKey": KEY})
     creds["basic"] = make_credential(backend.workspace, owner, _install(backend, BASIC_TOML, base),
                                      {"authToken": KEY}, fields={"accountSid": "AC123"})

@@ -62,6 +62,9 @@ _INTEGRATION_DETAIL = {
     "clientAuth": text(enum=["client_secret_post", "client_secret_basic", "none"]),
     "tokenBodyEncoding": text(enum=["form", "json"]),
     "baseUrl": STR, "docsUrl": STR, "probe": STR,
+    "pagination": obj({"cursorPath": STR, "cursorParam": STR}, required="all",
+                      description="How the service pages: the cursor's place in a JSON answer and the query "
+                                  "parameter that sends it back (wsctl vault proxy --paginate)."),
     "source": text(enum=["builtin", "import"]), "updatedAt": TIME,
 }
 _OPERATION = {"opId": STR, "service": STR, "name": STR, "summary": STR, "method": STR, "path": STR}
