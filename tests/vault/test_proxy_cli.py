@@ -36,6 +36,8 @@ def test_vault_proxy_cli(backend, upstream, tmp_path):
     r = backend.wsctl("vault", "proxy", cred["id"], "POST", "echo", "--input", tmp_path / "body.bin", "--reason", "envoi é")
     assert json.loads(r.out)["sha256"] == hashlib.sha256(data).hexdigest()
     assert upstream.requests[-1].headers.get("content-length") == str(len(data))
+    r = backend.wsctl("vault", "proxy", name, "PUT", "echo", "--input", "-", "--reason", "stdin", input="hello")
+    assert json.loads(r.out)["length"] == 5 and upstream.requests[-1].method == "PUT"   # stdin: sent chunked
 
     # --paginate: the cursor the definition names, each page filtered by --jq; Link headers
     r = backend.wsctl("vault", "proxy", name, "GET", "cursor", "--paginate", "--jq", ".items[]", "--reason", "pages")
@@ -53,7 +55,7 @@ def test_vault_proxy_cli(backend, upstream, tmp_path):
     log = backend.ok("GET", f"/v1/credentials/{cred['id']}/access-log")["entries"]
     assert [(e["method"], e["path"], e["upstreamStatus"], e["reason"]) for e in log[:3]] == [
         ("GET", "/missing", 404, "x"), ("GET", "/pages", 200, "pages"), ("GET", "/pages", 200, "pages")]
-    assert len(log) == 9   # -i, POST, 3 cursor pages, 3 Link pages, the 404; nothing for the refusal
+    assert len(log) == 10   # -i, POST, PUT, 3 cursor pages, 3 Link pages, the 404; nothing for the refusal
     assert [e["reason"] for e in log if e["method"] == "POST"] == ["envoi é"]   # UTF-8 in the header
     r = backend.wsctl("vault", "log", name)
     assert "GET /missing -> 404" in r.out and "POST /echo -> 200" in r.out and "proxied" in r.out
