@@ -189,7 +189,7 @@ def test_bad_files_are_refused_and_change_nothing(backend):
         assert "SECRET" not in r.err and "Traceback" not in r.err
     missing = backend.workspace.parent / "no-such-file.toml"
     r = backend.wsctl("catalog", "import", missing, expect=7)
-    assert r.err == f"error: Cannot read {missing}: No such file or directory.\n"
+    assert r.err.startswith(f"error: Cannot read {missing}: No such file or directory; give the path of an OpenAPI")
     assert backend.ok("GET", "/v1/integrations", query={"limit": "500"}) == before
 
 

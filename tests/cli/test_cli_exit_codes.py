@@ -46,7 +46,7 @@ def test_each_error_class_has_its_exit_code_and_changes_nothing(backend):
     cases = [
         # (args, env, exit code, words the one error line must hold)
         (["members", "list"], backend.env_for("ws_session_" + "x" * 40), 3, "Sign in again"),
-        (["vault", "list"], backend.env_for("ws_platform_" + "x" * 40), 3, "Sign in again"),
+        (["vault", "list"], backend.env_for("ws_platform_" + "x" * 40), 3, "Use another key (`wsctl keys create`"),
         (["vault", "list"], backend.env_for(personal), 4, "Insufficient scope"),
         (["members", "login-code", OWNER["email"]], member_env, 4, "owner or admin"),
         (["members", "login-code", "nobody@example.com"], None, 5, "wsctl members list"),

@@ -172,6 +172,6 @@ def _read(name: str) -> str:
         with open(name, encoding="utf-8") as f:
             return f.read()
     except OSError as e:
-        raise ApiError("invalid_request", f"Cannot read {name}: {e.strerror}.") from None
+        raise ApiError("invalid_request", f"Cannot read {name}: {e.strerror}; check the path after @ (or use @- for stdin).") from None
     except UnicodeDecodeError:
         raise ApiError("invalid_request", f"{name} is not UTF-8 text; --data and -F @FILE take text.") from None

@@ -142,7 +142,8 @@ def read_document(file: Path) -> bytes:
         with file.open("rb") as f:
             raw = f.read(MAX_IMPORT_BYTES + 1)
     except OSError as e:
-        raise ApiError("invalid_request", f"Cannot read {file}: {e.strerror or e}.") from None
+        raise ApiError("invalid_request", f"Cannot read {file}: {e.strerror or e}; give the path of an OpenAPI document (JSON or YAML) or a "
+                       "catalog TOML file.") from None
     if len(raw) > MAX_IMPORT_BYTES:
         raise ApiError("payload_too_large", f"{file.name}: the document is over {MAX_IMPORT_BYTES >> 20} MiB; "
                        "split the service or trim the document.")

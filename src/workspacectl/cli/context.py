@@ -213,7 +213,16 @@ if _drop_completion_cache not in ON_WRITE:
     ON_WRITE.append(_drop_completion_cache)
 
 
+_sources: list[str] = []   # where the secret of each backend this command opened came from
+
+
+def secret_source() -> str | None:
+    """Where the secret of the backend this command opened came from (WSCTL_TOKEN, keyring, ...)."""
+    return _sources[-1] if _sources else None
+
+
 def open_backend(target: Target):
+    _sources.append(target.secret_source)
     if target.kind == "remote":
         from workspacectl.backend.remote import RemoteBackend
 

@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
             import traceback
 
             traceback.print_exc()
-        print(f"error: {visible(e.with_hint())}", file=sys.stderr)
+        print(f"error: {visible(e.with_hint())}{_secret_source(e)}", file=sys.stderr)
         for line in _candidates(e):  # a name that fits several things: one line each (cli/refs.py)
             print(f"  {visible(line)}", file=sys.stderr)
         code = EXIT_CODES.get(e.code, 1)
@@ -182,6 +182,16 @@ def _fail_the_eval() -> None:
         sys.stdout.flush()
     except (OSError, ValueError):
         pass
+
+
+def _secret_source(error) -> str:
+    """On a 401, when the secret came from WSCTL_TOKEN or WSCTL_API_KEY: signing in again does
+    not help while that variable is set (it wins over a stored sign-in), so say so."""
+    context = sys.modules.get("workspacectl.cli.context")
+    var = context.secret_source() if context is not None and error.code == "unauthenticated" else None
+    if var not in ("WSCTL_TOKEN", "WSCTL_API_KEY") or var in error.message:
+        return ""
+    return f" The secret sent was {var}'s, which wins over a stored sign-in: replace or unset {var}."
 
 
 def sentence(text: str) -> str:

@@ -100,7 +100,8 @@ def _read_text(source: str, what: str) -> str:
     try:
         data = sys.stdin.buffer.read() if source == "-" else Path(source).expanduser().read_bytes()
     except OSError as e:
-        raise ApiError("invalid_request", f"Cannot read {what} {source} ({e.strerror or e}).") from None
+        raise ApiError("invalid_request", f"Cannot read {what} {source} ({e.strerror or e}); check the path, or "
+                       "give - to read stdin.") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

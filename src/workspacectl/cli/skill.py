@@ -149,7 +149,7 @@ def _read(p: Path) -> bytes:
     try:
         return p.read_bytes()
     except OSError as e:
-        raise ApiError("invalid_request", f"Cannot read {p}: {e.strerror}.") from None
+        raise ApiError("invalid_request", f"Cannot read {p}: {e.strerror}; check the path (and that you may read it).") from None
 
 
 @app.command("versions")

@@ -45,7 +45,7 @@ def _read_text(file: str) -> str:
         data = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
         return data.decode("utf-8")
     except OSError as e:
-        raise ApiError("invalid_request", f"Cannot read {file}: {e.strerror}.") from None
+        raise ApiError("invalid_request", f"Cannot read {file}: {e.strerror}; check the path, or give - to read stdin.") from None
     except UnicodeDecodeError:
         raise ApiError("invalid_request", f"{file} is not UTF-8 text.") from None
 

@@ -133,7 +133,7 @@ def render_pending(body: dict) -> None:
 
 # --- reading a key locally ----------------------------------------------------------------------
 
-def read_values(form: dict) -> dict[str, str]:
+def read_values(form: dict, service: str) -> dict[str, str]:
     """The key (and plain fields) from a hidden prompt on a terminal, else from stdin lines."""
     names = list(form["secretFields"]) + list(form["fields"])
     if sys.stdin.isatty():
@@ -147,8 +147,9 @@ def read_values(form: dict) -> dict[str, str]:
         return values
     lines = sys.stdin.read().splitlines()
     if len(lines) < len(names) or not any(line.strip() for line in lines):
-        raise ApiError("invalid_request", f"Give one line per field on stdin, in this order: {', '.join(names)} "
-                       f"(or use --no-open for a link to a form).")
+        raise ApiError("invalid_request", f"Connecting {service} needs {', '.join(names)} and no terminal is attached to "
+                       f"ask: give one line per field on stdin, in this order (e.g. printf '%s\\n' \"$KEY\" | wsctl vault "
+                       f"connect {service}), or use --no-open for a link to a form.")
     return dict(zip(names, lines))
 
 
@@ -180,7 +181,7 @@ def _connect_local(be, service: str, no_open: bool, json_out: bool, reconnect: s
         if reconnect:  # refuse a wrong id before asking for the key
             be.check_reconnect(service, reconnect)
         be.check_credential_name(name, reconnect)  # and a malformed or taken name
-        final = be.connect_key(service, read_values(form), reconnect, name)
+        final = be.connect_key(service, read_values(form, service), reconnect, name)
         finish(final, service, json_out, be)
         return
     with be.loopback_pages():

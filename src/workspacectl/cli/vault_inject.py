@@ -41,7 +41,8 @@ def read_template(source: str | None) -> str:
     try:
         return Path(source).read_text(encoding="utf-8")
     except OSError as e:
-        raise ApiError("invalid_request", f"Cannot read {source}: {e.strerror}.") from None
+        raise ApiError("invalid_request", f"Cannot read {source}: {e.strerror}; give the template's path with -i/--in-file, "
+                       "or - to read it from stdin.") from None
     except UnicodeDecodeError:
         raise ApiError("invalid_request", f"{source} is not UTF-8 text.") from None
 

@@ -88,7 +88,7 @@ def _open_input(name: str):
     try:
         f = open(name, "rb")
     except OSError as e:
-        raise ApiError("invalid_request", f"Cannot read {name}: {e.strerror}.") from None
+        raise ApiError("invalid_request", f"Cannot read {name}: {e.strerror}; check the path, or give - to read stdin.") from None
     st = os.fstat(f.fileno())
     import stat
 

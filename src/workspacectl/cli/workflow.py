@@ -51,7 +51,8 @@ def import_(ctx: typer.Context,
     try:
         doc = jsonlib.loads(file.read_text(encoding="utf-8"))
     except OSError as e:
-        raise ApiError("invalid_request", f"Cannot read {file}: {e.strerror}.") from None
+        raise ApiError("invalid_request", f"Cannot read {file}: {e.strerror}; give the path of a workflow.json "
+                       "({{name, kind, nodes}}).") from None
     except (ValueError, UnicodeDecodeError) as e:
         raise ApiError("invalid_request", f"{file} is not valid JSON: {e}.") from None
     if not isinstance(doc, dict):

@@ -118,5 +118,5 @@ def query_int(ctx, name: str, default: int, minimum: int, maximum: int) -> int:
 def email_address(value: str, label: str = "email") -> str:
     value = (value or "").strip()
     if len(value) > 320 or not EMAIL.match(value):
-        raise bad(f"{label} '{value[:80]}' is not an email address.")
+        raise bad(f"{label} '{value[:80]}' is not an email address; give one like name@example.com.")
     return value.lower()

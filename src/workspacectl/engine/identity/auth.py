@@ -37,13 +37,25 @@ def _usable(row) -> bool:
     return not (row["expires_at"] and clock.parse_iso(row["expires_at"]) <= clock.now())
 
 
+# What a 401 says, by the kind of secret presented: what it was, and what to do.
+UNKNOWN_SECRET = {
+    "session": "This session is unknown, revoked or expired. Sign in again with `wsctl auth login`.",
+    "platform": "This API key is unknown, revoked or expired. Use another key (`wsctl keys create` makes one), or "
+                "sign in with `wsctl auth login`.",
+    "personal": "This API key is unknown, revoked or expired. Use another key (`wsctl keys create` makes one), or "
+                "sign in with `wsctl auth login`.",
+    None: "The key or session is unknown, revoked or expired. Sign in again with `wsctl auth login`, or use "
+          "another API key (`wsctl keys create` makes one).",
+}
+
+
 def authenticate_secret(conn, secret: str) -> Caller:
     """A Bearer secret -> Caller, or 401. Web-session cookies are not accepted here."""
     # Real secrets are ASCII; anything else (an env var of stray bytes) is simply unknown.
     kind = next((k for p, k in SECRET_PREFIXES.items() if secret.startswith(p)), None) if secret.isascii() else None
     row = store.find_secret_by_hash(conn, sha256_hex(secret)) if kind else None
     if kind is None or row is None or row["kind"] != kind or not _usable(row):
-        raise ApiError("unauthenticated", "The key or session is unknown, revoked or expired. Sign in again or use another key.")
+        raise ApiError("unauthenticated", UNKNOWN_SECRET.get(kind, UNKNOWN_SECRET[None]))
     member = {"id": row["member_id"], "name": row["member_name"], "email": row["member_email"],
               "role": row["member_role"], "createdAt": row["member_created_at"]}
     return Caller(row["member_id"], row["member_role"], kind, row["id"], _scopes(row["scopes"]),

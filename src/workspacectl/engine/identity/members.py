@@ -16,7 +16,8 @@ ROLES = ("owner", "admin", "member", "guest")
 
 def require_admin(ctx: Ctx) -> None:
     if not ctx.caller.is_admin:
-        raise ApiError("forbidden", "Only a workspace owner or admin may do this.")
+        raise ApiError("forbidden", f"Only a workspace owner or admin may do this (you are {ctx.caller.role}). "
+                                    "Ask one of them (`wsctl members list` shows who) to do it, or to make you an admin.")
 
 
 def resolve_member(conn, ref: str):
@@ -48,7 +49,8 @@ def add_member(ctx: Ctx) -> Response:
             record_event(ctx.db, "member.added", subject_id=member["id"], actor_id=ctx.caller.member_id,
                          data={"email": email, "role": role})
     if member is None:
-        raise ApiError("conflict", f"A member with email {email} already exists.")
+        raise ApiError("conflict", f"A member with email {email} already exists (`wsctl members list`); to let "
+                                   f"them sign in, give them a code from `wsctl members login-code {email}`.")
     return Response(201, member_json(member))
 
 
