@@ -115,8 +115,10 @@ def test_a_local_command_loads_its_own_area_only(workspace, home):
             "workspacectl.cli.config",
             "workspacectl.cli.paths", "workspacectl.cli.output", "workspacectl.cli.init", "workspacectl.cli.serve",
             "workspacectl.cli.api", "workspacectl.cli.secrets_store",
-            # shared by every group: --json FIELDS/--jq/--limit, choice types, the top-level completion/man
-            "workspacectl.cli.scripting", "workspacectl.cli.choices", "workspacectl.cli.completion"}
+            # shared by every group: --json FIELDS/--jq/--limit, choice types, the top-level completion/man,
+            # the command class (metavars, usage line)
+            "workspacectl.cli.scripting", "workspacectl.cli.choices", "workspacectl.cli.completion",
+            "workspacectl.cli.usage"}
         assert {m.rsplit(".", 1)[-1].split("_")[0] for m in cli_groups} == {argv[0]}, (argv, sorted(cli_groups))
 
 

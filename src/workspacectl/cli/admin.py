@@ -44,6 +44,11 @@ def copy_workspace(
     (WSCTL_MASTER_KEY or WSCTL_MASTER_KEY_FILE) here and on every server of it. Stop the
     source's servers first. Exit codes: 5 no source, 6 target not empty, 7 same workspace twice,
     3 the target cannot reach the key, 1 verification failed (nothing is left in the target).
+
+    \b
+    Examples:
+      wsctl admin copy-workspace ~/acme postgresql://localhost/acme
+      wsctl admin copy-workspace ~/acme ~/acme-copy
     """
     from workspacectl.backend.local import copy_workspace as copy
     from workspacectl.cli.output import human_size, phases

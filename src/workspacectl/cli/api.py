@@ -45,7 +45,14 @@ def api(
     json: Annotated[bool, typer.Option("--json", help="Accepted for symmetry; the body is always printed as JSON.")] = False,
 ):
     """Call any route of the API and print its JSON body. On an error the error body is printed
-    to stdout too, and the exit code says which class of error it was."""
+    to stdout too, and the exit code says which class of error it was.
+
+    \b
+    Examples:
+      wsctl api GET /v1/members
+      wsctl api POST /v1/projects -f name=ops-desk -f description='Runs the on-call desk'
+      wsctl api GET /v1/credentials --paginate --jq '.credentials[].name'
+    """
     verb = method.upper()
     # control characters and spaces are sent percent-encoded, the same on both backends
     path = re.sub(r"[\x00-\x20\x7f]", lambda m: "%%%02X" % ord(m.group()), path)

@@ -21,6 +21,7 @@ from typer.models import CommandInfo, TyperInfo
 
 from workspacectl import __version__
 from workspacectl.cli.context import state
+from workspacectl.cli.usage import Command, real_metavars
 
 # (module, command name, help) in the order `wsctl --help` lists them.
 GROUPS = [
@@ -114,11 +115,15 @@ def _function(module: str, func: str) -> Callable:
 
 def _build_command(module: str, func: str, name: str, hidden: bool) -> _click.Command:
     """As `@app.command(name, hidden=hidden)` on the root app would make it."""
-    return _command_from(CommandInfo(name, cls=TyperCommand, callback=_function(module, func), hidden=hidden))
+    return _command_from(CommandInfo(name, cls=Command, callback=_function(module, func), hidden=hidden))
 
 
 def _command_from(info: CommandInfo) -> _click.Command:
-    """As typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False) builds a command."""
+    """As typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False) builds a command, as a
+    cli/usage.Command (real metavars, a usage line without braces)."""
+    if info.cls in (None, TyperCommand):
+        info = copy.copy(info)
+        info.cls = Command
     return typer.main.get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=None)
 
 
@@ -189,6 +194,10 @@ class LazyGroup(TyperGroup):
 
     path: tuple[str, ...] = ()
     _listing = False
+
+    def __init__(self, **attrs):
+        super().__init__(**attrs)
+        real_metavars(self.params)
 
     def get_command(self, ctx, cmd_name: str):
         cmd = self.commands.get(cmd_name)

@@ -51,7 +51,12 @@ def integrations(ctx: typer.Context, json: JsonOpt = False):
 @app.command("integration")
 def integration(ctx: typer.Context, service: Annotated[str, typer.Argument(help="Service name, e.g. slack.")],
                 json: JsonOpt = False):
-    """Show one integration's setup: credential type, env vars, OAuth URLs and scopes."""
+    """Show one integration's setup: credential type, env vars, OAuth URLs and scopes.
+
+    \b
+    Examples:
+      wsctl catalog integration slack
+    """
     body = backend(ctx).request("GET", f"/v1/integrations/{seg(service, 'SERVICE')}")
 
     def render(b):
@@ -74,7 +79,13 @@ def integration(ctx: typer.Context, service: Annotated[str, typer.Argument(help=
 @app.command("operations")
 def operations(ctx: typer.Context, service: Annotated[str, typer.Argument(help="Service name, e.g. slack.")],
                json: JsonOpt = False):
-    """List one service's operations."""
+    """List one service's operations.
+
+    \b
+    Examples:
+      wsctl catalog operations slack
+      wsctl catalog operations github --limit 10
+    """
     list_table(ctx, f"/v1/integrations/{seg(service, 'SERVICE')}/operations", "operations", OPERATION_COLUMNS,
                f"{service} has no operations.", json)
 
@@ -92,7 +103,12 @@ def print_markdown(text: str) -> None:
 @app.command("operation")
 def operation(ctx: typer.Context, op_id: Annotated[str, typer.Argument(metavar="OPID", help="Operation id, e.g. slack.chat-post-message.")],
               json: JsonOpt = False):
-    """Show an operation's reference: method, path, params, response, example, env vars."""
+    """Show an operation's reference: method, path, params, response, example, env vars.
+
+    \b
+    Examples:
+      wsctl catalog operation slack.chat-post-message
+    """
     body = backend(ctx).request("GET", f"/v1/operations/{seg(op_id, 'OPID')}")
     emit(ctx, body, lambda b: print_markdown(b.get("markdown") or ""), json_flag=json)
 
@@ -105,7 +121,13 @@ def search(
     limit: Annotated[int, typer.Option("--limit", "-L", min=1, max=500, help="How many results (1-500).")] = 10,
     json: JsonOpt = False,
 ):
-    """Find operations by what they do, best match first."""
+    """Find operations by what they do, best match first.
+
+    \b
+    Examples:
+      wsctl catalog search 'send a text message'
+      wsctl catalog search 'list open issues' --service github --limit 5
+    """
     query = {"q": utf8(phrase, "PHRASE"), "limit": str(limit)}
     if service:
         query["service"] = utf8(service, "--service")
@@ -159,7 +181,13 @@ def import_(
                                         "secrets go while credentials use the service (they must reconnect).")] = False,
     json: JsonOpt = False,
 ):
-    """Import a service into the catalog (owner or admin); replaces a service of the same name."""
+    """Import a service into the catalog (owner or admin); replaces a service of the same name.
+
+    \b
+    Examples:
+      wsctl catalog import ./acme-billing.toml
+      wsctl catalog import openapi.json --service acme
+    """
     raw = read_document(file)
     try:
         content = raw.decode("utf-8-sig")
@@ -191,7 +219,12 @@ def oauth_client(
     client_id: Annotated[str, typer.Option("--client-id", help="The OAuth client id the provider issued.")],
     json: JsonOpt = False,
 ):
-    """Set an oauth2 service's OAuth client (owner or admin). The secret is read hidden or from stdin."""
+    """Set an oauth2 service's OAuth client (owner or admin). The secret is read hidden or from stdin.
+
+    \b
+    Examples:
+      wsctl catalog oauth-client github --client-id Iv1.8a61f9b3a7aba766  # the secret is asked for
+    """
     import getpass
     import sys
 

@@ -35,9 +35,10 @@ def completion(shell: Annotated[Literal["bash", "zsh", "fish"], typer.Argument(h
     """Print the shell completion script.
 
     \b
-    bash:  wsctl completion bash > ~/.local/share/bash-completion/completions/wsctl
-    zsh:   wsctl completion zsh > "${fpath[1]}/_wsctl"   (then: compinit)
-    fish:  wsctl completion fish > ~/.config/fish/completions/wsctl.fish
+    Examples:
+      wsctl completion bash > ~/.local/share/bash-completion/completions/wsctl
+      wsctl completion zsh > "${fpath[1]}/_wsctl"  # then run compinit
+      wsctl completion fish > ~/.config/fish/completions/wsctl.fish
     """
     from workspacectl.docgen import completions
     from workspacectl.docgen.tree import load_tree
@@ -50,7 +51,13 @@ def man(
                                                           "`vault token` (default: wsctl itself).")] = None,
     roff: Annotated[bool, typer.Option("--roff", help="Print the page's roff source instead.")] = False,
 ):
-    """Show the manual page of wsctl or of one of its commands."""
+    """Show the manual page of wsctl or of one of its commands.
+
+    \b
+    Examples:
+      wsctl man
+      wsctl man vault token
+    """
     import shutil
     import subprocess
 

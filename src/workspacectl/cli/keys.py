@@ -89,7 +89,13 @@ def create(
 def revoke(ctx: typer.Context, key_id: Annotated[str, typer.Argument(metavar="KEY", click_type=choices.key(),
                                                                        help="Key id (key_…) or name.")],
            json: JsonOpt = False):
-    """Revoke a key at once."""
+    """Revoke a key at once.
+
+    \b
+    Examples:
+      wsctl keys revoke ci-deploy
+      wsctl keys revoke key_01j9z3v8kq2m7x4c5b6n
+    """
     from urllib.parse import quote
 
     from workspacectl.cli.refs import resolve

@@ -24,6 +24,7 @@ def mcp(
     credential limits and audit as the CLI. A server (`wsctl serve`) also answers MCP over
     streamable HTTP at /mcp, authenticated like /v1.
 
+    \b
     Examples:
       wsctl mcp                                   # what an agent's MCP configuration runs
       WSCTL_API_KEY=... wsctl mcp                 # the tools act as that key (read from the environment)

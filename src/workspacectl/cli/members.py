@@ -34,7 +34,13 @@ def add(
     role: Annotated[Literal["owner", "admin", "member", "guest"], typer.Option("--role", help="owner, admin, member or guest.")] = "member",
     json: JsonOpt = False,
 ):
-    """Add a member (owner or admin). Then give them a login code with `wsctl members login-code`."""
+    """Add a member (owner or admin). Then give them a login code with `wsctl members login-code`.
+
+    \b
+    Examples:
+      wsctl members add bob@example.com --name Bob
+      wsctl members add ci@example.com --role guest
+    """
     body = backend(ctx).request("POST", "/v1/members", body={"email": email, "name": name or email, "role": role})
 
     def render(m):
@@ -50,7 +56,12 @@ def login_code(
     member: Annotated[str, typer.Argument(metavar="MEMBER", click_type=choices.member(), help="Member id, email or name.")],
     json: JsonOpt = False,
 ):
-    """Make a one-time login code (15 minutes) for a member to run `wsctl auth login`."""
+    """Make a one-time login code (15 minutes) for a member to run `wsctl auth login`.
+
+    \b
+    Examples:
+      wsctl members login-code bob@example.com  # give Bob the code for `wsctl auth login`
+    """
     from workspacectl.cli.refs import resolve
 
     body = backend(ctx).request("POST", member_path(resolve(ctx, "member", member)) + "/login-codes")

@@ -33,7 +33,13 @@ def owner_path(owner: str) -> str:
 
 @app.command("show")
 def show(ctx: typer.Context, owner: OwnerArg, json: JsonOpt = False):
-    """Show a memory guide and the notes waiting for the memory agent."""
+    """Show a memory guide and the notes waiting for the memory agent.
+
+    \b
+    Examples:
+      wsctl memory show org
+      wsctl memory show me
+    """
     body = backend(ctx).request("GET", owner_path(owner))
 
     def render(b):
@@ -84,7 +90,13 @@ def files(
     tar: Annotated[bool, typer.Option("--tar", help="Download all files as one tar.gz (to -o or stdout).")] = False,
     json: JsonOpt = False,
 ):
-    """List a memory's reference files, or download one (--path) or all (-o FILE / --tar)."""
+    """List a memory's reference files, or download one (--path) or all (-o FILE / --tar).
+
+    \b
+    Examples:
+      wsctl memory files org
+      wsctl memory files me --path ops/runbook.md -o runbook.md
+    """
     base = owner_path(owner) + "/files"
     if path is not None:
         return _download(ctx, f"{base}?{urlencode({'path': path})}", output)
@@ -118,7 +130,13 @@ def propose(
     file_path: Annotated[Optional[str], typer.Option("--file-path", metavar="PATH", help="Path of --file inside memory (default: its name).")] = None,
     json: JsonOpt = False,
 ):
-    """Queue a note (and optionally a reference file) for the memory agent's next run."""
+    """Queue a note (and optionally a reference file) for the memory agent's next run.
+
+    \b
+    Examples:
+      wsctl memory propose org 'Deploys freeze on Fridays' --section Releases
+      wsctl memory propose me 'See the runbook' --file runbook.md --file-path ops/runbook.md
+    """
     if text == "-":
         text = _read_text("-", "stdin")
     body: dict = {"text": text}

@@ -85,7 +85,13 @@ def _why_in_use(ctx) -> str:
 def show(ctx: typer.Context,
          name: Annotated[Optional[str], typer.Argument(metavar="[NAME]", help="A profile (default: the one in use).")] = None,
          json: JsonOpt = False):
-    """Show a profile: its server or workspace, its member, where its token is kept (never the token)."""
+    """Show a profile: its server or workspace, its member, where its token is kept (never the token).
+
+    \b
+    Examples:
+      wsctl profile show
+      wsctl profile show acme --json
+    """
     data = config.load()
     name = name or in_use(ctx)
     prof = _require(data, name)
@@ -106,7 +112,12 @@ def show(ctx: typer.Context,
 
 @app.command("use")
 def use(ctx: typer.Context, name: NameArg, json: JsonOpt = False):
-    """Make a profile the active one (config.toml `profile`)."""
+    """Make a profile the active one (config.toml `profile`).
+
+    \b
+    Examples:
+      wsctl profile use acme
+    """
     data = config.load()
     prof = _require(data, name)
     data["profile"] = name
@@ -128,7 +139,12 @@ def rename(ctx: typer.Context,
            new: Annotated[str, typer.Argument(metavar="NEW", help="Its new name: 1-64 letters, digits, '.', '_' "
                                                                 "or '-', starting with a letter or digit.")],
            json: JsonOpt = False):
-    """Rename a profile; its stored token and its being active go with it."""
+    """Rename a profile; its stored token and its being active go with it.
+
+    \b
+    Examples:
+      wsctl profile rename default laptop
+    """
     data = config.load()
     _require(data, old)
     if not PROFILE_NAME.fullmatch(new):
@@ -170,7 +186,12 @@ def remove(ctx: typer.Context, name: NameArg,
 
     Its workspace folder or server is left alone. When the session cannot be revoked (the server
     is unreachable) nothing is removed, unless --force. Removing the active profile asks first
-    (or --yes), and says which profile is active next."""
+    (or --yes), and says which profile is active next.
+
+    \b
+    Examples:
+      wsctl profile remove old-server --yes
+    """
     data = config.load()
     prof = _require(data, name)
     active = data.get("profile") or "default"

@@ -59,14 +59,24 @@ def create(
     description: Annotated[str, typer.Option("--description", "-d", help="What it does and when to use it.")],
     json: JsonOpt = False,
 ):
-    """Create a draft skill (version 0). Publish content with `put` or `publish`."""
+    """Create a draft skill (version 0). Publish content with `put` or `publish`.
+
+    \b
+    Examples:
+      wsctl skill create pdf-forms --description 'Fill PDF forms from JSON'
+    """
     body = backend(ctx).request("POST", "/v1/skills", body={"name": name, "description": description})
     emit(ctx, body, show_skill, json_flag=json)
 
 
 @app.command("show")
 def show(ctx: typer.Context, skill: IdArg, json: JsonOpt = False):
-    """Show a skill's record."""
+    """Show a skill's record.
+
+    \b
+    Examples:
+      wsctl skill show pdf-forms
+    """
     emit(ctx, backend(ctx).request("GET", skill_path(skill)), show_skill, json_flag=json)
 
 
@@ -78,7 +88,12 @@ def edit(
     description: Annotated[Optional[str], typer.Option("--description", "-d", help="New description.")] = None,
     json: JsonOpt = False,
 ):
-    """Rename a skill or change its description; a published skill gets a new version."""
+    """Rename a skill or change its description; a published skill gets a new version.
+
+    \b
+    Examples:
+      wsctl skill edit pdf-forms --description 'Fill and sign PDF forms'
+    """
     changes = {k: val for k, val in (("name", name), ("description", description)) if val is not None}
     if not changes:
         raise typer.BadParameter("pass --name and/or --description", param_hint="--name")
@@ -92,7 +107,12 @@ def archive(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     json: JsonOpt = False,
 ):
-    """Archive a skill: it leaves the list, turns read-only, and frees its name."""
+    """Archive a skill: it leaves the list, turns read-only, and frees its name.
+
+    \b
+    Examples:
+      wsctl skill archive pdf-forms --yes
+    """
     confirm_or_refuse(f"Archive skill {skill}?", yes)
     body = backend(ctx).request("DELETE", skill_path(skill))
     emit(ctx, body, lambda s: print(f"{s['name']}: archived"), json_flag=json)
@@ -105,19 +125,34 @@ def _set_enabled(ctx, skill: str, enabled: bool, json: bool) -> None:
 
 @app.command("enable")
 def enable(ctx: typer.Context, skill: IdArg, json: JsonOpt = False):
-    """Enable a skill: agents may load it."""
+    """Enable a skill: agents may load it.
+
+    \b
+    Examples:
+      wsctl skill enable pdf-forms
+    """
     _set_enabled(ctx, skill, True, json)
 
 
 @app.command("disable")
 def disable(ctx: typer.Context, skill: IdArg, json: JsonOpt = False):
-    """Disable a skill: agents stop loading it."""
+    """Disable a skill: agents stop loading it.
+
+    \b
+    Examples:
+      wsctl skill disable pdf-forms
+    """
     _set_enabled(ctx, skill, False, json)
 
 
 @app.command("files")
 def files(ctx: typer.Context, skill: IdArg, json: JsonOpt = False):
-    """List the files of the live version."""
+    """List the files of the live version.
+
+    \b
+    Examples:
+      wsctl skill files pdf-forms
+    """
     body = backend(ctx).request("GET", skill_path(skill, "/files"))
     emit(ctx, body, lambda b: table(b["files"], [("path", "PATH"), ("size", "SIZE"), ("sha256", "SHA256")],
                                     "No published files yet."), json_flag=json)
@@ -132,7 +167,13 @@ def put(
     base_version: BaseOpt = None,
     json: JsonOpt = False,
 ):
-    """Save one text file into the skill and publish it as a new version."""
+    """Save one text file into the skill and publish it as a new version.
+
+    \b
+    Examples:
+      wsctl skill put pdf-forms SKILL.md ./SKILL.md
+      wsctl skill put pdf-forms references/api.md - --base-version 3 < api.md
+    """
     raw = sys.stdin.buffer.read() if file == "-" else _read(Path(file))
     try:
         content = raw.decode("utf-8")
@@ -154,7 +195,12 @@ def _read(p: Path) -> bytes:
 
 @app.command("versions")
 def versions(ctx: typer.Context, skill: IdArg, json: JsonOpt = False):
-    """List a skill's published versions, newest first."""
+    """List a skill's published versions, newest first.
+
+    \b
+    Examples:
+      wsctl skill versions pdf-forms
+    """
     list_table(ctx, skill_path(skill, "/versions"), "versions", VERSION_COLUMNS, "No published versions.", json)
 
 
@@ -166,7 +212,12 @@ def revert(
     base_version: BaseOpt = None,
     json: JsonOpt = False,
 ):
-    """Publish an old version's content as a new version."""
+    """Publish an old version's content as a new version.
+
+    \b
+    Examples:
+      wsctl skill revert pdf-forms 2
+    """
     vid = version
     if version.isdigit():
         found = [x for x in all_pages(ctx, skill_path(skill, "/versions"), "versions")["versions"]
@@ -185,7 +236,12 @@ def platform(
     name: Annotated[str, typer.Argument(help="Platform skill name, e.g. skill-authoring.")],
     json: JsonOpt = False,
 ):
-    """Show a platform skill's files."""
+    """Show a platform skill's files.
+
+    \b
+    Examples:
+      wsctl skill platform skill-authoring
+    """
     body = backend(ctx).request("GET", f"/v1/skills/platform/{quote(name, safe='')}")
 
     def render(b):

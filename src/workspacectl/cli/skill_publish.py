@@ -40,7 +40,12 @@ def validate(
                                                                  "belongs to.")] = None,
     json: JsonOpt = False,
 ):
-    """Check a skill folder (or a staged upload) by the server's rules; exit 7 when invalid."""
+    """Check a skill folder (or a staged upload) by the server's rules; exit 7 when invalid.
+
+    \b
+    Examples:
+      wsctl skill validate ./pdf-forms
+    """
     if upload_id:
         if not skill:
             raise typer.BadParameter("--upload-id needs --skill", param_hint="--skill")
@@ -122,7 +127,13 @@ def publish(
     folders: Annotated[List[Path], typer.Argument(metavar="DIR...", help="Skill folders, each holding SKILL.md.")],
     json: JsonOpt = False,
 ):
-    """Publish skill folders (CI): create when missing, skip when unchanged, one line per skill."""
+    """Publish skill folders (CI): create when missing, skip when unchanged, one line per skill.
+
+    \b
+    Examples:
+      wsctl skill publish ./pdf-forms
+      wsctl skill publish skills/*  # CI: one line per skill
+    """
     checked = []
     failed = False
     for folder in folders:
@@ -169,7 +180,12 @@ def pull(
     """Download the live version's files into DIR (entries at its root).
 
     DIR must be new, empty, or a skill folder already (it holds a SKILL.md), as `git clone`
-    refuses a non-empty folder: the bundle's paths come from the server."""
+    refuses a non-empty folder: the bundle's paths come from the server.
+
+    \b
+    Examples:
+      wsctl skill pull pdf-forms ./pdf-forms --force
+    """
     if not force and folder.is_dir() and any(folder.iterdir()) and not (folder / "SKILL.md").is_file():
         raise ApiError("invalid_request", f"{folder} is not empty and holds no SKILL.md; pull into a new "
                                           "folder, or pass --force to write into it anyway.")

@@ -70,7 +70,12 @@ def list_(ctx: typer.Context, json: JsonOpt = False):
 def create(ctx: typer.Context, name: Annotated[str, typer.Argument(help="The specialist's name.")],
            description: DescOpt = None, icon: IconOpt = None, color: ColorOpt = None, head: HeadOpt = None,
            shirt: ShirtOpt = None, hand: HandOpt = None, json: JsonOpt = False):
-    """Create a specialist; you become its owner."""
+    """Create a specialist; you become its owner.
+
+    \b
+    Examples:
+      wsctl specialist create ops-desk --description 'Runs the on-call desk'
+    """
     body = backend(ctx).request("POST", "/v1/projects",
                                 body=_values(name, description, icon, color, head, shirt, hand))
     emit(ctx, body, show_project, json_flag=json)
@@ -78,7 +83,12 @@ def create(ctx: typer.Context, name: Annotated[str, typer.Argument(help="The spe
 
 @app.command("show")
 def show(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False):
-    """Show a specialist: role, sharing, counts, memory version and what it holds."""
+    """Show a specialist: role, sharing, counts, memory version and what it holds.
+
+    \b
+    Examples:
+      wsctl specialist show ops-desk
+    """
     emit(ctx, backend(ctx).request("GET", project_path(ctx, ref)), show_project, json_flag=json)
 
 
@@ -87,7 +97,12 @@ def edit(ctx: typer.Context, ref: SpecArg,
          name: Annotated[Optional[str], typer.Option("--name", "-n", help="New name.")] = None,
          description: DescOpt = None, icon: IconOpt = None, color: ColorOpt = None, head: HeadOpt = None,
          shirt: ShirtOpt = None, hand: HandOpt = None, json: JsonOpt = False):
-    """Rename, describe, or change the icon or figure of a specialist (needs edit access)."""
+    """Rename, describe, or change the icon or figure of a specialist (needs edit access).
+
+    \b
+    Examples:
+      wsctl specialist edit ops-desk --name on-call --description 'Pages and triage'
+    """
     values = _values(name, description, icon, color, head, shirt, hand)
     if not values:
         raise ApiError("invalid_request", "Nothing to change: pass --name, --description, --icon, --color, "
@@ -100,7 +115,12 @@ def edit(ctx: typer.Context, ref: SpecArg,
 def delete(ctx: typer.Context, ref: SpecArg,
            yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
            json: JsonOpt = False):
-    """Delete a specialist (owner only): its files go; workflows, apps and skills return to their creators."""
+    """Delete a specialist (owner only): its files go; workflows, apps and skills return to their creators.
+
+    \b
+    Examples:
+      wsctl specialist delete ops-desk --yes
+    """
     path = project_path(ctx, ref)
     confirm_or_refuse(f"Delete specialist {ref} and its files? Workflows, apps and skills go back to their "
                       "creators.", yes)
@@ -111,7 +131,12 @@ def delete(ctx: typer.Context, ref: SpecArg,
 
 @app.command("connections")
 def connections(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False):
-    """List the credentials the specialist's workflows and apps are wired to (no secrets)."""
+    """List the credentials the specialist's workflows and apps are wired to (no secrets).
+
+    \b
+    Examples:
+      wsctl specialist connections ops-desk
+    """
     from workspacectl.cli.scripting import cap_items
 
     body = cap_items(backend(ctx).request("GET", project_path(ctx, ref, "/connections")), "connections")
@@ -129,7 +154,13 @@ def pin(ctx: typer.Context,
         into: Annotated[Optional[str], typer.Option("--into", click_type=choices.specialist(), help="The specialist to move it into (id or name).")] = None,
         unpin: Annotated[bool, typer.Option("--unpin", help="Return it to its creator instead.")] = False,
         json: JsonOpt = False):
-    """Move a workflow, app or skill into a specialist (it leaves any other one)."""
+    """Move a workflow, app or skill into a specialist (it leaves any other one).
+
+    \b
+    Examples:
+      wsctl specialist pin triage-flow --into ops-desk
+      wsctl specialist pin pdf-forms --unpin
+    """
     if bool(into) == unpin:
         raise ApiError("invalid_request", "Give exactly one of --into ID or --unpin.")
     target = project_id(ctx, into) if into else None   # exactly one of --into and --unpin: checked above
@@ -145,7 +176,13 @@ def grant(ctx: typer.Context, ref: SpecArg,
                                                         help="Member id, email or name.")] = None,
           workspace: Annotated[bool, typer.Option("--workspace", help="Grant the whole workspace.")] = False,
           json: JsonOpt = False):
-    """Give a member or the whole workspace editor or viewer access (owner only)."""
+    """Give a member or the whole workspace editor or viewer access (owner only).
+
+    \b
+    Examples:
+      wsctl specialist grant ops-desk --member bob@example.com --role editor
+      wsctl specialist grant ops-desk --workspace --role viewer
+    """
     if bool(member) == workspace:
         raise ApiError("invalid_request", "Give exactly one of --member M or --workspace.")
     if role not in ("editor", "viewer", "none"):

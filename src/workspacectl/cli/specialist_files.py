@@ -41,7 +41,12 @@ def _files_path(ctx: typer.Context, ref: str) -> str:
 
 @app.command("list")
 def list_(ctx: typer.Context, pid: IdArg, json: JsonOpt = False):
-    """List the specialist's files (every page)."""
+    """List the specialist's files (every page).
+
+    \b
+    Examples:
+      wsctl specialist files list ops-desk
+    """
     list_table(ctx, _files_path(ctx, pid), "files", COLUMNS, "No files.", json)
 
 
@@ -50,7 +55,12 @@ def rm(ctx: typer.Context, pid: IdArg,
        path: Annotated[str, typer.Argument(metavar="PATH", help="The file's path, as `files list` shows it.")],
        yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
        json: JsonOpt = False):
-    """Remove one file."""
+    """Remove one file.
+
+    \b
+    Examples:
+      wsctl specialist files rm ops-desk notes/old.md --yes
+    """
     confirm_or_refuse(f"Remove {path} from {pid}?", yes)
     body = backend(ctx).request("DELETE", _files_path(ctx, pid), query={"path": path})
     emit(ctx, body, lambda _: info(f"Removed {path}."), json_flag=json)
@@ -61,7 +71,12 @@ def download(ctx: typer.Context, pid: IdArg,
              output: Annotated[Optional[str], typer.Option(
                  "--output", "-o", metavar="FILE", click_type=choices.local_file(), help="Where to write (default ID.tar.gz; - for stdout).")] = None,
              json: SavedJson = False):
-    """Download every file as a tar.gz (entries at the root)."""
+    """Download every file as a tar.gz (entries at the root).
+
+    \b
+    Examples:
+      wsctl specialist files bundle download ops-desk -o ops-desk.tar.gz
+    """
     as_json = json or state(ctx).json
     pid = project_id(ctx, pid)
     path = f"/v1/projects/{quote(pid, safe='')}/files/bundle"
@@ -95,7 +110,13 @@ def upload(ctx: typer.Context, pid: IdArg,
                                                 "files that are not in the folder (as rsync --delete).")] = False,
            json: UploadJson = False):
     """Upload files: added or overwritten; others are kept unless --delete. A folder is compared with
-    the specialist's files first (sha256) and only new or changed files are sent."""
+    the specialist's files first (sha256) and only new or changed files are sent.
+
+    \b
+    Examples:
+      wsctl specialist files bundle upload ops-desk ./ops-desk  # only changed files travel
+      wsctl specialist files bundle upload ops-desk ./ops-desk --delete
+    """
     path = f"{_files_path(ctx, pid)}/bundle"
     if source.is_dir():
         return _upload_folder(ctx, pid, source, delete, json)

@@ -28,7 +28,12 @@ def _written(m: dict) -> None:
 
 @app.command("show")
 def show(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False):
-    """Print the memory text (with --json, the whole specialist as the API answers it)."""
+    """Print the memory text (with --json, the whole specialist as the API answers it).
+
+    \b
+    Examples:
+      wsctl specialist memory show ops-desk
+    """
     body = backend(ctx).request("GET", project_path(ctx, ref))
 
     def render(b):
@@ -56,7 +61,13 @@ def set_(ctx: typer.Context, ref: SpecArg,
          version: Annotated[Optional[int], typer.Option("--version", help="The version you are replacing; without "
                                                         "it, the current version is read first.")] = None,
          json: JsonOpt = False):
-    """Replace the memory with a file's contents (needs edit access)."""
+    """Replace the memory with a file's contents (needs edit access).
+
+    \b
+    Examples:
+      wsctl specialist memory set ops-desk memory.md
+      wsctl specialist memory set ops-desk - < memory.md
+    """
     text = _read_text(file)
     path = project_path(ctx, ref)
     if version is None:
@@ -67,7 +78,12 @@ def set_(ctx: typer.Context, ref: SpecArg,
 
 @app.command("edit")
 def edit(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False):
-    """Open the memory in $VISUAL or $EDITOR and save it under the version you read."""
+    """Open the memory in $VISUAL or $EDITOR and save it under the version you read.
+
+    \b
+    Examples:
+      wsctl specialist memory edit ops-desk
+    """
     import os
     import shlex
     import subprocess

@@ -31,7 +31,13 @@ def list_(
 def show(ctx: typer.Context,
          trigger_id: Annotated[str, typer.Argument(metavar="TRIGGER_ID", help="e.g. webhook, cron, github-new-issue.")],
          json: JsonOpt = False):
-    """Show one trigger provider."""
+    """Show one trigger provider.
+
+    \b
+    Examples:
+      wsctl trigger show cron
+      wsctl trigger show github-new-issue
+    """
     body = backend(ctx).request("GET", f"/v1/triggers/{quote(utf8(trigger_id, 'TRIGGER_ID'), safe='')}")
 
     def render(b):

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Annotated, List, Literal, Optional
 
 import typer
-from typer.core import TyperCommand
 
 from workspacectl.cli import choices
 from workspacectl.cli.context import all_pages, backend
 from workspacectl.cli.output import JsonOpt, confirm_or_refuse, emit, fields, info, list_table, print_json, table
+from workspacectl.cli.usage import Command
 from workspacectl.cli.vault_requests import cred_path, issue, seg
 from workspacectl.errors import ApiError
 
@@ -74,7 +74,13 @@ def list_(
 
 @app.command("show")
 def show(ctx: typer.Context, cred_id: IdArg, json: JsonOpt = False):
-    """Show one credential: service, access, status, fields, scopes, sharing (never a secret)."""
+    """Show one credential: service, access, status, fields, scopes, sharing (never a secret).
+
+    \b
+    Examples:
+      wsctl vault show stripe-live
+      wsctl vault show stripe-live --jq .credential.status
+    """
     body = backend(ctx).request("GET", cred_path(cred(ctx, cred_id)))
     emit(ctx, body, render_detail, json_flag=json)
 
@@ -102,7 +108,13 @@ def log(
 ):
     """Show who was issued this credential's secrets or called through it, when and why (owner only).
 
-    The newest 100 entries unless --limit N or --all says otherwise."""
+    The newest 100 entries unless --limit N or --all says otherwise.
+
+    \b
+    Examples:
+      wsctl vault log stripe-live
+      wsctl vault log stripe-live --limit 20 --json
+    """
     body = all_pages(ctx, cred_path(cred(ctx, cred_id), "/access-log"), "entries", {"cursor": cursor} if cursor else None,
                      default_limit=100)
 
@@ -134,7 +146,13 @@ def token(
 ):
     """Issue a token (refreshed first when near expiry) and print it. Logged with the reason.
 
-    A token the format cannot carry exactly is refused before it is issued (exit 7, nothing logged)."""
+    A token the format cannot carry exactly is refused before it is issued (exit 7, nothing logged).
+
+    \b
+    Examples:
+      wsctl vault token stripe-live --reason 'rotate webhooks' --format value
+      wsctl vault token github --reason 'release notes' --format env
+    """
     from workspacectl.formats import env_text
     from workspacectl.cli import vault_env
 
@@ -192,7 +210,13 @@ def env(
     var_names: VarNamesOpt = "service",
     json: JsonOpt = False,
 ):
-    """Print the credentials' environment variables: eval "$(wsctl vault env ID --reason R)"."""
+    """Print the credentials' environment variables: eval "$(wsctl vault env ID --reason R)".
+
+    \b
+    Examples:
+      wsctl vault env stripe-live --reason 'local test run' --format dotenv > .env
+      wsctl vault env stripe-live stripe-test --reason 'compare' --var-names credential
+    """
     from workspacectl.cli import vault_env
 
     fmt = "json" if json else format
@@ -238,7 +262,13 @@ def proxy(
     """Call the credential's service through the vault: the secret stays on the server.
 
     The call is logged in the credential's access log with the reason, method, path and the
-    service's status. The service's answer is printed as it arrives; 400 and up exit 1."""
+    service's status. The service's answer is printed as it arrives; 400 and up exit 1.
+
+    \b
+    Examples:
+      wsctl vault proxy github GET /user --reason 'who am I'
+      wsctl vault proxy stripe-live POST /v1/refunds -f charge=ch_123 --reason 'refund #4411'
+    """
     from workspacectl.cli import vault_proxy
 
     vault_proxy.run(ctx, cred_id, method, path, reason, raw_field or [], field or [], input_file, header or [],
@@ -273,7 +303,7 @@ def inject(
         info(f"Wrote {out_file} (mode 0600).")
 
 
-class RunCommand(TyperCommand):
+class RunCommand(Command):
     """Keeps the raw arguments so `run` can tell the ids before `--` from the command after it."""
 
     def parse_args(self, ctx, args):
@@ -303,6 +333,11 @@ def run(
     outlives wsctl: if wsctl dies, even by SIGKILL, the command is killed too. With --watch it is
     restarted with fresh values whenever one of its credentials changes (it needs to read the event
     feed: a session, or a platform key with vault:read besides vault:token).
+
+    \b
+    Examples:
+      wsctl vault run stripe-live --reason 'integration tests' -- npm test
+      wsctl vault run github slack --reason deploy --watch -- ./deploy.sh
     """
     from workspacectl.cli import vault_run
 
@@ -346,7 +381,14 @@ def connect(
                                                      "that needs_reconnect.")] = None,
     json: JsonOpt = False,
 ):
-    """Connect an account: a hosted page for the key form or the OAuth consent."""
+    """Connect an account: a hosted page for the key form or the OAuth consent.
+
+    \b
+    Examples:
+      wsctl vault connect slack
+      wsctl vault connect stripe --name stripe-live --wait
+      wsctl vault connect github --reconnect github  # new secrets, same id and shares
+    """
     from workspacectl.cli.vault_connect import connect_command
 
     return connect_command(ctx, service, no_open, wait, json, reconnect, name)
@@ -354,7 +396,12 @@ def connect(
 
 @app.command("fields")
 def fields_(ctx: typer.Context, cred_id: IdArg, json: JsonOpt = False):
-    """Show the editable fields and which secret fields are set (never their values)."""
+    """Show the editable fields and which secret fields are set (never their values).
+
+    \b
+    Examples:
+      wsctl vault fields stripe-live
+    """
     body = backend(ctx).request("GET", manage_path(cred(ctx, cred_id), "/editable-fields"))
 
     def render(b):
@@ -395,7 +442,12 @@ def set_key(
                                                        "default: all of them.")] = None,
     json: JsonOpt = False,
 ):
-    """Replace a hand-entered API key, keeping the credential id. Reads it hidden or from stdin."""
+    """Replace a hand-entered API key, keeping the credential id. Reads it hidden or from stdin.
+
+    \b
+    Examples:
+      wsctl vault set-key stripe-live  # prompts for the new key (or reads stdin)
+    """
     if ctx.args:  # a key typed as an argument: refuse without echoing it (click's own error would)
         from typer._click.exceptions import UsageError
 
@@ -417,7 +469,12 @@ def set_key(
 
 @app.command("sync")
 def sync(ctx: typer.Context, cred_id: IdArg, json: JsonOpt = False):
-    """Check the credential still works (refresh for OAuth, the service's probe where it has one)."""
+    """Check the credential still works (refresh for OAuth, the service's probe where it has one).
+
+    \b
+    Examples:
+      wsctl vault sync github
+    """
     body = backend(ctx).request("POST", manage_path(cred(ctx, cred_id), "/sync"))
 
     def render(b):
@@ -438,7 +495,12 @@ def delete(
     force: Annotated[bool, typer.Option("--force", help="Delete here even if revoking at the provider fails.")] = False,
     json: JsonOpt = False,
 ):
-    """Revoke the credential at the provider where possible, then delete it."""
+    """Revoke the credential at the provider where possible, then delete it.
+
+    \b
+    Examples:
+      wsctl vault delete stripe-test --yes
+    """
     cred_id = cred(ctx, cred_id)
     if not yes:
         detail = backend(ctx).request("GET", cred_path(cred_id))
@@ -458,7 +520,13 @@ def share(
     workspace: Annotated[bool, typer.Option("--workspace", help="Share with the whole workspace.")] = False,
     json: JsonOpt = False,
 ):
-    """Share a credential you own with a member or the whole workspace."""
+    """Share a credential you own with a member or the whole workspace.
+
+    \b
+    Examples:
+      wsctl vault share stripe-live --member bob@example.com --role user
+      wsctl vault share stripe-live --workspace --role viewer
+    """
     if bool(member) == workspace:
         raise ApiError("invalid_request", "Give exactly one of --member MEMBER or --workspace.")
     if role not in ("user", "viewer", "none"):
@@ -480,6 +548,11 @@ def rename(
                                             "unique in the workspace, e.g. stripe-live.")],
     json: JsonOpt = False,
 ):
-    """Rename a credential you own; its id, secrets and shares stay."""
+    """Rename a credential you own; its id, secrets and shares stay.
+
+    \b
+    Examples:
+      wsctl vault rename stripe-2 stripe-test
+    """
     body = backend(ctx).request("PATCH", manage_path(cred(ctx, cred_id)), body={"name": new_name})
     emit(ctx, body, lambda b: info(f"Renamed {b.get('id')} to {b.get('name')}."), json_flag=json)

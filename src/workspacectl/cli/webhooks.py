@@ -29,7 +29,13 @@ def add(
     event: Annotated[Optional[List[str]], typer.Option("--event", help="An event type (credential.broken), a family (credential.*) or * for all (the default); repeat or comma-separate.")] = None,
     json: JsonOpt = False,
 ):
-    """Subscribe a URL to events. The signing secret (whsec_…) is printed once; store it now."""
+    """Subscribe a URL to events. The signing secret (whsec_…) is printed once; store it now.
+
+    \b
+    Examples:
+      wsctl webhooks add https://hooks.example.com/wsctl
+      wsctl webhooks add https://hooks.example.com/vault --event 'credential.*'
+    """
     types = [t for item in (event or ["*"]) for t in item.replace(",", " ").split()]
     answer = backend(ctx).request("POST", "/v1/webhooks", body={"url": url, "events": types})
 
@@ -49,14 +55,24 @@ def list_(ctx: typer.Context, json: JsonOpt = False):
 
 @app.command("remove")
 def remove(ctx: typer.Context, webhook_id: WebhookId, json: JsonOpt = False):
-    """Remove a subscription, its pending deliveries and its delivery log."""
+    """Remove a subscription, its pending deliveries and its delivery log.
+
+    \b
+    Examples:
+      wsctl webhooks remove wh_01j9z4a2b3c4d5e6f7g8
+    """
     backend(ctx).request("DELETE", _path(webhook_id))
     emit(ctx, None, lambda _: info(f"Removed {webhook_id}."), json_flag=json)
 
 
 @app.command("test")
 def test(ctx: typer.Context, webhook_id: WebhookId, json: JsonOpt = False):
-    """Send a signed webhook.test event to the subscription now and show the outcome."""
+    """Send a signed webhook.test event to the subscription now and show the outcome.
+
+    \b
+    Examples:
+      wsctl webhooks test wh_01j9z4a2b3c4d5e6f7g8
+    """
     answer = backend(ctx).request("POST", _path(webhook_id, "/test"))
 
     def render(d):
@@ -68,5 +84,10 @@ def test(ctx: typer.Context, webhook_id: WebhookId, json: JsonOpt = False):
 
 @app.command("deliveries")
 def deliveries(ctx: typer.Context, webhook_id: WebhookId, json: JsonOpt = False):
-    """A subscription's delivery log, newest first: status, attempts, last HTTP status or error."""
+    """A subscription's delivery log, newest first: status, attempts, last HTTP status or error.
+
+    \b
+    Examples:
+      wsctl webhooks deliveries wh_01j9z4a2b3c4d5e6f7g8 --limit 20
+    """
     list_table(ctx, _path(webhook_id, "/deliveries"), "deliveries", DELIVERY_COLUMNS, "No deliveries.", json)

@@ -47,7 +47,13 @@ def import_(ctx: typer.Context,
             file: Annotated[Path, typer.Argument(metavar="FILE", help="A workflow.json: {name, kind, description, nodes}; a node's credentialId may name a credential (as `wsctl vault list` shows it) or give its id.")],
             into: Annotated[Optional[str], typer.Option("--into", help="Put it straight into this specialist (id or name).")] = None,
             json: JsonOpt = False):
-    """Import a workflow or app from its workflow.json."""
+    """Import a workflow or app from its workflow.json.
+
+    \b
+    Examples:
+      wsctl workflow import workflow.json
+      wsctl workflow import workflow.json --into ops-desk
+    """
     try:
         doc = jsonlib.loads(file.read_text(encoding="utf-8"))
     except OSError as e:
@@ -114,7 +120,12 @@ def list_(ctx: typer.Context,
 
 @app.command("show")
 def show(ctx: typer.Context, wid: WfArg, json: JsonOpt = False):
-    """Show a workflow or app and whether each trigger node is ready."""
+    """Show a workflow or app and whether each trigger node is ready.
+
+    \b
+    Examples:
+      wsctl workflow show triage-flow
+    """
     emit(ctx, backend(ctx).request("GET", wf_path(workflow_id(ctx, wid))), show_workflow, json_flag=json)
 
 
@@ -125,7 +136,12 @@ def configure(ctx: typer.Context, wid: WfArg,
                                                                 help="Credential id (cred_…) or name it polls with.")] = None,
               inputs: Annotated[Optional[List[str]], typer.Option("--input", help="NAME=VALUE, repeatable.")] = None,
               json: JsonOpt = False):
-    """Set a trigger node's credential and inputs (replaces both)."""
+    """Set a trigger node's credential and inputs (replaces both).
+
+    \b
+    Examples:
+      wsctl workflow configure triage-flow trigger --credential github --input repo=acme/app
+    """
     values = {}
     for item in inputs or []:
         name, sep, value = item.partition("=")

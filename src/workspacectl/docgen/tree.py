@@ -193,6 +193,31 @@ def paragraphs(text: str) -> list[tuple[str, bool]]:
     return out
 
 
+EXAMPLES = "Examples:"
+
+
+def _blocks(text: str) -> list[str]:
+    return [b for b in re.split(r"\n\s*\n", text.strip()) if b.strip()]
+
+
+def _is_examples(block: str) -> bool:
+    return block.startswith("\b") and block[1:].strip().startswith(EXAMPLES)
+
+
+def examples(text: str) -> list[str]:
+    """The command lines of a help's examples block: a paragraph kept as typed (click's `\\b`)
+    whose first line is `Examples:`, one example a line, indented, a `# comment` allowed after it."""
+    for block in _blocks(text):
+        if _is_examples(block):
+            return [line.strip() for line in block[1:].strip().splitlines()[1:] if line.strip()]
+    return []
+
+
+def without_examples(text: str) -> str:
+    """The help without its examples block (the man page's DESCRIPTION; EXAMPLES has them)."""
+    return "\n\n".join(b for b in _blocks(text) if not _is_examples(b))
+
+
 def summary(text: str, name: str = "wsctl") -> str:
     """A one-line description: the first sentence of the help (two if the first is very short)."""
     paras = paragraphs(text)
