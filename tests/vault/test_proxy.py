@@ -377,6 +377,9 @@ def test_refusals_leave_the_host_never(backend, upstream):
             with pytest.raises(ApiError) as e:
                 d.call("GET", cred["id"], "echo")
             assert e.value.code == code
+            with pytest.raises(ApiError) as e:   # refused before a large body is read: still that answer
+                d.call("PUT", cred["id"], "echo", body=b"z" * (3 << 20))
+            assert e.value.code == code
         finally:
             d.close()
     assert len(upstream.requests) == before + 4
@@ -396,8 +399,8 @@ def test_refusals_leave_the_host_never(backend, upstream):
     entries = _log(backend, cred["id"])
     assert entries[0]["outcome"] == "refused" and entries[0]["membershipId"] == viewer["id"]
     outcomes = [e["outcome"] for e in entries]
-    assert outcomes.count("refused") == 1 + 6 and outcomes.count("failed") == 1   # the off-host redirect
-    assert all(e["method"] == "GET" for e in entries)
+    assert outcomes.count("refused") == 2 + 6 and outcomes.count("failed") == 1   # the off-host redirect
+    assert [e["method"] for e in entries[:2]] == ["PUT", "GET"] and all(e["method"] == "GET" for e in entries[2:])
 
 
 def test_raw_path_tricks_over_http(backend, upstream):
