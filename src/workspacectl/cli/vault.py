@@ -430,7 +430,8 @@ def read_secret_values(names: list[str]) -> dict[str, str]:
             values = dict(zip(names, lines))
     empty = [n for n, v in values.items() if not v.strip()]
     if empty:
-        raise ApiError("invalid_request", f"No value given for {', '.join(empty)}; nothing changed.")
+        raise ApiError("invalid_request", f"No value given for {', '.join(empty)}; nothing changed. Give each a "
+                       "value (at the prompt, or one line each on stdin).")
     return values
 
 

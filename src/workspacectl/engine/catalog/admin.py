@@ -30,7 +30,8 @@ log = logging.getLogger("wsctl.catalog")
 
 def require_catalog_admin(ctx: Ctx) -> None:
     if not ctx.caller.is_admin:
-        raise ApiError("forbidden", "Only a workspace owner or admin may change the catalog.")
+        raise ApiError("forbidden", "Only a workspace owner or admin may change the catalog. "
+                                    "Ask one of them (`wsctl members list` shows who) to do it, or to make you an admin.")
 
 
 def _import_args(ctx: Ctx) -> tuple[Any, Any, Any, Any]:

@@ -38,7 +38,8 @@ MAX_TYPES = 50
 
 def _require_admin(ctx: Ctx) -> None:
     if not ctx.caller.is_admin:
-        raise ApiError("forbidden", "Only a workspace owner or admin may manage webhooks.")
+        raise ApiError("forbidden", "Only a workspace owner or admin may manage webhooks. "
+                                    "Ask one of them (`wsctl members list` shows who) to do it, or to make you an admin.")
 
 
 def _webhook_json(row) -> dict:

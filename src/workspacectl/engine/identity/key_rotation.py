@@ -72,5 +72,6 @@ def rotate_workspace_key(ws) -> dict:
 @route("POST", "/v1/admin/rotate-key")
 def rotate_key(ctx: Ctx) -> dict:
     if ctx.caller.role != "owner":
-        raise ApiError("forbidden", "Only a workspace owner may rotate the workspace key.")
+        raise ApiError("forbidden", "Only a workspace owner may rotate the workspace key; ask one "
+                                    "(`wsctl members list` shows who).")
     return rotate_workspace_key(ctx.ws)

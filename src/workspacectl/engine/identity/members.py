@@ -42,7 +42,8 @@ def add_member(ctx: Ctx) -> Response:
     name = v.string(body, "name", max_len=200).strip() or email
     role = v.choice(body, "role", ROLES, required=False, default="member")
     if role == "owner" and ctx.caller.role != "owner":
-        raise ApiError("forbidden", "Only an owner may add another owner.")
+        raise ApiError("forbidden", "Only an owner may add another owner; add them as admin, or ask an "
+                                    "owner (`wsctl members list` shows who).")
     with transaction(ctx.db):
         member = store.insert_member(ctx.db, name, email, role)
         if member is not None:

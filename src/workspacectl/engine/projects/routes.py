@@ -110,7 +110,7 @@ def list_projects(ctx: Ctx) -> dict:
 @route("POST", "/v1/projects")
 def create_project(ctx: Ctx) -> Response:
     if ctx.caller.role == "guest":
-        raise ApiError("forbidden", "Guests cannot create specialists.")
+        raise ApiError("forbidden", "Guests cannot create specialists; ask a member to create one and share it with you.")
     values = _fields(v.body_dict(ctx, allow_empty=False), creating=True)
     with transaction(ctx.db):
         pid = store.insert_project(ctx.db, ctx.caller.member_id, values)

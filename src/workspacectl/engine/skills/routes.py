@@ -108,7 +108,8 @@ def archive_skill(ctx: Ctx) -> dict:
             require_edit(ctx, row)
             store.update_skill(ctx.db, row["id"], {"status": "archived", "enabled": 0})
         elif access(ctx.caller, row) != "edit":
-            raise ApiError("forbidden", f"You can read skill '{row['name']}' but not change it.")
+            raise ApiError("forbidden", f"You can read skill '{row['name']}' but not change it; ask its "
+                                        "creator or an editor of its specialist.")
         return skill_json(reload(ctx, row["id"]), ctx.caller)
 
 

@@ -204,7 +204,7 @@ def reconnect_credential(ws, conn, cred_id: str, *, secrets: dict[str, str], fie
     with transaction(conn, locks=[credential_lock(cred_id)]):
         row = store.get_credential(conn, cred_id)
         if row is None:
-            raise ApiError("not_found", f"No credential {cred_id}.")
+            raise ApiError("not_found", f"No credential {cred_id}. Run `wsctl vault list`.")
         merged_fields = {**_json(row["fields_json"], {}), **_check_strings("Fields", fields, MAX_FIELD_CHARS)}
         store.update_secrets(conn, cred_id, secret_blob=seal_secrets(ws, cred_id, secrets),
                              secret_names=sorted(secrets), now=clock.now_iso(), refreshed_at=precise_now(),

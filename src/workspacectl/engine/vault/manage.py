@@ -77,7 +77,7 @@ def replace_data(ctx: Ctx) -> dict:
     with transaction(conn):
         sealed = store.get_credential_sealed(conn, row["id"])
         if sealed is None:
-            raise ApiError("not_found", f"No credential {row['id']}.")
+            raise ApiError("not_found", f"No credential {row['id']}. Run `wsctl vault list`.")
         merged = {**reveal_all(open_secrets(ctx.ws, sealed)), **new_secrets}
         fields = {**_stored_fields(sealed), **new_fields}
         store.update_secrets(conn, row["id"], secret_blob=seal_secrets(ctx.ws, row["id"], merged),
@@ -109,7 +109,7 @@ def sync_credential(ctx: Ctx) -> dict:
         integration = store.get_integration(conn, row["service"])
         sealed = store.get_credential_sealed(conn, row["id"])
         if sealed is None:
-            raise ApiError("not_found", f"No credential {row['id']}.")
+            raise ApiError("not_found", f"No credential {row['id']}. Run `wsctl vault list`.")
         found = vault_probe.run_probe(conn, integration, open_secrets(ctx.ws, sealed), _stored_fields(sealed),
                                       row["credential_type"]) if integration is not None else None
         # An inconclusive probe keeps what we knew; a refresh that just worked proves the grant.
@@ -117,7 +117,7 @@ def sync_credential(ctx: Ctx) -> dict:
     with transaction(conn):
         current = store.get_credential(conn, row["id"])
         if current is None:
-            raise ApiError("not_found", f"No credential {row['id']}.")
+            raise ApiError("not_found", f"No credential {row['id']}. Run `wsctl vault list`.")
         store.set_synced(conn, row["id"], clock.now_iso(), status)
         if status in ("needs_reconnect", "invalid") and current["status"] != status:
             record_event(conn, "credential.broken", subject_id=row["id"], actor_id=ctx.caller.member_id,
