@@ -46,8 +46,9 @@ def test_vault_proxy_cli(backend, upstream, tmp_path):
     assert [json.loads(line) for line in r.out.split("\n") if line.strip()] == [[{"page": 1}], [{"page": 2}],
                                                                                 [{"page": 3}]]
     before = len(upstream.requests)
-    # the service's error: its body printed, exit 1; a path leaving the base URL: refused here, exit 7
-    r = backend.wsctl("vault", "proxy", name, "GET", "missing", "--reason", "x", expect=1)
+    # the service's error: its body printed as sent (--jq or not), exit 1; a path leaving the base URL:
+    # refused here, exit 7
+    r = backend.wsctl("vault", "proxy", name, "GET", "missing", "--reason", "x", "--jq", ".path", expect=1)
     assert json.loads(r.out)["error"] == "no such path" and "HTTP 404" in r.err
     r = backend.wsctl("vault", "proxy", name, "GET", "a/../../x", "--reason", "x", expect=7)
     assert "Nothing was sent" in r.err and len(r.err.strip().splitlines()) == 1

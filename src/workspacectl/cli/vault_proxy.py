@@ -110,14 +110,19 @@ def _pages(be, verb, cred_id, tail, query, headers, body, length, include: bool,
                 print_head(status, answer.headers)
             cursor = _cursor_rule(answer.header("x-wsctl-pagination")) if paginate else None
             page = None
-            if scripting.active() or cursor is not None:
-                page = _json_page(answer)
-                from workspacectl.cli.output import print_json
+            if scripting.active() or cursor is not None:   # the page is read whole: jq or the cursor needs it
+                raw = b"".join(answer.chunks)
+                page = _json(raw)
+                if scripting.active() and status < 400:
+                    if page is _NOT_JSON:
+                        kind = answer.header("content-type") or "no content type"
+                        raise ApiError("invalid_request", f"The service's answer ({kind}) is not JSON, so --jq "
+                                       "cannot read it; drop --jq.")
+                    from workspacectl.cli.output import print_json
 
-                if scripting.active() or status >= 400:
-                    print_json(page, filtered=status < 400)
-                else:
-                    _write(jsonlib.dumps(page, ensure_ascii=False).encode() + b"\n")
+                    print_json(page)
+                else:   # as the service sent it (an error body too, whatever --jq says)
+                    _write(raw if not raw or raw.endswith(b"\n") else raw + b"\n")
             else:
                 for chunk in answer.chunks:
                     _write(chunk)
@@ -141,14 +146,15 @@ def _write(data: bytes) -> None:
     sys.stdout.buffer.write(data)
 
 
-def _json_page(answer) -> Any:
-    raw = b"".join(answer.chunks)
+_NOT_JSON = object()
+
+
+def _json(raw: bytes) -> Any:
+    """The page as JSON, None when empty, _NOT_JSON when it is something else."""
     try:
         return jsonlib.loads(raw) if raw.strip() else None
     except (ValueError, UnicodeDecodeError):
-        kind = answer.header("content-type") or "no content type"
-        raise ApiError("invalid_request", f"The service's answer ({kind}) is not JSON, so --jq and a cursor "
-                       "--paginate cannot read it; drop them.") from None
+        return _NOT_JSON
 
 
 def _cursor_rule(value: str | None) -> tuple[str, str] | None:
