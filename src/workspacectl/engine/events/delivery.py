@@ -1,9 +1,10 @@
 """Sending webhook deliveries: claimed with a lease, signed, retried with back-off.
 
 A delivery row is made with its event (record.py). A sender (each `wsctl serve` process's
-webhook thread, server/webhook_worker.py; a test call, webhooks.py) claims due rows in one short
-write transaction: the claim sets `lease_holder`/`lease_until` (LEASE_SECONDS, well past the
-TIMEOUT_SECONDS of the call) and counts the attempt. The HTTP call runs holding no transaction;
+webhook thread, server/webhook_worker.py; a test call, webhooks.py) reads the due rows, then
+claims them a few at a time (CLAIM_BATCH) right before their calls, in a short write transaction:
+the claim sets `lease_holder`/`lease_until` (LEASE_SECONDS, past the CLAIM_BATCH calls of
+TIMEOUT_SECONDS it covers) and counts the attempt. The HTTP call runs holding no transaction;
 its outcome is saved only while the lease is still the sender's. So of several processes on one
 workspace (workers, replicas on PostgreSQL) at most one sends a delivery at a time; a sender that
 dies mid-call leaves the row pending with its lease, and once the lease expires any other sender
@@ -37,6 +38,7 @@ BACKOFF_ENV = "WSCTL_WEBHOOK_BACKOFF_SECONDS"
 DEFAULT_BACKOFF = 5.0
 MAX_DELAY = 6 * 3600.0
 BATCH = 20
+CLAIM_BATCH = int(LEASE_SECONDS // TIMEOUT_SECONDS) - 1   # 5: claimed together, sent one after another
 DELIVERIES_LOCK = "webhook-deliveries"   # db.transaction's resource for claims and outcomes (PostgreSQL)
 log = logging.getLogger("wsctl.webhooks")
 
@@ -142,10 +144,16 @@ def _post(ws, row, client) -> tuple[int | None, str | None]:
 
 
 def deliver_due(ws, holder: str, limit: int = BATCH) -> int:
-    """Claim and send the due deliveries (at most `limit`); answers how many were attempted."""
-    seqs = claim(ws.conn(), holder, limit=limit)
-    if seqs:
+    """Send the due deliveries (at most `limit`), claimed a few at a time right before their calls;
+    answers how many were due (those another sender took meanwhile are left to it)."""
+    conn = ws.conn()
+    due = store.due_deliveries(conn, clock.now_iso(), limit)
+    if due:
         with new_client() as client:
-            for seq in seqs:
-                send(ws, seq, holder, client)
-    return len(seqs)
+            # Claimed CLAIM_BATCH at a time, each group just before its calls: the last call of a
+            # group ends within CLAIM_BATCH * TIMEOUT_SECONDS < LEASE_SECONDS of the claim, so no
+            # lease runs out while its delivery waits its turn.
+            for i in range(0, len(due), CLAIM_BATCH):
+                for seq in claim(conn, holder, seqs=due[i:i + CLAIM_BATCH]):
+                    send(ws, seq, holder, client)
+    return len(due)
