@@ -263,3 +263,21 @@ def test_zsh_completes_files_for_the_template():
     zsh = (ROOT / SHELLS["zsh"]).read_text()
     assert "'(--in-file -i)-i[The template (default\\: stdin).]:template:_files'" in zsh
     assert "':source:_files -/'" in zsh
+
+
+def test_a_renamed_credential_completes_by_its_new_name_at_once(backend):
+    """The completion cache (cli/completion_cache.py) is dropped by `vault rename`, so the new name
+    completes on the next <TAB>, not a minute later; the cache holds names and ids, never a secret."""
+    install_service(backend.workspace, 'service = "compsvc"\nname = "Comp"\ndescription = "d"\n'
+                                       'credentialType = "apiKey"\nenvVars = { apiKey = "COMP_KEY" }\n')
+    cred = make_credential(backend.workspace, backend.owner["id"], "compsvc", {"apiKey": "sk-COMP-CANARY"})
+    env = {"WSCTL_COMPLETION_SECONDS": "600"}
+    r = backend.wsctl("complete-values", "credential", env=env)
+    assert sorted(r.out.splitlines()) == sorted([f"{cred['id']}\tcompsvc", f"compsvc\t{cred['id']}"])
+    cached = list((backend.home / "cache" / "completion").glob("*-credential.tsv"))
+    assert len(cached) == 1 and "compsvc" in cached[0].read_text()
+    for f in cached[0].parent.iterdir():
+        assert "sk-COMP-CANARY" not in f.read_text()
+    backend.wsctl("vault", "rename", "compsvc", "stripe-test")
+    assert backend.wsctl("complete-values", "credential", "stripe", env=env).out == f"stripe-test\t{cred['id']}\n"
+    assert backend.wsctl("complete-values", "credential", "comp", env=env).out == ""
