@@ -5,15 +5,15 @@
 
 For each configuration (a SQLite folder workspace with one `wsctl serve`; a PostgreSQL workspace
 with one replica; the same with two replicas, one wrk per replica at once) wrk (-t2, `--connections`
-per replica) drives GET /healthz, GET /v1/auth/whoami (a session) and POST /v1/credentials/ID/token
-(an apiKey credential: a real issue each time, its audit row written), in that order, alternated
-per round. Then pgbench runs PostgreSQL's own equivalent of the token's transaction (the
-credential read the door runs, the audit INSERT, COMMIT; prepared; `--connections` clients) on the
-same database, in the same run: the anchor.
+per replica) drives GET /v1/auth/whoami (a session) and POST /v1/credentials/ID/token (an apiKey
+credential: a real issue each time, its audit row written), each right beside a GET /healthz run of
+its own (before it in odd rounds, after it in even ones; the ratio is to that neighbour). Then
+pgbench runs PostgreSQL's own equivalent of the token's transaction (the credential read the door
+runs, the audit INSERT, COMMIT; prepared; `--connections` clients) on the same database, in the
+same run: the anchor, and the door's token rate over it is printed.
 
-Printed per row: requests/s summed over the replicas, the ratio to /healthz of the same
-configuration and round, the servers' CPU (user+system from /proc, parent and children) per
-request, the database backends' CPU per request (PostgreSQL), non-2xx answers, and the 1-minute
+Printed per row: requests/s summed over the replicas, the ratio to the neighbouring /healthz, the
+servers' CPU (user+system from /proc, parent and children) per request, the database backends' CPU per request (PostgreSQL), non-2xx answers, and the 1-minute
 load average when the row started (the machine is shared: compare ratios within one run, never
 absolute numbers across runs). Every token wrk received must have its audit row: the bench counts
 the credential's access-log rows before and after each token row and fails when fewer were added
@@ -204,6 +204,7 @@ def main() -> None:
     print(f"{'round':>5s} {'store':8s} {'rep':>3s} {'path':8s} {'load':>5s} {'req/s':>8s} {'ratio':>6s} "
           f"{'CPU/req':>8s} {'db/req':>7s} {'non2xx':>6s}")
     failures = []
+    tokens_rps: dict = {}
     try:
         for rnd in range(1, args.rounds + 1):
             for store, replicas in configs:
@@ -220,26 +221,32 @@ def main() -> None:
                     urls, pids = [s.url for s in servers], [s.proc.pid for s in servers]
                     print(f"# {store} x{replicas}: server pids {' '.join(map(str, pids))} (py-spy record -p PID)",
                           flush=True)
-                    rows = {}
-                    order = ["healthz", "whoami", "token"]
-                    for what in order if rnd % 2 else order[::-1]:
-                        path, script = {"healthz": ("/healthz", None), "whoami": ("/v1/auth/whoami", get),
-                                        "token": (f"/v1/credentials/{cred}/token", post)}[what]
-                        before = audit_rows(location, cred) if what == "token" else 0
-                        rows[what] = drive(urls, path, args, script, pids, db if store == "postgres" else None)
+                    paths = {"healthz": ("/healthz", None), "whoami": ("/v1/auth/whoami", get),
+                             "token": (f"/v1/credentials/{cred}/token", post)}
+                    # each path right beside a /healthz of its own (before it in odd rounds, after it in
+                    # even ones): on a shared machine the load moves within seconds, so a ratio is
+                    # taken between neighbours, never across the whole configuration
+                    for what in ("whoami", "token"):
+                        rows = {}
+                        for step in (("healthz", what) if rnd % 2 else (what, "healthz")):
+                            before = audit_rows(location, cred) if step == "token" else 0
+                            rows[step] = drive(urls, paths[step][0], args, paths[step][1], pids,
+                                               db if store == "postgres" else None)
+                            if step == "token":
+                                added = audit_rows(location, cred) - before
+                                rows[step]["audit"] = added
+                                if added < rows[step]["requests"] - rows[step]["errors"]:
+                                    failures.append(f"{store}:{replicas} round {rnd}: {added} audit rows for "
+                                                    f"{rows[step]['requests']} tokens")
+                        for step in ("healthz", what):
+                            r = rows[step]
+                            ratio = r["rps"] / rows["healthz"]["rps"]
+                            extra = f"  audit rows +{r['audit']} for {r['requests']} tokens" if step == "token" else ""
+                            print(f"{rnd:5d} {store:8s} {replicas:3d} {step:8s} {r['load']:5.1f} {r['rps']:8.0f} "
+                                  f"{ratio:6.2f} {r['cpu_us']:8.0f} {r['db_us']:7.0f} {r['errors']:6d}{extra}",
+                                  flush=True)
                         if what == "token":
-                            added = audit_rows(location, cred) - before
-                            rows[what]["audit"] = added
-                            if added < rows[what]["requests"] - rows[what]["errors"]:
-                                failures.append(f"{store}:{replicas} round {rnd}: {added} audit rows for "
-                                                f"{rows[what]['requests']} tokens")
-                    for what in ("healthz", "whoami", "token"):
-                        r = rows[what]
-                        ratio = r["rps"] / rows["healthz"]["rps"]
-                        extra = f"  audit rows +{r['audit']} for {r['requests']} tokens" if what == "token" else ""
-                        print(f"{rnd:5d} {store:8s} {replicas:3d} {what:8s} {r['load']:5.1f} {r['rps']:8.0f} "
-                              f"{ratio:6.2f} {r['cpu_us']:8.0f} {r['db_us']:7.0f} {r['errors']:6d}{extra}",
-                              flush=True)
+                            tokens_rps[(store, replicas)] = rows["token"]["rps"]
                 finally:
                     for s in servers:
                         s.stop()
@@ -251,6 +258,9 @@ def main() -> None:
                 anchor = pgbench(db, script, args.seconds, args.connections)
                 print(f"{rnd:5d} pgbench  {'':3s} {'token tx':8s} {load:5.1f} {anchor:8.0f}   (the anchor: "
                       "PostgreSQL alone running the token's transaction, prepared)", flush=True)
+                for (store, replicas), rps in sorted(tokens_rps.items()):
+                    if store == "postgres":
+                        print(f"{rnd:5d} {store:8s} {replicas:3d} token / pgbench = {rps / anchor:.2f}", flush=True)
     finally:
         if db is not None:
             db.drop()
