@@ -56,6 +56,13 @@ class Victim:
                 or subprocess.Popen([*WSCTL, *args], env=backend.env, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
 
+    def finish(self) -> None:
+        """Wait until its own request is done (the command ended, or the server answered it)."""
+        if self.thread is not None:
+            self.thread.join(WAIT_LIMIT)
+        else:
+            self.proc.wait(WAIT_LIMIT)
+
     def kill(self) -> None:
         self.proc.kill()
         self.proc.wait()
@@ -151,3 +158,29 @@ def test_killed_once_the_answer_is_saved_keeps_the_rotated_tokens(backend, provi
                       trust_env=False)
     assert probe.status_code == 200
     assert backend.ok("GET", f"/v1/credentials/{expired['id']}")["status"] == "ok"
+
+
+def test_a_holder_stalled_past_its_lease_still_saves_its_late_answer(backend, provider, expired):
+    """The holder is alive but its lease ran out (made so in the database: it stalled) while the
+    provider held its rotated answer: the next caller takes the refresh over, the provider refuses
+    the retired token and the credential is needs_reconnect ("interrupted"); then the late answer
+    arrives, is saved, and the credential is usable again with it."""
+    provider.answer_gate = threading.Event()
+    victim = Victim(backend, expired["id"])
+    try:
+        wait_until(provider.answer_held.is_set, "the provider did not rotate the victim's refresh token")
+        con = workspace_db(backend.workspace)
+        con.execute("UPDATE credentials SET refresh_lease_until = ? WHERE id = ?", (clock.later(-1), expired["id"]))
+        con.close()
+        r = token(backend, expired["id"])
+        assert (r.status, provider.refreshes) == (502, 2), r.body
+        assert backend.ok("GET", f"/v1/credentials/{expired['id']}")["statusReason"] == "the refresh was interrupted"
+    finally:
+        provider.answer_gate.set()
+    late = provider.issued[-1]   # the victim's rotated tokens (the takeover got none)
+    wait_until(lambda: backend.ok("GET", f"/v1/credentials/{expired['id']}")["status"] == "ok",
+               "the late answer was not saved")
+    victim.finish()
+    r = token(backend, expired["id"])
+    assert r.status == 200 and r.body["accessToken"] == late["access_token"] and provider.refreshes == 2
+    victim.kill()

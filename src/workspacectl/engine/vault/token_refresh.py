@@ -198,7 +198,7 @@ def _refresh_with_lease(ws, conn, row, owner: str, interrupted: bool = False) ->
     # A rotating provider has already retired the old refresh token, so the new one is saved even
     # when this lease ran out meanwhile, unless the secrets changed since they were read.
     with transaction(conn, locks=[credential_lock(cred_id)]):
-        if _secrets_changed(conn, row):
+        if _secrets_changed(conn, row, answered=True):
             store.release_refresh_lease(conn, cred_id, owner)
             return False  # a reconnect, an erase or another refresh saved first: what is stored wins
         kept = {k: v for k, v in reveal_all(held).items() if k not in ("accessToken", "refreshToken")}
@@ -216,9 +216,14 @@ def _refresh_with_lease(ws, conn, row, owner: str, interrupted: bool = False) ->
     return True
 
 
-def _secrets_changed(conn, row) -> bool:
-    """True when the credential is gone or its sealed secrets differ from those in `row`."""
+def _secrets_changed(conn, row, answered: bool = False) -> bool:
+    """True when the credential is gone, needs a reconnect or its sealed secrets differ from those in
+    `row`. With `answered` (the provider's tokens are in hand), a credential that only awaits a
+    reconnect because this very refresh was taken for interrupted (a holder that stalled past its
+    lease, its successor refused) is not: the answer saved puts it back in order."""
     current = store.get_credential_sealed(conn, row["id"])
-    if current is None or current["status"] == "needs_reconnect":
+    if current is None:
+        return True
+    if current["status"] == "needs_reconnect" and not (answered and current["last_error"] == "refresh_interrupted"):
         return True
     return bytes(current["secret_blob"] or b"") != bytes(row["secret_blob"] or b"")
