@@ -472,6 +472,7 @@ _wsctl_values() {
         'specialist grant|--member') printf '%s\n' '@member' ;;
         'specialist grant|-m') printf '%s\n' '@member' ;;
         'skill list|--status') printf '%s\n' 'draft' 'published' 'archived' 'all' ;;
+        'workflow import|--into') printf '%s\n' '@specialist' ;;
         'workflow list|--kind') printf '%s\n' 'workflow' 'app' ;;
         'workflow configure|--credential') printf '%s\n' '@credential' ;;
     esac

@@ -105,6 +105,10 @@ def test_no_usage_line_or_option_reads_braces_or_a_type_name(root):
         assert not re.search(r"[{}]|<str>|<int>|<float>|:<", usage), usage
         shown = command.get_help(ctx)
         assert not re.search(r"<(str|int|float|path|text|integer)>", shown), (path, shown)
+        for p in command.get_params(ctx):   # a value's name says what goes there: not Q, TYPE_ or INTO
+            meta = p.make_metavar(ctx)
+            if p.metavar:
+                assert meta not in ("INTO", "INPUTS") and not re.search(r"_$|^[A-MO-Z]$", meta), (path, meta)
 
 
 def test_a_terminal_sees_the_usage_line_and_examples(home):

@@ -27,7 +27,7 @@ def _profile(ctx, flag: str | None) -> str:
 @app.command("login")
 def login(
     ctx: typer.Context,
-    server: Annotated[Optional[str], typer.Option("--server", help="Server base URL, e.g. https://wsctl.example.com.")] = None,
+    server: Annotated[Optional[str], typer.Option("--server", metavar="URL", help="Server base URL, e.g. https://wsctl.example.com.")] = None,
     code: Annotated[Optional[str], typer.Option("--code", help="The login code from `wsctl members login-code` (asked for when left out).")] = None,
     member: Annotated[Optional[str], typer.Option("--member", help="Local workspaces: act as this member (id, email or name).")] = None,
     profile: ProfileOpt = None,

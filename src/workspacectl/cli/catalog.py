@@ -118,7 +118,7 @@ def search(
     ctx: typer.Context,
     phrase: Annotated[str, typer.Argument(help="What you want to do, e.g. 'send a text message'.")],
     service: Annotated[Optional[str], typer.Option("--service", help="Only this service's operations.")] = None,
-    limit: Annotated[int, typer.Option("--limit", "-L", min=1, max=500, help="How many results (1-500).")] = 10,
+    limit: Annotated[int, typer.Option("--limit", "-L", min=1, max=500, metavar="N", help="How many results (1-500).")] = 10,
     json: JsonOpt = False,
 ):
     """Find operations by what they do, best match first.

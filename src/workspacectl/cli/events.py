@@ -36,10 +36,10 @@ def _query(types: list[str], subject: list[str]) -> dict:
 
 def events(
     ctx: typer.Context,
-    type_: Annotated[Optional[List[str]], typer.Option("--type", help="Only these event types (credential.broken) or families (credential.*); repeat or comma-separate.")] = None,
+    type_: Annotated[Optional[List[str]], typer.Option("--type", metavar="TYPE", help="Only these event types (credential.broken) or families (credential.*); repeat or comma-separate.")] = None,
     subject: Annotated[Optional[List[str]], typer.Option("--subject", help="Only events about this id (cred_…, key_…, um_…); repeat for several.")] = None,
     follow: Annotated[bool, typer.Option("--follow", help="Keep printing new events as they happen, until interrupted.")] = False,
-    interval: Annotated[float, typer.Option("--interval", min=MIN_INTERVAL, max=MAX_INTERVAL, help="With --follow: seconds between polls of the feed.")] = 2.0,
+    interval: Annotated[float, typer.Option("--interval", metavar="SECONDS", min=MIN_INTERVAL, max=MAX_INTERVAL, help="With --follow: seconds between polls of the feed.")] = 2.0,
     json: JsonOpt = False,
 ):
     """Show the workspace's event feed: what happened, newest first.

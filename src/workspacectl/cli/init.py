@@ -17,8 +17,8 @@ def init(
     ctx: typer.Context,
     workspace: Annotated[Optional[Path], typer.Option("--workspace", "-w", help="Folder for the workspace, or a postgresql:// URL of an empty database (default: the embedded one).")] = None,
     name: Annotated[Optional[str], typer.Option("--name", help="Workspace name.")] = None,
-    owner_name: Annotated[Optional[str], typer.Option("--owner-name", help="The owner's display name.")] = None,
-    owner_email: Annotated[Optional[str], typer.Option("--owner-email", help="The owner's email.")] = None,
+    owner_name: Annotated[Optional[str], typer.Option("--owner-name", metavar="NAME", help="The owner's display name.")] = None,
+    owner_email: Annotated[Optional[str], typer.Option("--owner-email", metavar="EMAIL", help="The owner's email.")] = None,
     activate: Annotated[bool, typer.Option("--activate/--no-activate", help="Make its profile the active one (the default, as `gh auth login` makes the new host active); --no-activate keeps the one you use.")] = True,
     json: JsonOpt = False,
 ):

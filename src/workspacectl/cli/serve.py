@@ -15,8 +15,8 @@ def serve(
     workspace: Annotated[Optional[Path], typer.Option("--workspace", "-w", help="Workspace folder or postgresql:// URL to serve (default: the profile's or the embedded one).")] = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on.")] = 8750,
-    public_url: Annotated[Optional[str], typer.Option("--public-url", help="Base URL clients reach this server at (for hosted links), when behind a proxy.")] = None,
-    workers: Annotated[int, typer.Option("--workers", min=1, max=64, help="Server processes answering on the port (default 1); the memory agent and housekeeping run in one of them.")] = 1,
+    public_url: Annotated[Optional[str], typer.Option("--public-url", metavar="URL", help="Base URL clients reach this server at (for hosted links), when behind a proxy.")] = None,
+    workers: Annotated[int, typer.Option("--workers", metavar="N", min=1, max=64, help="Server processes answering on the port (default 1); the memory agent and housekeeping run in one of them.")] = 1,
     memory_interval: Annotated[Optional[float], typer.Option("--memory-interval", metavar="SECONDS", help="Seconds between memory agent runs (default: WSCTL_MEMORY_INTERVAL or 300; 0 turns the agent off; housekeeping still runs every 300 s).")] = None,
 ):
     """Serve a workspace over HTTP at /v1, with the hosted sign-in and connect pages."""

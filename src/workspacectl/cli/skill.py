@@ -21,7 +21,7 @@ from workspacectl.errors import ApiError
 app = typer.Typer(no_args_is_help=True)
 
 IdArg = Annotated[str, typer.Argument(metavar="ID", click_type=choices.skill(), help="Skill id (skl_…) or name.")]
-BaseOpt = Annotated[Optional[int], typer.Option("--base-version", help="Fail with a conflict unless this is "
+BaseOpt = Annotated[Optional[int], typer.Option("--base-version", metavar="VERSION", help="Fail with a conflict unless this is "
                                                                        "the live version.")]
 COLUMNS = [("id", "ID"), ("name", "NAME"), ("status", "STATUS"), ("version", "VERSION"), ("enabled", "ENABLED"),
            ("description", "DESCRIPTION")]

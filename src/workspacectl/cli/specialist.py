@@ -151,7 +151,7 @@ def connections(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False):
 @app.command("pin")
 def pin(ctx: typer.Context,
         resource: Annotated[str, typer.Argument(metavar="RESOURCE", help="Workflow, app or skill: its id (wf_…, skl_…) or its name.")],
-        into: Annotated[Optional[str], typer.Option("--into", click_type=choices.specialist(), help="The specialist to move it into (id or name).")] = None,
+        into: Annotated[Optional[str], typer.Option("--into", metavar="SPECIALIST", click_type=choices.specialist(), help="The specialist to move it into (id or name).")] = None,
         unpin: Annotated[bool, typer.Option("--unpin", help="Return it to its creator instead.")] = False,
         json: JsonOpt = False):
     """Move a workflow, app or skill into a specialist (it leaves any other one).

@@ -19,7 +19,7 @@ COLUMNS = [("triggerId", "TRIGGER"), ("type", "TYPE"), ("service", "SERVICE"), (
 @app.command("list")
 def list_(
     ctx: typer.Context,
-    q: Annotated[Optional[str], typer.Option("-q", "--query", help="Only providers whose name, service or description match.")] = None,
+    q: Annotated[Optional[str], typer.Option("-q", "--query", metavar="TEXT", help="Only providers whose name, service or description match.")] = None,
     json: JsonOpt = False,
 ):
     """List trigger providers."""

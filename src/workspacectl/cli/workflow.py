@@ -45,7 +45,7 @@ def show_workflow(w: dict) -> None:
 @app.command("import")
 def import_(ctx: typer.Context,
             file: Annotated[Path, typer.Argument(metavar="FILE", help="A workflow.json: {name, kind, description, nodes}; a node's credentialId may name a credential (as `wsctl vault list` shows it) or give its id.")],
-            into: Annotated[Optional[str], typer.Option("--into", help="Put it straight into this specialist (id or name).")] = None,
+            into: Annotated[Optional[str], typer.Option("--into", metavar="SPECIALIST", click_type=choices.specialist(), help="Put it straight into this specialist (id or name).")] = None,
             json: JsonOpt = False):
     """Import a workflow or app from its workflow.json.
 
@@ -134,7 +134,7 @@ def configure(ctx: typer.Context, wid: WfArg,
               node: Annotated[str, typer.Argument(metavar="NODE", help="The trigger node's id.")],
               credential: Annotated[Optional[str], typer.Option("--credential", click_type=choices.credential(),
                                                                 help="Credential id (cred_…) or name it polls with.")] = None,
-              inputs: Annotated[Optional[List[str]], typer.Option("--input", help="NAME=VALUE, repeatable.")] = None,
+              inputs: Annotated[Optional[List[str]], typer.Option("--input", metavar="NAME=VALUE", help="An input of the trigger node; repeatable.")] = None,
               json: JsonOpt = False):
     """Set a trigger node's credential and inputs (replaces both).
 
