@@ -83,7 +83,8 @@ def test_every_command_with_arguments_has_examples_that_parse(root):
         if not node.arguments and not examples(node.help):
             continue
         lines = examples(node.help)
-        assert 1 <= len(lines) <= 3, f"wsctl {' '.join(path)}: 1-3 examples, not {len(lines)}"
+        assert 1 <= len(lines) <= 3, (f"wsctl {' '.join(path)}: 1-3 examples, not {len(lines)}: end its docstring "
+                                      "with a '\\b' line, 'Examples:' and one indented command line each (docs/cli.md)")
         shown = command.get_help(ctx)
         assert "\n  Examples:\n" in shown and all(f"    {line}\n" in shown for line in lines), shown
         page = pages[f"{node.page}.1"]
