@@ -13,6 +13,7 @@ import shlex
 import pytest
 import typer
 from typer import _click
+from typer._click.exceptions import UsageError
 
 from tests.conftest import base_env, run_wsctl
 from workspacectl.cli import scripting
@@ -92,7 +93,7 @@ def test_every_command_with_arguments_has_examples_that_parse(root):
         for line in lines:
             try:
                 reached = _parse(root, _words(line))
-            except _click.UsageError as exc:
+            except UsageError as exc:
                 pytest.fail(f"example of wsctl {' '.join(path)} does not parse: {line!r}: {exc.format_message()}")
             assert reached == path, f"an example of wsctl {' '.join(path)} runs wsctl {' '.join(reached)}: {line!r}"
             assert manpages._escape(line.partition("  # ")[0].rstrip()) in page

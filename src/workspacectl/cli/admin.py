@@ -18,7 +18,12 @@ def rotate_key(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     json: JsonOpt = False,
 ):
-    """Re-encrypt every stored secret under a new workspace key, in one transaction."""
+    """Re-encrypt every stored secret under a new workspace key, in one transaction.
+
+    \b
+    Examples:
+      wsctl admin rotate-key --yes
+    """
     from workspacectl.cli.output import confirm_or_refuse
 
     confirm_or_refuse("Re-encrypt every credential and OAuth client secret under a new workspace key?", yes)

@@ -35,7 +35,13 @@ def login(
     json: JsonOpt = False,
 ):
     """Sign in. With --server: exchange a one-time login code for a session kept in the keyring.
-    With --member: make a local profile act as another member of a workspace you can open."""
+    With --member: make a local profile act as another member of a workspace you can open.
+
+    \b
+    Examples:
+      wsctl auth login --server https://wsctl.acme.dev --profile acme --activate  # asks for the login code
+      wsctl auth login --member bob@example.com --profile bob  # a local workspace, as Bob
+    """
     name = _profile(ctx, profile)
     prof = config.get_profile(config.load(), name)
     if member and server:
@@ -169,7 +175,12 @@ def _require_workspace(target) -> None:
 def token(ctx: typer.Context, profile: ProfileOpt = None):
     """Print the session token of a remote profile on stdout, for scripts:
     WSCTL_TOKEN=$(wsctl auth token). Like `gh auth token` it prints on a terminal too, since
-    you asked for it; it is a live credential, so treat the output as a password."""
+    you asked for it; it is a live credential, so treat the output as a password.
+
+    \b
+    Examples:
+      wsctl auth token --profile acme  # what a script sets WSCTL_TOKEN to
+    """
     name = _profile(ctx, profile)
     target = resolve(state(ctx).profile_flag)
     if target.kind != "remote":

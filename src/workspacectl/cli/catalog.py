@@ -266,7 +266,12 @@ def history(
     service: Annotated[Optional[str], typer.Option("--service", help="Only this service's changes.")] = None,
     json: JsonOpt = False,
 ):
-    """List catalog changes, newest first: who, when, what changed (owner or admin)."""
+    """List catalog changes, newest first: who, when, what changed (owner or admin).
+
+    \b
+    Examples:
+      wsctl catalog history --service github
+    """
     query = {"service": utf8(service, "--service")} if service else None
     body = all_pages(ctx, "/v1/admin/catalog/history", "changes", query=query)
 

@@ -47,7 +47,13 @@ def events(
     Credentials connected, reconnected, refreshed, broken, updated, shared or deleted; keys made or
     revoked; members added; skills published; memory folded. Newest first, the latest 100 unless --limit or --all says otherwise. An owner or admin sees
     every event; another member the events of the credentials it can see. With --follow, the
-    events after the newest are printed as they come (one JSON object a line with --json)."""
+    events after the newest are printed as they come (one JSON object a line with --json).
+
+    \b
+    Examples:
+      wsctl events --type 'credential.*'
+      wsctl events --follow --subject stripe-live
+    """
     from workspacectl.cli.context import all_pages
 
     query = _query(type_ or [], subject or [])

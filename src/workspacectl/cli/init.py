@@ -28,7 +28,13 @@ def init(
     is new or already points here; else a new profile named after the folder: another workspace
     never repoints a profile you have. The profile it wrote becomes the active one (the next
     commands act on the workspace just made) and it says which was active before; --no-activate
-    leaves the active profile as it was."""
+    leaves the active profile as it was.
+
+    \b
+    Examples:
+      wsctl init
+      wsctl init --workspace ~/acme --name Acme --owner-email alice@example.com
+    """
     from workspacectl.backend.local import create_workspace
 
     from workspacectl.cli.context import location_arg

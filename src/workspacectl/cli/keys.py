@@ -60,7 +60,13 @@ def create(
              "credential does not exist for the key.")] = None,
     json: JsonOpt = False,
 ):
-    """Make an API key. The secret is printed once; store it now."""
+    """Make an API key. The secret is printed once; store it now.
+
+    \b
+    Examples:
+      wsctl keys create --kind platform --scope vault:token --credential stripe-live --name ci-deploy
+      wsctl keys create --kind personal --scope vault:read,docs:read --expires 30d
+    """
     scopes = [s for item in scope for s in item.replace(",", " ").split()]
     body: dict = {"kind": kind, "scopes": scopes, "name": name}
     if expires:

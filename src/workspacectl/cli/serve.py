@@ -19,7 +19,13 @@ def serve(
     workers: Annotated[int, typer.Option("--workers", metavar="N", min=1, max=64, help="Server processes answering on the port (default 1); the memory agent and housekeeping run in one of them.")] = 1,
     memory_interval: Annotated[Optional[float], typer.Option("--memory-interval", metavar="SECONDS", help="Seconds between memory agent runs (default: WSCTL_MEMORY_INTERVAL or 300; 0 turns the agent off; housekeeping still runs every 300 s).")] = None,
 ):
-    """Serve a workspace over HTTP at /v1, with the hosted sign-in and connect pages."""
+    """Serve a workspace over HTTP at /v1, with the hosted sign-in and connect pages.
+
+    \b
+    Examples:
+      wsctl serve --port 8080
+      wsctl serve --workspace ~/acme --host 0.0.0.0 --public-url https://wsctl.acme.dev
+    """
     from workspacectl.cli.context import ensure_workspace_path, local_location, location_arg
     from workspacectl.server.app import listen_socket, serve as run
     from workspacectl.server.memory_timer import resolve_interval

@@ -47,7 +47,12 @@ def list_(
                                                                    "(default: draft and published).")] = None,
     json: JsonOpt = False,
 ):
-    """List the skills you can see."""
+    """List the skills you can see.
+
+    \b
+    Examples:
+      wsctl skill list --status published
+    """
     list_table(ctx, "/v1/skills", "skills", COLUMNS,
                "No skills. Make one with `wsctl skill create NAME`.", json, query={"status": status} if status else None)
 

@@ -22,7 +22,12 @@ def list_(
     q: Annotated[Optional[str], typer.Option("-q", "--query", metavar="TEXT", help="Only providers whose name, service or description match.")] = None,
     json: JsonOpt = False,
 ):
-    """List trigger providers."""
+    """List trigger providers.
+
+    \b
+    Examples:
+      wsctl trigger list -q github
+    """
     list_table(ctx, "/v1/triggers", "triggers", COLUMNS,
                "No trigger providers match.", json, query={"q": utf8(q, "-q")} if q else None)
 

@@ -66,7 +66,13 @@ def list_(
     service: Annotated[Optional[str], typer.Option("--service", help="Only credentials of this service.")] = None,
     json: JsonOpt = False,
 ):
-    """List the credentials you own or that are shared with you."""
+    """List the credentials you own or that are shared with you.
+
+    \b
+    Examples:
+      wsctl vault list
+      wsctl vault list --service stripe --jq '.credentials[].name'
+    """
     list_table(ctx, "/v1/credentials", "credentials", LIST_COLUMNS,
                "No credentials. Connect one with `wsctl vault connect SERVICE`.", json,
                query={"service": service} if service else None)
@@ -288,7 +294,13 @@ def inject(
     """Fill {{ wsctl://CREDENTIAL/FIELD }} references in a template with issued secrets, as `op inject`.
 
     Each credential's token is issued once with the reason and logged; every one is tried as a dry
-    run first, so a refusal issues nothing. The file is written 0600 by a temporary file and a rename."""
+    run first, so a refusal issues nothing. The file is written 0600 by a temporary file and a rename.
+
+    \b
+    Examples:
+      wsctl vault inject -i app.env.tpl -o app.env --reason 'start the app'
+      wsctl vault inject --reason 'render config' < config.tpl > config.yaml
+    """
     from workspacectl.cli import vault_inject
 
     text = vault_inject.read_template(in_file)

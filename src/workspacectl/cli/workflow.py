@@ -107,7 +107,12 @@ def list_(ctx: typer.Context,
           kind: Annotated[Optional[Literal["workflow", "app"]], typer.Option("--kind", help="workflow or app.")] = None,
           specialist: Annotated[Optional[str], typer.Option("--specialist", help="Only those in this specialist.")] = None,
           json: JsonOpt = False):
-    """List the workflows and apps you made or can reach through a specialist."""
+    """List the workflows and apps you made or can reach through a specialist.
+
+    \b
+    Examples:
+      wsctl workflow list --kind app --specialist ops-desk
+    """
     query: dict[str, str] = {}
     if kind:
         query["kind"] = kind
