@@ -53,7 +53,7 @@ def test_a_stopped_server_ends_each_command_in_exit_8(tmp_path, template_workspa
         big = tarball(tmp_path / "big.tar.gz", 8 << 20)   # more than the socket buffers take in
         b.server.proc.send_signal(signal.SIGSTOP)
         try:
-            procs = [spawn(["--timeout", "2", "vault", "list"], b.env),
+            procs = [spawn(["vault", "list", "--timeout", "2"], b.env),   # anywhere on the line, as --debug
                      spawn(["specialist", "create", "Ops"], {**b.env, "WSCTL_TIMEOUT": "2"}),
                      spawn(["--timeout", "2", "specialist", "files", "bundle", "upload", pid, big], b.env),
                      spawn(["--timeout", "1.5", "api", "GET", "/v1/members"], b.env)]
@@ -83,8 +83,9 @@ def test_a_stopped_server_ends_each_command_in_exit_8(tmp_path, template_workspa
 
 def test_bad_limits_are_refused_before_anything_is_sent(tmp_path):
     env = {**base_env(tmp_path / "home"), "WSCTL_SERVER": "http://127.0.0.1:9", **NO_BACKOFF}
-    for value in ("0", "-1", "nan", "1e9"):
-        r = run_wsctl(["--timeout", value, "vault", "list"], env, expect=2)
+    for args in (["--timeout", "0", "vault", "list"], ["--timeout", "-1", "vault", "list"],
+                 ["vault", "list", "--timeout", "nan"], ["vault", "list", "--timeout=1e9"]):
+        r = run_wsctl(args, env, expect=2)
         assert "--timeout" in one_error_line(r) and "above 0 and at most 86400" in r.err
     for value in ("soon", "0", "inf"):
         r = run_wsctl(["vault", "list"], {**env, "WSCTL_TIMEOUT": value}, expect=7)

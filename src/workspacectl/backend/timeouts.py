@@ -54,6 +54,12 @@ def seconds() -> float:
     return check(value, ENV)
 
 
+def seconds_or(default: float) -> float:
+    """The limit the user set (--timeout, WSCTL_TIMEOUT), else `default` (a call with a shorter
+    limit of its own, such as signing a profile out before it is removed)."""
+    return seconds() if flag is not None or os.environ.get(ENV, "").strip() else default
+
+
 def connect_seconds(limit: float) -> float:
     return min(CONNECT, limit)
 

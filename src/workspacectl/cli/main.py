@@ -33,6 +33,30 @@ def take_debug(argv: list[str], command=None) -> tuple[list[str], bool]:
     return out, debug
 
 
+def hoist_timeout(argv: list[str], command=None) -> list[str]:
+    """`--timeout SECONDS` (a root option) means the same anywhere on the line, as --debug does:
+    `wsctl vault list --timeout 5` is `wsctl --timeout 5 vault list`. Up to a `--`, and not as the
+    value of another option. Answers argv with each one moved to the front."""
+    values = _ValueOptions(command)
+    out: list[str] = []
+    front: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            out.extend(argv[i:])
+            break
+        if arg == "--timeout" or arg.startswith("--timeout="):
+            take = 2 if arg == "--timeout" else 1
+            front.extend(argv[i:i + take])
+            i += take
+            continue
+        taken = values.after(arg)
+        out.extend(argv[i:i + 1 + taken])
+        i += 1 + taken
+    return front + out
+
+
 class _ValueOptions:
     """Walks a command line down the click tree: how many words after each one are an option's
     value (so not a switch). Groups not built yet are built as click would build them to parse."""
@@ -77,6 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     app = build_app()
     command = __import__("typer").main.get_command(app)
     argv, debug = take_debug(list(sys.argv[1:] if argv is None else argv), command)
+    argv = hoist_timeout(argv, command)
     if debug:
         from workspacectl.backend import http_trace
 

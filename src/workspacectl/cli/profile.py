@@ -245,9 +245,10 @@ def _revoke(prof: dict, token: str | None) -> tuple[bool | None, ApiError | None
     longer knows counts as revoked."""
     if not prof.get("server") or not token:
         return None, None
+    from workspacectl.backend import timeouts
     from workspacectl.backend.remote import RemoteBackend
 
-    be = RemoteBackend(prof["server"], token, timeout=15.0)
+    be = RemoteBackend(prof["server"], token, timeout=timeouts.seconds_or(15.0))
     try:
         be.request("DELETE", "/v1/auth/session")
     except ApiError as e:
