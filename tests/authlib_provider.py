@@ -13,7 +13,8 @@ authentication, PKCE check, rotation and revocation.
     server.revoke_grant(c)              # the user revokes the app at the provider: every token dies
     server.token_state(access_token)    # "active" | "revoked" | "expired" | "unknown"
 
-Endpoints: GET /oauth/authorize (the user "alice" consents at once), POST /oauth/token
+Endpoints: GET /.well-known/oauth-authorization-server (RFC 8414 metadata; its
+token_endpoint_auth_methods_supported is `server.metadata_methods`), GET /oauth/authorize (the user "alice" consents at once), POST /oauth/token
 (authorization_code with PKCE, refresh_token with rotation: each refresh answers a new refresh
 token and revokes the old one, RFC 6749 §6 / RFC 9700 §4.14.2), POST /oauth/revoke (RFC 7009),
 GET /api/me (a protected resource: 200 for a live access token, 401 otherwise). Each client is
@@ -154,6 +155,7 @@ class AuthlibServer:
         self.codes: dict[str, AuthorizationCode] = {}
         self.by_access: dict[str, Token] = {}
         self.by_refresh: dict[str, Token] = {}
+        self.metadata_methods = ["client_secret_basic"]   # what its RFC 8414 metadata says the token endpoint takes
         outer = self
         methods = ["client_secret_basic", "client_secret_post", "none"]
 
@@ -259,6 +261,20 @@ class AuthlibServer:
         def revoke():
             return server.create_endpoint_response(Revocation.ENDPOINT_NAME)
 
+        @app.get("/.well-known/oauth-authorization-server")
+        def metadata():   # RFC 8414, checked by Authlib's own model of it
+            from authlib.oauth2.rfc8414 import AuthorizationServerMetadata
+
+            meta = AuthorizationServerMetadata({
+                "issuer": outer.url, "authorization_endpoint": f"{outer.url}/oauth/authorize",
+                "token_endpoint": f"{outer.url}/oauth/token", "revocation_endpoint": f"{outer.url}/oauth/revoke",
+                "response_types_supported": ["code"], "grant_types_supported": ["authorization_code", "refresh_token"],
+                "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": outer.metadata_methods,
+            })
+            meta.validate()
+            return jsonify(dict(meta))
+
         @app.get("/api/me")
         @protect("profile")
         def me():
@@ -281,7 +297,7 @@ class AuthlibServer:
             self.clients[cid] = client
         return client
 
-    def service_toml(self, service: str, client: Client) -> str:
+    def service_toml(self, service: str, client: Client, *, client_auth: bool = True, issuer: bool = False) -> str:
         lines = [
             f'service = "{service}"', 'name = "Authlib Provider"',
             'description = "A real Authlib authorization server on loopback, for tests."',
@@ -290,8 +306,12 @@ class AuthlibServer:
             "[oauth2]",
             f'authorizeUrl = "{self.url}/oauth/authorize"', f'tokenUrl = "{self.url}/oauth/token"',
             f'revokeUrl = "{self.url}/oauth/revoke"', f'scopes = {SCOPES.split()!r}'.replace("'", '"'),
-            f'clientId = "{client.client_id}"', f'clientAuth = "{client.token_endpoint_auth_method}"',
+            f'clientId = "{client.client_id}"',
         ]
+        if client_auth:
+            lines.append(f'clientAuth = "{client.token_endpoint_auth_method}"')
+        if issuer:
+            lines.append(f'issuer = "{self.url}"')
         if client.client_secret is not None:
             lines.append(f'clientSecret = "{client.client_secret}"')
         lines += ["[[operations]]", 'name = "me"', 'summary = "Who the token belongs to"', 'method = "GET"',

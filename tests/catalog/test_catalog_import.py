@@ -145,7 +145,7 @@ BAD_FILES = {
                       'authorizeUrl = "https://a.example/auth"\ntokenUrl = "https://a.example/token"\n'
                       'clientAuthMethod = "client_secret_basic"\n',
                       "oauthkey.toml line 7: unknown key 'clientAuthMethod' in [oauth2]; the known keys are "
-                      "authorizeUrl, clientAuth, clientId, clientSecret, extraAuthorizeParams, pkce, revokeUrl, "
+                      "authorizeUrl, clientAuth, clientId, clientSecret, extraAuthorizeParams, issuer, pkce, revokeUrl, "
                       "scopeSeparator, scopes, tokenBodyEncoding, tokenUrl."),
     "topkey.toml": ('service = "x"\nname = "X"\ndescripton = "typo"\ncredentialType = "noAuth"\n',
                     "topkey.toml line 3: unknown key 'descripton' at the top level; the known keys are auth, "),

@@ -120,3 +120,28 @@ def test_a_burst_over_two_replicas_refreshes_once_at_the_provider(backend, door,
     handed = {b["accessToken"] for _, b in answers}
     assert len(handed) == 1
     assert server.by_access[handed.pop()].refresh_token is not None   # the token the one refresh issued
+
+
+def test_import_takes_the_client_authentication_from_the_issuers_metadata(backend, authlib_server):
+    """A definition naming its `issuer` and no `clientAuth`: `catalog import` reads the issuer's
+    RFC 8414 metadata (token_endpoint_auth_methods_supported); an explicit clientAuth wins, and an
+    issuer that cannot be read leaves the default. The client then connects as the metadata says."""
+    server = authlib_server
+    client = server.register_client("client_secret_basic")
+    text = server.service_toml("authlib-meta", client, client_auth=False, issuer=True)
+    server.metadata_methods = ["client_secret_basic", "none"]
+    r = backend.api("POST", "/v1/admin/catalog", {"content": text, "format": "toml"})
+    assert r.status == 201 and r.body["integration"]["clientAuth"] == "client_secret_basic", r.body
+    assert r.body["integration"]["issuer"] == server.url
+    server.metadata_methods = ["client_secret_post", "client_secret_basic"]
+    r = backend.api("POST", "/v1/admin/catalog", {"content": text, "format": "toml"})
+    assert r.status == 200 and r.body["integration"]["clientAuth"] == "client_secret_post"
+    explicit = text.replace("[oauth2]\n", '[oauth2]\nclientAuth = "client_secret_basic"\n')
+    r = backend.api("POST", "/v1/admin/catalog", {"content": explicit, "format": "toml"})
+    assert r.status == 200 and r.body["integration"]["clientAuth"] == "client_secret_basic"
+    unreadable = text.replace(f'issuer = "{server.url}"', 'issuer = "http://127.0.0.1:9"')
+    r = backend.api("POST", "/v1/admin/catalog", {"content": unreadable, "format": "toml"})
+    assert r.status == 200 and r.body["integration"]["clientAuth"] == "client_secret_post"
+    server.metadata_methods = ["client_secret_basic"]
+    backend.ok("POST", "/v1/admin/catalog", {"content": text, "format": "toml"})
+    assert backend.ok("GET", "/v1/integrations/authlib-meta")["clientAuth"] == "client_secret_basic"

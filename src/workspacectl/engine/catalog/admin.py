@@ -112,6 +112,15 @@ def import_service(ctx: Ctx) -> Response:
     require_catalog_admin(ctx)
     record = parse_import(*_import_args(ctx), report=ctx.report)
     force = _force(ctx)
+    issuer = record.pop("oauthMetadataIssuer", None)
+    if issuer:   # outside the transaction: a network call
+        from workspacectl.engine.catalog.oauth_metadata import client_auth_from_metadata
+
+        method = client_auth_from_metadata(issuer)
+        if method == "none" and record.get("oauthClientSecret"):
+            method = None   # a definition bringing a secret is no public client
+        if method:
+            record["setup"]["clientAuth"] = method
     secret = record.pop("oauthClientSecret", None)
     service = record["service"]
     conn = ctx.db

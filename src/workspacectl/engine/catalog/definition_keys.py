@@ -16,7 +16,7 @@ from workspacectl.engine.catalog.definition_values import bad
 TOP: tuple[str, ...] = ("service", "name", "description", "credentialType", "envVars", "fields", "secretFields", "baseUrl",
        "docsUrl", "probe", "auth", "bodyEncoding", "pagination", "oauth2", "operations", "triggers")
 OAUTH2: tuple[str, ...] = ("authorizeUrl", "tokenUrl", "revokeUrl", "scopes", "scopeSeparator", "pkce", "extraAuthorizeParams",
-          "clientId", "clientSecret", "clientAuth", "tokenBodyEncoding")
+          "clientId", "clientSecret", "clientAuth", "tokenBodyEncoding", "issuer")
 AUTH: tuple[str, ...] = ("type", "name", "prefix", "field", "username", "password", "headers")
 OPERATION: tuple[str, ...] = ("name", "summary", "description", "method", "path", "tags", "params", "response", "example",
              "markdown")

@@ -224,6 +224,8 @@ def build_record(d: dict, where: str, service_override: str | None = None, *, le
         setup["extraAuthorizeParams"] = dict(extra)
         client_id = _str(oauth, "clientId", w, default=None, max_len=1000)
         client_secret = _str(oauth, "clientSecret", w, default=None, max_len=4000)
+        if oauth.get("issuer") is not None:
+            setup["issuer"] = _url(oauth, "issuer", w)
         setup["clientAuth"] = _str(oauth, "clientAuth", w, default=DEFAULT_CLIENT_AUTH)
         if setup["clientAuth"] not in CLIENT_AUTH_METHODS:
             raise bad(w, f"'clientAuth' must be one of {', '.join(CLIENT_AUTH_METHODS)} (how the client "
@@ -241,6 +243,8 @@ def build_record(d: dict, where: str, service_override: str | None = None, *, le
         raise bad(where, "an [oauth2] table is only allowed when credentialType is oauth2.")
 
     record: dict = {
+        # read the issuer's RFC 8414 metadata at import for the client authentication (catalog/oauth_metadata.py)
+        "oauthMetadataIssuer": setup.get("issuer") if oauth.get("clientAuth") is None else None,
         "service": service,
         "name": _str(d, "name", where, required=True, max_len=200),
         "description": _str(d, "description", where, max_len=4000),

@@ -23,7 +23,7 @@ def integration_detail(row) -> dict:
         out["secretFields"] = json.loads(row["secret_fields_json"])
     if row["credential_type"] == "oauth2":
         for key in ("authorizeUrl", "tokenUrl", "scopes", "revokeUrl", "pkce", "scopeSeparator",
-                    "extraAuthorizeParams"):
+                    "extraAuthorizeParams", "issuer"):
             if key in setup:
                 out[key] = setup[key]
         out["clientAuth"] = setup.get("clientAuth") or "client_secret_post"   # stored before it existed: the default

@@ -60,7 +60,7 @@ _INTEGRATION_DETAIL = {
     "authorizeUrl": STR, "tokenUrl": STR, "scopes": array(STR), "revokeUrl": STR, "pkce": BOOL,
     "scopeSeparator": STR, "extraAuthorizeParams": {"type": "object"}, "oauthClientConfigured": BOOL,
     "clientAuth": text(enum=["client_secret_post", "client_secret_basic", "none"]),
-    "tokenBodyEncoding": text(enum=["form", "json"]),
+    "tokenBodyEncoding": text(enum=["form", "json"]), "issuer": STR,
     "baseUrl": STR, "docsUrl": STR, "probe": STR,
     "pagination": obj({"cursorPath": STR, "cursorParam": STR}, required="all",
                       description="How the service pages: the cursor's place in a JSON answer and the query "
