@@ -311,7 +311,7 @@ def test_a_failed_replace_keeps_the_old_version(backend):
     assert (r.status, r.code) == (400, "invalid_request") and "'webhook'" in r.body["error"]["message"]
     assert [backend.ok("GET", p) for p in ("/v1/integrations/ab", "/v1/integrations/ab/operations",
                                            "/v1/triggers/ab-c-d")] == before
-    assert backend.ok("GET", "/v1/triggers/webhook")["service"] is None
+    assert backend.ok("GET", "/v1/triggers/webhook")["service"] == "webhook"   # the generic provider, unchanged
 
 
 def test_a_reimport_failing_mid_transaction_leaves_the_old_service(workspace):
