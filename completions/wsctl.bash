@@ -418,7 +418,7 @@ _wsctl_spec() {
             fileopts='' diropts='' args='dir' argchoices=''
             argvalues='' argmulti='' ;;
         'webhooks')
-            cmds='add list remove test deliveries' opts='--help -h' argopts=''
+            cmds='add list remove test deliver deliveries' opts='--help -h' argopts=''
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'webhooks add')
@@ -434,6 +434,10 @@ _wsctl_spec() {
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;
         'webhooks test')
+            cmds='' opts='--json --jq --help -h' argopts='--jq'
+            fileopts='' diropts='' args='' argchoices=''
+            argvalues='' argmulti='' ;;
+        'webhooks deliver')
             cmds='' opts='--json --jq --help -h' argopts='--jq'
             fileopts='' diropts='' args='' argchoices=''
             argvalues='' argmulti='' ;;

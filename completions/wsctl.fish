@@ -38,7 +38,7 @@ function __wsctl_subcommands
         case 'admin'
             printf '%s\n' 'rotate-key' 'copy-workspace'
         case 'webhooks'
-            printf '%s\n' 'add' 'list' 'remove' 'test' 'deliveries'
+            printf '%s\n' 'add' 'list' 'remove' 'test' 'deliver' 'deliveries'
     end
 end
 
@@ -225,6 +225,8 @@ function __wsctl_value_options
         case 'webhooks remove'
             printf '%s\n' '--jq'
         case 'webhooks test'
+            printf '%s\n' '--jq'
+        case 'webhooks deliver'
             printf '%s\n' '--jq'
         case 'webhooks deliveries'
             printf '%s\n' '--jq' '--limit' '-L'
@@ -862,6 +864,7 @@ complete -c wsctl -n '__wsctl_at \'webhooks\'' -a 'add' -d 'Subscribe a URL to e
 complete -c wsctl -n '__wsctl_at \'webhooks\'' -a 'list' -d 'List the webhook subscriptions.'
 complete -c wsctl -n '__wsctl_at \'webhooks\'' -a 'remove' -d 'Remove a subscription, its pending deliveries and its delivery log.'
 complete -c wsctl -n '__wsctl_at \'webhooks\'' -a 'test' -d 'Send a signed webhook.test event to the subscription now and show the outcome.'
+complete -c wsctl -n '__wsctl_at \'webhooks\'' -a 'deliver' -d 'Send the due deliveries now, from this process (no `wsctl serve` needed; e.g. from cron).'
 complete -c wsctl -n '__wsctl_at \'webhooks\'' -a 'deliveries' -d 'A subscription\'s delivery log, newest first: status, attempts, last HTTP status or error.'
 complete -c wsctl -n '__wsctl_at \'webhooks\'' -l 'help' -s 'h' -d 'Show this message and exit.'
 complete -c wsctl -n '__wsctl_at \'webhooks add\'' -l 'event' -r -f -d 'An event type (credential.broken), a family (credential.*) or * for all (the default); repeat or comma-separate.'
@@ -879,6 +882,9 @@ complete -c wsctl -n '__wsctl_at \'webhooks remove\'' -l 'help' -s 'h' -d 'Show 
 complete -c wsctl -n '__wsctl_at \'webhooks test\'' -l 'json' -d 'Print the API\'s JSON body exactly.'
 complete -c wsctl -n '__wsctl_at \'webhooks test\'' -l 'jq' -r -f -d 'Filter the JSON output with a jq expression (implies --json); strings print raw.'
 complete -c wsctl -n '__wsctl_at \'webhooks test\'' -l 'help' -s 'h' -d 'Show this message and exit.'
+complete -c wsctl -n '__wsctl_at \'webhooks deliver\'' -l 'json' -d 'Print the API\'s JSON body exactly.'
+complete -c wsctl -n '__wsctl_at \'webhooks deliver\'' -l 'jq' -r -f -d 'Filter the JSON output with a jq expression (implies --json); strings print raw.'
+complete -c wsctl -n '__wsctl_at \'webhooks deliver\'' -l 'help' -s 'h' -d 'Show this message and exit.'
 complete -c wsctl -n '__wsctl_at \'webhooks deliveries\'' -l 'json' -d 'Print the API\'s JSON body exactly.'
 complete -c wsctl -n '__wsctl_at \'webhooks deliveries\'' -l 'jq' -r -f -d 'Filter the JSON output with a jq expression (implies --json); strings print raw.'
 complete -c wsctl -n '__wsctl_at \'webhooks deliveries\'' -l 'limit' -s 'L' -r -f -d 'Show at most N entries (the nextCursor printed continues after them).'

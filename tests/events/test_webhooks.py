@@ -118,3 +118,23 @@ def test_rotate_key_reseals_the_signing_secret(door, request, home, receiver):
         assert d["status"] == "delivered" and receiver.calls[-1][2]   # the same secret, opened under the new key
     finally:
         backend.close()
+
+
+def test_deliver_sends_the_due_deliveries_now(backend, receiver):
+    """`wsctl webhooks deliver` (POST /v1/webhooks/deliver): what a workspace without a server runs.
+    On the server doors the server's own sender may have sent it first: the state is the same."""
+    hook = backend.ok("POST", "/v1/webhooks", {"url": receiver.url, "events": ["member.added"]})
+    receiver.secret = hook["secret"]
+    member = backend.add_member("due@example.com")
+    out = json.loads(backend.wsctl("webhooks", "deliver", "--json").out)
+    assert set(out) == {"delivered", "pending", "failed"} and out["pending"] == out["failed"] == 0
+    if backend.door == "local":
+        assert out["delivered"] == 1   # nothing else sends on the local backend
+    receiver.wait_for(lambda calls: len(calls) >= 1)
+    ((msg_id, payload, verified, status),) = receiver.calls
+    assert verified and status == 204 and payload["subjectId"] == member["id"]
+    (d,) = backend.ok("GET", f"/v1/webhooks/{hook['id']}/deliveries")["deliveries"]
+    assert d["id"] == msg_id and d["status"] == "delivered" and d["attempts"] == 1
+    assert backend.ok("POST", "/v1/webhooks/deliver") == {"delivered": 0, "pending": 0, "failed": 0}
+    member_session = backend.session(member["id"])
+    assert backend.api("POST", "/v1/webhooks/deliver", secret=member_session).code == "forbidden"

@@ -82,6 +82,14 @@ def test(ctx: typer.Context, webhook_id: WebhookId, json: JsonOpt = False):
     emit(ctx, answer, render, json_flag=json)
 
 
+@app.command("deliver")
+def deliver(ctx: typer.Context, json: JsonOpt = False):
+    """Send the due deliveries now, from this process (no `wsctl serve` needed; e.g. from cron)."""
+    answer = backend(ctx).request("POST", "/v1/webhooks/deliver")
+    emit(ctx, answer, lambda b: info(f"Delivered {b['delivered']}; {b['pending']} to retry later, "
+                                     f"{b['failed']} given up."), json_flag=json)
+
+
 @app.command("deliveries")
 def deliveries(ctx: typer.Context, webhook_id: WebhookId, json: JsonOpt = False):
     """A subscription's delivery log, newest first: status, attempts, last HTTP status or error.

@@ -74,6 +74,7 @@ ROUTE_MODULES: dict[str, str] = {
     "/v1/webhooks":                                 "workspacectl.engine.events.webhooks",
     "/v1/webhooks/{id}":                            "workspacectl.engine.events.webhooks",
     "/v1/webhooks/{id}/test":                       "workspacectl.engine.events.webhooks",
+    "/v1/webhooks/deliver":                         "workspacectl.engine.events.webhooks",
     "/v1/webhooks/{id}/deliveries":                 "workspacectl.engine.events.webhooks",
     "/v1/triggers":                                 "workspacectl.engine.catalog.triggers",
     "/v1/triggers/{triggerId}":                     "workspacectl.engine.catalog.triggers",

@@ -115,6 +115,7 @@ ROUTE_SCOPES: dict[tuple[str, str], str] = {
     ("GET", "/v1/webhooks/{id}"): SESSION,
     ("DELETE", "/v1/webhooks/{id}"): SESSION,
     ("POST", "/v1/webhooks/{id}/test"): SESSION,
+    ("POST", "/v1/webhooks/deliver"): SESSION,
     ("GET", "/v1/webhooks/{id}/deliveries"): SESSION,
     # Trigger providers (seed; contract §9)
     ("GET", "/v1/triggers"): "triggers:manage",

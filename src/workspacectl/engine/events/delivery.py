@@ -143,7 +143,7 @@ def _post(ws, row, client) -> tuple[int | None, str | None]:
     return resp.status_code, None if 200 <= resp.status_code < 300 else f"HTTP {resp.status_code}"
 
 
-def deliver_due(ws, holder: str, limit: int = BATCH) -> int:
+def deliver_due(ws, holder: str, limit: int = BATCH, outcomes: dict | None = None) -> int:
     """Send the due deliveries (at most `limit`), claimed a few at a time right before their calls;
     answers how many were due (those another sender took meanwhile are left to it)."""
     conn = ws.conn()
@@ -155,5 +155,7 @@ def deliver_due(ws, holder: str, limit: int = BATCH) -> int:
             # lease runs out while its delivery waits its turn.
             for i in range(0, len(due), CLAIM_BATCH):
                 for seq in claim(conn, holder, seqs=due[i:i + CLAIM_BATCH]):
-                    send(ws, seq, holder, client)
+                    status = send(ws, seq, holder, client)
+                    if outcomes is not None and status is not None:
+                        outcomes[status] = outcomes.get(status, 0) + 1
     return len(due)

@@ -5,6 +5,8 @@
     GET    /v1/webhooks/{id}                -> the subscription (never its secret)
     DELETE /v1/webhooks/{id}                -> 204, its pending deliveries and log with it
     POST   /v1/webhooks/{id}/test           -> a webhook.test event delivered to it now: the delivery
+    POST   /v1/webhooks/deliver             -> the due deliveries sent now, from this process (the local
+                                               backend sends nothing by itself): counts by outcome
     GET    /v1/webhooks/{id}/deliveries     -> {deliveries: [...], nextCursor}, newest first
 
 `events` lists event types (record.EVENT_TYPES), families (`credential.*`) or `*` for all. The
@@ -144,3 +146,22 @@ def list_deliveries(ctx: Ctx) -> dict:
     limit, before = pagination.page_args(ctx, int)
     rows = store.list_deliveries(ctx.db, row["id"], before, limit + 1)
     return pagination.page("deliveries", rows, limit, lambda r: r["seq"], delivery.delivery_json)
+
+
+MAX_DELIVER = 200   # POST /v1/webhooks/deliver sends at most this many in one request
+
+
+@route("POST", "/v1/webhooks/deliver")
+def deliver_now(ctx: Ctx) -> dict:
+    """Send the due deliveries now, in this request (at most MAX_DELIVER), as a server's sender
+    thread would: what a workspace with no `wsctl serve` runs (`wsctl webhooks deliver`, from cron)."""
+    _require_admin(ctx)
+    outcomes: dict[str, int] = {}
+    holder, due = new_holder(), 0
+    while due < MAX_DELIVER:
+        found = delivery.deliver_due(ctx.ws, holder, min(delivery.BATCH, MAX_DELIVER - due), outcomes)
+        due += found
+        if found < delivery.BATCH:
+            break
+    return {"delivered": outcomes.get("delivered", 0), "pending": outcomes.get("pending", 0),
+            "failed": outcomes.get("failed", 0)}

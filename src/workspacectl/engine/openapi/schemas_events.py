@@ -49,6 +49,10 @@ ROUTE_DOCS: dict[tuple[str, str], dict] = {
     ("DELETE", "/v1/webhooks/{id}"): {"responses": {204: None}},
     ("POST", "/v1/webhooks/{id}/test"): {"body": obj({}, description="Empty; no fields."), "body_required": False,
                                          "responses": {200: ref("WebhookDelivery")}},
+    ("POST", "/v1/webhooks/deliver"): {
+        "body": obj({}, description="Empty; no fields."), "body_required": False,
+        "responses": {200: obj({"delivered": INT, "pending": INT, "failed": INT}, required="all",
+                               description="Attempts made by this request, by the status each left.")}},
     ("GET", "/v1/webhooks/{id}/deliveries"): {"query": PAGE,
                                               "responses": {200: page_of("deliveries", ref("WebhookDelivery"))}},
 }

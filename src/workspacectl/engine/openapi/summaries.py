@@ -47,6 +47,7 @@ SUMMARIES: dict[tuple[str, str], str] = {
     ("GET", "/v1/webhooks/{id}"): "One webhook subscription, without its secret.",
     ("DELETE", "/v1/webhooks/{id}"): "Remove a webhook subscription and its delivery log.",
     ("POST", "/v1/webhooks/{id}/test"): "Send a signed webhook.test event to the subscription now.",
+    ("POST", "/v1/webhooks/deliver"): "Send every due webhook delivery now, from this request (owner or admin).",
     ("GET", "/v1/webhooks/{id}/deliveries"): "A subscription's delivery log, newest first.",
     ("POST", "/v1/memory/agent/run"): "Run the memory agent now on organization memory and the caller's own.",
     ("GET", "/v1/memory/{ownerType}"): "The memory guide and the notes waiting for the memory agent.",
