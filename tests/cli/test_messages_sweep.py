@@ -83,3 +83,26 @@ def test_each_exit_code_names_the_thing_and_the_fix(backend, provider, tmp_path)
         reached.setdefault(code, []).append(args[:2])
     assert all(len(v) >= 2 for v in reached.values()), reached
     assert sorted(reached) == ([1, 2, 3, 4, 5, 6, 7, 8] if backend.door == "local" else [1, 3, 4, 5, 6, 7])
+
+
+# What else reads as a fix in a message: retrying, correcting, a shape to follow, a flag.
+FIX_WORDS = re.compile(r"`[^`]+`|--[a-z]|-[a-z] |WSCTL_[A-Z]+|\b(?:[Rr]un|[Uu]se|[Gg]ive|[Pp]ass|[Cc]heck|[Aa]sk|"
+                       r"[Cc]hoose|[Ss]ign in|[Ss]tart|[Rr]econnect|[Aa]llow|[Ff]ix|[Tt]ry|[Rr]etry|[Mm]ake|[Ss]et|"
+                       r"[Ss]ave|[Rr]emove|[Ww]ait|[Ss]ee|[Ee]dit|[Rr]ename|[Pp]ick|[Oo]pen|[Nn]ame|[Tt]ype|[Pp]ipe|"
+                       r"[Rr]ead|[Ff]etch|[Ss]plit|[Tt]rim|[Cc]onvert|[Ww]rite|[Ss]top)\b|one of|it takes|must be|"
+                       r"this output has|this credential's|it issues|Expected")
+
+
+def test_every_error_the_cli_itself_raises_says_what_to_do():
+    """The static half of the sweep: every message an ApiError raised in cli/ or backend/ carries
+    (the errors no server makes: files, flags, terminals, transfers) holds a fix."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "src" / "workspacectl"
+    missing = []
+    for source in sorted([*(root / "cli").glob("*.py"), *(root / "backend").glob("*.py")]):
+        text = source.read_text()
+        for m in re.finditer(r'ApiError\(\s*"(\w+)",\s*((?:f?"(?:[^"\\]|\\.)*"\s*)+)', text):
+            if not FIX_WORDS.search(m.group(2)):
+                missing.append(f"{source.name}:{text[:m.start()].count(chr(10)) + 1}: {' '.join(m.group(2).split())[:120]}")
+    assert not missing, "messages without a fix:\n" + "\n".join(missing)

@@ -117,7 +117,8 @@ def _read_text(source: str, what: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise ApiError("invalid_request", f"{what.capitalize()} {source} is not UTF-8 text; memory holds text.") from None
+        raise ApiError("invalid_request", f"{what.capitalize()} {source} is not UTF-8 text; memory holds text: convert it "
+                       "to UTF-8 or give another file.") from None
 
 
 @app.command("propose")

@@ -55,4 +55,4 @@ def serve(
     try:
         supervise(workers, sock, path, public_url, interval)
     except WorkersFailed as e:
-        raise ApiError("internal", f"wsctl serve stopped: {e}.") from None
+        raise ApiError("internal", f"wsctl serve stopped: {e}. Check the lines above, then start it again.") from None

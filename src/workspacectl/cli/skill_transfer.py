@@ -170,7 +170,8 @@ def write_bundle(archive: BinaryIO, dest: Path) -> list[str]:
                 while chunk := rec.read():
                     fh.write(chunk)
     except ArchiveError as e:
-        raise ApiError("unprocessable", f"The downloaded bundle is not valid: {e.message}") from None
+        raise ApiError("unprocessable", f"The downloaded bundle is not valid: {e.message} Nothing was written; "
+                                              "check the skill with `wsctl skill show`, or download it again.") from None
     return sorted(paths)
 
 
@@ -178,7 +179,8 @@ def _check_targets(files: dict, dest: Path) -> None:
     """Before anything is written: no path of the bundle is a folder of another, and no folder on
     the way to a file is, in DEST, a symbolic link (followed, it would write outside DEST) or a file."""
     def refuse(why: str):
-        raise ApiError("unprocessable", f"The downloaded bundle cannot be written to {dest}: {why}")
+        raise ApiError("unprocessable", f"The downloaded bundle cannot be written to {dest}: {why} Nothing was "
+                                          "written; choose another destination folder.")
 
     if dest.is_symlink() and not dest.is_dir():
         refuse(f"{dest} is a link to something that is not a folder.")

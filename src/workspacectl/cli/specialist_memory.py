@@ -52,7 +52,7 @@ def _read_text(file: str) -> str:
     except OSError as e:
         raise ApiError("invalid_request", f"Cannot read {file}: {e.strerror}; check the path, or give - to read stdin.") from None
     except UnicodeDecodeError:
-        raise ApiError("invalid_request", f"{file} is not UTF-8 text.") from None
+        raise ApiError("invalid_request", f"{file} is not UTF-8 text; convert it to UTF-8 or give another file.") from None
 
 
 @app.command("set")
@@ -100,7 +100,8 @@ def edit(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False):
         except (OSError, ValueError) as e:
             raise ApiError("invalid_request", f"Cannot run the editor '{editor}': {e}. Set $EDITOR.") from None
         if code != 0:
-            raise ApiError("invalid_request", f"The editor exited with status {code}; nothing was saved.")
+            raise ApiError("invalid_request", f"The editor exited with status {code}; nothing was saved. Run the "
+                                                "command again (or set $EDITOR to another editor).")
         text = _read_text(str(draft))
     if text == memory["text"]:
         info("No change; nothing saved.")

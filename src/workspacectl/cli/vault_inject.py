@@ -29,7 +29,8 @@ def references(text: str) -> list[tuple[str, str]]:
     for m in LOOSE.finditer(text):
         if not REFERENCE.fullmatch(m.group()):
             line = text.count("\n", 0, m.start()) + 1
-            raise ApiError("invalid_request", f"Line {line}: {m.group()!r} is not {{{{ wsctl://CREDENTIAL/FIELD }}}}.")
+            raise ApiError("invalid_request", f"Line {line}: {m.group()!r} is not {{{{ wsctl://CREDENTIAL/FIELD }}}}; "
+                                                "write it in that form (`wsctl vault list` shows the names).")
     return list(dict.fromkeys(REFERENCE.findall(text)))
 
 
@@ -44,7 +45,7 @@ def read_template(source: str | None) -> str:
         raise ApiError("invalid_request", f"Cannot read {source}: {e.strerror}; give the template's path with -i/--in-file, "
                        "or - to read it from stdin.") from None
     except UnicodeDecodeError:
-        raise ApiError("invalid_request", f"{source} is not UTF-8 text.") from None
+        raise ApiError("invalid_request", f"{source} is not UTF-8 text; convert the template to UTF-8.") from None
 
 
 def fill(ctx, text: str, reason: str) -> str:

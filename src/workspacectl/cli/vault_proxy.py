@@ -47,7 +47,8 @@ def run(ctx, cred_ref: str, method: str, path: str, reason: str, raw_field: list
     tail, _, query_text = path.lstrip("/").partition("?")
     why = refusal(tail)
     if why:
-        raise ApiError("invalid_request", f"Refused to proxy this request: {why}. Nothing was sent.")
+        raise ApiError("invalid_request", f"Refused to proxy this request: {why}. Nothing was sent; give a path "
+                       "under the service's base URL.")
     query = parse_qsl(query_text, keep_blank_values=True)
     headers = parse_headers(header, authorization=PROXY_KEY)
     fields = parse_fields(raw_field, field)
@@ -130,7 +131,8 @@ def _pages(be, verb, cred_id, tail, query, headers, body, length, include: bool,
         finally:
             answer.close()
         if status >= 400:
-            raise ApiError("upstream_failed", f"The service answered HTTP {status}; its answer is printed above.")
+            raise ApiError("upstream_failed", f"The service answered HTTP {status}; its answer is printed above "
+                                                 "(read it for what the service wants changed).")
         if not paginate:
             return
         nxt = _next_page(answer, prefix, cursor, page, tail, query)

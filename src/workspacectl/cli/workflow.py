@@ -60,7 +60,7 @@ def import_(ctx: typer.Context,
         raise ApiError("invalid_request", f"Cannot read {file}: {e.strerror}; give the path of a workflow.json "
                        "({{name, kind, nodes}}).") from None
     except (ValueError, UnicodeDecodeError) as e:
-        raise ApiError("invalid_request", f"{file} is not valid JSON: {e}.") from None
+        raise ApiError("invalid_request", f"{file} is not valid JSON: {e}. Fix the file and import it again.") from None
     if not isinstance(doc, dict):
         raise ApiError("invalid_request", f"{file} must hold a JSON object {{name, kind, description, nodes}}.")
     doc = with_credential_ids(ctx, doc)
