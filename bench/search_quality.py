@@ -160,6 +160,26 @@ class MiniLM:
         return [self.op_ids[i] for i in self.np.argsort(-sims, kind="stable")[:limit]]
 
 
+def with_dev(ws) -> None:
+    """Import the development documents (tests/search_dev_labels.py) unless they are there."""
+    from tests.search_dev_labels import DEV_SERVICES, dev_files
+    from workspacectl.engine.dispatch import Engine
+    from workspacectl.engine.registry import Caller
+    from workspacectl.engine.store import identity
+
+    have = {r[0] for r in ws.conn().execute("SELECT service FROM integrations")}
+    if set(DEV_SERVICES) <= have:
+        return
+    engine = Engine(ws)
+    owner = identity.first_owner(ws.conn())
+    caller = Caller(owner["id"], "owner", "session", "local")
+    for service, path in dev_files():
+        resp = engine.call(caller, "POST", "/v1/admin/catalog", body={
+            "content": path.read_text(encoding="utf-8"), "service": service, "filename": path.name})
+        if resp.status >= 300:
+            raise SystemExit(f"{service}: import failed: {resp.status} {resp.body}")
+
+
 def with_unseen(ws) -> None:
     """Import the held-out documents into the corpus workspace, unless they are there already."""
     from tests.search_unseen_labels import UNSEEN_SERVICES, import_unseen
@@ -198,7 +218,7 @@ ABLATIONS = {
     "no synonyms or equivalents": {"SYNONYMS": {}, "EQUIVALENTS": {}},
     "no idioms": {"apply_idioms": lambda _: (lambda text: text.lower())},
     **{f"no {f} feature": _without(f) for f in ("bm25", "coverage", "name_precision", "action", "named_service",
-                                                 "affinity", "semantic", "cosine", "lex_rank", "sem_rank")},
+                                                 "semantic", "cosine", "lex_rank", "sem_rank")},
 }
 
 
@@ -219,6 +239,9 @@ def main() -> int:
     ap.add_argument("--unseen", action="store_true",
                     help="import the held-out documents (tests/search_unseen_labels.py) too and read `unseen`, "
                          "with the rank-bm25 and minilm anchors (these need rank-bm25, sentence-transformers)")
+    ap.add_argument("--dev-docs", action="store_true",
+                    help="import the development documents (tests/search_dev_labels.py) and read `dev-docs`: "
+                         "what settings are chosen on (never `unseen`)")
     ap.add_argument("--splits", help="comma-separated splits to read (default all)")
     args = ap.parse_args()
     if args.vectors:
@@ -236,6 +259,8 @@ def main() -> int:
     ws = make_corpus_workspace(ws_path)
     if args.unseen:
         with_unseen(ws)
+    if args.dev_docs:
+        with_dev(ws)
     print(f"corpus workspace ready in {time.perf_counter() - t0:.1f} s")
     conn = ws.conn()
     n_ops = conn.execute("SELECT count(*) FROM operations").fetchone()[0]
@@ -259,11 +284,16 @@ def main() -> int:
         from tests.search_unseen_labels import UNSEEN_LABELS
 
         splits["unseen"] = UNSEEN_LABELS
+    if args.unseen or args.dev_docs:
         wanted = args.systems.split(",") if args.systems else ["rank-bm25", "minilm"]
         if "rank-bm25" in wanted:
             systems["rank-bm25"] = RankBM25(conn).search
         if "minilm" in wanted:
             systems["minilm"] = MiniLM(conn).search
+    if args.dev_docs:
+        from tests.search_dev_labels import resolved
+
+        splits["dev-docs"] = resolved(conn)
     if args.no_holdout:
         del splits["holdout13"]
         splits.pop("unseen", None)

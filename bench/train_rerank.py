@@ -69,7 +69,7 @@ def tuning_phrases(written: bool = True, folds: str = "service") -> list[tuple[s
 # Products of these features are features too (a linear model over them can say, e.g., that
 # the cosine counts more when the phrase names no service).
 CROSSED = ("bm25", "coverage", "cov_name", "cov_summary", "semantic", "cosine", "action", "named_service",
-           "affinity", "name_precision", "lex_rank", "sem_rank")
+           "name_precision", "lex_rank", "sem_rank")
 
 
 def expand(x: dict[str, float], crossed) -> dict[str, float]:

@@ -147,17 +147,32 @@ def index_columns(row) -> dict[str, str]:
 # the vector is the mean of its text's tokens, so this weighs the field that says what the
 # operation does against the rest (tuning set MRR@10 0.751 at 1, 0.765 at 3, 0.774 at 5 and 8).
 SUMMARY_TIMES = 5
+# How much of the description an operation's vector reads (its own words: a document nobody wrote
+# phrases for is known by them; bench/README.md, issue 29).
+VECTOR_DESCRIPTION_CHARS = 400
 # Bump when vector_text changes: stored vectors are made again on the next search.
-VECTOR_TEXT_VERSION = "2"
+VECTOR_TEXT_VERSION = "3"
+
+
+def _real_summary(row) -> str:
+    """The summary, unless it is only the importer's stand-in ("METHOD /path") or missing."""
+    summary = (row["summary"] or "").strip()
+    stand_in = f"{(row['method'] or '').upper()} {row['path'] or ''}".strip()
+    return "" if not summary or summary.upper() == stand_in.upper() else summary
 
 
 def vector_text(row) -> str:
-    """What an operation's semantic vector is made of: service, name, summary, the first
-    sentence of its description and its path, the summary weighing SUMMARY_TIMES (chosen on the
-    tuning set, bench/search_quality.py)."""
-    head = row["summary"] or row["name"] or ""
-    return " ".join((row["service"] or "", row["name"] or "", row["summary"] or "",
-                     _first_sentence(row["description"] or ""), row["path"] or "", *[head] * (SUMMARY_TIMES - 1)))
+    """What an operation's semantic vector is made of, all the operation's own words: service,
+    name (as words, twice), summary, the first sentence of its description, its path, tags and
+    the start of the description, the summary (or, when there is none, the name) weighing
+    SUMMARY_TIMES (chosen on the tuning sets and the development documents, bench/README.md)."""
+    summary = _real_summary(row)
+    name = " ".join(words(row["name"] or ""))
+    head = summary or name
+    tags = " ".join(str(t) for t in _json_list(row["tags"]) if isinstance(t, (str, int)))
+    return " ".join((row["service"] or "", name, name, summary, _first_sentence(row["description"] or ""),
+                     row["path"] or "", tags, *[head] * (SUMMARY_TIMES - 1),
+                     clean(row["description"] or "")[:VECTOR_DESCRIPTION_CHARS]))
 
 
 def _new_generation() -> str:
@@ -567,24 +582,6 @@ class TermStats:
         self.df = {t: sum(per.values()) for t, per in self.by_service.items()}
 
 
-def _service_affinity(stats: TermStats, concepts) -> dict[str, float]:
-    """How much the phrase's vocabulary belongs to each service (best service = 1.0): a term's
-    rate among a service's operations, shared out over the services that use it."""
-    per_term = {t: {s: df / stats.sizes[s] for s, df in per.items() if stats.sizes.get(s)}
-                for t, per in stats.by_service.items()}
-    affinity: dict[str, float] = {}
-    for weight, variants in concepts:
-        share: dict[str, float] = {}
-        for v, credit in variants.items():
-            for service, rate in per_term.get(v, {}).items():
-                share[service] = max(share.get(service, 0.0), credit * rate)
-        norm = sum(share.values())
-        for service, x in share.items():
-            affinity[service] = affinity.get(service, 0.0) + weight * x / norm
-    top = max(affinity.values(), default=0.0)
-    return {s: a / top for s, a in affinity.items()} if top else {}
-
-
 def _semantic(conn: sqlite3.Connection, q: str, service: str | None, named: list[str], generation: str | None,
               count: int | None = None):
     """(similarities of every operation to the phrase, nearest rows), or None when the catalog
@@ -653,7 +650,6 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
     asked = query_action(query_terms)
     wanted = {v for _, variants in concepts for v in variants}
     index = _term_index(concepts)
-    affinity = _service_affinity(stats, concepts) if concepts and not (named or service) else {}
     best_bm25 = min(r["bm25"] for r in candidates.values())
     best_sim = max(sim_of.values(), default=0.0)
     lex_pos = {op_id: i for i, op_id in enumerate(op for op, r in candidates.items() if r["bm25"] < 0)}
@@ -683,7 +679,6 @@ def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mod
             "sem_rank": 1.0 / (1 + sem_pos[op_id]) if op_id in sem_pos else 0.0,
             "named_service": 1.0 if named and r["service"] in named else 0.0,
             "other_service": 1.0 if named and r["service"] not in named else 0.0,
-            "affinity": affinity.get(r["service"], 0.0),
             "path_depth": min(len(fields["path"]), 6) / 6,
             "name_length": min(len(fields["name"]), 8) / 8,
             "item_singular": 1.0 if r["shape"] == "item" and not plural else 0.0,
