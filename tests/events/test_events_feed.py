@@ -171,3 +171,17 @@ def test_a_refused_probe_is_a_broken_event(backend, keycred, provider):
     broken = feed(backend, type="credential.broken")
     assert [(e["subjectId"], e["actorId"], e["data"]["status"], e["data"]["reason"]) for e in broken] == [
         (keycred["id"], backend.owner["id"], "invalid", "probe_refused")]
+
+
+def test_a_followers_cursor_passes_the_events_its_filter_skips(backend):
+    """On the last page the cursor moves to the feed's end, past events the filter skipped; an
+    event that matches after it is still found."""
+    start = backend.ok("GET", "/v1/events", query={"order": "desc", "limit": "1"})["cursor"]
+    backend.add_member("skip1@example.com")
+    backend.add_member("skip2@example.com")
+    body = backend.ok("GET", "/v1/events", query={"cursor": start, "type": "key.created"})
+    assert body["events"] == [] and body["cursor"] != start
+    assert backend.ok("GET", "/v1/events", query={"cursor": body["cursor"]})["events"] == []   # both passed
+    key = backend.ok("POST", "/v1/keys", {"kind": "personal", "scopes": ["skills:manage"], "name": "later"})
+    later = backend.ok("GET", "/v1/events", query={"cursor": body["cursor"], "type": "key.created"})
+    assert [e["subjectId"] for e in later["events"]] == [key["id"]]

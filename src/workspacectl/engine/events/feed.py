@@ -12,9 +12,10 @@ its creator sees; a personal key is refused by the scope table. A key limited to
 (engine/vault/key_limits.py) sees only the events of those credentials, its creator's role aside.
 
 Cursors are event seqs: `nextCursor` continues in the order asked (null on the last page);
-`cursor` is always where a follower resumes oldest-first: after the newest event of the answer,
-or, when the answer is empty, the position asked from (with no cursor and order=desc: after the
-newest event in the feed).
+`cursor` is always where a follower resumes oldest-first: after the newest event of the answer;
+on the last page, after the newest event in the feed when the request began (the events its
+filters skipped are not scanned again); with no cursor and order=desc, after the newest event in
+the feed.
 """
 from __future__ import annotations
 
@@ -59,6 +60,10 @@ def list_events(ctx: Ctx) -> dict:
     types, prefixes = type_filter(_list(ctx, "type"))
     subjects = _list(ctx, "subject")
     newest_first = order == "desc"
+    # Read first: every event up to it has committed (seqs are drawn in commit order, record.py), so
+    # once the rows after the position are all read, a follower may resume from here, past the
+    # events its filters skip, instead of scanning them again at every poll.
+    end = store.last_event_seq(ctx.db)
     rows = store.list_events(ctx.db, after=None if newest_first else position,
                              before=position if newest_first else None, limit=limit + 1, types=types,
                              prefixes=prefixes, subjects=subjects,
@@ -66,11 +71,11 @@ def list_events(ctx: Ctx) -> dict:
                              else ctx.caller.member_id, newest_first=newest_first, only=ctx.caller.credentials)
     body = pagination.page("events", rows, limit, lambda r: r["seq"], event_json)
     shown = rows[:limit]
-    if shown:
-        resume = max(r["seq"] for r in shown)
-    elif newest_first:
-        resume = store.last_event_seq(ctx.db) if position is None else position - 1
+    if newest_first:
+        resume = end if position is None else max([r["seq"] for r in shown] + [position - 1])
+    elif body["nextCursor"] is None:
+        resume = max([end, position or 0] + [r["seq"] for r in shown])
     else:
-        resume = position or 0
+        resume = max(r["seq"] for r in shown)
     body["cursor"] = pagination.encode_cursor(max(resume, 0))
     return body
