@@ -214,3 +214,41 @@ def test_a_burst_on_an_expired_credential_refreshes_once_whatever_the_lifetime(b
     assert [s for s, _ in answers] == [200] * n, answers[:2]
     assert provider.refreshes == 1
     assert {b["accessToken"] for _, b in answers} == {provider.issued[-1]["access_token"]}
+
+
+def test_on_postgresql_a_holder_elsewhere_is_known_gone_by_its_session_lock(pg_workspace, home, provider):
+    """PostgreSQL only (SQLite's processes share one machine, where the pid check serves): a lease
+    held by a process on another machine is taken over at once when that holder's session lock is
+    free (its connection died with it), and waited out while the lock is held (it is alive)."""
+    import psycopg
+
+    from workspacectl import clock
+
+    b = make_backend("local", pg_workspace, home)
+    try:
+        install_service(pg_workspace, provider.service_toml("loopcrm"))
+        grant = provider.grant()
+        cred = make_credential(pg_workspace, b.owner["id"], "loopcrm",
+                               {"accessToken": grant["access_token"], "refreshToken": grant["refresh_token"]},
+                               expires_in=-5)
+        elsewhere = "another-host|another-boot|4242|99|0123456789ab"   # no pid here can say
+        con = workspace_db(pg_workspace)
+        until = clock.later(60)
+        con.execute("UPDATE credentials SET refresh_lease_owner = ?, refresh_lease_until = ? WHERE id = ?",
+                    (elsewhere, until, cred["id"]))
+        r = b.api("POST", f"/v1/credentials/{cred['id']}/token", {"reason": "holder gone"})
+        assert r.status == 200 and provider.refreshes == 1, r.body
+        assert provider.refresh_times[0] < clock.parse_iso(until).timestamp(), "the lease was waited out"
+        # The same again, the holder alive: its session lock held (here by the test's own session).
+        con.execute("UPDATE credentials SET expires_at = ?, refresh_lease_owner = ?, refresh_lease_until = ? "
+                    "WHERE id = ?", (clock.later(-5), elsewhere, clock.later(2), cred["id"]))
+        with psycopg.connect(str(pg_workspace), autocommit=True) as holder:
+            holder.execute("SELECT pg_advisory_lock(hashtext('wsctl-token-refresh'), hashtext(%s))", (cred["id"],))
+            lease_end = clock.parse_iso(con.execute("SELECT refresh_lease_until FROM credentials WHERE id = ?",
+                                                    (cred["id"],)).fetchone()[0]).timestamp()
+            r = b.api("POST", f"/v1/credentials/{cred['id']}/token", {"reason": "holder alive"})
+        assert r.status == 200 and provider.refreshes == 2, r.body
+        assert provider.refresh_times[1] >= lease_end, "a live holder's lease was taken over"
+        con.close()
+    finally:
+        b.close()

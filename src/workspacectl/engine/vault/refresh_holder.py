@@ -4,8 +4,14 @@ A lease's owner is `host|boot|pid|start|random`: the machine's name, its boot id
 process id and that process's start time (clock ticks since boot, /proc/PID/stat field 22, so a
 reused pid is not mistaken for the holder), and a random part per refresh. A process on the same
 machine and boot can tell a dead holder at once: no such process, a zombie, or another process
-with that pid. A holder on another machine (a PostgreSQL replica elsewhere) or another boot cannot
-be checked: its lease is waited out (at most token_refresh.LEASE_SECONDS).
+with that pid.
+
+On PostgreSQL the holder also holds a session-level advisory lock for the credential's refresh,
+taken before it claims the lease and given up after it released it: PostgreSQL drops it with the
+holder's connection, so a caller on any machine that gets the lock while the lease is still held
+knows the holder is gone. (SQLite has no such lock: its processes share one machine, where the pid
+check suffices.) A lease of a holder that names no process (written before these owners existed)
+is waited out, at most token_refresh.LEASE_SECONDS.
 """
 from __future__ import annotations
 
@@ -70,3 +76,34 @@ def is_gone(owner: str | None) -> bool:
     if now is None:
         return True
     return now != "?" and start != "?" and now != start
+
+
+def unnamed_owner() -> str:
+    """An owner naming no process (its lease can only run out)."""
+    return "lease-" + secrets.token_hex(12)
+
+
+def names_holder(owner: str | None) -> bool:
+    """True for an owner written by new_owner() (its holder takes the PostgreSQL session lock)."""
+    return len((owner or "").split(_SEP)) == 5
+
+
+_LOCK = "SELECT pg_try_advisory_lock(hashtext('wsctl-token-refresh'), hashtext(?))"
+_UNLOCK = "SELECT pg_advisory_unlock(hashtext('wsctl-token-refresh'), hashtext(?))"
+
+
+def has_session_locks(conn) -> bool:
+    return getattr(conn, "dialect", None) == "postgres"
+
+
+def session_lock(conn, cred_id: str) -> bool:
+    """PostgreSQL: take this session's lock of the credential's refresh without waiting; True when
+    taken, False when another session holds it."""
+    return bool(conn.execute(_LOCK, (cred_id,)).fetchone()[0])
+
+
+def session_unlock(conn, cred_id: str) -> None:
+    try:
+        conn.execute(_UNLOCK, (cred_id,)).fetchone()
+    except Exception:   # a lost connection took the lock with it
+        pass

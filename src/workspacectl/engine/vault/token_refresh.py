@@ -17,7 +17,8 @@ sealed and saved in one transaction as soon as it is read, before anything else;
 when the lease ran out meanwhile, unless the credential's secrets changed since they were read (a
 reconnect, an erase, another refresh that saved first). The lease names its holder's process
 (refresh_holder.py): a caller on the same machine sees at once that the holder is gone and takes
-the refresh over; a holder elsewhere is waited out (LEASE_SECONDS at most). A refresh taken over
+the refresh over; on PostgreSQL a free session lock says the same of a holder on any machine; a
+lease that no check reaches runs out (LEASE_SECONDS at most). A refresh taken over
 from a holder that never released its lease was interrupted: if the provider then refuses the grant
 (it had rotated the refresh token before the holder died), the credential is `needs_reconnect`
 with the reason `refresh_interrupted` ("the refresh was interrupted"), not `invalid_grant`.
@@ -93,8 +94,10 @@ def needs_refresh(row, since: str | None = None, force: bool = False) -> bool:
     return not (refreshed_after and _later_than(row["expires_at"]))
 
 
-def _decide(row, since: str | None, force: bool) -> str:
-    """'fresh', 'wait' or 'refresh'; raises for a credential that must not be refreshed now."""
+def _decide(row, since: str | None, force: bool, holder_gone: bool = False) -> str:
+    """'fresh', 'wait', 'refresh' or 'take over' (a live lease whose holder is gone: refresh_holder,
+    or `holder_gone`: its PostgreSQL session lock was free); raises for a credential that must not
+    be refreshed now."""
     if row is None:
         raise ApiError("not_found", "That credential no longer exists. Run `wsctl vault list`.")
     if row["status"] == "needs_reconnect":
@@ -102,7 +105,9 @@ def _decide(row, since: str | None, force: bool) -> str:
     if not needs_refresh(row, since, force):
         return "fresh"
     if _later_than(row["refresh_lease_until"]):
-        return "take over" if refresh_holder.is_gone(row["refresh_lease_owner"]) else "wait"
+        owner = row["refresh_lease_owner"]
+        gone = (holder_gone and refresh_holder.names_holder(owner)) or refresh_holder.is_gone(owner)
+        return "take over" if gone else "wait"
     if _later_than(row["refresh_retry_at"]):
         wait = max(1, int(clock.parse_iso(row["refresh_retry_at"]).timestamp() - clock.now().timestamp()))
         raise ApiError("upstream_failed", f"The last token refresh for this {row['service']} credential failed; "
@@ -121,29 +126,44 @@ def ensure_fresh(ws, cred_id: str, *, force: bool = False, since: str | None = N
     since = since or precise_now()
     deadline = time.monotonic() + WAIT_SECONDS
     while True:
-        decision = _decide(store.get_credential(conn, cred_id), since, force)
+        row = store.get_credential(conn, cred_id)
+        decision = _decide(row, since, force)
         if decision == "fresh":
             return since
-        if decision in ("refresh", "take over"):
-            owner = refresh_holder.new_owner()
-            claimed = None
-            with transaction(conn, locks=[credential_lock(cred_id)]):
-                row = store.get_credential_sealed(conn, cred_id)
-                decision = _decide(row, since, force)
-                until = clock.later(LEASE_SECONDS)
-                if decision == "refresh":
-                    taken = store.claim_refresh_lease(conn, cred_id, owner, until, clock.now_iso())
-                else:   # _decide answered for a row, so there is one
-                    taken = decision == "take over" and row is not None and store.take_over_refresh_lease(
-                        conn, cred_id, row["refresh_lease_owner"], owner, until)
-                if taken:
-                    claimed = row
-            if decision == "fresh":
-                return since
-            # a lease its holder never released (gone, or run out): that refresh was interrupted
-            interrupted = claimed is not None and claimed["refresh_lease_owner"] is not None
-            if claimed is not None and _refresh_with_lease(ws, conn, claimed, owner, interrupted):
-                return since
+        # PostgreSQL: the holder of a refresh holds a session lock that dies with its connection.
+        # Taking it first tells a holder on any machine that is gone (the lock was free) from a live one.
+        pg = refresh_holder.has_session_locks(conn)
+        try_it = decision != "wait" or (pg and row is not None and refresh_holder.names_holder(row["refresh_lease_owner"]))
+        locked = try_it and (not pg or refresh_holder.session_lock(conn, cred_id))
+        # A lease that ran out while its holder's session lock is still held (a holder elsewhere,
+        # stalled): taken over as before session locks, under an owner naming no holder, so nobody
+        # reads the free session lock as this refresh's holder being gone.
+        expired_live = (pg and not locked and decision == "refresh" and row is not None
+                        and row["refresh_lease_owner"] is not None)
+        try:
+            if locked or expired_live:
+                owner = refresh_holder.new_owner() if locked else refresh_holder.unnamed_owner()
+                claimed = None
+                with transaction(conn, locks=[credential_lock(cred_id)]):
+                    row = store.get_credential_sealed(conn, cred_id)
+                    decision = _decide(row, since, force, holder_gone=bool(pg and locked))
+                    until = clock.later(LEASE_SECONDS)
+                    if decision == "refresh":
+                        taken = store.claim_refresh_lease(conn, cred_id, owner, until, clock.now_iso())
+                    else:   # _decide answered for a row, so there is one
+                        taken = decision == "take over" and row is not None and store.take_over_refresh_lease(
+                            conn, cred_id, row["refresh_lease_owner"], owner, until)
+                    if taken:
+                        claimed = row
+                if decision == "fresh":
+                    return since
+                # a lease its holder never released (gone, or run out): that refresh was interrupted
+                interrupted = claimed is not None and claimed["refresh_lease_owner"] is not None
+                if claimed is not None and _refresh_with_lease(ws, conn, claimed, owner, interrupted):
+                    return since
+        finally:
+            if locked and pg:
+                refresh_holder.session_unlock(conn, cred_id)
         if time.monotonic() > deadline:
             raise ApiError("upstream_failed", "Another request has been refreshing this credential's token for "
                            "too long; try again in a minute.")
