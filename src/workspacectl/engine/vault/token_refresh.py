@@ -89,8 +89,8 @@ def needs_refresh(row, since: str | None = None, force: bool = False) -> bool:
         return False
     if "refreshToken" not in (row["secret_names_json"] or ""):
         return not _later_than(row["expires_at"])  # nothing to refresh with: use it until it ends
-    if _later_than(row["expires_at"], margin_seconds(row)):
-        return False
+    if _later_than(row["expires_at"], REFRESH_MARGIN_SECONDS) or _later_than(row["expires_at"], margin_seconds(row)):
+        return False   # the first test settles the common case (a minute or more left) without the lifetime
     return not (refreshed_after and _later_than(row["expires_at"]))
 
 
