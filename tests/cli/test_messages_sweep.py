@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from tests.cli_helpers import one_error_line
-from tests.conftest import NO_BACKOFF, OWNER, free_port
+from tests.conftest import NO_BACKOFF, OWNER, base_env, free_port
 from tests.vault_helpers import install_service, make_credential, oauth_credential
 
 # What a fix reads like: a command to run, a flag or variable to use, or an instruction.
@@ -75,6 +75,9 @@ def test_each_exit_code_names_the_thing_and_the_fix(backend, provider, tmp_path)
             (("vault", "list"), closed, 8, closed["WSCTL_SERVER"], "start it with `wsctl serve`"),
             (("specialist", "create", "Ops"), closed, 8, closed["WSCTL_SERVER"], "Check --server / WSCTL_SERVER"),
         ]
+    if backend.kind == "remote":   # a code from another workspace, or one used already
+        cases.append((("auth", "login", "--server", backend.base_url, "--code", "AAAA-BBBB-CCCC"),
+                      base_env(tmp_path / "elsewhere"), 3, "login code", "`wsctl members login-code EMAIL`"))
     provider.mode = "invalid_grant"
     reached = {}
     for args, env, code, thing, fix in cases:

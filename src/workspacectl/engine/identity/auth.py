@@ -104,7 +104,9 @@ def create_session(ctx: PublicCtx) -> Response:
     with transaction(conn):
         row = store.get_login_code(conn, code_hash)
         if row is None or row["used_at"]:
-            raise ApiError("unauthenticated", "That login code is not valid or was already used. Ask an admin for a new one.")
+            raise ApiError("unauthenticated", "That login code is not valid here or was already used: a code is used once, "
+                           "on the server of the workspace that made it. Ask an admin of that workspace for a new one "
+                           "(`wsctl members login-code EMAIL`).")
         if clock.parse_iso(row["expires_at"]) <= clock.now():
             raise ApiError("expired", "That login code has expired. Ask an admin for a new one.")
         if not store.use_login_code(conn, code_hash):
