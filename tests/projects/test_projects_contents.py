@@ -122,9 +122,19 @@ def test_connections_list_wired_credentials(backend):
     body = backend.ok("GET", f"/v1/projects/{pid}/connections", secret=bob_key)
     assert body == {"connections": [{
         "id": cred["id"], "service": "github", "name": cred["name"], "credentialType": "oauth2", "status": "ok",
-        "usedBy": [{"id": wf["id"], "name": "Triage", "type": "workflow", "nodeIds": ["t1", "n2"]}]}],
+        "usedBy": [{"id": wf["id"], "name": "Triage", "type": "workflow", "nodeIds": ["t1", "n2"]}], "usedByCount": 1}],
         "nextCursor": None}
     assert "gh-x" not in str(body)
+    # paged by credential id like every list (docs/api.md §1 "Bounded answers")
+    second = make_credential(backend.workspace, backend.owner["id"], "slack", {"accessToken": "sl-x"})
+    pin(backend, make_workflow(backend, name="Two", nodes=[{"id": "a", "credentialId": second["id"]}])["id"], pid)
+    first = backend.ok("GET", f"/v1/projects/{pid}/connections", query={"limit": "1"})
+    assert len(first["connections"]) == 1 and first["nextCursor"]
+    rest = backend.ok("GET", f"/v1/projects/{pid}/connections", query={"limit": "1", "cursor": first["nextCursor"]})
+    assert [c["id"] for c in first["connections"] + rest["connections"]] == sorted([cred["id"], second["id"]])
+    assert rest["nextCursor"] is None
+    listed = backend.wsctl("specialist", "connections", pid, "--json").json
+    assert [c["id"] for c in listed["connections"]] == sorted([cred["id"], second["id"]])
 
 
 def test_delete_returns_resources_to_creators(backend):

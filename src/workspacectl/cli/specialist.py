@@ -137,9 +137,7 @@ def connections(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False):
     Examples:
       wsctl specialist connections ops-desk
     """
-    from workspacectl.cli.scripting import cap_items
-
-    body = cap_items(backend(ctx).request("GET", project_path(ctx, ref, "/connections")), "connections")
+    body = all_pages(ctx, project_path(ctx, ref, "/connections"), "connections")
 
     def render(b):
         rows = [{**c, "usedBy": [u["id"] for u in c["usedBy"]]} for c in b["connections"]]

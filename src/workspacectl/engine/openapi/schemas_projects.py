@@ -117,14 +117,15 @@ ROUTE_DOCS: dict[tuple[str, str], dict] = {
                      "version": {**INT, "description": "The current version; any other integer is 409 with "
                                                        "detail.currentVersion."}}, required="all"),
         "responses": {200: ref("ProjectMemory")}},
-    ("GET", "/v1/projects/{id}/connections"): {"responses": {200: obj({
+    ("GET", "/v1/projects/{id}/connections"): {"query": PAGE, "responses": {200: obj({
         "connections": array(obj({
             "id": STR, "service": nullable(STR), "name": nullable(STR), "credentialType": nullable(_CREDENTIAL_TYPE),
             "status": text(enum=["ok", "needs_reconnect", "invalid", "missing"],
                            description="missing: the credential was deleted (service, name, type null)."),
             "usedBy": array(obj({"id": STR, "name": STR, "type": text(enum=list(KINDS)), "nodeIds": array(STR)},
-                                required="all"))}, required="all")),
-        "nextCursor": {"type": "null"}}, required="all")}},
+                                required="all"), description="At most 100, in id order."),
+            "usedByCount": INT}, required="all")),
+        "nextCursor": nullable(STR)}, required="all")}},
     ("POST", "/v1/projects/{id}/delete"): {"responses": {200: obj({
         "id": STR, "deleted": {"const": True}, "returnedResources": INT, "deletedFiles": INT}, required="all")}},
     ("POST", "/v1/projects/pin"): {

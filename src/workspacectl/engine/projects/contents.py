@@ -12,6 +12,7 @@ import json
 
 from workspacectl.engine import validate as v
 from workspacectl.engine.db import transaction
+from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.projects.routes import load, require_edit, resource_json
 from workspacectl.engine.registry import Ctx, route
 from workspacectl.engine.store import projects as store
@@ -110,23 +111,32 @@ def pin_resource(ctx: Ctx) -> dict:
     return {"resource": entry, "projectId": target, "previousProjectId": previous}
 
 
+# Each connection lists at most this many of the workflows and apps using it (id order);
+# usedByCount says how many there are (docs/api.md §1 "Bounded answers").
+MAX_USED_BY = 100
+
+
 @route("GET", "/v1/projects/{id}/connections")
 def project_connections(ctx: Ctx) -> dict:
+    """The credentials the project's workflow nodes name, paged by credential id."""
     row = load(ctx)
+    limit, after = page_args(ctx)
     used: dict[str, dict[str, dict]] = {}
     for wf in wf_store.project_workflow_nodes(ctx.db, row["id"]):
         for node in json.loads(wf["nodes"]):
             cred_id = node.get("credentialId") if isinstance(node, dict) else None
-            if not isinstance(cred_id, str):
+            if not isinstance(cred_id, str) or (after is not None and cred_id <= after):
                 continue
             users = used.setdefault(cred_id, {})
             entry = users.setdefault(wf["id"], {"id": wf["id"], "name": wf["name"], "type": wf["kind"], "nodeIds": []})
             entry["nodeIds"].append(node.get("id"))
-    creds = wf_store.credential_briefs(ctx.db, sorted(used))
+    ids = sorted(used)[:limit + 1]
+    creds = wf_store.credential_briefs(ctx.db, ids)
     out = []
-    for cred_id in sorted(used):
+    for cred_id in ids:
         c = creds.get(cred_id)
+        using = sorted(used[cred_id].values(), key=lambda u: u["id"])
         out.append({"id": cred_id, "service": c["service"] if c else None, "name": c["name"] if c else None,
                     "credentialType": c["credential_type"] if c else None, "status": c["status"] if c else "missing",
-                    "usedBy": list(used[cred_id].values())})
-    return {"connections": out, "nextCursor": None}
+                    "usedBy": using[:MAX_USED_BY], "usedByCount": len(using)})
+    return page("connections", out, limit, lambda c: c["id"], lambda c: c)
