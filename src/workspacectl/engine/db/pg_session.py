@@ -2,7 +2,8 @@
 stops answering (a frozen machine, a partition that drops packets without a reset).
 
 - Connecting: libpq's connect_timeout, TCP keepalives and tcp_user_timeout (a peer that stops
-  acknowledging is dropped by the kernel; keepalives find a dead peer on an idle connection).
+  acknowledging for three database timeouts is dropped by the kernel; keepalives find a dead peer
+  on an idle connection).
 - On the server: lock_timeout is the busy timeout (a lock wait past it is 409 "busy, retry"), and
   statement_timeout the busy timeout plus the database timeout (no statement runs longer).
 - On the client: every wait of a statement (Session.wait) ends when the server has sent nothing
@@ -32,6 +33,11 @@ READY_WAIT_SECONDS = 1.0    # how long /readyz waits for a probe (load balancers
 KEEPALIVE_IDLE_SECONDS = 5
 KEEPALIVE_INTERVAL_SECONDS = 2
 KEEPALIVE_COUNT = 3
+# tcp_user_timeout is this many database timeouts: the kernel drops a connection whose sent data
+# stays unacknowledged that long. Not one timeout: a busy server (a checkpoint's I/O) may leave a
+# 1 GiB COPY's rows unread for over 10 s and is not gone; the silence bound (Session.wait, with a
+# probe) ends a request on a server that stopped answering first.
+USER_TIMEOUT_FACTOR = 3
 _NONE = 0   # psycopg's Ready.NONE: the wait's interval passed with nothing to read or write
 
 
@@ -48,7 +54,7 @@ def connect_kwargs(url: str, timeout_ms: int) -> dict:
     guard = f"-c lock_timeout={busy} -c statement_timeout={busy + timeout_ms}"
     return {"connect_timeout": max(2, math.ceil(timeout_ms / 1000)), "keepalives": 1,
             "keepalives_idle": KEEPALIVE_IDLE_SECONDS, "keepalives_interval": KEEPALIVE_INTERVAL_SECONDS,
-            "keepalives_count": KEEPALIVE_COUNT, "tcp_user_timeout": timeout_ms,
+            "keepalives_count": KEEPALIVE_COUNT, "tcp_user_timeout": USER_TIMEOUT_FACTOR * timeout_ms,
             "options": f"{options} {guard}".strip()}
 
 

@@ -39,9 +39,16 @@ def insert_blob(conn, sha: str, size: int, chunks: int, created_at: float) -> bo
 
 
 def copy_chunks(conn, sha: str, chunks: Iterable[bytes]) -> int:
-    """Write chunks 0, 1, ... of a blob by binary COPY; answers how many."""
+    """Write chunks 0, 1, ... of a blob by binary COPY; answers how many. The COPY is one statement
+    as long as the blob (a 1 GiB bundle: ~35 s on a busy machine), so inside the recording
+    transaction it runs without the session's statement_timeout (engine/db/pg_session.py); a
+    server that stops taking the rows is still caught by the session's silence bound."""
+    from psycopg.pq import TransactionStatus
+
     n = 0
     with _cursor(conn) as cur:
+        if raw(conn).info.transaction_status == TransactionStatus.INTRANS:
+            cur.execute("SET LOCAL statement_timeout = 0")
         with cur.copy("COPY blob_chunk (sha256, seq, data) FROM STDIN (FORMAT BINARY)") as cp:
             cp.set_types(["text", "int4", "bytea"])
             for chunk in chunks:
