@@ -54,7 +54,7 @@ def test_user_share_lets_the_member_take_tokens(backend, cred):
     assert ids(backend, bob_s) == {cred["id"]: "user"}
     detail = backend.api("GET", f"/v1/credentials/{cred['id']}", secret=bob_s).body
     assert detail["access"] == "user" and detail["ownerMembershipId"] == backend.owner["id"]
-    assert set(detail) == LIST_KEYS | {"fields", "scopes", "sharing", "expiresAt", "syncedAt"}
+    assert set(detail) == LIST_KEYS | {"fields", "scopes", "sharing", "expiresAt", "syncedAt", "statusReason"}
     t = token(backend, cred["id"], secret=bob_s, reason="bob's job")
     assert t.status == 200 and t.body["authToken"] == "tok-CANARY-share"
     entry = backend.api("GET", f"/v1/credentials/{cred['id']}/access-log").body["entries"][0]
