@@ -182,7 +182,7 @@ def test_a_lease_left_by_a_crashed_process_expires(backend, provider):
     assert provider.refresh_times[0] >= clock.parse_iso(lease_until).timestamp(), "refreshed under a live lease"
 
 
-@pytest.mark.parametrize("lifetime", [3], ids=["3s-token"])   # 2 s and 1 h: test_authlib_provider.py
+@pytest.mark.parametrize("lifetime", [3], ids=["3s-token"])   # 3 s and 1 h against Authlib: test_authlib_provider.py
 def test_a_burst_on_an_expired_credential_refreshes_once_whatever_the_lifetime(backend, provider, lifetime):
     """Issue 25: 20 requests on an expired credential whose provider issues `lifetime`-second
     tokens cause one refresh, over two replicas (server on SQLite, on PostgreSQL) or twenty threads
