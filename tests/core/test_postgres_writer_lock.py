@@ -250,3 +250,26 @@ def test_a_token_issue_is_three_round_trips_and_whoami_one(pg_workspace):
         assert [e["reason"] for e in log] == ["counted", "warm"]
     finally:
         ws.close()
+
+
+def test_a_prepared_read_survives_a_rolled_back_transaction(pg_workspace):
+    """A session's SQL-level PREPAREs (db.Prepared reads) outlive a ROLLBACK: psycopg's own
+    protocol-level prepares are off, since with one in the session psycopg answers a ROLLBACK with
+    DEALLOCATE ALL (a 500 on the request after any 409, seen on skill revert)."""
+    from workspacectl.engine.db import Prepared, transaction
+    from workspacectl.engine.store import pg_blobs
+
+    conn = _conn(pg_workspace)
+    read = Prepared("SELECT value FROM settings WHERE key = ?")
+    try:
+        assert conn.execute(read, ("name",)).fetchone() is not None
+        with pytest.raises(RuntimeError):
+            with transaction(conn):
+                for _ in range(8):   # past psycopg's threshold (5) for preparing a repeated statement
+                    with pg_blobs._cursor(conn) as cur:   # server-side binding, as the blob store reads
+                        cur.execute("SELECT count(*) FROM members WHERE role = %s", ("owner",))
+                raise RuntimeError("rolled back")
+        assert conn.execute(read, ("name",)).fetchone() is not None
+        assert conn.execute("SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'wsctl_q%'").fetchone()[0] == 1
+    finally:
+        conn.close()

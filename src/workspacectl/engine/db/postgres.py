@@ -368,6 +368,11 @@ class PgConnection:
                                           f"{first}. Check the URL and that the server runs.") from None
         self._session.liveness = liveness_of(url)
         self._session.silent_s = timeout_ms / 2000
+        # No protocol-level prepares of psycopg's own: once it has one, psycopg answers a ROLLBACK (or
+        # a DROP or ALTER) with DEALLOCATE ALL, which took this session's SQL-level PREPAREs
+        # (_prepared, wsctl_qN) with it, and the next hot read failed ("prepared statement does not
+        # exist": a 500 after any 409). The hot reads are prepared by _prepared, the rest need not be.
+        self._session.prepare_threshold = None
         self._session.adapters.register_loader("numeric", _NumericLoader)
         self._session.row_factory = _row_factory
         self._primary_keys: dict[str, list[str]] = {}
