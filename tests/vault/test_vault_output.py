@@ -161,8 +161,9 @@ def test_a_nul_is_refused_by_export_and_run_before_any_token(backend, tmp_path):
     canary = tmp_path / "ran"
     cred, want = hostile_credential(backend, [NUL])
     r = backend.wsctl("vault", "env", cred["id"], "--reason", "export", expect=7)
-    assert "NUL" in r.err and "--format json" in r.err and r.out == ""
-    backend.wsctl("vault", "env", cred["id"], "--reason", "dotenv", "--format", "dotenv", expect=7)
+    # nothing but the line that makes an eval of it fail (issue 25 item 5: scripts fail loudly)
+    assert "NUL" in r.err and "--format json" in r.err and r.out == "false\n"
+    assert backend.wsctl("vault", "env", cred["id"], "--reason", "dotenv", "--format", "dotenv", expect=7).out == ""
     backend.wsctl("vault", "run", cred["id"], "--reason", "run", "--", "touch", str(canary), expect=7)
     assert not canary.exists(), "the command did not run"
     assert log_of(backend, cred) == []

@@ -18,8 +18,9 @@ DELIVERY_COLUMNS = [("id", "ID"), ("eventType", "EVENT"), ("status", "STATUS"), 
 WebhookId = Annotated[str, typer.Argument(metavar="ID", help="The subscription's id (wh_…).")]
 
 
-def _path(webhook_id: str, tail: str = "") -> str:
-    return f"/v1/webhooks/{quote(webhook_id, safe='')}{tail}"
+def _path(webhook_id: str, suffix: str = "") -> str:
+    """(`suffix`, by that name, is how tests/core/test_cli_routes.py reads a path helper.)"""
+    return f"/v1/webhooks/{quote(webhook_id, safe='')}{suffix}"
 
 
 @app.command("add")
