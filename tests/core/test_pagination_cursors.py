@@ -57,6 +57,9 @@ def fill(backend, path: str) -> str:
         return path.replace("{id}", pid)
     if path.startswith("/v1/skills/"):
         return path.replace("{id}", create_skill(backend, "cursor-skill")["id"])
+    if path.startswith("/v1/webhooks/"):   # a subscription to a loopback port nothing listens on
+        hook = backend.ok("POST", "/v1/webhooks", {"url": "http://127.0.0.1:9/hook", "events": ["*"]})
+        return path.replace("{id}", hook["id"])
     raise AssertionError(f"test does not know how to fill {path}: add it here")
 
 
