@@ -273,3 +273,39 @@ def test_a_prepared_read_survives_a_rolled_back_transaction(pg_workspace):
         assert conn.execute("SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'wsctl_q%'").fetchone()[0] == 1
     finally:
         conn.close()
+
+
+def test_a_statement_first_prepared_in_a_rolled_back_transaction_is_prepared_again(pg_workspace):
+    """A PREPARE inside a transaction is undone by its ROLLBACK (or a savepoint's): the door keeps
+    such a name only once the transaction commits, and a name the server no longer has is prepared
+    again, never a 500."""
+    from workspacectl.engine.db import Prepared, savepoint, transaction
+
+    conn = _conn(pg_workspace)
+    sql = Prepared("SELECT value FROM settings WHERE key = ?")
+    try:
+        conn.execute("INSERT INTO settings (key, value) VALUES (?, ?)", ("rb.a", "1"))
+        with pytest.raises(RuntimeError):
+            with transaction(conn):
+                assert conn.execute(sql, ("rb.a",)).fetchone()[0] == "1"   # PREPAREd with BEGIN
+                raise RuntimeError("rolled back")
+        assert conn.execute(sql, ("rb.a",)).fetchone()[0] == "1"           # outside: prepared again
+        with transaction(conn):
+            conn.execute("SELECT 1")
+            with pytest.raises(RuntimeError):
+                with savepoint(conn):
+                    other = Prepared("SELECT count(*) FROM settings WHERE key = ?")
+                    assert conn.execute(other, ("rb.a",)).fetchone()[0] == 1
+                    raise RuntimeError("the savepoint rolled back")
+        assert conn.execute(other, ("rb.a",)).fetchone()[0] == 1
+        with transaction(conn):                                            # kept once committed
+            assert conn.execute(sql, ("rb.a",)).fetchone()[0] == "1"
+        assert conn.execute(sql, ("rb.a",)).fetchone()[0] == "1"
+        from workspacectl.engine.db.postgres import translate
+
+        assert translate(sql) in conn._sql_prepared
+        conn._sql_prepared[translate(sql)] = "wsctl_gone"                   # a name the server lost
+        assert conn.execute(sql, ("rb.a",)).fetchone()[0] == "1"
+        assert conn._sql_prepared[translate(sql)] != "wsctl_gone"
+    finally:
+        conn.close()

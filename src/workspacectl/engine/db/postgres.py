@@ -377,6 +377,7 @@ class PgConnection:
         self._session.row_factory = _row_factory
         self._primary_keys: dict[str, list[str]] = {}
         self._sql_prepared: dict[str, str] = {}   # statement -> its SQL-level PREPAREd name (this session)
+        self._pending_prepared: dict[str, str] = {}   # PREPAREd in the open transaction (a rollback undoes them)
         self._prepare_count = 0
         self.url = url
 
@@ -459,6 +460,23 @@ class PgConnection:
         return f"{body.rstrip().rstrip(';')} ON CONFLICT ({', '.join(key)}) {action}"
 
     def execute(self, sql: str, params=None) -> "Cursor | HeldCursor":
+        if not self._pending_prepared:
+            return self._execute(sql, params)
+        head = sql.lstrip()[:8].upper()
+        try:
+            cur = self._execute(sql, params)
+        except BaseException:
+            if head.startswith(("COMMIT", "END", "ROLLBACK")):
+                self._pending_prepared.clear()
+            raise
+        if head.startswith(("COMMIT", "END")):
+            self._sql_prepared.update(self._pending_prepared)
+            self._pending_prepared.clear()
+        elif head.startswith("ROLLBACK"):   # to a savepoint too: what it undid is not known here
+            self._pending_prepared.clear()
+        return cur
+
+    def _execute(self, sql: str, params=None) -> "Cursor | HeldCursor":
         sql = self._upsert(sql)
         head = sql.lstrip()[:16].upper()
         if self._session.closed and head.startswith("ROLLBACK"):
@@ -500,7 +518,7 @@ class PgConnection:
         call = f"EXECUTE {{}}({', '.join(['%s'] * len(values))})"
         for attempt in (1, 2):
             begin, self._begin = self._begin, ()
-            name = self._sql_prepared.get(sql)
+            name = self._sql_prepared.get(sql) or self._pending_prepared.get(sql)
             before = begin
             if name is None:
                 self._prepare_count += 1
@@ -511,18 +529,26 @@ class PgConnection:
                 cur.execute("; ".join((*before, call.format(name))), values)
                 for _ in before:
                     cur.nextset()
-            except pg_errors.FeatureNotSupported as e:   # "cached plan must not change result type"
+            except (pg_errors.FeatureNotSupported, pg_errors.InvalidSqlStatementName) as e:
+                # "cached plan must not change result type" (a migration changed the table), or the
+                # name is gone (its PREPARE was undone with a rolled-back savepoint): prepare again
                 if begin and self._session.info.transaction_status != TransactionStatus.IDLE:
                     self._session.execute("ROLLBACK")     # the transaction this call began
                 if attempt == 2 or self._session.info.transaction_status != TransactionStatus.IDLE:
                     raise engine_error(e) from None
-                self._session.execute("DEALLOCATE ALL")
-                self._sql_prepared.clear()
+                if isinstance(e, pg_errors.FeatureNotSupported):
+                    self._session.execute("DEALLOCATE ALL")
+                    self._sql_prepared.clear()
+                self._sql_prepared.pop(sql, None)
+                self._pending_prepared.pop(sql, None)
                 self._begin = begin
                 continue
             except (psycopg.Error, ValueError) as e:
                 _raise_mapped(e)
-            self._sql_prepared[sql] = name
+            if self._session.info.transaction_status == TransactionStatus.IDLE:
+                self._sql_prepared[sql] = name
+            elif before is not begin:   # PREPAREd inside a transaction: kept only if it commits
+                self._pending_prepared[sql] = name
             return Cursor(self, cur)
         raise AssertionError("unreachable")
 
