@@ -18,6 +18,7 @@ import base64
 import io
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -145,6 +146,7 @@ def main() -> None:
         for s in servers:
             s.stop()
         db.drop()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import argparse
 import base64
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -264,6 +265,7 @@ def main() -> None:
     finally:
         if db is not None:
             db.drop()
+        shutil.rmtree(tmp, ignore_errors=True)
     if failures:
         sys.exit("audit rows missing: " + "; ".join(failures))
 
