@@ -10,12 +10,15 @@ import sys
 
 
 
-def take_debug(argv: list[str], command=None) -> tuple[list[str], bool]:
-    """`--debug` means the same anywhere on the line (`wsctl vault list --debug` too), up to a
-    `--` (what follows belongs to another program), except as the value of an option that takes
-    one (`--name --debug` names something "--debug"; `command`, the click tree, says which do).
-    Answers (argv without it, debug on)."""
-    out, debug = [], os.environ.get("WSCTL_DEBUG") == "1"
+def take_root_flags(argv: list[str], command=None) -> tuple[list[str], bool]:
+    """`--debug` and `--timeout SECONDS` mean the same anywhere on the line (`wsctl vault list
+    --debug --timeout 5` is `wsctl --debug --timeout 5 vault list`), up to a `--` (what follows
+    belongs to another program), except as the value of an option that takes one (`--name --debug`
+    names something "--debug"; `command`, the click tree, says which do). Answers (argv without
+    --debug and with each --timeout moved to the front, debug on)."""
+    out: list[str] = []
+    front: list[str] = []
+    debug = os.environ.get("WSCTL_DEBUG") == "1"
     values = _ValueOptions(command)
     i = 0
     while i < len(argv):
@@ -27,25 +30,6 @@ def take_debug(argv: list[str], command=None) -> tuple[list[str], bool]:
             debug = True
             i += 1
             continue
-        taken = values.after(arg)
-        out.extend(argv[i:i + 1 + taken])
-        i += 1 + taken
-    return out, debug
-
-
-def hoist_timeout(argv: list[str], command=None) -> list[str]:
-    """`--timeout SECONDS` (a root option) means the same anywhere on the line, as --debug does:
-    `wsctl vault list --timeout 5` is `wsctl --timeout 5 vault list`. Up to a `--`, and not as the
-    value of another option. Answers argv with each one moved to the front."""
-    values = _ValueOptions(command)
-    out: list[str] = []
-    front: list[str] = []
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--":
-            out.extend(argv[i:])
-            break
         if arg == "--timeout" or arg.startswith("--timeout="):
             take = 2 if arg == "--timeout" else 1
             front.extend(argv[i:i + take])
@@ -54,7 +38,7 @@ def hoist_timeout(argv: list[str], command=None) -> list[str]:
         taken = values.after(arg)
         out.extend(argv[i:i + 1 + taken])
         i += 1 + taken
-    return front + out
+    return front + out, debug
 
 
 class _ValueOptions:
@@ -100,8 +84,7 @@ def main(argv: list[str] | None = None) -> None:
 
     app = build_app()
     command = __import__("typer").main.get_command(app)
-    argv, debug = take_debug(list(sys.argv[1:] if argv is None else argv), command)
-    argv = hoist_timeout(argv, command)
+    argv, debug = take_root_flags(list(sys.argv[1:] if argv is None else argv), command)
     if debug:
         from workspacectl.backend import http_trace
 

@@ -47,12 +47,21 @@ def request(method: str, url: str, target, what: str, *, timeout: float, headers
             resp = client.request(method, target.url, headers={**(headers or {}), **target.headers},
                                   params=params, data=data, json=json, extensions=target.extensions)
     except httpx.HTTPError as e:
-        log.info("outbound %s %s for %s failed (%s) after %.0f ms", method, where, what, type(e).__name__,
-                 (time.perf_counter() - started) * 1000)
+        _log_outcome(method, where, what, started, f"failed ({type(e).__name__})")
         raise
-    log.info("outbound %s %s for %s -> %d in %.0f ms", method, where, what, resp.status_code,
-             (time.perf_counter() - started) * 1000)
+    _log_outcome(method, where, what, started, resp.status_code)
     return resp
+
+
+def _log_outcome(method: str, where: str, what: str, started: float, outcome: int | str) -> None:
+    """The one `wsctl.outbound` line of a call: its status, or how it failed, and how long it took
+    (method, host and path only: never a query, which may carry a key)."""
+    if isinstance(outcome, int):
+        log.info("outbound %s %s for %s -> %d in %.0f ms", method, where, what, outcome,
+                 (time.perf_counter() - started) * 1000)
+    else:
+        log.info("outbound %s %s for %s %s after %.0f ms", method, where, what, outcome,
+                 (time.perf_counter() - started) * 1000)
 
 
 # --- the credential proxy's calls: streamed, on clients kept per host --------------------------
@@ -109,9 +118,7 @@ def send_streamed(method: str, url: str, target, what: str, *, headers: list, co
                                    extensions=target.extensions)
         resp = client.send(req, stream=True)
     except Exception as e:
-        log.info("outbound %s %s for %s failed (%s) after %.0f ms", method, where, what, type(e).__name__,
-                 (time.perf_counter() - started) * 1000)
+        _log_outcome(method, where, what, started, f"failed ({type(e).__name__})")
         raise
-    log.info("outbound %s %s for %s -> %d in %.0f ms", method, where, what, resp.status_code,
-             (time.perf_counter() - started) * 1000)
+    _log_outcome(method, where, what, started, resp.status_code)
     return resp
