@@ -72,7 +72,7 @@ def test_login_status_whoami_token_profiles_and_logout(remote, tmp_path):
     # a used code, and no code at all on stdin, leave the stored token as it was
     used = login_code(remote, mia["id"])
     remote.ok("POST", "/v1/auth/session", {"code": used}, secret="")
-    assert "Ask an admin for a new one" in one_error_line(
+    assert "Ask an admin of that workspace for a new one" in one_error_line(
         run_wsctl(["auth", "login", "--server", url, "--code", used], env, expect=3))
     assert "--code" in one_error_line(run_wsctl(["auth", "login", "--server", url], env, input="", expect=7))
     assert read_toml(creds)["profile:default"] == token
