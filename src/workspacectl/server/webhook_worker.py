@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import threading
 
 from workspacectl.engine.db import refusals_answered
@@ -45,7 +46,9 @@ def _loop(ws, interval: float, stop: threading.Event, holder: str) -> None:
                         pass
             except ApiError as e:   # a busy or refusing store: the next tick tries again
                 log.warning("webhooks: %s", e.message)
-            except Exception:  # keep the thread alive
+            except (sqlite3.Error, OSError) as e:   # a workspace gone or unreadable: one line, as the memory timer says it
+                log.warning("webhook deliveries failed (%s); retrying in %.1f s", e, interval)
+            except Exception:  # a bug: its traceback, and keep the thread alive
                 log.exception("webhook deliveries failed; retrying in %.1f s", interval)
     finally:
         ws.close()
