@@ -168,3 +168,25 @@ def pct(values: list[float], p: float) -> float:
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+def wrk(url: str, seconds: float, connections: int, script: Path | None = None) -> subprocess.Popen:
+    """wrk (-t2, --latency) against url for `seconds` (at least 1) with `connections`, a Lua
+    script if given; its stdout is the report to parse."""
+    args = ["wrk", "-t", "2", "-c", str(connections), "-d", f"{max(1, round(seconds))}s", "--latency"]
+    if script:
+        args += ["-s", str(script)]
+    return subprocess.Popen([*args, url], stdout=subprocess.PIPE, text=True)
+
+
+def pg_bench_env(prefix: str) -> tuple[Path, str]:
+    """A temp folder and a fresh workspace key for a PostgreSQL bench, set in this process's
+    environment (WSCTL_HOME, WSCTL_MASTER_KEY, WSCTL_BLOB_DIR, no OS keyring): (folder, key)."""
+    import base64
+
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    key = base64.b64encode(os.urandom(32)).decode()
+    os.environ.update({"WSCTL_HOME": str(tmp / "home"), "WSCTL_MASTER_KEY": key,
+                       "WSCTL_BLOB_DIR": str(tmp / "pg-blobs"),
+                       "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"})
+    return tmp, key

@@ -14,7 +14,6 @@ copied in, and token issues (which share that lock) waited behind writers queued
 from __future__ import annotations
 
 import argparse
-import base64
 import io
 import os
 import re
@@ -22,7 +21,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -31,13 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
+from bench._harness import pg_bench_env, wrk  # noqa: E402
 from bench.pg_door import POST, Db, _Loc, setup  # noqa: E402
 from tests.conftest import base_env, start_server  # noqa: E402
-
-
-def wrk(url: str, seconds: float, connections: int, script: Path) -> subprocess.Popen:
-    return subprocess.Popen(["wrk", "-t", "2", "-c", str(connections), "-d", f"{max(1, round(seconds))}s",
-                             "--latency", "-s", str(script), url], stdout=subprocess.PIPE, text=True)
 
 
 def latency(out: str) -> dict:
@@ -86,11 +80,7 @@ def main() -> None:
     args = ap.parse_args()
     import httpx
 
-    tmp = Path(tempfile.mkdtemp(prefix="wsctl-pg-bundle-"))
-    key = base64.b64encode(os.urandom(32)).decode()
-    os.environ.update({"WSCTL_HOME": str(tmp / "home"), "WSCTL_MASTER_KEY": key,
-                       "WSCTL_BLOB_DIR": str(tmp / "pg-blobs"),
-                       "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"})
+    tmp, key = pg_bench_env("wsctl-pg-bundle-")
     env = {**base_env(tmp / "env-home"), "WSCTL_MASTER_KEY": key, "WSCTL_BLOB_DIR": str(tmp / "pg-blobs")}
     db = Db(args.postgres, f"wsctl_bench_bundle_{os.getpid()}")
     servers = []

@@ -22,20 +22,18 @@ than tokens received (a few more is normal: requests in flight when wrk stops).
 from __future__ import annotations
 
 import argparse
-import base64
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
-from bench._harness import cpu_seconds  # noqa: E402
+from bench._harness import cpu_seconds, pg_bench_env, wrk  # noqa: E402
 from tests.conftest import OWNER, base_env, run_wsctl, start_server  # noqa: E402
 from tests.vault_helpers import APIKEY_TOML, install_service, make_credential  # noqa: E402
 
@@ -45,13 +43,6 @@ wrk.body   = '{"reason": "bench"}'
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer %s"
 """
-
-
-def wrk(url: str, seconds: int, connections: int, script: Path | None) -> subprocess.Popen:
-    args = ["wrk", "-t", "2", "-c", str(connections), "-d", f"{seconds}s", "--latency"]
-    if script:
-        args += ["-s", str(script)]
-    return subprocess.Popen([*args, url], stdout=subprocess.PIPE, text=True)
 
 
 def parse(out: str) -> dict:
@@ -189,11 +180,7 @@ def main() -> None:
     ap.add_argument("--postgres", default=os.environ.get("WSCTL_TEST_POSTGRES_URL") or
                     "postgresql://postgres@127.0.0.1:5432/postgres")
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="wsctl-pg-door-"))
-    key = base64.b64encode(os.urandom(32)).decode()
-    os.environ.update({"WSCTL_HOME": str(tmp / "home"), "WSCTL_MASTER_KEY": key,
-                       "WSCTL_BLOB_DIR": str(tmp / "pg-blobs"),
-                       "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"})
+    tmp, key = pg_bench_env("wsctl-pg-door-")
     configs = [(c.split(":")[0], int(c.split(":")[1])) for c in args.configs.split(",")]
     db = Db(args.postgres, f"wsctl_bench_door_{os.getpid()}") if any(s == "postgres" for s, _ in configs) else None
     env = {**base_env(tmp / "env-home"), "WSCTL_MASTER_KEY": key, "WSCTL_BLOB_DIR": str(tmp / "pg-blobs")}

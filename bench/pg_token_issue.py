@@ -17,20 +17,17 @@ servers under the same conditions, put its src/ first in PYTHONPATH (the servers
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
-from bench._harness import cpu_seconds  # noqa: E402
+from bench._harness import cpu_seconds, pg_bench_env, wrk  # noqa: E402
 from tests.conftest import OWNER, base_env, run_wsctl, start_server  # noqa: E402
 from tests.vault_helpers import APIKEY_TOML, install_service, make_credential  # noqa: E402
 
@@ -40,13 +37,6 @@ wrk.body   = '{"reason": "bench"}'
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer %s"
 """
-
-
-def wrk(url: str, seconds: int, connections: int, script: Path | None) -> subprocess.Popen:
-    args = ["wrk", "-t", "2", "-c", str(connections), "-d", f"{seconds}s", "--latency"]
-    if script:
-        args += ["-s", str(script)]
-    return subprocess.Popen([*args, url], stdout=subprocess.PIPE, text=True)
 
 
 def parse(out: str) -> dict:
@@ -116,10 +106,7 @@ def main() -> None:
     args = ap.parse_args()
     import psycopg
 
-    tmp = Path(tempfile.mkdtemp(prefix="wsctl-pg-token-"))
-    key = base64.b64encode(os.urandom(32)).decode()
-    os.environ.update({"WSCTL_HOME": str(tmp / "home"), "WSCTL_MASTER_KEY": key,
-                       "WSCTL_BLOB_DIR": str(tmp / "pg-blobs"), "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"})
+    tmp, key = pg_bench_env("wsctl-pg-token-")
     db = f"wsctl_bench_token_{os.getpid()}"
     with psycopg.connect(args.postgres, autocommit=True) as c:
         c.execute(f"CREATE DATABASE {db}")
