@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterator
+
+if TYPE_CHECKING:
+    from typer import _click
 
 
 @dataclass
@@ -51,13 +55,13 @@ class Node:
         """The man page name: wsctl, wsctl-vault, wsctl-vault-token."""
         return "-".join(("wsctl", *self.path))
 
-    def walk(self):
+    def walk(self) -> Iterator[Node]:
         yield self
         for child in self.children:
             yield from child.walk()
 
 
-def load_tree(command=None) -> Node:
+def load_tree(command: _click.Command | None = None) -> Node:
     """The tree of `wsctl` (or of any click/Typer command given, for tests)."""
     if command is None:
         import typer
@@ -68,14 +72,16 @@ def load_tree(command=None) -> Node:
     return _node(command, (), _context(command, "wsctl", None))
 
 
-def _context(command, name: str, parent):
+def _context(command: _click.Command, name: str, parent: _click.Context | None) -> _click.Context:
     from typer import _click
 
     settings = dict(getattr(command, "context_settings", None) or {}) if parent is None else {}
     return _click.Context(command, info_name=name, parent=parent, **settings)
 
 
-def _node(command, path: tuple[str, ...], ctx) -> Node:
+def _node(command: _click.Command, path: tuple[str, ...], ctx: _click.Context) -> Node:
+    from typer.core import TyperGroup
+
     options, arguments = [], []
     for p in command.get_params(ctx):  # includes the help option, which click adds per context
         if getattr(p, "hidden", False):
@@ -85,8 +91,7 @@ def _node(command, path: tuple[str, ...], ctx) -> Node:
         else:
             options.append(_option(p))
     node = Node(path, clean_help(command.help or ""), options, arguments)
-    sub = getattr(command, "commands", None)
-    if sub is not None:
+    if isinstance(command, TyperGroup):
         node.is_group = True
         for name in command.list_commands(ctx):
             child = command.get_command(ctx, name)
@@ -96,10 +101,10 @@ def _node(command, path: tuple[str, ...], ctx) -> Node:
     return node
 
 
-def _option(p) -> Param:
+def _option(p: _click.Parameter) -> Param:
     names = sorted(list(p.opts) + list(p.secondary_opts), key=lambda n: (not n.startswith("--"), n))
     flag = bool(getattr(p, "is_flag", False)) or bool(getattr(p, "count", False))
-    metavar = p.metavar or p.name.upper()
+    metavar = p.metavar or (p.name or "").upper()
     default = None
     if not flag and p.default not in (None, "", (), []) and getattr(p, "show_default", True) is not False:
         default = _default_text(p.default)
@@ -109,20 +114,20 @@ def _option(p) -> Param:
                  value_range=_range(p), values=_values(p))
 
 
-def _argument(p) -> Param:
-    metavar = p.metavar or p.name.upper()
+def _argument(p: _click.Parameter) -> Param:
+    metavar = p.metavar or (p.name or "").upper()
     return Param(names=[], metavar=metavar, help=clean_help(getattr(p, "help", None) or ""), takes_value=True,
                  choices=_choices(p), path_kind=_path_kind(p), multiple=p.nargs == -1 or p.nargs > 1,
                  required=bool(p.required), values=_values(p))
 
 
-def _values(p) -> str | None:
+def _values(p: _click.Parameter) -> str | None:
     """The kind of workspace object a parameter names (cli/choices.Ref), completed at run time."""
     kind = getattr(getattr(p, "type", None), "kind", None)
     return kind if isinstance(kind, str) else None
 
 
-def _choices(p) -> list[str]:
+def _choices(p: _click.Parameter) -> list[str]:
     desc = getattr(p, "type_descriptor", None)
     raw = desc.choices if desc is not None else getattr(getattr(p, "type", None), "choices", None)
     out = []
@@ -132,7 +137,7 @@ def _choices(p) -> list[str]:
     return out
 
 
-def _path_kind(p) -> str | None:
+def _path_kind(p: _click.Parameter) -> str | None:
     declared = getattr(getattr(p, "type", None), "path_kind", None)  # cli/choices.LocalPath
     if declared in ("file", "dir"):
         return declared
@@ -152,7 +157,7 @@ def _path_kind(p) -> str | None:
     return None
 
 
-def _range(p) -> str | None:
+def _range(p: _click.Parameter) -> str | None:
     lo, hi = getattr(p, "min", None), getattr(p, "max", None)
     if lo is None and hi is None:
         t = getattr(p, "type", None)
@@ -166,7 +171,7 @@ def _range(p) -> str | None:
     return None
 
 
-def _default_text(value) -> str:
+def _default_text(value: object) -> str:
     if isinstance(value, (list, tuple)):
         return ", ".join(_default_text(v) for v in value)
     value = getattr(value, "value", value)
