@@ -47,21 +47,22 @@ def listed(client: Client) -> list[Listed]:
     caller can see (a kind the caller's key may not list is left out, not an error)."""
     out = [Listed(f"{SCHEME}memory/{t}", f"{t} memory", f"The {t} memory guide.") for t in OWNER_TYPES]
     for owner in OWNER_TYPES:
-        for f in _quietly(lambda o=owner: all_rows(client, f"/v1/memory/{o}/files", "files")["files"]):
+        for f in _quietly(client, f"/v1/memory/{owner}/files", "files"):
             out.append(Listed(f"{SCHEME}memory/{owner}/files/{quote(f['path'])}", f"{owner} memory: {f['path']}",
                               f"A reference file of the {owner} memory ({f.get('size')} bytes).", _mime(f["path"])))
-    for p in _quietly(lambda: all_rows(client, "/v1/projects", "projects")["projects"])[:LISTED_PER_KIND]:
+    for p in _quietly(client, "/v1/projects", "projects")[:LISTED_PER_KIND]:
         out.append(Listed(f"{SCHEME}specialists/{p['id']}/memory", f"{p['name']} memory",
                           f"The memory of the specialist {p['name']}."))
-    skills = _quietly(lambda: all_rows(client, "/v1/skills", "skills", {"status": "published"})["skills"])
+    skills = _quietly(client, "/v1/skills", "skills", {"status": "published"})
     for s in skills[:LISTED_PER_KIND]:
         out.append(Listed(f"{SCHEME}skills/{s['id']}/SKILL.md", f"{s['name']} skill", s.get("description") or ""))
     return out
 
 
-def _quietly(read) -> list:
+def _quietly(client: Client, path: str, key: str, query: dict | None = None) -> list:
+    """Every row of a list route, or none when the caller may not list that kind."""
     try:
-        return read()
+        return all_rows(client, path, key, query)[key]
     except ApiError as e:
         if e.code in ("insufficient_scope", "forbidden", "not_found"):
             return []
