@@ -22,6 +22,7 @@ either backend looks the same to the user:
 from __future__ import annotations
 
 import re
+from typing import Any
 
 HTTP_STATUS = {
     "invalid_request": 400,
@@ -71,8 +72,8 @@ class ApiError(Exception):
     """An API failure with a contract code, a one-line message and optional detail; `headers`
     are sent with the error answer (the `Allow` of a 405; `Retry-After` of every 503)."""
 
-    def __init__(self, code: str, message: str, detail=None, status: int | None = None,
-                 headers: dict | None = None):
+    def __init__(self, code: str, message: str, detail: Any = None, status: int | None = None,
+                 headers: dict | None = None) -> None:
         if code not in HTTP_STATUS:
             code = "internal"
         message = one_line(message)
@@ -96,7 +97,7 @@ class ApiError(Exception):
         return {"error": err}
 
     @classmethod
-    def from_body(cls, status: int, body) -> "ApiError":
+    def from_body(cls, status: int, body: Any) -> "ApiError":
         """Rebuild the error a server answered (remote backend)."""
         err = body.get("error") if isinstance(body, dict) else None
         if isinstance(err, dict) and isinstance(err.get("code"), str):

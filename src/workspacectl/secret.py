@@ -24,7 +24,7 @@ class Secret:
 
     __str__ = __repr__
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Secret) and secrets.compare_digest(self._value, other._value)
 
     def __hash__(self) -> int:

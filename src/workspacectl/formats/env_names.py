@@ -64,7 +64,7 @@ REFUSED_PREFIXES = (
 )
 
 
-def refusal(name) -> str | None:
+def refusal(name: object) -> str | None:
     """Why `name` may not be set from a credential, or None when it may."""
     if not isinstance(name, str) or not name:
         return "an environment variable name must be a non-empty string"

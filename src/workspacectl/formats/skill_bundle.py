@@ -16,7 +16,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterable, Iterator
+from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 from workspacectl.formats import tar_stream as tar
 from workspacectl.formats import walk
@@ -40,7 +40,7 @@ def problem(path: str, message: str) -> dict:
 
 # ------------------------------------------------------------------ names and paths
 
-def name_problem(name) -> str | None:
+def name_problem(name: object) -> str | None:
     """Why `name` is not a valid skill name (skills-ref rules), or None."""
     if not isinstance(name, str) or not name.strip():
         return "The name must be a non-empty string."
@@ -98,7 +98,7 @@ def split_frontmatter(text: str) -> tuple[str, str] | None:
     return None
 
 
-def load_yaml(text: str):
+def load_yaml(text: str) -> Any:
     """The frontmatter as skills-ref reads it (strictyaml): every scalar is a string, so
     `description: 42`, `metadata: {version: 1.0}` or `description: yes` are text, not numbers or
     booleans. PyYAML's BaseLoader builds only dicts, lists and strings."""
@@ -215,7 +215,7 @@ def parse_frontmatter(text: str) -> tuple[dict | None, list[str]]:
     return meta, errors
 
 
-def _holds_nul(value) -> bool:
+def _holds_nul(value: Any) -> bool:
     """A string, key or nested value holding NUL, which YAML spells "\\0": no store keeps such text
     alike (PostgreSQL text cannot hold it), so it is refused on both."""
     return any("\x00" in s for s in walk.strings(value))

@@ -27,7 +27,7 @@ import hashlib
 import tarfile
 import zlib
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, Iterable, Iterator, Literal, overload
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Literal, overload
 
 from workspacectl.errors import ApiError
 
@@ -82,7 +82,7 @@ def too_large(message: str, path: str = "") -> ArchiveError:
 
 # ------------------------------------------------------------------ paths
 
-def path_problem(raw) -> str | None:
+def path_problem(raw: object) -> str | None:
     """Why `raw` cannot name a file in a bundle (one a pull or download can write), or None:
     a relative POSIX path, no empty, '.' or '..' parts, no backslash, NUL or control character,
     valid UTF-8, at most 1024 bytes and 255 a part."""
@@ -108,11 +108,11 @@ def path_problem(raw) -> str | None:
     return None
 
 
-def shown(raw) -> str:
+def shown(raw: object) -> str:
     return repr(raw[:120]) if isinstance(raw, str) else repr(raw)
 
 
-def check_path(raw, what: str = "path") -> str:
+def check_path(raw: Any, what: str = "path") -> str:
     """raw unchanged when path_problem() finds nothing, else a 400 saying what is wrong."""
     if (why := path_problem(raw)) is not None:
         raise bad(f"The {what} {shown(raw)} {why}.", raw if isinstance(raw, str) else "")
@@ -364,7 +364,7 @@ def read_tar(reader: BinaryIO, limits: Limits) -> Iterator[Record]:
 class _Chunker:
     """Collects compressed output and hands it on in pieces of about CHUNK bytes."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.z = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: a gzip wrapper
         self.buf: list[bytes] = []
         self.size = 0
@@ -386,7 +386,7 @@ class _Chunker:
 Entry = tuple  # (path, size, mtime, open) or (path, size, mtime, open, mode); open() -> binary file | None
 
 
-def _header(path: str, size: int, mtime, mode: list) -> bytes:
+def _header(path: str, size: int, mtime: float, mode: list) -> bytes:
     info = tarfile.TarInfo(path)
     info.size, info.mtime, info.type = size, int(mtime), tarfile.REGTYPE
     info.mode = mode[0] if mode else 0o644

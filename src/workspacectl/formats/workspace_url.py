@@ -9,7 +9,7 @@ import urllib.parse
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
-def is_postgres_url(location) -> bool:
+def is_postgres_url(location: object) -> bool:
     return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
 
 

@@ -8,12 +8,20 @@ as `wsctl` prints and exits with. A resource that cannot be read is a JSON-RPC e
 from __future__ import annotations
 
 import json
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from workspacectl import __version__
 from workspacectl.errors import EXIT_CODES, ApiError
 
 from workspacectl.mcp_door import Client, resources, tools
+
+if TYPE_CHECKING:
+    import mcp_types as types
+    from mcp.server import Server
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+
+    Ctx = ServerRequestContext[Any, Any]
 
 INSTRUCTIONS = (
     "wsctl gives you a workspace's integration catalog, vault, skills, memory and specialists. To call a "
@@ -39,7 +47,7 @@ def refusal_text(e: ApiError) -> str:
     return f"error: {e.with_hint()}"
 
 
-def build_server(client_of: Callable[[], Client], run: Run = inline):
+def build_server(client_of: Callable[[], Client], run: Run = inline) -> Server[Any]:
     """A low-level MCP server whose handlers call through `client_of()` (the caller's door, read
     on the event loop, so a per-request caller set in a context variable is seen), running each
     tool's work through `run` (inline, or on a thread)."""
@@ -55,10 +63,10 @@ def build_server(client_of: Callable[[], Client], run: Run = inline):
                                _meta={RETURNS_SECRET: t.returns_secret})
                     for t in tools.TOOLS]
 
-    async def list_tools(ctx, params) -> Any:
+    async def list_tools(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=listed_tools)
 
-    async def call_tool(ctx, params) -> Any:
+    async def call_tool(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         client = client_of()
         try:
             body = await run(lambda: tools.run_tool(client, params.name, params.arguments))
@@ -70,7 +78,7 @@ def build_server(client_of: Callable[[], Client], run: Run = inline):
         return types.CallToolResult(content=[types.TextContent(text=json.dumps(body, ensure_ascii=False, indent=1))],
                                     structured_content=structured)
 
-    async def list_resources(ctx, params) -> Any:
+    async def list_resources(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         client = client_of()
         try:
             found = await run(lambda: resources.listed(client))
@@ -79,12 +87,13 @@ def build_server(client_of: Callable[[], Client], run: Run = inline):
         return types.ListResourcesResult(resources=[
             types.Resource(uri=r.uri, name=r.name, description=r.description, mime_type=r.mime_type) for r in found])
 
-    async def list_templates(ctx, params) -> Any:
+    async def list_templates(ctx: Ctx, params: types.PaginatedRequestParams | None) \
+            -> types.ListResourceTemplatesResult:
         return types.ListResourceTemplatesResult(resource_templates=[
             types.ResourceTemplate(uri_template=t.uri, name=t.name, description=t.description, mime_type=t.mime_type)
             for t in resources.TEMPLATES])
 
-    async def read_resource(ctx, params) -> Any:
+    async def read_resource(ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         client = client_of()
         uri = str(params.uri)
         try:
@@ -113,7 +122,8 @@ def serve_stdio(client: Client) -> None:
     anyio.run(main)
 
 
-def http_handler(client_of: Callable[[], Client], run: Run):
+def http_handler(client_of: Callable[[], Client], run: Run) \
+        -> tuple[StreamableHTTPASGIApp, StreamableHTTPSessionManager]:
     """(ASGI app, session manager) answering MCP's streamable HTTP: stateless (every POST stands
     alone, so each is authenticated on its own, and any replica answers any request) with JSON
     answers. The session manager must be running (`async with manager.run()`) while it serves."""
