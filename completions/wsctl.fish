@@ -298,7 +298,7 @@ complete -c wsctl -n '__wsctl_at \'\'' -l 'profile' -s 'p' -r -f -d 'Profile in 
 complete -c wsctl -n '__wsctl_at \'\'' -l 'json' -d 'Print the API\'s JSON body exactly.'
 complete -c wsctl -n '__wsctl_at \'\'' -l 'debug' -d 'Trace each request on stderr (method, URL, status, time; secrets redacted) and print the traceback of an error; works anywhere on the line, except as the value of another option.'
 complete -c wsctl -n '__wsctl_at \'\'' -l 'version' -d 'Print the version.'
-complete -c wsctl -n '__wsctl_at \'\'' -l 'timeout' -r -f -d 'How long to wait for a server: each call, retries included, ends within SECONDS; an upload or download stops only after SECONDS without progress (default: WSCTL_TIMEOUT or 60).'
+complete -c wsctl -n '__wsctl_at \'\'' -l 'timeout' -r -f -d 'How long to wait for a server: the command\'s calls, retries included, end within SECONDS in all (vault connect --wait, vault run --watch, events --follow and mcp: each call); an upload or download stops only after SECONDS without progress (default: WSCTL_TIMEOUT or 60).'
 complete -c wsctl -n '__wsctl_at \'\'' -l 'jq' -r -f -d 'Filter the JSON output with a jq expression (implies --json); strings print raw.'
 complete -c wsctl -n '__wsctl_at \'\'' -l 'help' -s 'h' -d 'Show this message and exit.'
 complete -c wsctl -n '__wsctl_at \'init\'' -l 'workspace' -s 'w' -r -F -d 'Folder for the workspace, or a postgresql:// URL of an empty database (default: the embedded one).'

@@ -209,3 +209,43 @@ def test_an_answer_cut_mid_body_is_said_as_such(tmp_path):
         assert len(s.seen) == 4   # a GET is tried again (ATTEMPTS), within the limit
     finally:
         s.close()
+
+
+def test_the_whole_command_has_one_deadline_not_each_call(tmp_path):
+    """`vault list` follows nextCursor page after page. Each page here takes 2.5 s, under the
+    limit of 4 s, so no single call times out; the second ends at about 5 s, past the command's
+    deadline (its first call + 4 s), so the command ends there: exit 8, one line saying the
+    command (not one call) ran out of time, and no third page is asked for. The same server with
+    `events --follow` (a command that waits by design) keeps each call's own limit: it polls on
+    past the 4 s and is stopped by the test."""
+
+    def slow_pages(server, conn, request, headers, rest):
+        server.seen.append(request)
+        time.sleep(2.5)
+        page = len(server.seen)
+        answer(conn, 200, {"credentials": [], "events": [], "cursor": f"c{page}", "nextCursor": f"c{page}"})
+
+    s = Loopback(slow_pages)
+    try:
+        env = {**base_env(tmp_path / "home"), "WSCTL_SERVER": s.url, "WSCTL_API_KEY": "ws_personal_x", **NO_BACKOFF}
+        r = run_wsctl(["--timeout", "4", "vault", "list"], env, expect=8, timeout=HANG)
+        line = one_error_line(r)
+        assert line == (f"error: The command ran out of time waiting for the server at {s.url} to answer GET "
+                        "/v1/credentials: its calls took 4 s in all (a limit for the whole command). Check that "
+                        "the server is not overloaded or stuck, or allow longer with --timeout SECONDS or "
+                        "WSCTL_TIMEOUT.")
+        assert [q.split("?")[0] for q in s.seen] == ["GET /v1/credentials", "GET /v1/credentials"]
+        assert "cursor=c1" in s.seen[1]
+        s.seen.clear()
+        follow = spawn(["--timeout", "4", "events", "--follow", "--interval", "0.2", "--json"], env)
+        try:
+            deadline = time.monotonic() + HANG
+            while len(s.seen) < 4 and follow.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert follow.poll() is None, follow.communicate()   # 4 calls of 2.5 s: past 4 s, still following
+            assert len(s.seen) >= 4
+        finally:
+            follow.kill()
+            follow.communicate()
+    finally:
+        s.close()

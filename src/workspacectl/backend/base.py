@@ -34,6 +34,10 @@ class Backend(Protocol):
     kind: str          # "local" or "remote"
     location: str      # the workspace folder or the server URL
 
+    def long_running(self) -> None:
+        """This command waits by design (a child process, a browser, an event stream, an agent, the
+        proxy): its calls keep their own limit, the command has no deadline (backend/timeouts.py)."""
+
     def request(self, method: str, path: str, query: dict | None = None, body: Any = None,
                 progress: Callable[[str, int | None, int | None], None] | None = None) -> Any:
         """Call one route; answer its JSON body (None for 204). Raise ApiError on an error.

@@ -55,6 +55,9 @@ class LocalBackend:
         self.location = ws.shown
         self.base_url = base_url
 
+    def long_running(self) -> None:
+        """No server, no deadline: nothing to lift (RemoteBackend.long_running)."""
+
     @property
     def stored_location(self) -> str:
         """What a profile keeps to name this workspace (a URL without its password)."""

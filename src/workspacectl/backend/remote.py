@@ -12,20 +12,24 @@ upstream_failed). A POST, PUT or DELETE that may have landed is never repeated, 
 streamed upload (its body cannot be read twice). The waits between tries grow from
 WSCTL_RETRY_BACKOFF_MS (the first wait; 0 tries again at once, the same number of times).
 
-Bounded waits (backend/timeouts.py): a call, its retries and their waits included, ends within
-`--timeout` / WSCTL_TIMEOUT seconds (60 by default): no try starts, and no wait is slept, past
-that deadline, and each try's connect and read timeouts are what is left of it. A transfer
-(upload, download, an answer streamed as progress lines) has no deadline: each read and write
-must move bytes within the limit, so a stalled one stops and a slow one does not. A transport
-failure is one line, exit 8, saying which (never connected, timed out, broke mid-way).
+Bounded waits (backend/timeouts.py): the whole command, from its first call to the server, ends
+within `--timeout` / WSCTL_TIMEOUT seconds (60 by default), its calls, their retries and their
+waits included: no try starts, and no wait is slept, past that deadline, and each try's connect
+and read timeouts are what is left of it. A transfer (upload, download, an answer streamed as
+progress lines) has no deadline: each read and write must move bytes within the limit, so a
+stalled one stops and a slow one does not, and the time it takes is not counted against the
+command's. A command that waits by design (a child process, a browser, an event stream, an
+agent, the proxy) calls long_running(): then each call has the limit and the command none. A
+transport failure is one line, exit 8, saying which (never connected, timed out, broke mid-way).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import time
-from typing import Any
+from typing import Any, Iterator
 
 import httpx
 
@@ -132,6 +136,8 @@ class RemoteBackend:
         self.timeout = timeouts.seconds() if timeout is None else timeout   # per call; per stall in a transfer
         self.attempts = max(1, attempts)   # 1: no retries (shell completion must answer at once)
         self.backoff = backoff_scale()
+        self.ends: float | None = None      # the command's deadline, set by its first call
+        self.whole_command = True           # False: long_running(), each call bounded on its own
         self.unauthenticated_hint = unauthenticated_hint   # why no token was sent, said on a 401
         headers = {"User-Agent": f"wsctl/{__version__}"}
         if secret:
@@ -142,10 +148,35 @@ class RemoteBackend:
     def _limits(seconds: float) -> httpx.Timeout:
         return httpx.Timeout(seconds, connect=timeouts.connect_seconds(seconds))
 
-    def failed(self, exc: Exception, method: str, path: str, transfer: bool = False) -> ApiError:
+    def long_running(self) -> None:
+        """This command waits by design (vault run, connect --wait, events --follow, mcp, the
+        proxy): each call keeps its limit, the command has no deadline of its own."""
+        self.whole_command = False
+
+    def _deadline(self, now: float) -> tuple[float, bool]:
+        """This call's deadline, and whether the command's (not the call's own limit) set it."""
+        own = now + self.timeout
+        if not self.whole_command:
+            return own, False
+        if self.ends is None:
+            self.ends = own
+        return min(own, self.ends), self.ends < own
+
+    @contextlib.contextmanager
+    def _off_the_clock(self) -> Iterator[None]:
+        """A transfer is bounded by its progress: the time it takes moves the command's deadline on."""
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            if self.ends is not None:
+                self.ends += time.monotonic() - started
+
+    def failed(self, exc: Exception, method: str, path: str, transfer: bool = False,
+               whole_command: bool = False) -> ApiError:
         """The one line for a transport failure of this call (backend/timeouts.py)."""
         return timeouts.transport_error(exc, f"the server at {self.location}", f"{method} {path.split('?')[0]}", self.timeout, transfer,
-                                        may_have_landed=method not in SAFE)
+                                        may_have_landed=method not in SAFE, whole_command=whole_command)
 
     def _send(self, method: str, path: str, replayable: bool = True, stream: bool = False, transfer: bool = False,
               **kw) -> httpx.Response:
@@ -153,7 +184,9 @@ class RemoteBackend:
         transfer: each read and write within the limit). stream: the answer's body is left unread
         (the caller reads and closes it)."""
         method = method.upper()
-        deadline = time.monotonic() + self.timeout
+        deadline, cut = self._deadline(time.monotonic())
+        if not transfer and deadline <= time.monotonic():
+            raise timeouts.out_of_time(f"the server at {self.location}", f"{method} {path.split('?')[0]}", self.timeout)
         for attempt in range(self.attempts):
             last = attempt == self.attempts - 1
             started = time.monotonic()
@@ -170,7 +203,7 @@ class RemoteBackend:
                 http_trace.trace(method, str(request.url), type(e).__name__, time.monotonic() - started,
                                  f"; trying again in {wait:.2f} s" if again else "")
                 if not again:
-                    raise self.failed(e, method, path, transfer) from None
+                    raise self.failed(e, method, path, transfer, cut and not transfer) from None
                 time.sleep(wait)
                 continue
             again = (replayable and not last and method in SAFE and resp.status_code in GATEWAY
@@ -224,7 +257,8 @@ class RemoteBackend:
         then the phases the server reports (see with_progress)."""
         note_call(method)
         if progress is not None:
-            return self.with_progress(method, path, query, body, progress)
+            with self._off_the_clock():
+                return self.with_progress(method, path, query, body, progress)
         kw: dict = {"params": query or None}
         if isinstance(body, (bytes, bytearray)):
             kw["content"] = bytes(body)
@@ -328,6 +362,10 @@ class RemoteBackend:
         """Stream a binary route into out. total(size), when given, is told the size the answer
         announces before the first byte (formats/transfer_size.py: its Content-Length, else the
         inflated length of a tar.gz made on the fly, which progress then counts; None: unknown)."""
+        with self._off_the_clock():
+            return self._download(path, out, progress, total)
+
+    def _download(self, path, out, progress, total) -> int:
         written = 0
         resp = self._send("GET", path, stream=True, transfer=True)
         try:
@@ -356,4 +394,5 @@ class RemoteBackend:
         headers = {"Content-Type": content_type}
         if size is not None:  # None: a stream made on the fly (a packed folder), sent chunked
             headers["Content-Length"] = str(size)
-        return self._answer(self._send(method, path, replayable=False, transfer=True, content=chunks(), headers=headers))
+        with self._off_the_clock():
+            return self._answer(self._send(method, path, replayable=False, transfer=True, content=chunks(), headers=headers))

@@ -2,12 +2,16 @@
 
 One limit, SECONDS: `wsctl --timeout SECONDS ...`, else WSCTL_TIMEOUT, else 60.
 
-- A call to the server (a request and its retries, backoff included) ends within SECONDS: the
-  connection must open within min(10, SECONDS) and the answer come before the call's time is up.
-  Past it the command ends, exit 8, with one line saying what timed out and after how long.
+- A command's calls to the server (each request, its retries and their backoff included) end
+  within SECONDS from its first call: each connection must open within min(10, time left) and
+  each answer come before the command's time is up. Past it the command ends, exit 8, with one
+  line saying what timed out and after how long. A command that waits by design (vault run,
+  vault connect --wait, events --follow, mcp, vault proxy) has no deadline of its own: each of
+  its calls has SECONDS.
 - A transfer (a bundle or skill upload or download, an upload whose answer streams progress) is
   bounded by progress, not by its total time: it stops only when no byte moves either way for
-  SECONDS (a stalled upload times out; a slow one does not).
+  SECONDS (a stalled upload times out; a slow one does not), and its time is not counted
+  against the command's.
 - A connection that opened and then broke is said as such (the server was reachable: it stopped or
   failed mid-request), never as a server to start.
 
@@ -68,11 +72,23 @@ def say(limit: float) -> str:
     return f"{limit:g} s"
 
 
+def out_of_time(where: str, call: str, limit: float) -> ApiError:
+    """The command's SECONDS ran out between two calls: `call` is not sent."""
+    return ApiError("unreachable", f"The command ran out of time before {call}: its calls to {where} took "
+                    f"{say(limit)} in all (a limit for the whole command). Check that the server is not overloaded, "
+                    f"or {HOW}.")
+
+
 def transport_error(exc: Exception, where: str, call: str, limit: float, transfer: bool = False,
-                    may_have_landed: bool = False) -> ApiError:
+                    may_have_landed: bool = False, whole_command: bool = False) -> ApiError:
     """The one line for an httpx transport failure of `call` ("GET /v1/x") to `where` ("the server
-    at URL"). Exit 8 in every case; the words say what happened and what to do."""
+    at URL"). Exit 8 in every case; the words say what happened and what to do. whole_command:
+    the command's deadline (not the call's own limit) ended the wait."""
     kind = type(exc).__name__
+    if whole_command and kind in ("ConnectTimeout", "ReadTimeout", "WriteTimeout", "PoolTimeout", "TimeoutException"):
+        return ApiError("unreachable", f"The command ran out of time waiting for {where} to answer {call}: its calls "
+                        f"took {say(limit)} in all (a limit for the whole command). Check that the server is not "
+                        f"overloaded or stuck, or {HOW}.")
     if kind == "ConnectTimeout":
         return ApiError("unreachable", f"Could not connect to {where} within {say(connect_seconds(limit))} ({call}). "
                         f"Check that the address is right and the server is running, or {HOW}.")

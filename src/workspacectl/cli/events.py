@@ -72,6 +72,7 @@ def _follow(ctx: typer.Context, query: dict, interval: float, json_lines: bool) 
     from workspacectl.cli.context import state
 
     be = backend(ctx)
+    be.long_running()   # a feed followed until Ctrl-C
     as_json = json_lines or state(ctx).json
     cursor = be.request("GET", "/v1/events", query={**query, "order": "desc", "limit": "1"})["cursor"]
     try:

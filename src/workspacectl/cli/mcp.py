@@ -38,7 +38,9 @@ def mcp(
               "see docs/mcp.md for its configuration (Ctrl-D ends).", file=sys.stderr)
     from workspacectl.mcp_door.protocol import serve_stdio
 
-    serve_stdio(backend(ctx))
+    be = backend(ctx)
+    be.long_running()   # serves the agent until it closes stdin
+    serve_stdio(be)
 
 
 def _print_http(ctx: typer.Context, json: bool) -> None:

@@ -370,6 +370,7 @@ def run(
     if watch:
         from workspacectl.cli.vault_watch import Watcher
 
+        backend(ctx).long_running()   # looks at the feed for as long as CMD runs
         restart = Watcher(backend(ctx), cred_ids, lambda: issue_env(ctx, cred_ids, reason, "environ", var_names),
                           renames_matter=var_names == "credential")
     code = vault_run.run_command(command, variables, secrets, masking=not no_masking, restart=restart,

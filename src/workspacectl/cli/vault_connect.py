@@ -170,6 +170,7 @@ def _connect_remote(be, service: str, no_open: bool, wait: bool, json_out: bool,
         else:
             render_pending(created)
         return
+    be.long_running()   # the user takes as long as they take in the browser
     final = wait_for(lambda: be.request("GET", f"/v1/connections/{created['id']}"), POLL_REMOTE_SECONDS,
                      created.get("expiresAt"))
     finish(final, service, json_out, be)
