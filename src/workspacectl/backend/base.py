@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from contextlib import AbstractContextManager
 from typing import Any, BinaryIO, Callable, Iterable, Protocol
 
 
@@ -30,9 +31,40 @@ class ProxyAnswer:
         return next((v for k, v in self.headers if k.lower() == name.lower()), None)
 
 
+class InProcessConnect(Protocol):
+    """What a backend that connects credentials itself can do (the local one: no server between
+    the command and the vault). A backend answers it from Backend.in_process_connect()."""
+
+    def connect_form(self, service: str) -> dict[str, Any]:
+        """What connecting `service` asks for: {service, name, credentialType, secretFields, fields}."""
+
+    def check_reconnect(self, service: str, credential_id: str) -> None:
+        """Refuse a reconnect the caller may not make, before a key is asked for."""
+
+    def check_credential_name(self, name: str | None, reconnect: str | None = None) -> None:
+        """Refuse a malformed or taken name, before a key is asked for."""
+
+    def connect_key(self, service: str, values: dict[str, str], reconnect: str | None = None,
+                    name: str | None = None) -> dict[str, Any]:
+        """An apiKey connection made and completed at once with the values read here."""
+
+    def loopback_pages(self) -> AbstractContextManager[str]:
+        """The connect pages on 127.0.0.1 while the block runs (their base URL)."""
+
+    def request(self, method: str, path: str, query: dict | None = None, body: Any = None,
+                progress: Callable[[str, int | None, int | None], None] | None = None) -> Any:
+        """As Backend.request."""
+
+
 class Backend(Protocol):
-    kind: str          # "local" or "remote"
+    """What every CLI command calls; the CLI never asks which kind of backend it has."""
+
+    kind: str          # "local" or "remote": shown to the user (auth status), never branched on
     location: str      # the workspace folder or the server URL
+
+    def in_process_connect(self) -> InProcessConnect | None:
+        """This backend itself, when it connects credentials in this process (a key read from the
+        terminal, the connect pages on a loopback port); None when a server does (its links)."""
 
     def long_running(self) -> None:
         """This command waits by design (a child process, a browser, an event stream, an agent, the

@@ -12,37 +12,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from workspacectl.engine.db import refusals_answered
-from workspacectl.engine.dispatch import Engine
-from workspacectl.engine.registry import Caller
-from workspacectl.engine.workspaces import workspace_type
-from workspacectl.engine.workspaces.folder import Workspace
+from workspacectl.engine import doors
+from workspacectl.engine.doors import Caller, Engine, Workspace, refusals_answered, workspace_type
 from workspacectl.backend.base import note_call
 from workspacectl.errors import ApiError
 
-
-def workspace_exists(location: Path | str) -> bool:
-    """A workspace folder, or a postgresql:// URL (a str) of a database holding one."""
-    with refusals_answered():   # a store that refuses the read: 503, as for any command
-        return workspace_type(location).exists_at(location)
-
-
-def create_workspace(location: Path | str, name: str, owner_name: str, owner_email: str,
-                     email_flag: str | None = None) -> dict:
-    """Make the folder (or the schema in an empty PostgreSQL database), its database and the
-    first owner: {workspace (what a profile keeps: a URL without its password), shown, name,
-    owner}. A conflict when one is there already. With `email_flag` the email is checked (and
-    lowercased) first, a malformed one refused naming that flag."""
-    if email_flag:
-        from workspacectl.engine.validate import email_address
-
-        owner_email = email_address(owner_email, email_flag)
-    from workspacectl.engine.identity.render import member_json   # here: other commands load no identity module
-
-    ws, owner = workspace_type(location).create(location, name=name, owner_name=owner_name, owner_email=owner_email)
-    with ws:
-        return {"workspace": ws.location, "shown": ws.shown, "name": ws.setting("name"),
-                "owner": member_json(owner) if owner is not None else None}
+# Making and copying a workspace: the engine's own (engine/doors.py), named here for the CLI.
+workspace_exists = doors.workspace_exists
+create_workspace = doors.create_workspace
 
 
 class LocalBackend:
@@ -73,31 +50,12 @@ class LocalBackend:
         with refusals_answered():   # a store that refuses a read: 503, as for any command
             ws = workspace_type(path).open(path)
             if secret:
-                from workspacectl.engine.identity.auth import authenticate_secret
-
-                return cls(ws, authenticate_secret(ws.conn(), secret))
-            return cls(ws, cls._member_caller(ws, member, exact))
-
-    @staticmethod
-    def _member_caller(ws: Workspace, member: str | None, exact: bool) -> Caller:
-        from workspacectl.engine.store import identity as store
-
-        if exact and member:
-            from workspacectl.engine.identity.members import resolve_member
-
-            row = resolve_member(ws.conn(), member)
-        else:
-            row = store.get_member(ws.conn(), member) if member else None
-            row = row or store.first_owner(ws.conn())
-        if row is None:
-            raise ApiError("not_found", f"The workspace at {ws.shown} has no members. Run `wsctl init`.")
-        return Caller(row["id"], row["role"], "session", "local")
+                return cls(ws, doors.caller_for_secret(ws, secret))
+            return cls(ws, doors.caller_for_member(ws, member, exact))
 
     def housekeeping(self) -> None:
-        """At most once an hour per workspace (engine/housekeeping.maybe_sweep)."""
-        from workspacectl.engine.housekeeping import maybe_sweep
-
-        maybe_sweep(self.ws)
+        """At most once an hour per workspace (engine/doors.housekeeping)."""
+        doors.housekeeping(self.ws)
 
     def close(self) -> None:
         """Done with the workspace on this thread: its connection (a PostgreSQL session) closes."""
@@ -117,38 +75,29 @@ class LocalBackend:
             finally:
                 self.base_url = None
 
-    def connect_form(self, service: str) -> dict:
+    def in_process_connect(self) -> "LocalBackend":
+        """This backend connects credentials itself (base.InProcessConnect): a key read in this
+        process, the connect pages served on a loopback port while the command waits."""
+        return self
+
+    def connect_form(self, service: str) -> dict[str, Any]:
         """What connecting `service` asks for (404 for an unknown service):
         {service, name, credentialType ("apiKey", "oauth2", ...), secretFields, fields}."""
-        from workspacectl.engine.vault import connections
-
-        conn = self.ws.conn()
-        form = connections.service_form(conn, service)
-        return {"service": service, "name": form.service_name,
-                "credentialType": connections.credential_type(conn, {"service": service}),
-                "secretFields": list(form.secret_fields), "fields": list(form.fields)}
+        return doors.connect_form(self.ws, service)
 
     def check_reconnect(self, service: str, credential_id: str) -> None:
         """Refuse a reconnect of a credential the caller may not refill, before a key is asked for."""
-        from workspacectl.engine.scopes import check_scope
-        from workspacectl.engine.vault import connections, key_limits
-
-        check_scope(self.caller, "vault:connect")
-        key_limits.check_connect(self.caller, credential_id)
-        connections.reconnect_target(self.ws.conn(), credential_id, self.caller.member_id, service)
+        doors.check_reconnect(self.ws, self.caller, service, credential_id)
 
     def check_credential_name(self, name: str | None, reconnect: str | None = None) -> None:
         """Refuse a malformed or taken name for the new credential before a key is asked for."""
-        from workspacectl.engine.vault import connections
+        doors.check_credential_name(self.ws, name, reconnect)
 
-        connections.check_new_name(self.ws.conn(), name, reconnect)
-
-    def connect_key(self, service: str, values: dict, reconnect: str | None = None, name: str | None = None) -> dict:
+    def connect_key(self, service: str, values: dict[str, str], reconnect: str | None = None,
+                    name: str | None = None) -> dict[str, Any]:
         """An apiKey connection made and completed in one step with the values read here (no link,
         no server): the final connection body (the new credential named `name`, or after the service)."""
-        from workspacectl.engine.vault import connections
-
-        return connections.connect_in_place(self.ws, self.caller, service, values, reconnect, name)
+        return doors.connect_key(self.ws, self.caller, service, values, reconnect, name)
 
     def request(self, method: str, path: str, query: dict | None = None, body: Any = None, progress=None) -> Any:
         note_call(method)
@@ -208,7 +157,7 @@ class LocalBackend:
         import urllib.parse
 
         from workspacectl.backend.base import ProxyAnswer
-        from workspacectl.engine.registry import RawRequest
+        from workspacectl.engine.doors import RawRequest
 
         sent = [(k.lower(), v.encode("utf-8").decode("latin-1")) for k, v in headers.items()]
         if length is not None:
@@ -257,9 +206,4 @@ class _ProgressReader:
         return chunk
 
 
-def copy_workspace(source: str, target: str, progress=None) -> dict:
-    """`wsctl admin copy-workspace`: every row and blob of one workspace into an empty one
-    (engine/workspaces/copy.py), verified before it answers."""
-    from workspacectl.engine.workspaces.copy import copy_between
-
-    return copy_between(source, target, progress)
+copy_workspace = doors.copy_workspace   # `wsctl admin copy-workspace`: verified before it answers

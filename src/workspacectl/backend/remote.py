@@ -148,6 +148,10 @@ class RemoteBackend:
     def _limits(seconds: float) -> httpx.Timeout:
         return httpx.Timeout(seconds, connect=timeouts.connect_seconds(seconds))
 
+    def in_process_connect(self) -> None:
+        """The server connects credentials (its connect pages); nothing is read in this process."""
+        return None
+
     def long_running(self) -> None:
         """This command waits by design (vault run, connect --wait, events --follow, mcp, the
         proxy): each call keeps its limit, the command has no deadline of its own."""

@@ -24,10 +24,14 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from workspacectl.cli.context import backend, state
 from workspacectl.cli.output import fields, info, print_json
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.backend.base import InProcessConnect
 
 POLL_REMOTE_SECONDS = 1.0
 POLL_LOCAL_SECONDS = 0.3
@@ -176,7 +180,7 @@ def _connect_remote(be, service: str, no_open: bool, wait: bool, json_out: bool,
     finish(final, service, json_out, be)
 
 
-def _connect_local(be, service: str, no_open: bool, json_out: bool, reconnect: str | None, name: str | None) -> None:
+def _connect_local(be: InProcessConnect, service: str, no_open: bool, json_out: bool, reconnect: str | None, name: str | None) -> None:
     form = be.connect_form(service)
     if form["credentialType"] == "apiKey" and not no_open:
         if reconnect:  # refuse a wrong id before asking for the key
@@ -203,8 +207,9 @@ def connect_command(ctx, service: str, no_open: bool, wait: bool, json: bool, re
     be = backend(ctx)
     json_out = bool(json or state(ctx).json)
     try:
-        if be.kind == "local":
-            _connect_local(be, service, no_open, json_out, reconnect, name)
+        here = be.in_process_connect()
+        if here is not None:
+            _connect_local(here, service, no_open, json_out, reconnect, name)
         else:
             _connect_remote(be, service, no_open, wait, json_out, reconnect, name)
     except KeyboardInterrupt:

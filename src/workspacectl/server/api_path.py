@@ -20,9 +20,7 @@ import threading
 import urllib.parse
 
 from workspacectl import clock
-from workspacectl.engine.db.quick import QuickWriter
-from workspacectl.engine.dispatch import parse_json_body
-from workspacectl.engine.registry import Response
+from workspacectl.engine.doors import QuickWriter, Response, parse_json_body
 from workspacectl.errors import ApiError
 from workspacectl.formats.proxy_path import split_proxy_path
 from workspacectl.server.engine_pool import EnginePool

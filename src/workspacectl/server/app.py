@@ -14,7 +14,7 @@ from fastapi import FastAPI, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from workspacectl.engine.dispatch import Engine, load_routes
+from workspacectl.engine.doors import Engine, load_routes
 from workspacectl.errors import ApiError
 from workspacectl.server.access_log import AccessLog, configure_serve_logging, redact_path  # noqa: F401 (redact_path: tests)
 from workspacectl.server.api_path import MAX_JSON_BODY, LeanApi, bearer_of, json_response, raw_path, to_http  # noqa: F401
@@ -61,8 +61,7 @@ def http_layer_error(request: Request, exc: StarletteHTTPException) -> ApiError:
         path = request.url.path
         allowed = (exc.headers or {}).get("Allow", "")
         if path.startswith("/v1/"):
-            from workspacectl.engine.dispatch import split_path
-            from workspacectl.engine.registry import allowed_methods
+            from workspacectl.engine.doors import allowed_methods, split_path
 
             methods = allowed_methods(split_path(engine_path(request))[0])
             if not methods:
@@ -204,10 +203,10 @@ def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
     (server/workers.py), whose parent announced the address and hears `on_ready`."""
     import uvicorn
 
-    from workspacectl.engine.workspaces import open_workspace
+    from workspacectl.engine.doors import open_workspace
 
     access_write = configure_serve_logging("" if worker is None else f"w{worker} ")
-    from workspacectl.engine.vault.outbound import quiet_library_loggers
+    from workspacectl.engine.doors import quiet_library_loggers
 
     quiet_library_loggers()   # the HTTP library logs whole URLs (a key may be in the query) at INFO
     ws = open_workspace(str(workspace_path))

@@ -6,7 +6,7 @@
     GET  /connect/callback   the provider's redirect back: checks state, exchanges the code
 
 Every page needs the `wsctl_web` cookie of the member who created the connection (set by a
-web sign-in link). Handlers only parse, call engine/vault/connections.py and render; a refusal is a
+web sign-in link). Handlers only parse, call engine/doors.py (engine/vault/connections.py holds the rules) and render; a refusal is a
 page with the reason and nothing changes. No page or log line carries a secret: the access
 log redacts /connect/... paths and never logs query strings.
 """
@@ -19,7 +19,7 @@ import urllib.parse
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from workspacectl.engine.vault import connections as engine_connections
+from workspacectl.engine import doors
 from workspacectl.errors import ApiError
 from workspacectl.server.pages import COOKIE, PAGE_HEADERS, error_page, page, web_caller, who_header
 from workspacectl.server.page_calls import run_engine
@@ -55,7 +55,7 @@ def _hint(name: str, secret: bool) -> str:
     return "Shown in the credential's details; not secret."
 
 
-def form_page(token: str, form: engine_connections.LinkForm, csrf: str, error: str | None = None,
+def form_page(token: str, form: doors.LinkForm, csrf: str, error: str | None = None,
               values: dict | None = None, status: int = 200, header: str = "") -> HTMLResponse:
     values = values or {}
     rows = []
@@ -142,18 +142,14 @@ def mount(app: FastAPI, engine) -> None:
         return (public or str(request.base_url)).rstrip("/")
 
     # Registered before /connect/{token} so "callback" is never taken for a link token.
-    @app.get(engine_connections.CALLBACK_PATH)
+    @app.get(doors.CALLBACK_PATH)
     async def connect_callback(request: Request):
         q = request.query_params
         try:
             caller = await run_engine(web_caller, engine, request)
-            view = await run_engine(
-                lambda: engine_connections.finish_oauth(ws, state=q.get("state"), code=q.get("code"),
-                                                        error=q.get("error"), caller=caller))
+            view, name, cred = await run_engine(
+                lambda: doors.finish_oauth_page(ws, caller, q.get("state"), q.get("code"), q.get("error")))
             header = await run_engine(who_header, engine, caller)
-            name = await run_engine(lambda: engine_connections.service_form(ws.conn(), view["service"]).service_name)
-            cred = await run_engine(lambda: engine_connections.credential_name(ws.conn(), view.get("credentialId"),
-                                                                              caller.member_id if caller else None))
         except ApiError as e:
             return _error(e)
         except ValueError:
@@ -166,12 +162,8 @@ def mount(app: FastAPI, engine) -> None:
 
         def work():
             caller = web_caller(engine, request)
-            row = engine_connections.open_link(ws.conn(), token, caller)
-            if engine_connections.credential_type(ws.conn(), row) == "oauth2":
-                return "redirect", engine_connections.authorize_url(ws, row["id"], caller.member_id,
-                                                                    base_url(request))
-            form = engine_connections.link_form(ws.conn(), row)
-            return "form", (form, engine_connections.csrf_token(cookie, row["id"]), who_header(engine, caller))
+            kind, data = doors.open_connect_link(ws, token, caller, cookie, base_url(request))
+            return kind, (data if kind == "redirect" else (*data, who_header(engine, caller)))
 
         try:
             kind, data = await run_engine(work)
@@ -194,18 +186,12 @@ def mount(app: FastAPI, engine) -> None:
 
         def work():
             caller = web_caller(engine, request)
-            row = engine_connections.open_link(ws.conn(), token, caller)
-            engine_connections.check_csrf(cookie, row["id"], values.get(CSRF_FIELD))
-            form = engine_connections.link_form(ws.conn(), row)
+            kind, data = doors.submit_connect_link(ws, token, caller, cookie, values, values.get(CSRF_FIELD))
             header = who_header(engine, caller)
-            try:
-                view = engine_connections.complete_api_key(ws, row["id"], caller.member_id, values)
-                cred = engine_connections.credential_name(ws.conn(), view.get("credentialId"), caller.member_id)
-                return "done", (view, header, form.service_name, cred)
-            except ApiError as e:
-                if e.code != "invalid_request":
-                    raise
-                return "retry", (form, engine_connections.csrf_token(cookie, row["id"]), e, header)
+            if kind == "done":
+                view, service_name, cred = data
+                return "done", (view, header, service_name, cred)
+            return "retry", (*data, header)
 
         try:
             kind, data = await run_engine(work)

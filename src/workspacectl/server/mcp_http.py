@@ -43,7 +43,7 @@ class EngineClient:
         """As LocalBackend.proxy, as the bearer: the engine forwards the call (engine/vault/proxy.py)."""
         import urllib.parse
 
-        from workspacectl.engine.registry import RawRequest
+        from workspacectl.engine.doors import RawRequest
 
         sent = [(k.lower(), v.encode("utf-8").decode("latin-1")) for k, v in headers.items()]
         if length is not None:

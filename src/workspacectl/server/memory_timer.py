@@ -8,7 +8,7 @@ LEASE_MIN_SECONDS), so when its holder stops cleanly (the lease is released) or 
 expires), the next tick of another process takes over. Folding stays safe even when two did
 run it (each batch is one BEGIN IMMEDIATE transaction that re-reads the pending notes).
 
-The same thread runs housekeeping (engine/housekeeping.maybe_sweep: at most once an hour per
+The same thread runs housekeeping (engine/doors.housekeeping: at most once an hour per
 workspace) after each run; with the memory agent off (0) it still ticks every DEFAULT_INTERVAL
 seconds for housekeeping alone.
 """
@@ -18,7 +18,8 @@ import logging
 import os
 import threading
 
-from workspacectl.engine.db import refusals_answered
+from workspacectl.engine import doors
+from workspacectl.engine.doors import refusals_answered
 from workspacectl.errors import ApiError
 
 DEFAULT_INTERVAL = 300.0
@@ -47,28 +48,22 @@ def resolve_interval(flag: float | None) -> float:
 
 
 def _run_once(ws) -> None:
-    from workspacectl.engine.memory.agent import fold_all_pending
-
-    for result in fold_all_pending(ws.conn()):
+    for result in doors.fold_all_pending(ws):
         if result["folded"] or result["dropped"]:
             log.info("memory agent: %s %s folded %d, dropped %d, version %d", result["ownerType"],
                      result["membershipId"] or "", len(result["folded"]), len(result["dropped"]), result["version"])
 
 
 def _housekeep(ws) -> None:
-    from workspacectl.engine.housekeeping import maybe_sweep
-
-    counts = maybe_sweep(ws)
+    counts = doors.housekeeping(ws)
     if counts and any(counts.values()):
         log.info("housekeeping: %s", ", ".join(f"{k} {v}" for k, v in counts.items()))
 
 
 def _holds_lease(ws, holder: str, ttl: float, held: bool) -> bool:
-    from workspacectl.engine import leases
-
     try:
         with refusals_answered():
-            now_held = leases.acquire(ws.conn(), LEASE, holder, ttl)
+            now_held = doors.acquire_lease(ws, LEASE, holder, ttl)
     except ApiError as e:   # the database locked past the busy timeout, or refusing writes: skip this tick
         log.warning("timer: could not take or renew the %s lease (%s); retrying next tick", LEASE, e.message)
         return False
@@ -105,10 +100,8 @@ class Timer:
     """The running timer thread of this process; stop() ends it and hands the lease on."""
 
     def __init__(self, ws, interval: float):
-        from workspacectl.engine import leases
-
         self.ws = ws
-        self.holder = leases.new_holder()
+        self.holder = doors.new_holder()
         self.stop_event = threading.Event()
         tick = interval if interval > 0 else DEFAULT_INTERVAL
         self.thread = threading.Thread(target=_loop, args=(ws, tick, interval > 0, self.stop_event, self.holder),
@@ -116,12 +109,10 @@ class Timer:
         self.thread.start()
 
     def stop(self, wait: float = 10.0) -> None:
-        from workspacectl.engine import leases
-
         self.stop_event.set()
         self.thread.join(wait)   # a job in progress ends first (a fold batch is short)
         try:
-            leases.release(self.ws.conn(), LEASE, self.holder)
+            doors.release_lease(self.ws, LEASE, self.holder)
         except Exception as e:  # shutting down (the workspace may be gone): the lease expires on its own
             log.warning("timer: could not release the %s lease (%s); it expires on its own", LEASE, e)
         finally:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from starlette.concurrency import run_in_threadpool
 
-from workspacectl.engine.db import refusals_answered
+from workspacectl.engine.doors import refusals_answered
 
 
 async def run_engine(fn, *args):

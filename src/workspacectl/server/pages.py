@@ -10,7 +10,7 @@ import html
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 
-from workspacectl.engine.identity.auth import authenticate_web, signed_in_member
+from workspacectl.engine import doors
 from workspacectl.errors import ApiError
 from workspacectl.server.page_headers import page_csp, strict_headers
 
@@ -64,7 +64,7 @@ def error_page(exc: ApiError, title: str | None = None) -> HTMLResponse:
 def who_header(engine, caller) -> str:
     """The workspace's name and the signed-in member, escaped, for the top of a page."""
     ws_name = engine.ws.setting("name") or "wsctl workspace"
-    member = signed_in_member(engine.ws.conn(), caller)
+    member = doors.signed_in_member(engine.ws, caller)
     who = (f'Signed in as <strong class="member">{html.escape(member["name"])}</strong> '
            f'<span class="muted">({html.escape(member["email"])})</span>') if member else "Not signed in"
     return (f'<header class="who"><span class="workspace">Workspace <strong>{html.escape(ws_name)}</strong></span>'
@@ -72,4 +72,4 @@ def who_header(engine, caller) -> str:
 
 
 def web_caller(engine, request: Request):
-    return authenticate_web(engine.ws.conn(), request.cookies.get(COOKIE))
+    return doors.authenticate_web(engine.ws, request.cookies.get(COOKIE))

@@ -21,7 +21,7 @@ import json
 import logging
 import time
 
-from workspacectl.engine.registry import Response
+from workspacectl.engine.doors import Response
 from workspacectl.errors import ApiError
 
 MIN_GAP = 0.1

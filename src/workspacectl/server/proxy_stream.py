@@ -12,7 +12,7 @@ import asyncio
 import functools
 import urllib.parse
 
-from workspacectl.engine.registry import RawRequest, Response
+from workspacectl.engine.doors import RawRequest, Response
 from workspacectl.errors import ApiError
 from workspacectl.server.api_path import base_url, bearer_of, header, headers_for, json_bytes, raw_path
 

@@ -13,7 +13,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response as RawResponse, StreamingResponse
 
 from workspacectl.formats import skill_bundle as fmt
-from workspacectl.engine.skills import transfers
+from workspacectl.engine import doors
 from workspacectl.errors import ApiError
 from workspacectl.server.api_path import json_response
 from workspacectl.server.spool import spool_body
@@ -34,10 +34,10 @@ def mount(app: FastAPI, engine) -> None:
         if request.method != "PUT":
             return _refuse()
         try:
-            await run_engine(transfers.verify, ws, token, "PUT")   # refuse before reading the body
+            await run_engine(doors.verify_transfer, ws, token, "PUT")   # refuse before reading the body
             body = await spool_body(request, fmt.MAX_PACKED)   # a temp file past 1 MiB, never whole in memory
             try:
-                out = await run_engine(transfers.receive_upload, ws, token, body)
+                out = await run_engine(doors.receive_upload, ws, token, body)
             finally:
                 body.close()
         except ApiError as e:
@@ -49,7 +49,7 @@ def mount(app: FastAPI, engine) -> None:
         if request.method != "GET":
             return _refuse()
         try:
-            out = await run_engine(transfers.serve_download, ws, token)
+            out = await run_engine(doors.serve_download, ws, token)
         except ApiError as e:
             return json_response(e.status, e.body())
         return StreamingResponse(out.chunks, media_type=out.content_type, headers={

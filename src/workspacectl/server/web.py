@@ -7,7 +7,7 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse
 
-from workspacectl.engine.identity.auth import consume_web_link
+from workspacectl.engine.doors import consume_web_link
 from workspacectl.errors import ApiError
 from workspacectl.server import connect_pages
 from workspacectl.server.pages import COOKIE, error_page, page, web_caller
@@ -20,7 +20,7 @@ def mount(app: FastAPI, engine) -> None:
         try:
             # the connection is taken in the worker thread: each thread has its own, and two
             # sign-ins at once on the event loop's one connection collided (a 500)
-            cookie, next_path = await run_engine(lambda: consume_web_link(engine.ws.conn(), token))
+            cookie, next_path = await run_engine(lambda: consume_web_link(engine.ws, token))
         except ApiError as e:   # not "Sign in first": this was the sign-in, and its message says what to do
             return error_page(e, "This sign-in link cannot be used")
         resp = RedirectResponse(next_path, status_code=303)

@@ -14,7 +14,8 @@ import os
 import sqlite3
 import threading
 
-from workspacectl.engine.db import refusals_answered
+from workspacectl.engine import doors
+from workspacectl.engine.doors import refusals_answered
 from workspacectl.errors import ApiError
 
 DEFAULT_INTERVAL = 2.0
@@ -36,13 +37,11 @@ def resolve_interval() -> float:
 
 
 def _loop(ws, interval: float, stop: threading.Event, holder: str) -> None:
-    from workspacectl.engine.events.delivery import BATCH, deliver_due
-
     try:
         while not stop.wait(interval):
             try:
                 with refusals_answered():
-                    while not stop.is_set() and deliver_due(ws, holder) == BATCH:
+                    while not stop.is_set() and doors.deliver_due(ws, holder) == doors.DELIVERY_BATCH:
                         pass
             except ApiError as e:   # a busy or refusing store: the next tick tries again
                 log.warning("webhooks: %s", e.message)
@@ -56,13 +55,11 @@ def _loop(ws, interval: float, stop: threading.Event, holder: str) -> None:
 
 class WebhookWorker:
     def __init__(self, ws, interval: float):
-        from workspacectl.engine.leases import new_holder
-
         self.ws = ws
         self.stop_event = threading.Event()
         self.thread: threading.Thread | None = None
         if interval > 0:
-            self.thread = threading.Thread(target=_loop, args=(ws, interval, self.stop_event, new_holder()),
+            self.thread = threading.Thread(target=_loop, args=(ws, interval, self.stop_event, doors.new_holder()),
                                            name="wsctl-webhooks", daemon=True)
             self.thread.start()
 

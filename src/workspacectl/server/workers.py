@@ -79,7 +79,7 @@ class _Worker:
 
 def supervise(count: int, sock, workspace_path, public_url: str | None, memory_interval: float | None) -> None:
     """Run `count` workers until SIGTERM/SIGINT (then return), or raise WorkersFailed."""
-    from workspacectl.engine.workspaces import open_workspace
+    from workspacectl.engine.doors import open_workspace
 
     ws = open_workspace(str(workspace_path))   # migrations once, here: a bad workspace fails before any worker
     shown = ws.shown
