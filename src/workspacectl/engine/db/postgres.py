@@ -28,9 +28,11 @@ the store, see store/catalog_search.py):
   COMMIT), eight statements in all (was four round trips, ten statements).
 - prepared statements: a statement the store marks db.Prepared (hot reads) is PREPAREd by SQL
   once per session and sent as `EXECUTE name(values)`; as a writer's first statement it goes in
-  the one message with BEGIN and the lock. A token issue is three round trips: the session read;
-  BEGIN, the lock and the credential read; the audit row with COMMIT (was four: psycopg's
-  protocol-level prepare needed a message of its own after BEGIN). Measured earlier on a token's
+  the one message with BEGIN and the lock. A token issue that goes the transaction's way is three
+  round trips: the session read; BEGIN, the lock and the credential read; the audit row with COMMIT
+  (was four: psycopg's protocol-level prepare needed a message of its own after BEGIN). The usual
+  issue is one call instead (store.vault.issue_token_at_once, m029_token_issue: the read and the
+  audit row in one statement, its own transaction). Measured earlier on a token's
   credential read (bench/pg_token_profile.py): the read parsed and planned each time cost the
   backend ~200 µs more than prepared. A prepared plan whose result changed under a migration is
   dropped (DEALLOCATE ALL) and the statement run again. Every other statement is bound

@@ -49,6 +49,7 @@ MIGRATIONS = [(name, _lazy(name)) for name in (
     "m024_key_credentials",
     "m027_events",
     "m028_proxy_log",
+    "m029_token_issue",
 )]
 
 

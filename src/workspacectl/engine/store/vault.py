@@ -80,6 +80,20 @@ def get_credential_to_issue(conn, cred_id: str, member_id: str) -> sqlite3.Row |
     return conn.execute(_TO_ISSUE, {"member": member_id, "cred": cred_id}).fetchone()
 
 
+_ISSUE_AT_ONCE = Prepared("SELECT * FROM wsctl_issue_token(:cred, :member, :key, :kind, :reason, :at, :now)")
+
+
+def issue_token_at_once(conn, *, cred_id: str, member_id: str, key_id: str | None, caller_kind: str, reason: str,
+                        at: str, now: str):
+    """PostgreSQL only (m029_token_issue): get_credential_to_issue's row and, when the function could
+    decide, the audit row appended, in one statement (one round trip, its own transaction). The row
+    carries `outcome` ('issued', 'refused', or None: nothing written, the engine decides) and
+    `logged_fields` (the JSON list the audit row names); None when the member cannot see the
+    credential."""
+    return conn.execute(_ISSUE_AT_ONCE, {"cred": cred_id, "member": member_id, "key": key_id, "kind": caller_kind,
+                                         "reason": reason, "at": at, "now": now}).fetchone()
+
+
 def list_credentials_for(conn, member_id: str, after: str | None, limit: int,
                          service: str | None = None, named: tuple[str, str] | None = None,
                          only: frozenset[str] | None = None) -> list[sqlite3.Row]:

@@ -99,6 +99,10 @@ def issue_token(ctx: Ctx, cred_id: str, reason: str, form: str = "json", dry_run
     # A refresh completed after the request arrived counts as ours (token_refresh.needs_refresh): a
     # request queued behind a refresh takes its token instead of refreshing again.
     since = precise_iso(ctx.received_at) if ctx.received_at is not None else precise_now()
+    if form == "json" and not dry_run and getattr(conn, "dialect", "sqlite") == "postgres" and isinstance(cred_id, str):
+        body = _issue_at_once(ctx, cred_id, reason)
+        if body is not None:
+            return body
     for _ in range(TOKEN_ATTEMPTS):
         refused = False
         with transaction(conn, appends_only=True):
@@ -123,6 +127,28 @@ def issue_token(ctx: Ctx, cred_id: str, reason: str, form: str = "json", dry_run
             raise ApiError("forbidden", _VIEWER_ONLY)
         token_refresh.ensure_fresh(ctx.ws, cred_id, since=since)
     raise ApiError("upstream_failed", "The provider keeps issuing tokens that expire at once; try again shortly.")
+
+
+def _issue_at_once(ctx: Ctx, cred_id: str, reason: str) -> dict | None:
+    """PostgreSQL: the issue in one statement (store.issue_token_at_once, m029_token_issue): the read
+    and the audit row in one round trip. The answer, or None when the function left the decision to
+    the transaction above (nothing written: a reconnect, a refresh that may be due, JSON it does not
+    read as we do). Only for the json form without a dry run (the other forms may refuse a body,
+    which must leave no row). The fields released are the ones the row names: token_fields
+    computes them from the sealed secrets, the function from their names stored beside them
+    (written together), so the two agree; a field the row does not name is never released."""
+    c = ctx.caller
+    row = store.issue_token_at_once(ctx.db, cred_id=cred_id, member_id=c.member_id, key_id=c.key_id,
+                                    caller_kind=c.kind, reason=reason, at=clock.now_iso(), now=precise_now())
+    if row is None or row["access"] is None:
+        raise ApiError("not_found", f"No credential {cred_id} that you can see. Run `wsctl vault list`.")
+    if row["outcome"] == "refused":
+        raise ApiError("forbidden", _VIEWER_ONLY)
+    if row["outcome"] != "issued":
+        return None
+    body = token_fields(row, open_secrets(ctx.ws, row), env_vars(row))
+    logged = json.loads(row["logged_fields"])
+    return body if sorted(body) == logged else {k: body[k] for k in logged if k in body}
 
 
 @route("POST", "/v1/credentials/{id}/token", quick=True)
