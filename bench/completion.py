@@ -1,5 +1,5 @@
 """Name completion (`wsctl complete-values KIND PREFIX`, what a shell runs on <TAB>): with the
-completion cache warm (cli/completion_cache.py) and cold, locally and against a server.
+completion cache warm (cli/common/completion_cache.py) and cold, locally and against a server.
 
     python bench/completion.py [--runs 20] [--names 200]
 

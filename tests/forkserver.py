@@ -38,7 +38,7 @@ import time
 # What the fork server imports before it forks: what `wsctl serve` and a command on either
 # backend import anyway (tests/cli/test_cli_startup.py keeps the lazy imports honest on fresh
 # interpreters).
-PRELOAD = ("workspacectl.cli.main", "workspacectl.cli.app", "workspacectl.cli.context", "workspacectl.cli.output",
+PRELOAD = ("workspacectl.cli.main", "workspacectl.cli.app", "workspacectl.cli.common.context", "workspacectl.cli.common.output",
            "workspacectl.cli.serve", "workspacectl.backend.local", "workspacectl.backend.remote",
            "workspacectl.engine.dispatch", "workspacectl.server.app", "typer.main", "rich.console", "rich.table",
            "rich.markdown", "httpx", "uvicorn", "uvicorn.main")

@@ -124,7 +124,7 @@ def catalog_state(backend) -> tuple:
 
 def test_the_corpus_is_large_enough():
     assert len(DOCUMENTS) + len(BODIES) >= 30
-    from workspacectl.cli.catalog import MAX_IMPORT_BYTES
+    from workspacectl.cli.catalog.commands import MAX_IMPORT_BYTES
 
     assert MAX_IMPORT_BYTES == limits.MAX_DOCUMENT_BYTES  # the CLI stops reading where the engine refuses
 

@@ -1,1 +1,1 @@
-"""Tests of the CLI as a whole (start-up, exit codes, config, docs)."""
+"""Tests of the CLI as a whole (start-up, exit codes, config, docs); a group's own in tests/cli/<group>/."""

@@ -2,7 +2,7 @@
 
 Names, descriptions, notes, reasons, imported catalog text, field values and server error
 messages hold escape sequences (colour, OSC window title, BEL, a C1 CSI, a bidi override, a
-carriage return) and rich markup. Human output shows them escaped (`\\x1b`, cli/output.py
+carriage return) and rich markup. Human output shows them escaped (`\\x1b`, cli/common/output.py
 `visible`), piped and on a terminal (a real pty, rich styling on); `--json` returns the exact
 values."""
 from __future__ import annotations

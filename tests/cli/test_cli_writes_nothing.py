@@ -2,7 +2,7 @@
 
 The embedded default workspace is made on first use by a command that needs a workspace to
 answer (CONTRACT §1), and kept only if that command succeeds: a failing command removes the
-workspace, the profile and the folders it made (cli/first_use.py). `auth status`, `auth whoami`,
+workspace, the profile and the folders it made (cli/common/first_use.py). `auth status`, `auth whoami`,
 `auth logout` and `--help` never make it. Each test lists every file under WSCTL_HOME before and
 after."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Name completion answers from a short-lived local cache (cli/completion_cache.py), on every door:
+"""Name completion answers from a short-lived local cache (cli/common/completion_cache.py), on every door:
 what it answers is the cache's until a command changes something through the CLI or the entry is
 a minute old; it is per identity and holds no secret. Speed is measured in bench/completion.py."""
 from __future__ import annotations

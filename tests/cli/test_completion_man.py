@@ -266,7 +266,7 @@ def test_zsh_completes_files_for_the_template():
 
 
 def test_a_renamed_credential_completes_by_its_new_name_at_once(backend):
-    """The completion cache (cli/completion_cache.py) is dropped by `vault rename`, so the new name
+    """The completion cache (cli/common/completion_cache.py) is dropped by `vault rename`, so the new name
     completes on the next <TAB>, not a minute later; the cache holds names and ids, never a secret."""
     install_service(backend.workspace, 'service = "compsvc"\nname = "Comp"\ndescription = "d"\n'
                                        'credentialType = "apiKey"\nenvVars = { apiKey = "COMP_KEY" }\n')

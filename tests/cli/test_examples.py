@@ -16,7 +16,7 @@ from typer import _click
 from typer._click.exceptions import UsageError
 
 from tests.conftest import base_env, run_wsctl
-from workspacectl.cli import scripting
+from workspacectl.cli.common import scripting
 from workspacectl.cli.app import build_app
 from workspacectl.docgen import manpages
 from workspacectl.docgen.tree import examples, load_tree

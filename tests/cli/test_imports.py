@@ -111,15 +111,16 @@ def test_a_local_command_loads_its_own_area_only(workspace, home):
         foreign = sorted(m for m in loaded if area_of(m) not in (None, area))
         assert foreign == [], (argv, foreign)
         cli_groups = {m for m in loaded if m.startswith("workspacectl.cli.")} - {
-            "workspacectl.cli.app", "workspacectl.cli.main", "workspacectl.cli.context", "workspacectl.cli.state",
-            "workspacectl.cli.config",
-            "workspacectl.cli.paths", "workspacectl.cli.output", "workspacectl.cli.init", "workspacectl.cli.serve",
-            "workspacectl.cli.api", "workspacectl.cli.secrets_store",
+            "workspacectl.cli.app", "workspacectl.cli.main", "workspacectl.cli.init", "workspacectl.cli.serve",
+            "workspacectl.cli.api", "workspacectl.cli.common", "workspacectl.cli.common.context",
+            "workspacectl.cli.common.state", "workspacectl.cli.common.config", "workspacectl.cli.common.paths",
+            "workspacectl.cli.common.output", "workspacectl.cli.common.secrets_store",
             # shared by every group: --json FIELDS/--jq/--limit, choice types, the top-level completion/man,
             # the command class (metavars, usage line)
-            "workspacectl.cli.scripting", "workspacectl.cli.choices", "workspacectl.cli.completion",
-            "workspacectl.cli.usage"}
-        assert {m.rsplit(".", 1)[-1].split("_")[0] for m in cli_groups} == {argv[0]}, (argv, sorted(cli_groups))
+            "workspacectl.cli.common.scripting", "workspacectl.cli.common.choices", "workspacectl.cli.completion",
+            "workspacectl.cli.common.usage"}
+        # of the groups (cli/<group>/), only the command's own
+        assert {m.split(".")[2] for m in cli_groups} == {argv[0]}, (argv, sorted(cli_groups))
 
 
 def test_a_local_catalog_search_does_not_import_numpy(workspace, home):

@@ -23,7 +23,7 @@ ETA = re.compile(r" (-:--:--|\d+:\d\d:\d\d)")   # a transfer bar's time left
 
 
 def test_sizes_read_as_people_read_them():
-    from workspacectl.cli.output import human_size
+    from workspacectl.cli.common.output import human_size
 
     assert [human_size(n) for n in (0, 1, 1023, 1024, 1536, 200 * 2**20, 5 * 2**40, 3 * 2**50)] == [
         "0 bytes", "1 byte", "1023 bytes", "1.0 KiB", "1.5 KiB", "200.0 MiB", "5.0 TiB", "3.0 PiB"]

@@ -64,7 +64,7 @@ def sent_paths() -> list[tuple[str, str | None, str]]:
     trees = {str(file.relative_to(SRC)): ast.parse(file.read_text(encoding="utf-8"))
              for folder in ("cli", "backend") for file in sorted((SRC / folder).rglob("*.py"))}
     own = {where: path_helpers(tree) for where, tree in trees.items()}
-    # a helper another module imports (cli/specialist_refs.project_path): known everywhere when its
+    # a helper another module imports (cli/specialist/refs.project_path): known everywhere when its
     # name means one template; a module's own helper of that name comes first
     templates: dict[str, set] = {}
     for helpers in own.values():

@@ -65,7 +65,7 @@ def import_circles(graph) -> set[frozenset]:
 
 def test_no_import_circle_between_our_modules():
     """Two modules that need each other share a third, below both, named for what it holds (as
-    skills/records.py, catalog/definition_values.py, server/pages.py, cli/state.py): an import moved
+    skills/records.py, catalog/definition_values.py, server/pages.py, cli/common/state.py): an import moved
     inside a function still counts here."""
     import grimp
 

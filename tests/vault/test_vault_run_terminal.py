@@ -176,7 +176,7 @@ def test_child_dies_when_wsctl_is_killed_with_sigkill(backend, cred, tmp_path, m
 
 WATCHED = """
 import subprocess, sys, time
-from workspacectl.cli import vault_run
+from workspacectl.cli.vault import run as vault_run
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])  # no PDEATHSIG here
 w = vault_run.start_watchdog(child.pid)
 if sys.argv[1] == "done":

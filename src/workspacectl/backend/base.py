@@ -7,7 +7,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Protocol
 
 
 # Called (no arguments) before any call that may change the workspace (a method other than GET)
-# through a CLI backend: the CLI drops its completion cache then (cli/completion_cache.py).
+# through a CLI backend: the CLI drops its completion cache then (cli/common/completion_cache.py).
 ON_WRITE: list[Callable[[], None]] = []
 
 

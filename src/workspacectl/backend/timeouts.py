@@ -16,7 +16,7 @@ One limit, SECONDS: `wsctl --timeout SECONDS ...`, else WSCTL_TIMEOUT, else 60.
   failed mid-request), never as a server to start.
 
 No heavy import here: httpx's exceptions are told apart by name (backend/remote.py and
-cli/skill_transfer.py call `transport_error`).
+cli/skill/transfer.py call `transport_error`).
 """
 from __future__ import annotations
 

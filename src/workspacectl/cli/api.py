@@ -16,8 +16,8 @@ from typing import Annotated, List, Literal, Optional
 
 import typer
 
-from workspacectl.cli.context import backend
-from workspacectl.cli.output import print_json
+from workspacectl.cli.common.context import backend
+from workspacectl.cli.common.output import print_json
 from workspacectl.errors import ApiError
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
@@ -97,7 +97,7 @@ def api(
 
 def _follow(b, path, query, headers, first, status, answer_headers):
     """Every page of a list route: the entries joined under its one list key, nextCursor null."""
-    from workspacectl.cli.scripting import _list_key
+    from workspacectl.cli.common.scripting import _list_key
 
     if not isinstance(first, dict) or not _list_key(first):
         return first, status, answer_headers, 1
@@ -118,7 +118,7 @@ def print_head(status: int, headers: list[tuple[str, str]]) -> None:
     """`-i`: the status line and the headers, then a blank line (`wsctl api`, `wsctl vault proxy`)."""
     from http import HTTPStatus
 
-    from workspacectl.cli.output import visible
+    from workspacectl.cli.common.output import visible
 
     try:
         phrase = HTTPStatus(status).phrase

@@ -1,4 +1,4 @@
-"""The Typer app: the root options and one sub-app per group (cli/<group>.py).
+"""The Typer app: the root options and one sub-app per group (cli/<group>/commands.py).
 
 A group's module is imported only when the command line reaches that group, and each of its
 commands is built only when the line reaches that command (or the docs generator walks the tree):
@@ -20,24 +20,25 @@ from typer.core import TyperCommand, TyperGroup
 from typer.models import CommandInfo, TyperInfo
 
 from workspacectl import __version__
-from workspacectl.cli.context import state
-from workspacectl.cli.usage import Command, real_metavars
+from workspacectl.cli.common.context import state
+from workspacectl.cli.common.usage import Command, real_metavars
 
-# (module, command name, help) in the order `wsctl --help` lists them.
+# (module, command name, help) in the order `wsctl --help` lists them: a group is the package
+# cli/<group>/, its Typer app in commands.py.
 GROUPS = [
-    ("auth", "auth", "Sign in to a server, show who you are, sign out."),
-    ("profile", "profile", "Profiles: list, show, switch, rename and remove them."),
-    ("members", "members", "Members of the workspace and their login codes."),
-    ("keys", "keys", "Personal and platform API keys."),
-    ("vault", "vault", "Connected accounts: list, connect, issue audited tokens, run with secrets."),
-    ("catalog", "catalog", "Integrations and operations the workspace can use."),
-    ("specialist", "specialist", "Specialists (projects): workflows, apps, skills and files."),
-    ("memory", "memory", "Workspace and member memory, changed through proposals."),
-    ("skill", "skill", "Skills: SKILL.md bundles, versions, publishing."),
-    ("trigger", "trigger", "Trigger providers that start workflows."),
-    ("workflow", "workflow", "Workflows and apps."),
-    ("admin", "admin", "Workspace administration (key rotation)."),
-    ("webhooks", "webhooks", "Signed webhook subscriptions to the event feed."),
+    ("auth.commands", "auth", "Sign in to a server, show who you are, sign out."),
+    ("profile.commands", "profile", "Profiles: list, show, switch, rename and remove them."),
+    ("members.commands", "members", "Members of the workspace and their login codes."),
+    ("keys.commands", "keys", "Personal and platform API keys."),
+    ("vault.commands", "vault", "Connected accounts: list, connect, issue audited tokens, run with secrets."),
+    ("catalog.commands", "catalog", "Integrations and operations the workspace can use."),
+    ("specialist.commands", "specialist", "Specialists (projects): workflows, apps, skills and files."),
+    ("memory.commands", "memory", "Workspace and member memory, changed through proposals."),
+    ("skill.commands", "skill", "Skills: SKILL.md bundles, versions, publishing."),
+    ("trigger.commands", "trigger", "Trigger providers that start workflows."),
+    ("workflow.commands", "workflow", "Workflows and apps."),
+    ("admin.commands", "admin", "Workspace administration (key rotation)."),
+    ("webhooks.commands", "webhooks", "Signed webhook subscriptions to the event feed."),
 ]
 # Top-level commands, imported and built when used; listed with the first sentence of their
 # function's docstring (tests/cli/test_imports.py checks the listing against the built command).
@@ -164,7 +165,7 @@ def lazy_group(info: TyperInfo, path: tuple[str, ...]) -> LazyGroup:
     return group
 
 
-# Lists: each takes --limit N and --all (cli/scripting.py; the command reads them through all_pages).
+# Lists: each takes --limit N and --all (cli/common/scripting.py; the command reads them through all_pages).
 LISTS = {("vault", "list"), ("vault", "log"), ("members", "list"), ("keys", "list"), ("specialist", "list"),
          ("specialist", "connections"), ("specialist", "files", "list"), ("skill", "list"), ("skill", "versions"),
          ("trigger", "list"), ("workflow", "list"), ("catalog", "integrations"), ("catalog", "operations"),
@@ -174,7 +175,7 @@ LISTS = {("vault", "list"), ("vault", "log"), ("members", "list"), ("keys", "lis
 
 def add_scripting_options(command: _click.Command, path: tuple[str, ...]) -> None:
     """Every command with --json also takes --jq EXPR; every list takes --limit N and --all."""
-    from workspacectl.cli import scripting
+    from workspacectl.cli.common import scripting
 
     if isinstance(command, _Unloaded):
         return   # given them when it is built
@@ -229,7 +230,7 @@ class LazyRoot(LazyGroup):
         for module, func, name, help_text, hidden in LAZY_COMMANDS:
             self.commands.setdefault(name, _Unloaded(name, help_text, functools.partial(
                 _build_command, module, func, name, hidden), hidden=hidden))
-        from workspacectl.cli import scripting
+        from workspacectl.cli.common import scripting
 
         self.params.append(scripting.jq_option())
 

@@ -6,7 +6,7 @@
   `complete-values`.
 - `complete-values KIND` prints `VALUE<TAB>DESCRIPTION` lines (ids, then names) from the current
   profile's workspace or server, and keeps them for a minute in the completion cache, which the
-  next <TAB> reads before Typer is imported (cli/completion_cache.py). It never makes a workspace (a missing one answers nothing), reads
+  next <TAB> reads before Typer is imported (cli/common/completion_cache.py). It never makes a workspace (a missing one answers nothing), reads
   at most one page, and gives up silently after a time limit (TIME_LIMIT seconds, or
   WSCTL_COMPLETION_SECONDS): a completion must never hang a shell or print an error into the
   command line. A busy machine or a slow link may need more than the default.
@@ -89,8 +89,8 @@ def complete_values(ctx: typer.Context,
         signal.signal(signal.SIGALRM, lambda *_: os._exit(0))
         signal.setitimer(signal.ITIMER_REAL, time_limit())
     try:
-        from workspacectl.cli import completion_cache
-        from workspacectl.cli.context import state
+        from workspacectl.cli.common import completion_cache
+        from workspacectl.cli.common.context import state
 
         profile = state(ctx).profile_flag
         every = _values(kind, profile)
@@ -115,8 +115,8 @@ def time_limit() -> float:
 
 def _values(kind: str, profile: str | None) -> list[str] | None:
     """Every line of KIND, or None when there is nothing to ask (no such kind, no workspace)."""
-    from workspacectl.cli.context import resolve
-    from workspacectl.cli.output import visible
+    from workspacectl.cli.common.context import resolve
+    from workspacectl.cli.common.output import visible
 
     if kind not in ROUTES:
         return None

@@ -6,8 +6,8 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from workspacectl.cli.context import backend
-from workspacectl.cli.output import JsonOpt, emit, table
+from workspacectl.cli.common.context import backend
+from workspacectl.cli.common.output import JsonOpt, emit, table
 
 COLUMNS = [("timestamp", "TIME"), ("type", "TYPE"), ("subjectId", "SUBJECT"), ("actorId", "ACTOR"),
            ("detail", "DETAIL")]
@@ -54,7 +54,7 @@ def events(
       wsctl events --type 'credential.*'
       wsctl events --follow --subject stripe-live
     """
-    from workspacectl.cli.context import all_pages
+    from workspacectl.cli.common.context import all_pages
 
     query = _query(type_ or [], subject or [])
     if follow:
@@ -69,7 +69,7 @@ def _follow(ctx: typer.Context, query: dict, interval: float, json_lines: bool) 
     import json as jsonlib
     import time
 
-    from workspacectl.cli.context import state
+    from workspacectl.cli.common.context import state
 
     be = backend(ctx)
     be.long_running()   # a feed followed until Ctrl-C

@@ -7,10 +7,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from workspacectl.cli import config
-from workspacectl.cli.context import state
-from workspacectl.cli.output import JsonOpt, emit, info
-from workspacectl.cli.paths import default_workspace
+from workspacectl.cli.common import config
+from workspacectl.cli.common.context import state
+from workspacectl.cli.common.output import JsonOpt, emit, info
+from workspacectl.cli.common.paths import default_workspace
 
 
 def init(
@@ -37,7 +37,7 @@ def init(
     """
     from workspacectl.backend.local import create_workspace
 
-    from workspacectl.cli.context import location_arg
+    from workspacectl.cli.common.context import location_arg
     from workspacectl.formats.workspace_url import is_postgres_url
 
     user = getpass.getuser() or "owner"
@@ -72,7 +72,7 @@ def init(
 
 def switched(name: str, active: bool, was: str | None) -> str:
     """Whether the profile init wrote is active, and which one was before (how to go back)."""
-    from workspacectl.cli.profile import how_to_use
+    from workspacectl.cli.profile.commands import how_to_use
 
     if active and was and was != name:
         return f" It is now the active profile (it was '{was}': `wsctl profile use {was}` switches back)."

@@ -76,10 +76,10 @@ def main(argv: list[str] | None = None) -> None:
     from typer import _click as click  # typer vendors click; plain click is never on this path
 
     from workspacectl.cli.app import build_app
-    from workspacectl.cli.output import visible  # error text may quote a server or another member
+    from workspacectl.cli.common.output import visible  # error text may quote a server or another member
     from workspacectl.errors import EXIT_CODES, ApiError, one_line
 
-    from workspacectl.cli import scripting
+    from workspacectl.cli.common import scripting
     from workspacectl.cli.app import COMMANDS, GROUPS, LAZY_COMMANDS
 
     app = build_app()
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> None:
 
             traceback.print_exc()
         print(f"error: {visible(e.with_hint())}{_secret_source(e)}", file=sys.stderr)
-        for line in _candidates(e):  # a name that fits several things: one line each (cli/refs.py)
+        for line in _candidates(e):  # a name that fits several things: one line each (cli/common/refs.py)
             print(f"  {visible(line)}", file=sys.stderr)
         code = EXIT_CODES.get(e.code, 1)
     except typer.Abort:
@@ -195,7 +195,7 @@ def _fail_the_eval() -> None:
 def _secret_source(error) -> str:
     """On a 401, when the secret came from WSCTL_TOKEN or WSCTL_API_KEY: signing in again does
     not help while that variable is set (it wins over a stored sign-in), so say so."""
-    context = sys.modules.get("workspacectl.cli.context")
+    context = sys.modules.get("workspacectl.cli.common.context")
     var = context.secret_source() if context is not None and error.code == "unauthenticated" else None
     if var not in ("WSCTL_TOKEN", "WSCTL_API_KEY") or var in error.message:
         return ""
@@ -215,10 +215,10 @@ def _candidates(error) -> list[str]:
 
 def _completed_from_cache(args: list[str]) -> bool:
     """A shell's `complete-values` answered from the completion cache, before Typer is even
-    imported (cli/completion_cache.py): the whole run then takes about as long as Python starts."""
+    imported (cli/common/completion_cache.py): the whole run then takes about as long as Python starts."""
     if "complete-values" not in args[:3]:
         return False
-    from workspacectl.cli import completion_cache
+    from workspacectl.cli.common import completion_cache
 
     try:
         return completion_cache.answer_from_cache(list(args))
@@ -228,15 +228,15 @@ def _completed_from_cache(args: list[str]) -> bool:
 
 def _after_command(housekeeping: bool) -> None:
     """Housekeeping of the local workspaces the command opened (not after an interrupt), after its
-    output, then they are closed (cli/context.py after_command)."""
-    context = sys.modules.get("workspacectl.cli.context")
+    output, then they are closed (cli/common/context.py after_command)."""
+    context = sys.modules.get("workspacectl.cli.common.context")
     if context is not None:
         context.after_command(housekeeping)
 
 
 def _settle_first_use(ok: bool) -> None:
-    """An embedded workspace this command made is kept only if it succeeded (cli/first_use.py)."""
-    first_use = sys.modules.get("workspacectl.cli.first_use")
+    """An embedded workspace this command made is kept only if it succeeded (cli/common/first_use.py)."""
+    first_use = sys.modules.get("workspacectl.cli.common.first_use")
     if first_use is not None:
         first_use.settle(ok)
 

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from workspacectl.cli.context import backend, resolve, state
-from workspacectl.cli.output import JsonOpt, emit
+from workspacectl.cli.common.context import backend, resolve, state
+from workspacectl.cli.common.output import JsonOpt, emit
 from workspacectl.errors import ApiError
 
 

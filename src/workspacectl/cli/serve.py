@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from workspacectl.cli.context import resolve, state
+from workspacectl.cli.common.context import resolve, state
 from workspacectl.errors import ApiError
 
 
@@ -26,7 +26,7 @@ def serve(
       wsctl serve --port 8080
       wsctl serve --workspace ~/acme --host 0.0.0.0 --public-url https://wsctl.acme.dev
     """
-    from workspacectl.cli.context import ensure_workspace_path, local_location, location_arg
+    from workspacectl.cli.common.context import ensure_workspace_path, local_location, location_arg
     from workspacectl.server.app import listen_socket, serve as run
     from workspacectl.server.memory_timer import resolve_interval
 
@@ -44,7 +44,7 @@ def serve(
     except OSError as e:
         raise ApiError("invalid_request", f"Cannot listen on {host}:{port} ({e.strerror or e}). "
                        "Stop whatever uses that port or pick another --port / --host.") from None
-    from workspacectl.cli import first_use
+    from workspacectl.cli.common import first_use
 
     first_use.keep()  # listening: an embedded workspace made for this server stays (and others may use it)
     if workers == 1:

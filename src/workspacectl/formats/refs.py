@@ -1,8 +1,8 @@
 """Ids and names: the one rule every door that names things by id or name follows (the CLI's
-`cli/refs.py`, the agent door's tools), over the door's own `request(method, path, query=...)`.
+`cli/common/refs.py`, the agent door's tools), over the door's own `request(method, path, query=...)`.
 
 Every command that takes a credential, specialist, skill, workflow, member or key passes the word
-through `resolve(ctx, KIND, word)` (cli/refs.py, over this module) and sends the answer to the API. The rules, the same on every
+through `resolve(ctx, KIND, word)` (cli/common/refs.py, over this module) and sends the answer to the API. The rules, the same on every
 backend (the lookup is one list request with `?name=` through the command's backend; the server
 filters, docs/api.md §1 "Lists"):
 

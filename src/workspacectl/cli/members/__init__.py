@@ -1,0 +1,1 @@
+"""`wsctl members`: members of the workspace and their login codes. commands.py holds its Typer app and commands."""

@@ -1,0 +1,1 @@
+"""`wsctl workflow`: workflows and apps. commands.py holds its Typer app and commands."""

@@ -1,0 +1,1 @@
+"""Tests of `wsctl profile` beside cli/profile/."""

@@ -1,0 +1,1 @@
+"""Tests of `wsctl vault` beside cli/vault/ (the vault through every door is in tests/vault/)."""
