@@ -14,7 +14,7 @@ same bare app with rich_markup_mode=None, the stricter yardstick, run in the sam
 
 Then each command runs once in a probe that lists the modules it left in sys.modules (importtime
 misses modules loaded through importlib.import_module): the count of workspacectl modules, the
-engine route modules among them (engine/route_modules.py), and whether the heavy third-party
+engine route modules among them (engine/route_index.py), and whether the heavy third-party
 packages were loaded. Nothing is asserted here; tests/cli/test_imports.py holds the import rules.
 
 --before takes the interpreter of another install of wsctl (an older commit's worktree and its own
@@ -80,11 +80,15 @@ try:
 except SystemExit:
     pass
 try:
-    from workspacectl.engine.route_modules import ROUTE_MODULES
-    route_modules = set(ROUTE_MODULES.values())
-except ImportError:   # a version from before lazy routes (to measure a baseline)
-    from workspacectl.engine.dispatch import ROUTE_MODULES as names
-    route_modules = {"workspacectl.engine." + n for n in names}
+    from workspacectl.engine.route_index import ROUTE_INDEX
+    route_modules = {module for _scope, module in ROUTE_INDEX.values()}
+except ImportError:
+    try:   # a version from before the route index (engine/route_modules.py)
+        from workspacectl.engine.route_modules import ROUTE_MODULES
+        route_modules = set(ROUTE_MODULES.values())
+    except ImportError:   # a version from before lazy routes (to measure a baseline)
+        from workspacectl.engine.dispatch import ROUTE_MODULES as names
+        route_modules = {"workspacectl.engine." + n for n in names}
 mods = set(sys.modules)
 print("\n" + json.dumps({"workspacectl": sorted(m for m in mods if m.startswith("workspacectl")),
                          "routes": sorted(mods & route_modules),

@@ -1,6 +1,6 @@
 """A tiny JSON Schema checker for the answers /v1/openapi.json documents (no dependency).
 
-Covers what engine/openapi_schemas*.py writes: type (one or a list, so nullable), enum, const,
+Covers what the @route declarations and engine/openapi/components.py write: type (one or a list, so nullable), enum, const,
 required, properties, additionalProperties, items, $ref into the document, anyOf, oneOf,
 min/maxLength, pattern, min/maxItems, minimum/maximum and format date-time.
 """

@@ -90,7 +90,7 @@ print(json.dumps({"code": code, "modules": sorted(m for m in sys.modules if m.st
 
 
 def test_a_local_command_loads_its_own_area_only(workspace, home):
-    from workspacectl.engine.route_modules import ROUTE_MODULES
+    from workspacectl.engine.route_index import ROUTE_INDEX
 
     env = {**base_env(home), "WSCTL_WORKSPACE": str(workspace)}
     run_wsctl(["members", "list"], env)   # the hourly housekeeping runs here, not in the probes below
@@ -107,7 +107,7 @@ def test_a_local_command_loads_its_own_area_only(workspace, home):
         report = json.loads(p.stdout)
         assert report["code"] == 0, (argv, p.stderr)
         loaded = set(report["modules"])
-        assert loaded & set(ROUTE_MODULES.values()) == route_modules, argv
+        assert loaded & {module for _scope, module in ROUTE_INDEX.values()} == route_modules, argv
         foreign = sorted(m for m in loaded if area_of(m) not in (None, area))
         assert foreign == [], (argv, foreign)
         cli_groups = {m for m in loaded if m.startswith("workspacectl.cli.")} - {

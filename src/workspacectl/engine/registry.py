@@ -1,7 +1,11 @@
-"""Routes: @route registers an API operation; match() finds the route of a request.
+"""Routes: @route declares an API operation once, beside its handler; match() finds the route of a request.
 
-Paths are the ones of scopes.ROUTE_SCOPES, so the scope of every route is declared once; the
-module holding each path's handlers is in route_modules.ROUTE_MODULES, imported on first use.
+One declaration holds a route's method, path, scope, request body, query parameters, answers,
+summary and handler. What must be known before a handler's module is imported (the scope, checked
+before anything is looked up, and the module to import) is in engine/route_index.py, generated from
+the declarations by `python -m workspacectl.engine.route_gen`; tests/core/test_route_index.py fails
+when it is stale, and a declaration the index does not match is an error at import.
+/v1/openapi.json is built from the declarations themselves (engine/openapi/routes.py).
 """
 from __future__ import annotations
 
@@ -10,11 +14,10 @@ import importlib
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, TypeVar
 
 from workspacectl import clock
-from workspacectl.engine.route_modules import ROUTE_MODULES
-from workspacectl.engine.scopes import ROUTE_SCOPES
+from workspacectl.engine.route_index import ROUTE_INDEX
 
 
 @dataclass(frozen=True)
@@ -138,27 +141,73 @@ def _compile(path: str) -> re.Pattern:
     return re.compile("^" + "/".join(parts) + "$")
 
 
+def _specificity(path: str) -> tuple[int, tuple[bool, ...]]:
+    """Sort key: more literal segments first; between as many, the one whose first parameter comes
+    later ('/v1/skills/platform/{name}' before '/v1/skills/{id}/files')."""
+    params = tuple(bool(_PARAM.fullmatch(seg)) for seg in path.split("/"))
+    return -params.count(False), params
+
+
 ROUTES: list[Route] = sorted(
-    (Route(m, p, s, p.count("/"), sum(1 for seg in p.split("/") if not _PARAM.fullmatch(seg)))
-     for (m, p), s in ROUTE_SCOPES.items()),
-    key=lambda r: -r.literal_segments,
+    (Route(m, p, scope, p.count("/"), sum(1 for seg in p.split("/") if not _PARAM.fullmatch(seg)))
+     for (m, p), (scope, _module) in ROUTE_INDEX.items()),
+    key=lambda r: (_specificity(r.path), r.path, r.method),
 )
-HANDLERS: dict[tuple[str, str], Callable[[Ctx], Any]] = {}
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True, kw_only=True)
+class Declaration:
+    """One route as declared by @route: everything the doors and /v1/openapi.json know of it."""
+
+    method: str
+    path: str
+    scope: str
+    handler: Callable[..., Any]
+    quick: bool = False
+    summary: str | None = None   # one sentence for the API reference; default: the handler's docstring
+    body: dict | None = None     # the JSON request body's schema; None: the route takes no body
+    body_required: bool = True
+    raw_body: bool = False       # also takes the document itself as text/plain (catalog import)
+    query: tuple[dict, ...] = ()  # query parameters, as OpenAPI parameter objects
+    responses: dict[int, dict | None] = field(default_factory=lambda: {200: None})  # status -> schema (None: no body)
+
+    @property
+    def module(self) -> str:
+        return self.handler.__module__
+
+
+DECLARED: dict[tuple[str, str], Declaration] = {}
+HANDLERS: dict[tuple[str, str], Callable[..., Any]] = {}
 QUICK: set[tuple[str, str]] = set()
+# engine/route_gen.py turns this off while it collects the declarations the index is made from.
+CHECK_INDEX = True
+REGENERATE = "python -m workspacectl.engine.route_gen"
 
 
-def route(method: str, path: str, quick: bool = False):
-    """quick: the handler does a few indexed reads and at most one short transaction, and calls
-    db.must_not_wait() before anything that may wait (a provider, the keyring): a server answers
-    it on its event loop, without handing it to an engine thread (dispatch.Engine.handle_quick)."""
+def route(method: str, path: str, *, scope: str, quick: bool = False, summary: str | None = None,
+          body: dict | None = None, body_required: bool = True, raw_body: bool = False,
+          query: Iterable[dict] = (), responses: dict[int, dict | None] | None = None
+          ) -> Callable[[Handler], Handler]:
+    """Declare the route METHOD path, answered by the decorated handler.
+
+    scope: scopes.PUBLIC | AUTHENTICATED | SESSION or a key scope ("vault:read"); checked by the door
+    before the handler runs. body / query / responses: what /v1/openapi.json says it takes and
+    answers (engine/schema_blocks.py builds them). quick: the handler does a few indexed reads and at
+    most one short transaction, and calls db.must_not_wait() before anything that may wait (a
+    provider, the keyring): a server answers it on its event loop, without handing it to an engine
+    thread (dispatch.Engine.handle_quick)."""
     key = (method.upper(), path)
-    if key not in ROUTE_SCOPES:
-        raise RuntimeError(f"{method} {path} is not in engine/scopes.py ROUTE_SCOPES; declare its scope there")
 
-    def deco(fn):
-        if fn.__module__ != ROUTE_MODULES.get(path):
-            raise RuntimeError(f"{method} {path} is registered by {fn.__module__}, but engine/route_modules.py "
-                               f"names {ROUTE_MODULES.get(path)}; the table and the module must agree")
+    def deco(fn: Handler) -> Handler:
+        if CHECK_INDEX:
+            indexed = ROUTE_INDEX.get(key)
+            if indexed != (scope, fn.__module__):
+                raise RuntimeError(f"{key[0]} {path} (scope {scope}, in {fn.__module__}) does not match "
+                                   f"engine/route_index.py ({indexed}); regenerate it: {REGENERATE}")
+        DECLARED[key] = Declaration(method=key[0], path=path, scope=scope, handler=fn, quick=quick, summary=summary,
+                                    body=body, body_required=body_required, raw_body=raw_body, query=tuple(query),
+                                    responses=dict(responses) if responses is not None else {200: None})
         HANDLERS[key] = fn
         if quick:
             QUICK.add(key)
@@ -172,11 +221,12 @@ def handler_for(route: Route) -> Callable[[Any], Any]:
     key = (route.method, route.path)
     fn = HANDLERS.get(key)
     if fn is None:
-        module = ROUTE_MODULES[route.path]
+        module = ROUTE_INDEX[key][1]
         importlib.import_module(module)
         fn = HANDLERS.get(key)
         if fn is None:
-            raise RuntimeError(f"{module} does not register {route.method} {route.path} (engine/route_modules.py)")
+            raise RuntimeError(f"{module} does not declare {route.method} {route.path} (engine/route_index.py); "
+                               f"regenerate the index: {REGENERATE}")
     return fn
 
 
@@ -187,7 +237,7 @@ def is_quick(route: Route) -> bool:
 
 def load_all() -> None:
     """Import every route module: for the server (no first-request import) and the API listing."""
-    for module in sorted(set(ROUTE_MODULES.values())):
+    for module in sorted({module for _scope, module in ROUTE_INDEX.values()}):
         importlib.import_module(module)
 
 

@@ -20,6 +20,9 @@ from workspacectl.engine import validate as v
 from workspacectl.engine.catalog.routes import require_integration
 from workspacectl.engine.db import transaction
 from workspacectl.engine.registry import Ctx, Response, route
+from workspacectl.engine.catalog.definition_values import MAX_SERVICE, SERVICE_RE
+from workspacectl.engine.schema_blocks import ANY, BOOL, INT, PAGE, STR, TIME, array, nullable, obj, page_of, query, ref, text
+from workspacectl.engine.scopes import SESSION
 from workspacectl.engine.catalog import services
 from workspacectl.engine.catalog.render import integration_detail
 from workspacectl.engine.store import catalog as store
@@ -104,7 +107,28 @@ def _check_redirect(ctx: Ctx, service: str, moved: list[str], force: bool) -> bo
     return True
 
 
-@route("POST", "/v1/admin/catalog")
+_IMPORT_BODY = obj({
+    "content": text(description="The text of a service definition (TOML) or an OpenAPI 2/3 document."),
+    "format": text(enum=["toml", "openapi"], description="Guessed from filename, then content, when absent."),
+    "service": text(1, MAX_SERVICE, SERVICE_RE.pattern, description="Overrides the document's service name."),
+    "filename": text(1, 500, description="Shown in error messages; its extension hints the format."),
+    "force": {"type": "boolean", "description": "Owner only: replace a service even when the import changes "
+              "where secrets go while credentials use it; they become needs_reconnect, secrets erased."},
+}, required=["content"])
+_CATALOG_CHANGE = obj({
+    "id": INT, "at": TIME, "membershipId": nullable(STR), "service": STR,
+    "action": text(enum=["create", "replace", "delete", "oauth-client"]), "forced": BOOL, "credentialsReset": INT,
+    "changes": array(obj({"field": STR, "from": ANY, "to": ANY}, required="all"))}, required="all")
+
+
+@route("POST", "/v1/admin/catalog", scope=SESSION,
+       query=[query("service", STR, "Raw (non-JSON) body only: the service name override."),
+              query("force", text(enum=["true", "false"]), "Raw (non-JSON) body only: see the body's force."),
+              query("filename", STR, "Raw (non-JSON) body only: the file name, which hints the format.")],
+       body=_IMPORT_BODY,
+       raw_body=True,
+       responses={n: obj({"service": STR, "created": BOOL, "operationCount": INT, "triggerCount": INT,
+                          "integration": ref("IntegrationDetail")}, required="all") for n in (200, 201)})
 def import_service(ctx: Ctx) -> Response:
     """Import a service definition (TOML) or an OpenAPI document; replaces a service of that name."""
     from workspacectl.engine.catalog import history as catalog_history
@@ -148,7 +172,8 @@ def import_service(ctx: Ctx) -> Response:
     return Response(201 if created else 200, body)
 
 
-@route("DELETE", "/v1/admin/catalog/{service}")
+@route("DELETE", "/v1/admin/catalog/{service}", scope=SESSION,
+       responses={204: None})
 def delete_service(ctx: Ctx) -> Response:
     """Remove a service with its operations and trigger providers."""
     from workspacectl.engine.catalog import history as catalog_history
@@ -162,7 +187,9 @@ def delete_service(ctx: Ctx) -> Response:
     return Response(204)
 
 
-@route("GET", "/v1/admin/catalog/history")
+@route("GET", "/v1/admin/catalog/history", scope=SESSION,
+       query=[query("service", text(1, MAX_SERVICE), "Only this service's changes."), *PAGE],
+       responses={200: page_of("changes", _CATALOG_CHANGE)})
 def catalog_history_list(ctx: Ctx) -> dict:
     """Every catalog change, newest first: who, when, what changed (owner or admin session)."""
     from workspacectl.engine.catalog import history as catalog_history
@@ -177,7 +204,11 @@ def catalog_history_list(ctx: Ctx) -> dict:
     return page("changes", rows, limit, lambda r: r["id"], catalog_history.change_json)
 
 
-@route("PUT", "/v1/admin/catalog/{service}/oauth-client")
+@route("PUT", "/v1/admin/catalog/{service}/oauth-client", scope=SESSION,
+       body=obj({"clientId": text(1, 1000), "clientSecret": text(
+        1, 4000, description="Required, except for a public client (clientAuth none), which has none.")},
+        required=["clientId"]),
+       responses={200: ref("IntegrationDetail")})
 def set_oauth_client(ctx: Ctx) -> dict:
     """Set an oauth2 integration's client id and secret (the secret is sealed)."""
     require_catalog_admin(ctx)

@@ -3,6 +3,11 @@ from __future__ import annotations
 
 import json
 
+from workspacectl.engine.schema_blocks import STR
+
+# An operation as every list answers it (GET /v1/integrations/{service}/operations, /v1/operations).
+OPERATION_FIELDS = {"opId": STR, "service": STR, "name": STR, "summary": STR, "method": STR, "path": STR}
+
 
 def integration_summary(row) -> dict:
     return {

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.registry import Ctx, route
+from workspacectl.engine.schema_blocks import PAGE, page_of, ref
 from workspacectl.engine.catalog.render import integration_detail, integration_summary, operation_detail, operation_summary
 from workspacectl.engine.store import catalog as store
 from workspacectl.errors import ApiError
@@ -30,7 +31,9 @@ def require_operation(conn, op_id: str, service: str | None = None):
     return row
 
 
-@route("GET", "/v1/integrations")
+@route("GET", "/v1/integrations", scope="docs:read",
+       query=PAGE,
+       responses={200: page_of("integrations", ref("Integration"))})
 def list_integrations(ctx: Ctx) -> dict:
     """Every integration the workspace can use."""
     limit, after = page_args(ctx)
@@ -38,13 +41,16 @@ def list_integrations(ctx: Ctx) -> dict:
     return page("integrations", rows, limit, lambda r: r["service"], integration_summary)
 
 
-@route("GET", "/v1/integrations/{service}")
+@route("GET", "/v1/integrations/{service}", scope="docs:read",
+       responses={200: ref("IntegrationDetail")})
 def get_integration(ctx: Ctx) -> dict:
     """One integration's setup metadata."""
     return integration_detail(require_integration(ctx.db, ctx.params["service"]))
 
 
-@route("GET", "/v1/integrations/{service}/operations")
+@route("GET", "/v1/integrations/{service}/operations", scope="docs:read",
+       query=PAGE,
+       responses={200: page_of("operations", ref("Operation"))})
 def list_operations(ctx: Ctx) -> dict:
     """One service's operations."""
     service = require_integration(ctx.db, ctx.params["service"])["service"]
@@ -53,7 +59,8 @@ def list_operations(ctx: Ctx) -> dict:
     return page("operations", rows, limit, lambda r: r["position"], operation_summary)
 
 
-@route("GET", "/v1/integrations/{service}/operations/{opId}")
+@route("GET", "/v1/integrations/{service}/operations/{opId}", scope="docs:read",
+       responses={200: ref("OperationDetail")})
 def get_service_operation(ctx: Ctx) -> dict:
     """One operation's full reference, markdown included."""
     integration = require_integration(ctx.db, ctx.params["service"])
@@ -61,7 +68,8 @@ def get_service_operation(ctx: Ctx) -> dict:
     return operation_detail(row, integration)
 
 
-@route("GET", "/v1/operations/{opId}")
+@route("GET", "/v1/operations/{opId}", scope="docs:read",
+       responses={200: ref("OperationDetail")})
 def get_operation(ctx: Ctx) -> dict:
     """One operation by bare id (<service>.<name>)."""
     row = require_operation(ctx.db, ctx.params["opId"])

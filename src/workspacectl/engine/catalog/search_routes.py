@@ -8,7 +8,9 @@ always null. Scope docs:read (engine/scopes.py).
 from __future__ import annotations
 
 from workspacectl.engine.catalog import search as catalog_search
+from workspacectl.engine.catalog.render import OPERATION_FIELDS
 from workspacectl.engine.registry import Ctx, route
+from workspacectl.engine.schema_blocks import NOT_BLANK, STR, array, obj, query, text
 from workspacectl.engine.store import catalog_search as store
 from workspacectl.engine.validate import bad, query_int
 from workspacectl.errors import ApiError
@@ -18,7 +20,15 @@ MAX_LIMIT = 500
 MAX_QUERY_CHARS = 500
 
 
-@route("GET", "/v1/operations")
+@route("GET", "/v1/operations", scope="docs:read",
+       query=[query("q", text(1, MAX_QUERY_CHARS, NOT_BLANK),
+                    "A capability phrase such as 'send a text message' (required).", required=True),
+              query("service", STR, "Only this service's operations."),
+              query("limit", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+                    f"How many hits, 1-{MAX_LIMIT} (default {DEFAULT_LIMIT}); a ranking has one page.")],
+       responses={200: obj({"operations": array(obj({**OPERATION_FIELDS, "score": {"type": "number"}},
+                                                    required="all")),
+                            "nextCursor": {"type": "null"}}, required="all")})
 def search_operations(ctx: Ctx) -> dict:
     """Cross-service operation search; q is a capability phrase."""
     q = ctx.query.get("q")

@@ -9,6 +9,7 @@ import itertools
 
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.registry import Ctx, route
+from workspacectl.engine.schema_blocks import PAGE, page_of, query, ref, text
 from workspacectl.engine.catalog.render import trigger_json
 from workspacectl.engine.store import catalog as store
 from workspacectl.engine.validate import bad
@@ -17,7 +18,10 @@ from workspacectl.errors import ApiError
 MAX_QUERY = 200
 
 
-@route("GET", "/v1/triggers")
+@route("GET", "/v1/triggers", scope="triggers:manage",
+       query=[query("q", text(0, MAX_QUERY),
+                    "Words matched in name, service and description, case-insensitively."), *PAGE],
+       responses={200: page_of("triggers", ref("Trigger"))})
 def list_triggers(ctx: Ctx) -> dict:
     """Every trigger provider, optionally filtered by q."""
     q = ctx.query.get("q") or ""
@@ -39,7 +43,8 @@ def _matches(row, words: list[str]) -> bool:
     return all(w in text for w in words)
 
 
-@route("GET", "/v1/triggers/{triggerId}")
+@route("GET", "/v1/triggers/{triggerId}", scope="triggers:manage",
+       responses={200: ref("TriggerDetail")})
 def get_trigger(ctx: Ctx) -> dict:
     """One trigger provider by its triggerId."""
     row = store.get_trigger(ctx.db, ctx.params["triggerId"])

@@ -22,6 +22,7 @@ from __future__ import annotations
 from workspacectl.engine import pagination
 from workspacectl.engine.events.record import EVENT_TYPES, event_json
 from workspacectl.engine.registry import Ctx, route
+from workspacectl.engine.schema_blocks import PAGE, STR, array, nullable, obj, query, ref, text
 from workspacectl.engine.store import events as store
 from workspacectl.engine.validate import bad
 
@@ -51,7 +52,21 @@ def type_filter(values: list[str]) -> tuple[list[str], list[str]]:
     return types, prefixes
 
 
-@route("GET", "/v1/events")
+_FEED_QUERY = [
+    query("type", STR, f"Comma-separated event types or families (credential.*), at most {MAX_FILTERS}."),
+    query("subject", STR, f"Comma-separated subject ids, at most {MAX_FILTERS}."),
+    query("order", text(enum=["asc", "desc"]), "asc: oldest first (default; follow with `cursor`), desc: newest first."),
+    *PAGE,
+]
+
+
+@route("GET", "/v1/events", scope="vault:read",
+       query=_FEED_QUERY,
+       responses={200: obj({
+           "events": array(ref("Event")), "nextCursor": nullable(STR),
+           "cursor": text(description="Where a follower resumes, oldest first: pass it as `cursor` later.")},
+           required="all")},
+       summary="The event feed: what happened (credentials, keys, members, skills, memory), cursor-paged.")
 def list_events(ctx: Ctx) -> dict:
     limit, position = pagination.page_args(ctx, int)
     order = ctx.query.get("order") or "asc"

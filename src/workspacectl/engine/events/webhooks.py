@@ -31,11 +31,15 @@ from workspacectl.engine.events.signing import new_secret
 from workspacectl.engine.ids import new_id
 from workspacectl.engine.leases import new_holder
 from workspacectl.engine.registry import Ctx, Response, route
+from workspacectl.engine.schema_blocks import INT, PAGE, STR, TIME, array, obj, page_of, ref, text
+from workspacectl.engine.scopes import SESSION
 from workspacectl.engine.store import events as store
 from workspacectl.errors import ApiError
 
 MAX_URL = 2000
 MAX_TYPES = 50
+# A subscription as every answer shows it (without its secret; POST adds the secret once).
+WEBHOOK_FIELDS = {"id": STR, "url": STR, "events": array(STR), "createdBy": STR, "createdAt": TIME}
 
 
 def _require_admin(ctx: Ctx) -> None:
@@ -86,7 +90,14 @@ def check_types(types: list[str]) -> list[str]:
     return list(dict.fromkeys(types))
 
 
-@route("POST", "/v1/webhooks")
+@route("POST", "/v1/webhooks", scope=SESSION,
+       body=obj({"url": text(1, MAX_URL, description="http(s); no link-local or cloud metadata address."),
+                 "events": array(STR, minItems=1, maxItems=MAX_TYPES,
+                                 description='Event types, families (credential.*) or ["*"] (the default).')},
+                required=["url"]),
+       responses={201: obj({**WEBHOOK_FIELDS, "secret": text(pattern="^whsec_", description="Shown once.")},
+                           required="all")},
+       summary="Subscribe a URL to events; the signing secret (whsec_) is shown once.")
 def create_webhook(ctx: Ctx) -> Response:
     _require_admin(ctx)
     body = v.body_dict(ctx, allow_empty=False)
@@ -102,7 +113,10 @@ def create_webhook(ctx: Ctx) -> Response:
     return Response(201, {**_webhook_json(row), "secret": secret})
 
 
-@route("GET", "/v1/webhooks")
+@route("GET", "/v1/webhooks", scope=SESSION,
+       query=PAGE,
+       responses={200: page_of("webhooks", ref("Webhook"))},
+       summary="List webhook subscriptions (owner or admin).")
 def list_webhooks(ctx: Ctx) -> dict:
     _require_admin(ctx)
     limit, after = pagination.page_args(ctx, str)
@@ -110,12 +124,16 @@ def list_webhooks(ctx: Ctx) -> dict:
     return pagination.page("webhooks", rows, limit, lambda r: r["id"], _webhook_json)
 
 
-@route("GET", "/v1/webhooks/{id}")
+@route("GET", "/v1/webhooks/{id}", scope=SESSION,
+       responses={200: ref("Webhook")},
+       summary="One webhook subscription, without its secret.")
 def get_webhook(ctx: Ctx) -> dict:
     return _webhook_json(_own(ctx))
 
 
-@route("DELETE", "/v1/webhooks/{id}")
+@route("DELETE", "/v1/webhooks/{id}", scope=SESSION,
+       responses={204: None},
+       summary="Remove a webhook subscription and its delivery log.")
 def delete_webhook(ctx: Ctx) -> Response:
     row = _own(ctx)
     with transaction(ctx.db):
@@ -123,7 +141,11 @@ def delete_webhook(ctx: Ctx) -> Response:
     return Response(204)
 
 
-@route("POST", "/v1/webhooks/{id}/test")
+@route("POST", "/v1/webhooks/{id}/test", scope=SESSION,
+       body=obj({}, description="Empty; no fields."),
+       body_required=False,
+       responses={200: ref("WebhookDelivery")},
+       summary="Send a signed webhook.test event to the subscription now.")
 def test_webhook(ctx: Ctx) -> dict:
     """A webhook.test event, delivered to this subscription alone, attempted now in this request
     (on every door: the local backend too). A failed attempt stays pending and is retried like any."""
@@ -140,7 +162,10 @@ def test_webhook(ctx: Ctx) -> dict:
     return delivery.delivery_json(found)
 
 
-@route("GET", "/v1/webhooks/{id}/deliveries")
+@route("GET", "/v1/webhooks/{id}/deliveries", scope=SESSION,
+       query=PAGE,
+       responses={200: page_of("deliveries", ref("WebhookDelivery"))},
+       summary="A subscription's delivery log, newest first.")
 def list_deliveries(ctx: Ctx) -> dict:
     row = _own(ctx)
     limit, before = pagination.page_args(ctx, int)
@@ -151,7 +176,12 @@ def list_deliveries(ctx: Ctx) -> dict:
 MAX_DELIVER = 200   # POST /v1/webhooks/deliver sends at most this many in one request
 
 
-@route("POST", "/v1/webhooks/deliver")
+@route("POST", "/v1/webhooks/deliver", scope=SESSION,
+       body=obj({}, description="Empty; no fields."),
+       body_required=False,
+       responses={200: obj({"delivered": INT, "pending": INT, "failed": INT}, required="all",
+                           description="Attempts made by this request, by the status each left.")},
+       summary="Send every due webhook delivery now, from this request (owner or admin).")
 def deliver_now(ctx: Ctx) -> dict:
     """Send the due deliveries now, in this request (at most MAX_DELIVER), as a server's sender
     thread would: what a workspace with no `wsctl serve` runs (`wsctl webhooks deliver`, from cron)."""

@@ -9,6 +9,8 @@ from workspacectl import clock
 from workspacectl.engine.db import transaction
 from workspacectl.engine.identity.render import member_json
 from workspacectl.engine.registry import Caller, Ctx, PublicCtx, Response, route
+from workspacectl.engine.schema_blocks import STR, TIME, array, nullable, obj, ref, text
+from workspacectl.engine.scopes import AUTHENTICATED, PUBLIC, SESSION
 from workspacectl.engine.store import identity as store
 from workspacectl.engine import validate as v
 from workspacectl.errors import ApiError
@@ -94,7 +96,11 @@ def new_session(conn, member_id: str, name: str = "wsctl") -> tuple[str, str]:
     return token, row["id"]
 
 
-@route("POST", "/v1/auth/session")
+@route("POST", "/v1/auth/session", scope=PUBLIC,
+       body=obj({"code": text(1, 64, description="A login code; case, spaces and dashes are ignored."),
+                 "name": text(1, 200, description="Labels the session (default wsctl).")}, required=["code"]),
+       responses={201: obj({"token": STR, "member": ref("Member")}, required="all")},
+       summary="Trade a one-time login code for a command-line session token.")
 def create_session(ctx: PublicCtx) -> Response:
     body = v.body_dict(ctx)
     code = v.string(body, "code", max_len=64)
@@ -116,14 +122,22 @@ def create_session(ctx: PublicCtx) -> Response:
     return Response(201, {"token": token, "member": member})
 
 
-@route("DELETE", "/v1/auth/session")
+@route("DELETE", "/v1/auth/session", scope=SESSION,
+       responses={204: None},
+       summary="Sign out: revoke the session presented.")
 def delete_session(ctx: Ctx) -> Response:
     if ctx.caller.kind == "session" and ctx.caller.key_id != "local":
         store.revoke_secret(ctx.db, ctx.caller.key_id)
     return Response(204)
 
 
-@route("GET", "/v1/auth/whoami", quick=True)
+@route("GET", "/v1/auth/whoami", scope=AUTHENTICATED, quick=True,
+       responses={200: obj({
+           "member": ref("Member"), "kind": text(enum=["session", "platform", "personal"]), "keyId": STR,
+           "scopes": array(STR), "workspace": nullable(STR),
+           "credentials": nullable(array(STR, description="A key limited to named credentials: their ids."))},
+           required="all")},
+       summary="The member and key the request acts as.")
 def whoami(ctx: Ctx) -> dict:
     c = ctx.caller
     limit = sorted(c.credentials) if c.credentials is not None else None
@@ -142,7 +156,14 @@ def safe_next(path: str) -> str:
     return path
 
 
-@route("POST", "/v1/auth/web-link")
+_WEB_NEXT = r"^(/|/[^/\\\x00-\x1f][^\\\x00-\x1f]*)$"  # a path on this server: never '//host' or '\'
+
+
+@route("POST", "/v1/auth/web-link", scope=SESSION,
+       body=obj({"next": text(1, 2000, _WEB_NEXT, description="A path on this server (default /).")}),
+       body_required=False,
+       responses={201: obj({"url": STR, "expiresAt": TIME}, required="all")},
+       summary="Make a single-use web sign-in link (5 minutes) that opens a path on this server.")
 def create_web_link(ctx: Ctx) -> Response:
     body = v.body_dict(ctx)
     next_path = safe_next(v.string(body, "next", required=False, default="/", max_len=2000))

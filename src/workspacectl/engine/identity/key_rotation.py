@@ -12,6 +12,8 @@ from __future__ import annotations
 from workspacectl.engine import crypto
 from workspacectl.engine.db import transaction
 from workspacectl.engine.registry import Ctx, route
+from workspacectl.engine.schema_blocks import INT, obj, text
+from workspacectl.engine.scopes import SESSION
 from workspacectl.engine.store import vault as store
 from workspacectl.errors import ApiError
 
@@ -69,7 +71,11 @@ def rotate_workspace_key(ws) -> dict:
     return {**counts, "keySource": rotation.source, "retiredKeys": retired}
 
 
-@route("POST", "/v1/admin/rotate-key")
+@route("POST", "/v1/admin/rotate-key", scope=SESSION,
+       responses={200: obj({
+           "credentials": INT, "oauthClients": INT, "connections": INT, "webhooks": INT,
+           "keySource": text(enum=["env", "keyring", "file"]), "retiredKeys": INT}, required="all")},
+       summary="Rotate the workspace key: reseal every secret under a new key (owner session).")
 def rotate_key(ctx: Ctx) -> dict:
     if ctx.caller.role != "owner":
         raise ApiError("forbidden", "Only a workspace owner may rotate the workspace key; ask one "

@@ -7,6 +7,8 @@ from workspacectl.engine.events.record import record_event
 from workspacectl.engine.identity.render import secret_json
 from workspacectl.engine.pagination import name_filter, page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
+from workspacectl.engine.schema_blocks import NAMED_PAGE, STR, TIME, array, nullable, obj, page_of, ref, text
+from workspacectl.engine.scopes import SESSION
 from workspacectl.engine.scopes import KIND_SCOPES
 from workspacectl.engine.store import identity as store
 from workspacectl.engine import validate as v
@@ -16,7 +18,22 @@ from workspacectl.secret import new_secret, sha256_hex
 MAX_CREDENTIALS = 100   # the credentials one key may be limited to (engine/vault/key_limits.py)
 
 
-@route("GET", "/v1/keys")
+KEY_CREDENTIALS = nullable(array(STR, description="The credential ids the key is limited to; null: not limited."))
+_KEY_LIMIT = {"credentials": nullable(array(text(1, 100), minItems=1, maxItems=100, description=(
+    "Platform keys only: the credential ids (cred_…) the key is limited to, each one its creator can use; "
+    "any other credential is 404 to it. Absent or null: every credential its creator can use.")))}
+_KEY_BODY = {"oneOf": [
+    obj({"kind": {"const": kind}, "scopes": array(text(enum=list(scopes)), minItems=1, maxItems=20),
+         "name": text(0, 200), "expiresAt": text(1, 64, format="date-time", description="In the future."),
+         **(_KEY_LIMIT if kind == "platform" else {})},
+        required=["kind", "scopes"])
+    for kind, scopes in KIND_SCOPES.items()]}
+
+
+@route("GET", "/v1/keys", scope=SESSION,
+       query=NAMED_PAGE,
+       responses={200: page_of("keys", ref("ApiKey"))},
+       summary="List API keys: one's own, or all of them for an owner or admin.")
 def list_keys(ctx: Ctx) -> dict:
     limit, after = page_args(ctx)
     owner = None if ctx.caller.is_admin else ctx.caller.member_id
@@ -24,7 +41,13 @@ def list_keys(ctx: Ctx) -> dict:
     return page("keys", rows, limit, lambda r: r["id"], secret_json)
 
 
-@route("POST", "/v1/keys")
+@route("POST", "/v1/keys", scope=SESSION,
+       body=_KEY_BODY,
+       responses={201: obj({
+           "id": STR, "secret": text(description="Shown only here."), "kind": text(enum=list(KIND_SCOPES)),
+           "scopes": array(STR), "name": STR, "memberId": STR, "createdAt": TIME, "expiresAt": nullable(TIME),
+           "credentials": KEY_CREDENTIALS}, required="all")},
+       summary="Create a platform or personal API key; the secret is shown once.")
 def create_key(ctx: Ctx) -> Response:
     body = v.body_dict(ctx)
     kind = v.choice(body, "kind", tuple(KIND_SCOPES))
@@ -104,7 +127,9 @@ def check_kind_scopes(kind: str, scopes: list[str]) -> None:
                     f"(`wsctl keys create --kind {owner} --scope {scope}`); {takes}")
 
 
-@route("DELETE", "/v1/keys/{id}")
+@route("DELETE", "/v1/keys/{id}", scope=SESSION,
+       responses={204: None},
+       summary="Revoke an API key.")
 def revoke_key(ctx: Ctx) -> Response:
     row = store.get_secret(ctx.db, ctx.params["id"])
     visible = row is not None and row["kind"] in KIND_SCOPES and (

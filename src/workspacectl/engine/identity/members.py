@@ -7,6 +7,8 @@ from workspacectl.engine.db import transaction
 from workspacectl.engine.events.record import record_event
 from workspacectl.engine.pagination import name_filter, page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
+from workspacectl.engine.schema_blocks import NAMED_PAGE, TIME, obj, page_of, ref, text
+from workspacectl.engine.scopes import SESSION
 from workspacectl.engine.store import identity as store
 from workspacectl.engine import validate as v
 from workspacectl.errors import ApiError
@@ -27,14 +29,24 @@ def resolve_member(conn, ref: str):
     return row
 
 
-@route("GET", "/v1/members")
+_CREATED_CODE = obj({"code": text(description="XXXX-XXXX-XXXX"), "expiresAt": TIME}, required="all")
+
+
+@route("GET", "/v1/members", scope=SESSION,
+       query=NAMED_PAGE,
+       responses={200: page_of("members", ref("Member"))},
+       summary="List the workspace's members.")
 def list_members(ctx: Ctx) -> dict:
     limit, after = page_args(ctx)
     rows = store.list_members(ctx.db, after, limit + 1, name_filter(ctx))
     return page("members", rows, limit, lambda r: r["id"], member_json)
 
 
-@route("POST", "/v1/members")
+@route("POST", "/v1/members", scope=SESSION,
+       body=obj({"email": text(3, 320, v.EMAIL.pattern), "name": text(1, 200, description="Blank: the email."),
+                 "role": text(enum=list(ROLES), description="Default member.")}, required=["email", "name"]),
+       responses={201: ref("Member")},
+       summary="Add a member with a role (owner or admin session).")
 def add_member(ctx: Ctx) -> Response:
     require_admin(ctx)
     body = v.body_dict(ctx)
@@ -55,7 +67,9 @@ def add_member(ctx: Ctx) -> Response:
     return Response(201, member_json(member))
 
 
-@route("POST", "/v1/members/{id}/login-codes")
+@route("POST", "/v1/members/{id}/login-codes", scope=SESSION,
+       responses={201: _CREATED_CODE},
+       summary="Make a one-time login code (15 minutes) for a member to sign in with.")
 def create_login_code(ctx: Ctx) -> Response:
     require_admin(ctx)
     member = resolve_member(ctx.db, ctx.params["id"])

@@ -30,6 +30,9 @@ from workspacectl.engine.db import checkpoint, checkpoints_by_hand, transaction
 from workspacectl.engine.events.record import record_event
 from workspacectl.engine.memory import memory_lock
 from workspacectl.engine.registry import Ctx, route
+from workspacectl.engine.memory.routes import OWNER_TYPES
+from workspacectl.engine.schema_blocks import INT, STR, array, nullable, obj, text
+from workspacectl.engine.scopes import SESSION
 from workspacectl.engine.store import memory as store
 
 if TYPE_CHECKING:  # the policy module loads on the first fold, not with every route module
@@ -161,7 +164,16 @@ def fold_all_pending(conn) -> list[dict]:
     return [fold_pending_notes(conn, owner, policy) for owner in owners_with_pending(conn)]
 
 
-@route("POST", "/v1/memory/agent/run")
+_FOLD_RESULT = obj({"ownerType": text(enum=list(OWNER_TYPES)), "membershipId": nullable(STR),
+                    "version": INT, "folded": array(STR), "dropped": array(STR), "held": array(STR)},
+                   required="all")
+
+
+@route("POST", "/v1/memory/agent/run", scope=SESSION,
+       body=obj({}, description="Empty; no fields."),
+       body_required=False,
+       responses={200: obj({"owners": array(_FOLD_RESULT)}, required="all")},
+       summary="Run the memory agent now on organization memory and the caller's own.")
 def run_memory_agent(ctx: Ctx) -> dict:
     """Run the memory agent now: organization memory and the caller's own membership memory;
     for an owner or admin, every owner with pending notes too."""

@@ -16,6 +16,7 @@ from workspacectl.engine.db import transaction
 from workspacectl.engine.memory import memory_lock
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
+from workspacectl.engine.schema_blocks import INT, NOT_BLANK, PAGE, STR, TIME, array, nullable, obj, query, text
 from workspacectl.engine.store import memory as store
 from workspacectl.errors import ApiError
 
@@ -53,7 +54,23 @@ def note_json(row) -> dict:
             "proposedBy": row["proposed_by"], "proposedAt": row["proposed_at"]}
 
 
-@route("GET", "/v1/memory/{ownerType}")
+_MEMORY_FILE = obj({"path": text(1, MAX_PATH, description="A safe relative path: names separated by "
+                                                          "'/', no '..', '.', empty names or '\\'."),
+                    "content": text(0, MAX_FILE_BYTES, description=f"UTF-8 text, at most "
+                                                                 f"{MAX_FILE_BYTES} bytes.")},
+                   required="all")
+_NOTE = {"id": STR, "text": STR, "section": nullable(STR), "proposedBy": STR, "proposedAt": TIME}
+
+
+@route("GET", "/v1/memory/{ownerType}", scope="memory:manage",
+       responses={200: obj({
+           "ownerType": text(enum=list(OWNER_TYPES)),
+           "guide": text(description="Markdown, at most 1 MiB of UTF-8."),
+           "version": INT, "updatedAt": TIME,
+           "pendingNotes": array(obj(_NOTE, required="all"), maxItems=MAX_PENDING),
+           "heldNotes": array(obj({**_NOTE, "reason": text(enum=["guide_full"])}, required="all"),
+           maxItems=MAX_PENDING)}, required="all")},
+       summary="The memory guide and the notes waiting for the memory agent.")
 def get_memory(ctx: Ctx) -> dict:
     """The memory guide, the notes waiting for the memory agent, and the notes it holds back
     (kept, not folded: the guide would pass its size bound)."""
@@ -96,7 +113,14 @@ def _chunks(fileobj):
         fileobj.close()
 
 
-@route("GET", "/v1/memory/{ownerType}/files")
+@route("GET", "/v1/memory/{ownerType}/files", scope="memory:manage",
+       query=[query("path", text(1, MAX_PATH), "Answer this file's bytes instead of the list."),
+              query("format", text(enum=["tar.gz"]), "Answer every file as one tar.gz (entries at its root)."),
+              *PAGE],
+       responses={200: obj({"files": array(obj({"path": STR, "size": INT, "updatedAt": TIME}, required="all")),
+                            "nextCursor": nullable(STR)}, required="all",
+                           description="The list; with ?path= the file's bytes (text/markdown or "
+                                       "application/octet-stream), with ?format=tar.gz application/gzip.")})
 def memory_files(ctx: Ctx):
     """List the reference files; ?path= answers one file's bytes, ?format=tar.gz all of them."""
     path, fmt = ctx.query.get("path"), ctx.query.get("format")
@@ -164,7 +188,11 @@ def proposal_fields(body: dict) -> tuple[str, str | None, tuple[str, bytes] | No
     return text, section or None, (path, data)
 
 
-@route("POST", "/v1/memory/{ownerType}/proposals")
+@route("POST", "/v1/memory/{ownerType}/proposals", scope="memory:manage",
+       body=obj({"text": text(1, MAX_TEXT, NOT_BLANK),
+                 "section": nullable(text(0, MAX_SECTION, description="One line; default Notes.")),
+                 "file": nullable(_MEMORY_FILE)}, required=["text"]),
+       responses={202: obj({"id": STR, "status": {"const": "pending"}}, required="all")})
 def propose(ctx: Ctx) -> Response:
     """Queue a note (and optionally a reference file) for the memory agent's next run."""
     owner_type, member_id = owner_of(ctx)

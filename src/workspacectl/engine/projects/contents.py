@@ -13,8 +13,9 @@ import json
 from workspacectl.engine import validate as v
 from workspacectl.engine.db import transaction
 from workspacectl.engine.pagination import page, page_args
-from workspacectl.engine.projects.routes import load, require_edit, resource_json
+from workspacectl.engine.projects.routes import KINDS, load, require_edit, resource_json
 from workspacectl.engine.registry import Ctx, route
+from workspacectl.engine.schema_blocks import INT, PAGE, STR, array, nullable, obj, ref, text
 from workspacectl.engine.store import projects as store
 from workspacectl.engine.store import workflows as wf_store
 from workspacectl.errors import ApiError
@@ -86,7 +87,14 @@ def _check_leaving(ctx: Ctx, row, rtype: str) -> None:
     require_edit(source)
 
 
-@route("POST", "/v1/projects/pin")
+@route("POST", "/v1/projects/pin", scope="projects:manage",
+       body=obj({"resourceId": text(1, 200, description="A workflow or app (wf_…) or a skill (skl_…), or "
+                                                        "its name; a name several fit is 400, listing them."),
+                 "projectId": nullable(text(1, 200, description="null returns it to its creator."))},
+                required="all"),
+       responses={200: obj({"resource": ref("ProjectResource"), "projectId": nullable(STR),
+                            "previousProjectId": nullable(STR)}, required="all")},
+       summary="Move a workflow, app or skill into a project.")
 def pin_resource(ctx: Ctx) -> dict:
     body = v.body_dict(ctx, allow_empty=False)
     rid = v.string(body, "resourceId", max_len=200)
@@ -116,7 +124,18 @@ def pin_resource(ctx: Ctx) -> dict:
 MAX_USED_BY = 100
 
 
-@route("GET", "/v1/projects/{id}/connections")
+@route("GET", "/v1/projects/{id}/connections", scope="projects:manage",
+       query=PAGE,
+       responses={200: obj({
+           "connections": array(obj({
+           "id": STR, "service": nullable(STR), "name": nullable(STR), "credentialType": nullable(text(enum=["oauth2", "apiKey", "platform", "noAuth"])),
+           "status": text(enum=["ok", "needs_reconnect", "invalid", "missing"],
+           description="missing: the credential was deleted (service, name, type null)."),
+           "usedBy": array(obj({"id": STR, "name": STR, "type": text(enum=list(KINDS)), "nodeIds": array(STR)},
+           required="all"), description="At most 100, in id order."),
+           "usedByCount": INT}, required="all")),
+           "nextCursor": nullable(STR)}, required="all")},
+       summary="The credentials the project's workflows are wired to.")
 def project_connections(ctx: Ctx) -> dict:
     """The credentials the project's workflow nodes name, paged by credential id."""
     row = load(ctx)

@@ -16,6 +16,7 @@ from workspacectl.engine.db import transaction
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.projects.routes import load, require_edit
 from workspacectl.engine.registry import Ctx, Response, route
+from workspacectl.engine.schema_blocks import INT, PAGE, TIME, obj, page_of, query, text
 from workspacectl.engine.store import project_files as store
 from workspacectl.errors import ApiError
 
@@ -34,7 +35,14 @@ def file_json(row) -> dict:
     return {"path": row["path"], "size": row["size"], "sha256": row["sha256"], "updatedAt": row["updated_at"]}
 
 
-@route("GET", "/v1/projects/{id}/files")
+_PROJECT_FILE = obj({"path": text(1, 1024, description="A relative POSIX path: no '..', '.', empty parts, "
+                                                       "leading '/', backslash or control characters."),
+                     "size": INT, "sha256": text(64, 64), "updatedAt": TIME}, required="all")
+
+
+@route("GET", "/v1/projects/{id}/files", scope="projects:manage",
+       query=PAGE,
+       responses={200: page_of("files", _PROJECT_FILE)})
 def list_files(ctx: Ctx) -> dict:
     """List a specialist's shared files, by path."""
     limit, after = page_args(ctx)
@@ -42,7 +50,8 @@ def list_files(ctx: Ctx) -> dict:
     return page("files", store.list_files(ctx.db, pid, after, limit + 1), limit, lambda r: r["path"], file_json)
 
 
-@route("GET", "/v1/projects/{id}/files/bundle")
+@route("GET", "/v1/projects/{id}/files/bundle", scope="projects:manage",
+       responses={200: None})
 def download_bundle(ctx: Ctx) -> Response:
     """Download every file as one tar.gz, entries at the root."""
     pid = _project(ctx, write=False)["id"]
@@ -68,7 +77,11 @@ def files_lock(pid: str) -> str:
     return f"project-files:{pid}"
 
 
-@route("POST", "/v1/projects/{id}/files/bundle")
+@route("POST", "/v1/projects/{id}/files/bundle", scope="projects:manage",
+       responses={200: obj({"added": INT, "updated": INT}, required="all",
+                           description="The body is the tar.gz itself (Content-Type: application/gzip). "
+                                       "Adds and overwrites, never removes; refused whole (400/409/413) "
+                                       "on a link, device, unsafe path or the limits (10,000 files, 1 GiB).")})
 def upload_bundle(ctx: Ctx) -> dict:
     """Upload a tar.gz: adds and overwrites files, never removes; answers {added, updated}."""
     pid = _project(ctx, write=True)["id"]
@@ -126,7 +139,9 @@ def _check_fits(conn, pid: str, files: dict, current: dict) -> None:
                                             f"{size_text(LIMITS.max_bytes)} in all; remove files first.")
 
 
-@route("DELETE", "/v1/projects/{id}/files")
+@route("DELETE", "/v1/projects/{id}/files", scope="projects:manage",
+       query=[query("path", text(1, 1024), "The file to remove.", required=True)],
+       responses={204: None})
 def delete_file(ctx: Ctx) -> Response:
     """Remove one file; the path is the query parameter `path`."""
     pid = _project(ctx, write=True)["id"]

@@ -9,6 +9,7 @@ from workspacectl.engine import validate as v
 from workspacectl.engine.db import transaction
 from workspacectl.engine.projects.routes import full_json, load, require_owner
 from workspacectl.engine.registry import Ctx, route
+from workspacectl.engine.schema_blocks import obj, ref, text
 from workspacectl.engine.store import identity as identity_store
 from workspacectl.engine.store import projects as store
 from workspacectl.errors import ApiError
@@ -30,7 +31,21 @@ def _grant_target(conn, body: dict):
     return member
 
 
-@route("PUT", "/v1/projects/{id}/grants")
+_GRANT_BODY = {
+    "description": "Exactly one of membershipId (a member id or email) and workspace: true; role null removes "
+                   "the grant. The owner cannot be granted.",
+    "oneOf": [
+        obj({"membershipId": text(1, 320), "workspace": {"const": False},
+             "role": {"enum": ["editor", "viewer", None]}}, required=["membershipId", "role"]),
+        obj({"workspace": {"const": True}, "role": {"enum": ["editor", "viewer", None]}},
+            required=["workspace", "role"]),
+    ]}
+
+
+@route("PUT", "/v1/projects/{id}/grants", scope="projects:manage",
+       body=_GRANT_BODY,
+       responses={200: ref("Project")},
+       summary="Grant a member or the workspace editor or viewer on a project, or remove it.")
 def put_grant(ctx: Ctx) -> dict:
     body = v.body_dict(ctx, allow_empty=False)
     if "role" not in body:

@@ -13,10 +13,12 @@ from workspacectl.engine.db import transaction
 from workspacectl.engine.projects import appearance
 from workspacectl.engine.pagination import name_filter, page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
+from workspacectl.engine.schema_blocks import INT, NAMED_PAGE, NOT_BLANK, STR, nullable, obj, page_of, ref, text
 from workspacectl.engine.store import projects as store
 from workspacectl.errors import ApiError
 
 ACCESSORIES = ("head", "shirt", "hand")
+KINDS = ("workflow", "app")   # of a workflow record (engine/projects/workflows.py)
 # A project's answer lists at most this many resources (id order): `counts` has the totals, and
 # GET /v1/workflows?projectId= and GET /v1/skills?projectId= page through all of them.
 MAX_RESOURCES = 500
@@ -100,14 +102,30 @@ def require_owner(row, what: str) -> None:
         raise ApiError("forbidden", f"Only the owner of specialist {row['id']} may {what}; ask them to do it.")
 
 
-@route("GET", "/v1/projects")
+_PROJECT_FIELDS = {
+    "name": text(1, 200, NOT_BLANK),
+    "description": nullable(text(0, 2000)),
+    "icon": nullable(text(1, 32, description="Exactly one emoji (one grapheme cluster); null: the default 🤖.")),
+    "workerColor": nullable(text(1, 40, description="A colour name: letters, spaces, hyphens; null: the default blue.")),
+    "workerAccessories": obj({k: nullable(STR) for k in ACCESSORIES},
+                             description="Missing keys become null."),
+}
+
+
+@route("GET", "/v1/projects", scope="projects:manage",
+       query=NAMED_PAGE,
+       responses={200: page_of("projects", ref("ProjectSummary"))},
+       summary="List the projects the caller can see.")
 def list_projects(ctx: Ctx) -> dict:
     limit, after = page_args(ctx)
     rows = store.list_projects(ctx.db, ctx.caller.member_id, after, limit + 1, name_filter(ctx))
     return page("projects", rows, limit, lambda r: r["id"], project_json)
 
 
-@route("POST", "/v1/projects")
+@route("POST", "/v1/projects", scope="projects:manage",
+       body=obj(_PROJECT_FIELDS, required=["name"]),
+       responses={201: ref("Project")},
+       summary="Create a project.")
 def create_project(ctx: Ctx) -> Response:
     if ctx.caller.role == "guest":
         raise ApiError("forbidden", "Guests cannot create specialists; ask a member to create one and share it with you.")
@@ -119,12 +137,18 @@ def create_project(ctx: Ctx) -> Response:
     return Response(201, out)
 
 
-@route("GET", "/v1/projects/{id}")
+@route("GET", "/v1/projects/{id}", scope="projects:manage",
+       responses={200: ref("Project")},
+       summary="One project, with the caller's role and what it holds.")
 def get_project(ctx: Ctx) -> dict:
     return full_json(ctx.db, load(ctx))
 
 
-@route("PATCH", "/v1/projects/{id}")
+@route("PATCH", "/v1/projects/{id}", scope="projects:manage",
+       body=obj(_PROJECT_FIELDS, description="Every field optional; {} changes "
+                                             "nothing."),
+       responses={200: ref("Project")},
+       summary="Change a project's name, description, icon or worker look.")
 def patch_project(ctx: Ctx) -> dict:
     values = _fields(v.body_dict(ctx, allow_empty=False), creating=False)
     with transaction(ctx.db):
@@ -138,7 +162,12 @@ def patch_project(ctx: Ctx) -> dict:
 MEMORY_MAX = 1_000_000
 
 
-@route("PUT", "/v1/projects/{id}/memory")
+@route("PUT", "/v1/projects/{id}/memory", scope="projects:manage",
+       body=obj({"text": text(0, MEMORY_MAX, description="The whole memory; may be empty."),
+                 "version": {**INT, "description": "The current version; any other integer is 409 with "
+                                                   "detail.currentVersion."}}, required="all"),
+       responses={200: ref("ProjectMemory")},
+       summary="Replace the project's memory text, given the current version.")
 def put_memory(ctx: Ctx) -> dict:
     body = v.body_dict(ctx, allow_empty=False)
     text = v.string(body, "text", min_len=0, max_len=MEMORY_MAX)
@@ -154,7 +183,10 @@ def put_memory(ctx: Ctx) -> dict:
         return memory_json(ctx.db, load(ctx))
 
 
-@route("POST", "/v1/projects/{id}/delete")
+@route("POST", "/v1/projects/{id}/delete", scope="projects:manage",
+       responses={200: obj({
+           "id": STR, "deleted": {"const": True}, "returnedResources": INT, "deletedFiles": INT}, required="all")},
+       summary="Delete a project: files go, held resources return to their creators.")
 def delete_project(ctx: Ctx) -> dict:
     from workspacectl.engine.store.project_files import file_shas
 

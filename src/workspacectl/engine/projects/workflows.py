@@ -15,13 +15,13 @@ from workspacectl.engine import validate as v
 from workspacectl.engine.vault.credentials import visible_credential
 from workspacectl.engine.db import transaction
 from workspacectl.engine.pagination import name_filter, page, page_args
-from workspacectl.engine.projects.routes import load as load_project, require_edit
+from workspacectl.engine.projects.routes import KINDS, load as load_project, require_edit
 from workspacectl.engine.registry import Ctx, Response, route
+from workspacectl.engine.schema_blocks import NAMED_PAGE, NOT_BLANK, STR, array, nullable, obj, page_of, query, ref, text
 from workspacectl.engine.store import catalog as catalog_store
 from workspacectl.engine.store import workflows as store
 from workspacectl.errors import ApiError
 
-KINDS = ("workflow", "app")
 MAX_NODES = 500
 MAX_NODES_JSON = 1_000_000
 MAX_INPUTS = 100
@@ -160,7 +160,29 @@ def load(ctx: Ctx):
 
 # --- routes ----------------------------------------------------------------------------------
 
-@route("GET", "/v1/workflows")
+# A trigger node's inputs (also in the Workflow answer, engine/openapi/components.py).
+INPUTS = {"type": "object", "maxProperties": MAX_INPUTS, "propertyNames": {"maxLength": 200},
+          "additionalProperties": {"type": ["string", "number", "boolean", "null"], "maxLength": 10_000},
+          "description": f"At most {MAX_INPUTS} names with text, number, true/false or null values."}
+_NODE_BODY = obj({
+    "id": text(1, 100, description="Unique in the workflow."), "type": text(0, 100),
+    "triggerId": text(1, 200, description="A trigger provider (GET /v1/triggers); required when type is trigger."),
+    "credentialId": nullable(text(1, 200, description="A credential the caller may use (own or shared as user).")),
+    "inputs": nullable(INPUTS)}, required=["id"], closed=False)
+_WORKFLOW_BODY = obj({
+    "name": text(1, 200, NOT_BLANK), "kind": text(enum=list(KINDS), description="Default workflow."),
+    "description": nullable(text(0, 2000)),
+    "nodes": array(_NODE_BODY, maxItems=MAX_NODES, description="At most 1 MB of JSON; may be empty."),
+    "projectId": nullable(text(1, 200, description="Put it straight into this specialist (needs edit)."))},
+    required=["name", "nodes"])
+
+
+@route("GET", "/v1/workflows", scope="projects:manage",
+       query=[query("kind", text(enum=list(KINDS)), "Only workflows or only apps."),
+              query("projectId", STR, "Only those in this specialist (404 when you cannot see it)."),
+              *NAMED_PAGE],
+       responses={200: page_of("workflows", ref("WorkflowSummary"))},
+       summary="List the workflows and apps the caller can see.")
 def list_workflows(ctx: Ctx) -> dict:
     limit, after = page_args(ctx)
     kind = ctx.query.get("kind") or None
@@ -173,7 +195,10 @@ def list_workflows(ctx: Ctx) -> dict:
     return page("workflows", rows, limit, lambda r: r["id"], summary_json)
 
 
-@route("POST", "/v1/workflows")
+@route("POST", "/v1/workflows", scope="projects:manage",
+       body=_WORKFLOW_BODY,
+       responses={201: ref("Workflow")},
+       summary="Import a workflow or app from its workflow.json.")
 def create_workflow(ctx: Ctx) -> Response:
     body = v.body_dict(ctx, allow_empty=False)
     name = v.string(body, "name", max_len=200).strip()
@@ -192,7 +217,9 @@ def create_workflow(ctx: Ctx) -> Response:
         return Response(201, detail_json(ctx.db, store.get_workflow(ctx.db, wid, ctx.caller.member_id)))
 
 
-@route("GET", "/v1/workflows/{id}")
+@route("GET", "/v1/workflows/{id}", scope="projects:manage",
+       responses={200: ref("Workflow")},
+       summary="One workflow or app, with its nodes and trigger readiness.")
 def get_workflow(ctx: Ctx) -> dict:
     """The definition; reading it is a use (a run loads it, an app is opened with it): lastUsedAt."""
     wid = load(ctx)["id"]
@@ -201,7 +228,11 @@ def get_workflow(ctx: Ctx) -> dict:
         return detail_json(ctx.db, load(ctx))
 
 
-@route("PUT", "/v1/workflows/{id}/triggers/{nodeId}/config")
+@route("PUT", "/v1/workflows/{id}/triggers/{nodeId}/config", scope="triggers:manage",
+       body=obj({"credentialId": nullable(text(1, 200)), "inputs": nullable(INPUTS)},
+                description="Replaces both values of the trigger node; an absent one becomes null."),
+       responses={200: ref("Workflow")},
+       summary="Configure a poll trigger node: its credential and inputs.")
 def put_trigger_config(ctx: Ctx) -> dict:
     body = v.body_dict(ctx, allow_empty=False)
     cred_id = body.get("credentialId")

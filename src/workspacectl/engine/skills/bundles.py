@@ -13,7 +13,8 @@ from workspacectl.engine.blobs.staging import FileRef, stage_archive
 from workspacectl.formats.tar_stream import ArchiveError
 from workspacectl.engine.db import transaction
 from workspacectl.engine.registry import Ctx, Response, route
-from workspacectl.engine.skills.versions import (base_version_of, check_refs, invalid_bundle, live_refs, live_version,
+from workspacectl.engine.schema_blocks import BOOL, INT, STR, TIME, array, nullable, obj, query, ref, text
+from workspacectl.engine.skills.versions import (BASE_VERSION, base_version_of, check_refs, invalid_bundle, live_refs, live_version,
                                                 manifest_of, publish_refs, published_answer, version_refs)
 from workspacectl.engine.skills.records import load_skill
 from workspacectl.engine.store import skills as store
@@ -64,7 +65,22 @@ def _json_size(text: str) -> int:
     return len(json.dumps(text, ensure_ascii=False).encode("utf-8"))
 
 
-@route("GET", "/v1/skills/{id}/files")
+_UPLOAD_ID = text(1, description="From bundle-upload-url; the archive must have been PUT to its url.")
+_FILES = obj({"skillId": STR, "version": INT, "files": array(obj({
+    "path": STR, "size": INT, "sha256": text(64, 64), "executable": BOOL,
+    "content": nullable(text(description=f"The text of a UTF-8 file up to {MAX_SHOWN_CONTENT} bytes while the "
+                                         f"answer's inlined text stays within {MAX_INLINED_TOTAL} bytes; else null.")),
+    "contentOmitted": nullable(text(enum=["large", "binary", "budget"],
+                                    description="Why content is null: over 1 MiB, not UTF-8 text, or past the "
+                                                "answer's inline limit.")),
+    "fileUrl": text(description="When content is null: the route (GET, with your key) answering a presigned "
+                                "download of the file.")},
+    required=["path", "size", "sha256", "executable", "content", "contentOmitted"])),
+    "inlinedBytes": INT, "inlineLimit": INT}, required="all")
+
+
+@route("GET", "/v1/skills/{id}/files", scope="skills:manage",
+       responses={200: _FILES})
 def list_files(ctx: Ctx) -> dict:
     """The live version's files, each with `content`: its text when it is UTF-8 of at most 1 MiB
     and the answer's inlined text stays within MAX_INLINED_TOTAL, else null with `contentOmitted`
@@ -103,7 +119,12 @@ def list_files(ctx: Ctx) -> dict:
             "inlinedBytes": MAX_INLINED_TOTAL - budget, "inlineLimit": MAX_INLINED_TOTAL}
 
 
-@route("PUT", "/v1/skills/{id}/files")
+@route("PUT", "/v1/skills/{id}/files", scope="skills:manage",
+       body=obj({"path": text(1, 1024, description="A relative path inside the bundle."),
+                 "content": text(0, MAX_INLINE_CONTENT, description="UTF-8 text."),
+                 "baseVersion": nullable(BASE_VERSION)}, required=["path", "content"]),
+       responses={200: ref("SkillPublished")},
+       summary="Save one text file and publish the result as a new version.")
 def put_file(ctx: Ctx) -> Response:
     body = v.body_dict(ctx, allow_empty=False)
     path = v.string(body, "path", max_len=1024)
@@ -121,7 +142,9 @@ def put_file(ctx: Ctx) -> Response:
             return published_answer(ctx, publish_refs(ctx, row, files, {st.sha256: st}, "inline", base))
 
 
-@route("GET", "/v1/skills/{id}/bundle-url")
+@route("GET", "/v1/skills/{id}/bundle-url", scope="skills:manage",
+       responses={200: ref("PresignedUrl")},
+       summary="A presigned URL to download the live version's bundle.")
 def bundle_url(ctx: Ctx) -> dict:
     row = load_skill(ctx)
     vrow = _live_or_404(ctx, row)
@@ -130,7 +153,10 @@ def bundle_url(ctx: Ctx) -> dict:
     return out
 
 
-@route("GET", "/v1/skills/{id}/file-url")
+@route("GET", "/v1/skills/{id}/file-url", scope="skills:manage",
+       query=[query("path", text(1), "A file of the live version, e.g. SKILL.md.", required=True)],
+       responses={200: ref("PresignedUrl")},
+       summary="A presigned URL to download one file of the live version.")
 def file_url(ctx: Ctx) -> dict:
     row = load_skill(ctx)
     path = ctx.query.get("path") or ""
@@ -145,7 +171,11 @@ def file_url(ctx: Ctx) -> dict:
     return out
 
 
-@route("POST", "/v1/skills/{id}/bundle-upload-url")
+@route("POST", "/v1/skills/{id}/bundle-upload-url", scope="skills:manage",
+       responses={201: obj({
+           "uploadId": STR, "url": text(description="Takes one PUT of the tar.gz, without an API key."),
+           "expiresAt": TIME}, required="all")},
+       summary="A presigned URL (15 minutes) to upload one bundle for validate or publish.")
 def bundle_upload_url(ctx: Ctx) -> Response:
     row = load_skill(ctx, edit=True)
     return Response(201, transfers.new_upload(ctx, row))
@@ -166,7 +196,12 @@ def _read_staged(ctx: Ctx, row, stage) -> tuple[dict, dict, list, list, dict]:
     return files, staged, errors, warnings, body
 
 
-@route("POST", "/v1/skills/{id}/validate")
+@route("POST", "/v1/skills/{id}/validate", scope="skills:manage",
+       body=obj({"uploadId": _UPLOAD_ID}, required="all"),
+       responses={200: obj({"valid": BOOL, "errors": array(ref("SkillProblem")),
+                            "warnings": array(ref("SkillProblem"))}, required="all",
+                           description="200 even when invalid.")},
+       summary="Check an uploaded bundle without publishing it.")
 def validate_upload(ctx: Ctx) -> dict:
     row = load_skill(ctx, edit=True)
     with blobs.staging(ctx.ws) as stage:
@@ -174,7 +209,10 @@ def validate_upload(ctx: Ctx) -> dict:
     return {"valid": not errors, "errors": errors, "warnings": warnings}
 
 
-@route("POST", "/v1/skills/{id}/publish")
+@route("POST", "/v1/skills/{id}/publish", scope="skills:manage",
+       body=obj({"uploadId": _UPLOAD_ID, "baseVersion": nullable(BASE_VERSION)}, required=["uploadId"]),
+       responses={201: ref("SkillPublished")},
+       summary="Publish an uploaded bundle as the new live version.")
 def publish_upload(ctx: Ctx) -> Response:
     row = load_skill(ctx, edit=True)
     with blobs.staging(ctx.ws) as stage:

@@ -15,6 +15,7 @@ from workspacectl.engine import validate as v
 from workspacectl.engine.db import transaction
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
+from workspacectl.engine.schema_blocks import BOOL, INT, NOT_BLANK, PAGE, STR, array, obj, page_of, query, ref, text
 from workspacectl.engine.skills.access import access
 from workspacectl.engine.skills.records import load_skill, reload, require_edit, skill_json
 from workspacectl.engine.store import projects as project_store, skills as store
@@ -41,7 +42,17 @@ def name_taken(name: str) -> ApiError:
     return ApiError("conflict", f"A skill named '{name}' already exists; pick another name or archive that one.")
 
 
-@route("GET", "/v1/skills")
+_NAME = text(1, 64, r"^[a-z0-9]+(-[a-z0-9]+)*$",
+             description="Agent Skills name: lowercase letters, digits and single hyphens; unique among skills "
+                         "that are not archived.")
+_DESCRIPTION = text(1, 1024, NOT_BLANK)
+
+
+@route("GET", "/v1/skills", scope="skills:manage",
+       query=[query("status", text(enum=[*STATUSES, "all"]), "Default: draft and published."),
+              query("projectId", STR, "Only those in this specialist (404 when you cannot see it)."), *PAGE],
+       responses={200: page_of("skills", ref("Skill"))},
+       summary="List the skills the caller can see.")
 def list_skills(ctx: Ctx) -> dict:
     limit, after = page_args(ctx)
     wanted = ctx.query.get("status") or ""
@@ -55,7 +66,10 @@ def list_skills(ctx: Ctx) -> dict:
     return page("skills", rows, limit, lambda r: r["id"], lambda r: skill_json(r, ctx.caller))
 
 
-@route("POST", "/v1/skills")
+@route("POST", "/v1/skills", scope="skills:manage",
+       body=obj({"name": _NAME, "description": _DESCRIPTION}, required="all"),
+       responses={201: ref("Skill")},
+       summary="Create a draft skill.")
 def create_skill(ctx: Ctx) -> Response:
     if ctx.caller.role == "guest":
         raise ApiError("forbidden", "Guests cannot create skills; ask a member to create it.")
@@ -68,12 +82,17 @@ def create_skill(ctx: Ctx) -> Response:
         return Response(201, skill_json(reload(ctx, sid), ctx.caller))
 
 
-@route("GET", "/v1/skills/{id}")
+@route("GET", "/v1/skills/{id}", scope="skills:manage",
+       responses={200: ref("Skill")},
+       summary="One skill's record.")
 def get_skill(ctx: Ctx) -> dict:
     return skill_json(load_skill(ctx), ctx.caller)
 
 
-@route("PATCH", "/v1/skills/{id}")
+@route("PATCH", "/v1/skills/{id}", scope="skills:manage",
+       body=obj({"name": _NAME, "description": _DESCRIPTION},
+                description="On a published skill SKILL.md's frontmatter follows, as a new inline version."),
+       responses={200: ref("Skill")})
 def patch_skill(ctx: Ctx) -> dict:
     """Rename or describe. On a published skill SKILL.md's frontmatter follows, as a new version."""
     # imported here so that the other skill routes (`skill list`) load no more than this module
@@ -100,7 +119,9 @@ def patch_skill(ctx: Ctx) -> dict:
         return skill_json(reload(ctx, row["id"]), ctx.caller)
 
 
-@route("DELETE", "/v1/skills/{id}")
+@route("DELETE", "/v1/skills/{id}", scope="skills:manage",
+       responses={200: {**ref("Skill"), "description": "The archived skill."}},
+       summary="Archive a skill.")
 def archive_skill(ctx: Ctx) -> dict:
     with transaction(ctx.db):
         row = load_skill(ctx)
@@ -113,7 +134,10 @@ def archive_skill(ctx: Ctx) -> dict:
         return skill_json(reload(ctx, row["id"]), ctx.caller)
 
 
-@route("PATCH", "/v1/skills/{id}/enabled")
+@route("PATCH", "/v1/skills/{id}/enabled", scope="skills:manage",
+       body=obj({"enabled": BOOL}, required="all"),
+       responses={200: ref("Skill")},
+       summary="Enable or disable a skill.")
 def set_enabled(ctx: Ctx) -> dict:
     enabled = v.boolean(v.body_dict(ctx, allow_empty=False), "enabled")
     with transaction(ctx.db):
@@ -133,7 +157,11 @@ def platform_names() -> list[str]:
     return sorted(p.name for p in platform_root().iterdir() if p.is_dir() and fmt.name_problem(p.name) is None)
 
 
-@route("GET", "/v1/skills/platform/{name}")
+@route("GET", "/v1/skills/platform/{name}", scope="skills:manage",
+       responses={200: obj({
+           "name": STR, "files": array(obj({"path": STR, "size": INT, "content": STR}, required="all"),
+           description="SKILL.md first.")}, required="all")},
+       summary="One platform skill shipped with the server, with its files.")
 def get_platform_skill(ctx: Ctx) -> dict:
     name = ctx.params["name"]
     if name not in platform_names():

@@ -18,6 +18,7 @@ from workspacectl.engine.db import transaction
 from workspacectl.engine.events.record import record_event
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
+from workspacectl.engine.schema_blocks import PAGE, nullable, obj, page_of, ref
 from workspacectl.engine.skills.records import load_skill, reload, skill_json
 from workspacectl.engine.store import skills as store
 from workspacectl.errors import ApiError
@@ -138,7 +139,14 @@ def base_version_of(body: dict) -> int | None:
     return v.integer(body, "baseVersion", required=False, minimum=0, maximum=2**53)
 
 
-@route("GET", "/v1/skills/{id}/versions")
+BASE_VERSION = {"type": "integer", "minimum": 0, "maximum": 2**53,
+                "description": "The live version the change is based on; another is 409 with detail.currentVersion."}
+
+
+@route("GET", "/v1/skills/{id}/versions", scope="skills:manage",
+       query=PAGE,
+       responses={200: page_of("versions", ref("SkillVersion"))},
+       summary="Every published version, newest first.")
 def list_versions(ctx: Ctx) -> dict:
     row = load_skill(ctx)
     limit, before = page_args(ctx, int)
@@ -146,7 +154,11 @@ def list_versions(ctx: Ctx) -> dict:
     return page("versions", rows, limit, lambda r: r["number"], version_json)
 
 
-@route("POST", "/v1/skills/{id}/versions/{versionId}/revert")
+@route("POST", "/v1/skills/{id}/versions/{versionId}/revert", scope="skills:manage",
+       body=obj({"baseVersion": nullable(BASE_VERSION)}),
+       body_required=False,
+       responses={201: ref("SkillPublished")},
+       summary="Publish an earlier version's content as a new version.")
 def revert(ctx: Ctx) -> Response:
     body = v.body_dict(ctx)
     base = base_version_of(body)

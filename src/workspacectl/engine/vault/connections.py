@@ -38,6 +38,7 @@ from workspacectl.engine import validate as v
 from workspacectl.engine.db import transaction
 from workspacectl.engine.ids import new_id
 from workspacectl.engine.registry import Caller, Ctx, Response, route
+from workspacectl.engine.schema_blocks import nullable, obj, ref, text
 from workspacectl.engine.store import connections as store
 from workspacectl.engine.vault import key_limits
 from workspacectl.errors import ApiError
@@ -123,7 +124,13 @@ def _expiry_from(now: datetime) -> str:
     return clock.iso(whole + timedelta(seconds=CONNECTION_SECONDS))
 
 
-@route("POST", "/v1/connections")
+@route("POST", "/v1/connections", scope="vault:connect",
+       body=obj({"service": text(1, 100, description="An oauth2 or apiKey integration."),
+                 "credentialId": nullable(text(1, 100, description="Reconnect: refill this credential.")),
+                 "name": nullable(text(1, 64, r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="The new "
+                                       "credential's name (default: the service's, made unique)."))},
+                required=["service"]),
+       responses={201: ref("Connection")})
 def create_connection(ctx: Ctx) -> Response:
     """Start connecting a service; answers the hosted connectUrl."""
     body = v.body_dict(ctx)
@@ -210,7 +217,8 @@ def _own_connection(conn, conn_id, member_id: str):
     return row
 
 
-@route("GET", "/v1/connections/{id}")
+@route("GET", "/v1/connections/{id}", scope="vault:connect",
+       responses={200: ref("Connection")})
 def get_connection(ctx: Ctx) -> dict:
     """Poll a connection until it is connected (then credentialId is present). A limited key sees
     only the connections of its own credentials (a reconnect of one; none that makes a new one)."""

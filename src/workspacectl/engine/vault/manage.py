@@ -12,6 +12,7 @@ from workspacectl.engine.vault.credentials import (MAX_FIELD_CHARS, MAX_SECRET_C
 from workspacectl.engine.db import transaction
 from workspacectl.engine.events.record import record_event
 from workspacectl.engine.registry import Ctx, Response, route
+from workspacectl.engine.schema_blocks import BOOL, NOT_BLANK, STR, array, nullable, obj, query, ref, text
 from workspacectl.engine.store import vault as store
 from workspacectl.errors import ApiError
 
@@ -34,7 +35,22 @@ def _stored_fields(row) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-@route("GET", "/v1/vault/credentials/{id}/editable-fields")
+_SECRET_VALUE = text(1, MAX_SECRET_CHARS, NOT_BLANK)
+_DATA_BODY = {
+    "type": "object", "minProperties": 1,
+    "description": "The credential's secret fields by name (at least one; see editable-fields secretFields; "
+                   f"1-{MAX_SECRET_CHARS} characters, not blank) and its declared non-secret fields "
+                   f"(at most {MAX_FIELD_CHARS} characters). Any other key is refused.",
+    "properties": {"apiKey": _SECRET_VALUE},
+    "additionalProperties": text(0, MAX_SECRET_CHARS),
+}
+
+
+@route("GET", "/v1/vault/credentials/{id}/editable-fields", scope="vault:manage",
+       responses={200: obj({
+           "fields": {"type": "object", "additionalProperties": nullable(STR)},
+           "secretFields": array(obj({"name": STR, "set": BOOL}, required="all"))}, required="all")},
+       summary="The non-secret fields and which secret fields are set (owner only).")
 def editable_fields(ctx: Ctx) -> dict:
     row = owned_credential(ctx.db, ctx.params["id"], ctx.caller.member_id)
     integration = store.get_integration(ctx.db, row["service"])
@@ -48,7 +64,10 @@ def editable_fields(ctx: Ctx) -> dict:
     return {"fields": fields, "secretFields": [{"name": n, "set": n in have} for n in names]}
 
 
-@route("PUT", "/v1/vault/credentials/{id}/data")
+@route("PUT", "/v1/vault/credentials/{id}/data", scope="vault:manage",
+       body=_DATA_BODY,
+       responses={200: ref("CredentialDetail")},
+       summary="Replace a hand-entered key; same credential id (owner only).")
 def replace_data(ctx: Ctx) -> dict:
     body = v.body_dict(ctx, allow_empty=False)
     conn = ctx.db
@@ -89,7 +108,8 @@ def replace_data(ctx: Ctx) -> dict:
         return credential_detail(conn, store.get_credential_for(conn, row["id"], ctx.caller.member_id))
 
 
-@route("POST", "/v1/vault/credentials/{id}/sync")
+@route("POST", "/v1/vault/credentials/{id}/sync", scope="vault:manage",
+       responses={200: ref("CredentialDetail")})
 def sync_credential(ctx: Ctx) -> dict:
     """Refresh an OAuth token, run the integration's probe, record syncedAt and the status found."""
     conn = ctx.db
@@ -126,7 +146,11 @@ def sync_credential(ctx: Ctx) -> dict:
         return credential_detail(conn, store.get_credential_for(conn, row["id"], ctx.caller.member_id))
 
 
-@route("PATCH", "/v1/vault/credentials/{id}")
+@route("PATCH", "/v1/vault/credentials/{id}", scope="vault:manage",
+       body=obj({"name": text(1, 64, r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="The new name: unique in "
+                              "the workspace regardless of case, not starting with cred_.")}, required=["name"]),
+       responses={200: ref("CredentialDetail")},
+       summary="Rename a credential; names are unique in the workspace (owner only).")
 def rename_credential(ctx: Ctx) -> dict:
     """Rename a credential (owner only): `{name}`, unique in the workspace (409 on a clash)."""
     from workspacectl.engine.vault.credential_names import check_name, require_free
@@ -149,7 +173,10 @@ def rename_credential(ctx: Ctx) -> dict:
         return credential_detail(conn, store.get_credential_for(conn, row["id"], ctx.caller.member_id))
 
 
-@route("DELETE", "/v1/vault/credentials/{id}")
+@route("DELETE", "/v1/vault/credentials/{id}", scope="vault:manage",
+       query=[query("force", text(enum=["true", "false", "1", "0", "yes", "no"]),
+                    "Delete even when revoking at the provider fails.")],
+       responses={204: None})
 def delete_credential(ctx: Ctx) -> Response:
     """Revoke at the provider where the integration has a revoke URL, then delete. 204."""
     conn = ctx.db

@@ -29,6 +29,7 @@ from urllib.parse import parse_qsl, quote, urlencode
 from workspacectl import clock
 from workspacectl.engine.db import transaction
 from workspacectl.engine.registry import Ctx, RawRequest, Response, route
+from workspacectl.engine.schema_blocks import NOT_BLANK, query, text
 from workspacectl.engine.store import vault as store
 from workspacectl.engine.vault import proxy_target as target
 from workspacectl.engine.vault.credentials import integration_setup, open_secrets, precise_iso, precise_now
@@ -51,8 +52,15 @@ REDIRECTS = frozenset({301, 302, 303, 307, 308})
 LOGGED_PATH_MAX = 2000
 
 
+_REASON = query("reason", text(1, REASON_MAX, NOT_BLANK), "Why the call is made, written to the access log; required "
+               "unless the X-Wsctl-Reason header says it, and then not forwarded.")
+
+
 def _register(method: str) -> None:
-    @route(method, PATH)
+    # Any body goes through and the service's answer comes back, whatever it is.
+    @route(method, PATH, scope="vault:token", query=[_REASON], responses={200: None},
+           summary=f"Call the service with this credential ({method}): the answer is the service's "
+                   "(docs/api.md, Authenticated proxy).")
     def proxied(ctx: Ctx) -> Response:
         return proxy_call(ctx, method)
 

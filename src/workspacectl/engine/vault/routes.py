@@ -17,6 +17,7 @@ from workspacectl.engine.vault.credentials import (NEVER_ISSUED, credential_deta
 from workspacectl.engine.db import transaction
 from workspacectl.engine.events.record import record_event
 from workspacectl.engine.registry import Ctx, route
+from workspacectl.engine.schema_blocks import BOOL, INT, NAMED_PAGE, NOT_BLANK, PAGE, STR, TIME, array, nullable, obj, page_of, query, ref, text
 from workspacectl.engine.store import identity as identity_store
 from workspacectl.engine.store import vault as store
 from workspacectl.errors import ApiError
@@ -25,7 +26,21 @@ REASON_MAX = 500
 TOKEN_ATTEMPTS = 3
 
 
-@route("GET", "/v1/credentials")
+_SHARING_BODY = {
+    "description": "Exactly one of membershipId (an id or an email) and workspace: true; role null removes "
+                   "the share.",
+    "oneOf": [
+        obj({"membershipId": text(1, 320), "workspace": {"const": False},
+             "role": {"enum": ["user", "viewer", None]}}, required=["membershipId", "role"]),
+        obj({"workspace": {"const": True}, "role": {"enum": ["user", "viewer", None]}},
+            required=["workspace", "role"]),
+    ]}
+
+
+@route("GET", "/v1/credentials", scope="vault:read",
+       query=[query("service", STR, "Only credentials of this service."), *NAMED_PAGE],
+       responses={200: page_of("credentials", ref("Credential"))},
+       summary="List the credentials the caller owns or that are shared with it.")
 def list_credentials(ctx: Ctx) -> dict:
     limit, after = pagination.page_args(ctx, str)
     service = ctx.query.get("service") or None
@@ -35,7 +50,9 @@ def list_credentials(ctx: Ctx) -> dict:
     return pagination.page("credentials", rows, limit, lambda r: r["id"], lambda r: list_entry(ctx.db, r, cache))
 
 
-@route("GET", "/v1/credentials/{id}")
+@route("GET", "/v1/credentials/{id}", scope="vault:read",
+       responses={200: ref("CredentialDetail")},
+       summary="One credential's detail: fields, scopes and sharing, never a secret.")
 def get_credential(ctx: Ctx) -> dict:
     return credential_detail(ctx.db, visible_credential(ctx.db, ctx.params["id"], ctx.caller.member_id))
 
@@ -151,7 +168,22 @@ def _issue_at_once(ctx: Ctx, cred_id: str, reason: str) -> dict | None:
     return body if sorted(body) == logged else {k: body[k] for k in logged if k in body}
 
 
-@route("POST", "/v1/credentials/{id}/token", quick=True)
+@route("POST", "/v1/credentials/{id}/token", scope="vault:token", quick=True,
+       body=obj({"reason": text(1, REASON_MAX, NOT_BLANK, description="Why; written to the access log."),
+                 "format": text(enum=list(env_text.FORMS), description="How the client will write the "
+                                "token (default json); one it cannot write exactly is 400 before anything "
+                                "is issued or logged."),
+                 "dryRun": {**BOOL, "description": "Check only: answer {dryRun, fields} and "
+                            "issue and log nothing."}},
+                required=["reason"]),
+       responses={200: {"type": "object", "additionalProperties": True,
+                        "description": "Only the usable fields: accessToken and tokenType (oauth2) or the "
+                                       "secret fields by name (apiKey), instanceUrl and the non-secret "
+                                       "fields the env vars name, expiresAt. Never a refresh token. "
+                                       "A dry run answers {dryRun: true, fields: [names]} instead.",
+                        "properties": {"accessToken": STR, "tokenType": STR, "apiKey": STR,
+                                       "instanceUrl": STR, "expiresAt": TIME}}},
+       summary="Issue the credential's usable token for a stated reason (logged).")
 def request_token(ctx: Ctx) -> dict:
     body = ctx.body if ctx.body is not None else {}
     if not isinstance(body, dict):
@@ -168,7 +200,10 @@ def request_token(ctx: Ctx) -> dict:
 
 # --- sharing -------------------------------------------------------------------------------
 
-@route("PUT", "/v1/credentials/{id}/sharing")
+@route("PUT", "/v1/credentials/{id}/sharing", scope="vault:manage",
+       body=_SHARING_BODY,
+       responses={200: ref("CredentialDetail")},
+       summary="Share a credential with a member or the workspace, or stop sharing it.")
 def put_sharing(ctx: Ctx) -> dict:
     body = v.body_dict(ctx, allow_empty=False)
     conn = ctx.db
@@ -215,7 +250,17 @@ def _log_entry(r) -> dict:
     return entry
 
 
-@route("GET", "/v1/credentials/{id}/access-log")
+@route("GET", "/v1/credentials/{id}/access-log", scope="vault:read",
+       query=PAGE,
+       responses={200: page_of("entries", obj({
+           "at": TIME, "membershipId": STR, "keyId": STR, "reason": STR, "fields": array(STR),
+           "outcome": text(enum=["issued", "refused", "proxied", "failed"]),
+           "method": text(description="A call through the proxy: its method."),
+           "path": text(description="A call through the proxy: the path on the service (no query string)."),
+           "upstreamStatus": nullable({**INT, "description": "A call through the proxy: the status the service "
+           "answered (null: no answer)."})},
+           required=["at", "membershipId", "keyId", "reason", "fields", "outcome"]))},
+       summary="Who asked for the credential's token, when and why (owner only).")
 def access_log(ctx: Ctx) -> dict:
     row = owned_credential(ctx.db, ctx.params["id"], ctx.caller.member_id)
     limit, before = pagination.page_args(ctx, int)

@@ -1,16 +1,19 @@
-"""The building blocks of the schemas /v1/openapi.json is made of (engine/openapi_schemas*.py).
+"""JSON Schema building blocks for route declarations (@route body=, query=, responses=).
 
-Small functions that return plain JSON Schema dicts, and the shapes every part uses. Kept apart
-so each part module imports them without importing the others.
+Small functions that return plain JSON Schema dicts, and the shapes every wing uses. A shared
+engine module (not under openapi/), so each wing declares its routes' schemas beside its
+handlers without importing the OpenAPI document; engine/openapi/ assembles them.
 """
 from __future__ import annotations
+
+from typing import Any, Iterable, Literal
 
 from workspacectl.engine.pagination import DEFAULT_LIMIT, MAX_LIMIT, MAX_NAME_FILTER
 
 NOT_BLANK = r"\S"  # JSON Schema patterns are unanchored: at least one non-space character
 
 
-def text(min_len: int | None = None, max_len: int | None = None, pattern: str | None = None, **kw) -> dict:
+def text(min_len: int | None = None, max_len: int | None = None, pattern: str | None = None, **kw: Any) -> dict:
     out: dict = {"type": "string", **kw}
     if min_len is not None:
         out["minLength"] = min_len
@@ -21,7 +24,7 @@ def text(min_len: int | None = None, max_len: int | None = None, pattern: str | 
     return out
 
 
-def obj(props: dict, required=(), closed: bool = True, **kw) -> dict:
+def obj(props: dict, required: Iterable[str] | Literal["all"] = (), closed: bool = True, **kw: Any) -> dict:
     """An object; `required` names the keys always present. Closed: no other keys."""
     out: dict = {"type": "object", "properties": props, **kw}
     if required == "all":
@@ -46,7 +49,7 @@ def nullable(schema: dict) -> dict:
     return {"anyOf": [schema, {"type": "null"}]}
 
 
-def array(items: dict, **kw) -> dict:
+def array(items: dict, **kw: Any) -> dict:
     return {"type": "array", "items": items, **kw}
 
 
