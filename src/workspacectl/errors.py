@@ -56,7 +56,6 @@ EXIT_CODES = {
     "internal": 1,
 }
 
-EXIT_USAGE = 2
 RETRY_AFTER_SECONDS = 2   # what a 503 answers in Retry-After
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")

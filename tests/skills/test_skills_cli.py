@@ -226,3 +226,24 @@ def test_hostile_bundle_is_refused_before_anything_is_written(tmp_path):
         assert list(outside.iterdir()) == [] and not (out2 / "SKILL.md").exists()
     finally:
         s.close()
+
+
+def test_publish_checks_the_bundle_once_and_packs_it_once(backend, tmp_path):
+    """One validation per publish: the folder is checked here (so nothing is published when one
+    fails), then the server checks the upload once, in /publish; no /validate call between. The
+    calls are read from --debug's one line per call, on every door."""
+    import re
+
+    b = backend
+    one = _folder(tmp_path, "once-only")
+    r = b.wsctl("--debug", "skill", "publish", one)
+    assert r.out.strip() == "once-only: created, published v1"
+    calls = [(m, re.sub(r"^[a-z]+:(//[^/]+)?", "", url).split("?")[0])
+             for m, url in re.findall(r"^debug: (\S+) (\S+) ->", r.err, re.M)]
+    api = [(m, p) for m, p in calls if p.startswith("/v1/")]
+    assert api == [("GET", "/v1/skills/once-only"), ("POST", "/v1/skills"),
+                   ("POST", f"/v1/skills/{b.ok('GET', '/v1/skills/once-only')['id']}/bundle-upload-url"),
+                   ("POST", f"/v1/skills/{b.ok('GET', '/v1/skills/once-only')['id']}/publish")]
+    r = b.wsctl("--debug", "skill", "publish", one)   # unchanged: the digest of the one pack decides
+    assert r.out.strip() == "once-only: unchanged (v1)"
+    assert not re.search(r"/(validate|bundle-upload-url|publish)\b", r.err)

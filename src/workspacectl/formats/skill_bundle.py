@@ -147,10 +147,6 @@ def read_md(chunks: Iterable[bytes]) -> MdText:
     return MdText(text, complete, utf8, lines)
 
 
-def md_of_bytes(data: bytes) -> MdText:
-    return read_md([data])
-
-
 def frontmatter_problem(md: MdText) -> str | None:
     """A frontmatter over MAX_FRONTMATTER bytes, found before any YAML is parsed."""
     if not md.head.startswith("---"):
@@ -369,3 +365,8 @@ def digest(entries: list[tuple]) -> str:
 def pack(entries: list[tuple]) -> Iterator[bytes]:
     """The canonical tar.gz, chunk by chunk."""
     return tar.write_bundle(entries)
+
+
+def pack_hashed(entries: list[tuple]) -> tuple[Iterator[bytes], Callable[[], str]]:
+    """pack(), and the version's sha256 (digest()) from the same pass: the tar is made once."""
+    return tar.write_bundle_hashed(entries)

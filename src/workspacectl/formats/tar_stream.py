@@ -212,7 +212,7 @@ def _pax_records(data: bytes, path: str) -> dict[str, bytes]:
     return out
 
 
-def _decode_name(raw: bytes, path_so_far: str = "") -> str:
+def _decode_name(raw: bytes) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -441,6 +441,19 @@ def gzip_chunks(chunks: Iterable[bytes]) -> Iterator[bytes]:
 def write_bundle(entries: Iterable[Entry]) -> Iterator[bytes]:
     """Yield a tar.gz of the entries (see tar_chunks), chunk by chunk."""
     return gzip_chunks(tar_chunks(entries))
+
+
+def write_bundle_hashed(entries: Iterable[Entry]) -> tuple[Iterator[bytes], Callable[[], str]]:
+    """write_bundle, and the tar's sha256 (tar_sha256) computed in the same pass: (the chunks, a
+    function answering the digest once the chunks are consumed)."""
+    h = hashlib.sha256()
+
+    def hashed() -> Iterator[bytes]:
+        for chunk in tar_chunks(entries):
+            h.update(chunk)
+            yield chunk
+
+    return gzip_chunks(hashed()), h.hexdigest
 
 
 def tar_sha256(entries: Iterable[Entry]) -> str:

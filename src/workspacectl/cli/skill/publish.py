@@ -1,8 +1,10 @@
 """`wsctl skill validate | publish | pull`: skill folders in and out through presigned URLs.
 
 `publish DIR...` is for CI: every folder is validated locally first (nothing is published if one
-fails), then each skill is created when missing (by its frontmatter name), packed canonically,
-and published only when its sha256 differs from the live version's. One line per skill.
+fails), then each skill is created when missing (by its frontmatter name), packed canonically
+(the tar made once, hashed as it is made), and published only when its sha256 differs from the
+live version's. The server checks the upload once, in /publish (a refusal lists its problems);
+there is no separate /validate call. One line per skill.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import typer
 
 from workspacectl.cli.common.context import backend, state
 from workspacectl.cli.common.output import JsonOpt, emit, info, print_json
-from workspacectl.cli.skill.transfer import check_folder, folder_digest, get_from_url, packed, put_to_url, write_bundle
+from workspacectl.cli.skill.transfer import check_folder, get_from_url, packed, put_to_url, write_bundle
 from workspacectl.errors import ApiError
 
 
@@ -95,21 +97,19 @@ def _unchanged(skill: dict) -> dict:
 
 def publish_one(ctx, folder: Path, files: dict, meta: dict) -> dict:
     skill, created = _find_or_create(ctx, meta["name"], meta["description"])
-    digest = folder_digest(files)
-    if _live_sha(ctx, skill) == digest:
-        return _unchanged(skill)
-    up = backend(ctx).request("POST", skill_path(skill["id"], "/bundle-upload-url"))
-    archive, size = packed(files, f"pack {skill['name']}")
+    archive, size, digest = packed(files, f"pack {skill['name']}")
     with archive:
+        if _live_sha(ctx, skill) == digest:
+            return _unchanged(skill)
+        up = backend(ctx).request("POST", skill_path(skill["id"], "/bundle-upload-url"))
         put_to_url(up["url"], archive, size, f"upload {skill['name']}", local=_is_local(ctx))
-    checked = backend(ctx).request("POST", skill_path(skill["id"], "/validate"), body={"uploadId": up["uploadId"]})
-    if not checked["valid"]:
-        _print_problems(str(folder), checked["errors"], checked["warnings"])
-        raise ApiError("unprocessable", f"{folder}: the server refused the bundle; fix the errors above.")
     try:
         version = backend(ctx).request("POST", skill_path(skill["id"], "/publish"),
                                        body={"uploadId": up["uploadId"], "baseVersion": skill["version"]})
     except ApiError as e:
+        if e.code == "unprocessable" and isinstance(e.detail, dict) and isinstance(e.detail.get("errors"), list):
+            _print_problems(str(folder), e.detail["errors"], e.detail.get("warnings") or [])
+            raise ApiError("unprocessable", f"{folder}: the server refused the bundle; fix the errors above.") from None
         # Someone published since we read the skill. If the live content is now ours (a parallel
         # run of the same CI job), there is nothing to do; anything else is a real conflict.
         if e.code != "conflict":

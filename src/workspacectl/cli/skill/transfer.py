@@ -129,8 +129,9 @@ def _json(resp):
         return None
 
 
-def packed(files: dict, label: str = "pack") -> tuple[IO[bytes], int]:
-    """(file, size): a folder's files as the canonical tar.gz, spooled to disk past 8 MiB. A bar
+def packed(files: dict, label: str = "pack") -> tuple[IO[bytes], int, str]:
+    """(file, size, sha256): a folder's files as the canonical tar.gz, spooled to disk past 8 MiB,
+    and the version digest the server will compute (of the tar, made once for both). A bar
     against the folder's measured size moves as the files are packed (before the upload's bar)."""
     from workspacectl.cli.common.folder_sync import CountingReader
 
@@ -139,15 +140,12 @@ def packed(files: dict, label: str = "pack") -> tuple[IO[bytes], int]:
         def opener(p):
             return CountingReader(open(files[p].full, "rb"), advance)
 
-        for chunk in fmt.pack(fmt.canonical_entries(files, opener)):
+        chunks, digest = fmt.pack_hashed(fmt.canonical_entries(files, opener))
+        for chunk in chunks:
             out.write(chunk)
     size = out.tell()
     out.seek(0)
-    return out, size
-
-
-def folder_digest(files: dict) -> str:
-    return fmt.digest(fmt.canonical_entries(files, lambda p: open(files[p].full, "rb")))
+    return out, size, digest()
 
 
 def _read(archive: BinaryIO):

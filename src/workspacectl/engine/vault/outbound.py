@@ -97,15 +97,6 @@ def _client_for(target):
     return client
 
 
-def close_clients() -> None:
-    """Close every kept client (tests and a server's shutdown)."""
-    with _clients_lock:
-        clients = list(_clients.values())
-        _clients.clear()
-    for client in clients:
-        client.close()
-
-
 def send_streamed(method: str, url: str, target, what: str, *, headers: list, content=None):
     """One proxied request to `target` (catalog.urls.pin of `url`), the answer's body left unread
     (the caller streams it and closes the response). Logged like request(); httpx.HTTPError
