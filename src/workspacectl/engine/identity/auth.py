@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import json
 import secrets as _secrets
+import sqlite3
 
 from workspacectl import clock
 from workspacectl.engine.db import transaction
@@ -33,7 +34,7 @@ def _limit(text: str | None) -> frozenset[str] | None:
     return frozenset(json.loads(text)) if text is not None else None
 
 
-def _usable(row) -> bool:
+def _usable(row: sqlite3.Row) -> bool:
     if row is None or row["revoked_at"]:
         return False
     return not (row["expires_at"] and clock.parse_iso(row["expires_at"]) <= clock.now())
@@ -51,7 +52,7 @@ UNKNOWN_SECRET = {
 }
 
 
-def authenticate_secret(conn, secret: str) -> Caller:
+def authenticate_secret(conn: sqlite3.Connection, secret: str) -> Caller:
     """A Bearer secret -> Caller, or 401. Web-session cookies are not accepted here."""
     # Real secrets are ASCII; anything else (an env var of stray bytes) is simply unknown.
     kind = next((k for p, k in SECRET_PREFIXES.items() if secret.startswith(p)), None) if secret.isascii() else None
@@ -64,7 +65,7 @@ def authenticate_secret(conn, secret: str) -> Caller:
                   _limit(row["credential_ids"]), whoami={"member": member, "workspace": row["workspace_name"]})
 
 
-def authenticate_web(conn, cookie: str | None) -> Caller | None:
+def authenticate_web(conn: sqlite3.Connection, cookie: str | None) -> Caller | None:
     if not cookie:
         return None
     row = store.find_secret_by_hash(conn, sha256_hex(cookie))
@@ -73,7 +74,7 @@ def authenticate_web(conn, cookie: str | None) -> Caller | None:
     return Caller(row["member_id"], row["member_role"], "web", row["id"], ())
 
 
-def signed_in_member(conn, caller: Caller | None) -> dict | None:
+def signed_in_member(conn: sqlite3.Connection, caller: Caller | None) -> dict | None:
     """The member `caller` is signed in as, as the API shows one; None when signed out or the member is gone."""
     row = store.get_member(conn, caller.member_id) if caller else None
     return member_json(row) if row else None
@@ -83,14 +84,14 @@ def normalize_code(code: str) -> str:
     return "".join(ch for ch in code.upper() if ch.isalnum())
 
 
-def make_login_code(conn, member_id: str, created_by: str | None) -> dict:
+def make_login_code(conn: sqlite3.Connection, member_id: str, created_by: str | None) -> dict:
     raw = "".join(_secrets.choice(_CODE_ALPHABET) for _ in range(12))
     expires = clock.later(LOGIN_CODE_SECONDS)
     store.insert_login_code(conn, sha256_hex(raw), member_id, created_by, expires)
     return {"code": f"{raw[:4]}-{raw[4:8]}-{raw[8:]}", "expiresAt": expires}
 
 
-def new_session(conn, member_id: str, name: str = "wsctl") -> tuple[str, str]:
+def new_session(conn: sqlite3.Connection, member_id: str, name: str = "wsctl") -> tuple[str, str]:
     token = new_secret("ws_session_")
     row = store.insert_secret(conn, "session", member_id, sha256_hex(token), name=name)
     return token, row["id"]
@@ -118,7 +119,9 @@ def create_session(ctx: PublicCtx) -> Response:
         if not store.use_login_code(conn, code_hash):
             raise ApiError("unauthenticated", "That login code was already used. Ask an admin for a new one.")
         token, _ = new_session(conn, row["member_id"], name)
-        member = member_json(store.get_member(conn, row["member_id"]))
+        member_row = store.get_member(conn, row["member_id"])
+        assert member_row is not None   # the login code's member: a member's codes go with it
+        member = member_json(member_row)
     return Response(201, {"token": token, "member": member})
 
 
@@ -145,8 +148,10 @@ def whoami(ctx: Ctx) -> dict:
         return {"member": dict(c.whoami["member"]), "kind": c.kind, "keyId": c.key_id, "scopes": list(c.scopes),
                 "workspace": c.whoami["workspace"], "credentials": limit}
     member = store.get_member_and_workspace_name(ctx.db, c.member_id)
+    if member is None:   # removed since this request was authenticated
+        raise ApiError("unauthenticated", UNKNOWN_SECRET.get(c.kind, UNKNOWN_SECRET[None]))
     return {"member": member_json(member), "kind": c.kind, "keyId": c.key_id, "scopes": list(c.scopes),
-            "workspace": member["workspace_name"] if member else None, "credentials": limit}
+            "workspace": member["workspace_name"], "credentials": limit}
 
 
 def safe_next(path: str) -> str:
@@ -175,7 +180,7 @@ def create_web_link(ctx: Ctx) -> Response:
     return Response(201, {"url": f"{ctx.base_url}/signin/{token}", "expiresAt": expires})
 
 
-def consume_web_link(conn, token: str) -> tuple[str, str]:
+def consume_web_link(conn: sqlite3.Connection, token: str) -> tuple[str, str]:
     """A sign-in link -> (new web-session cookie value, next path). Single use, 5 minutes."""
     h = sha256_hex(token)
     with transaction(conn):

@@ -9,6 +9,9 @@ old keys are dropped. Answers counts, never key material.
 """
 from __future__ import annotations
 
+import sqlite3
+from typing import TYPE_CHECKING
+
 from workspacectl.engine import crypto
 from workspacectl.engine.db import transaction
 from workspacectl.engine.registry import Ctx, route
@@ -16,6 +19,9 @@ from workspacectl.engine.schema_blocks import INT, obj, text
 from workspacectl.engine.scopes import SESSION
 from workspacectl.engine.store import vault as store
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.engine.workspaces.folder import Workspace
 
 SWEEPS = 3
 
@@ -31,7 +37,7 @@ COUNT_NAME = {"credentials": "credentials", "integrations": "oauthClients", "con
               "webhooks": "webhooks"}
 
 
-def _fingerprints(conn) -> set[bytes]:
+def _fingerprints(conn: sqlite3.Connection) -> set[bytes]:
     fps = set()
     for table, key_col, blob_col in store.SEALED_COLUMNS:
         for _key, blob in store.sealed_values(conn, table, key_col, blob_col):
@@ -41,7 +47,7 @@ def _fingerprints(conn) -> set[bytes]:
     return fps
 
 
-def _reseal_all(conn, rotation: crypto.Rotation) -> dict[str, int]:
+def _reseal_all(conn: sqlite3.Connection, rotation: crypto.Rotation) -> dict[str, int]:
     counts = {name: 0 for name in COUNT_NAME.values()}
     with transaction(conn):
         for table, key_col, blob_col in store.SEALED_COLUMNS:
@@ -55,7 +61,7 @@ def _reseal_all(conn, rotation: crypto.Rotation) -> dict[str, int]:
     return counts
 
 
-def rotate_workspace_key(ws) -> dict:
+def rotate_workspace_key(ws: Workspace) -> dict:
     conn = ws.conn()
     rotation = crypto.begin_rotation(ws, _fingerprints(conn))
     counts = _reseal_all(conn, rotation)

@@ -1,6 +1,8 @@
 """Personal and platform API keys: made by a session, shown once, stored as SHA-256."""
 from __future__ import annotations
 
+import sqlite3
+
 from workspacectl import clock
 from workspacectl.engine.db import transaction
 from workspacectl.engine.events.record import record_event
@@ -96,7 +98,7 @@ def _credential_limit(body: dict, kind: str) -> list[str] | None:
     return list(dict.fromkeys(value))
 
 
-def _check_usable(conn, member_id: str, cred_ids: list[str]) -> None:
+def _check_usable(conn: sqlite3.Connection, member_id: str, cred_ids: list[str]) -> None:
     """Each credential a key is limited to is one its creator can use (owner or `user` share): 404
     otherwise, as an unknown id is."""
     from workspacectl.engine.store import vault as vault_store

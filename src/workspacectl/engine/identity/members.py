@@ -1,6 +1,8 @@
 """Members of the workspace and the login codes that sign them in."""
 from __future__ import annotations
 
+import sqlite3
+
 from workspacectl.engine.identity.auth import make_login_code
 from workspacectl.engine.identity.render import member_json
 from workspacectl.engine.db import transaction
@@ -22,7 +24,7 @@ def require_admin(ctx: Ctx) -> None:
                                     "Ask one of them (`wsctl members list` shows who) to do it, or to make you an admin.")
 
 
-def resolve_member(conn, ref: str):
+def resolve_member(conn: sqlite3.Connection, ref: str) -> sqlite3.Row:
     row = store.find_member(conn, ref)
     if row is None:
         raise ApiError("not_found", f"No member '{ref}'. Run `wsctl members list`.")
