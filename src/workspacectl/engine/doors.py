@@ -156,7 +156,7 @@ def connect_form(ws: Workspace, service: str) -> dict[str, Any]:
     conn = ws.conn()
     form = connections.service_form(conn, service)
     return {"service": service, "name": form.service_name,
-            "credentialType": connections.credential_type(conn, {"service": service}),
+            "credentialType": connections.credential_type(conn, service),
             "secretFields": list(form.secret_fields), "fields": list(form.fields)}
 
 
@@ -207,7 +207,7 @@ def open_connect_link(ws: Workspace, token: str, caller: Caller | None, cookie: 
     from workspacectl.engine.vault import connections
 
     row = connections.open_link(ws.conn(), token, caller)
-    if connections.credential_type(ws.conn(), row) == "oauth2":
+    if connections.credential_type(ws.conn(), row["service"]) == "oauth2":
         assert caller is not None   # open_link refuses a link without its member signed in
         return "redirect", connections.authorize_url(ws, row["id"], caller.member_id, base_url)
     return "form", (connections.link_form(ws.conn(), row), connections.csrf_token(cookie or "", row["id"]))

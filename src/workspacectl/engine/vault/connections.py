@@ -28,9 +28,11 @@ import json
 import math
 import re
 import secrets as _secrets
+import sqlite3
 import urllib.parse
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
 
 from workspacectl import clock
 from workspacectl.engine import crypto
@@ -43,6 +45,9 @@ from workspacectl.engine.store import connections as store
 from workspacectl.engine.vault import key_limits
 from workspacectl.errors import ApiError
 from workspacectl.secret import sha256_hex
+
+if TYPE_CHECKING:
+    from workspacectl.engine.workspaces.folder import Workspace
 
 CONNECTION_SECONDS = 3600
 CALLBACK_PATH = "/connect/callback"
@@ -59,13 +64,13 @@ def _pkce_aad(conn_id: str) -> str:
     return f"connection-pkce:{conn_id}"
 
 
-def _integration(conn, service: str):
+def _integration(conn: sqlite3.Connection, service: str) -> sqlite3.Row | None:
     from workspacectl.engine.store import vault as vault_store
 
     return vault_store.get_integration(conn, service)
 
 
-def _json_list(text) -> list[str]:
+def _json_list(text: str | None) -> list[str]:
     try:
         value = json.loads(text) if text else []
     except (TypeError, ValueError):
@@ -73,7 +78,7 @@ def _json_list(text) -> list[str]:
     return [x for x in value if isinstance(x, str) and x] if isinstance(value, list) else []
 
 
-def _setup(integration) -> dict:
+def _setup(integration: sqlite3.Row) -> dict:
     try:
         value = json.loads(integration["setup_json"] or "{}")
     except (TypeError, ValueError):
@@ -83,17 +88,17 @@ def _setup(integration) -> dict:
 
 # --- status and the API view ------------------------------------------------------------------
 
-def is_expired(row, now: datetime | None = None) -> bool:
+def is_expired(row: sqlite3.Row, now: datetime | None = None) -> bool:
     return (now or clock.now()) >= clock.parse_iso(row["expires_at"])
 
 
-def status_of(row, now: datetime | None = None) -> str:
+def status_of(row: sqlite3.Row, now: datetime | None = None) -> str:
     if row["status"] == "pending" and is_expired(row, now):
         return "expired"
     return row["status"]
 
 
-def _open_link_url(ws, row) -> str | None:
+def _open_link_url(ws: Workspace, row: sqlite3.Row) -> str | None:
     if row["link_sealed"] is None:
         return None
     try:
@@ -102,7 +107,7 @@ def _open_link_url(ws, row) -> str | None:
         return None  # sealed under a key that was since retired: the link itself still works
 
 
-def connection_view(ws, row) -> dict:
+def connection_view(ws: Workspace, row: sqlite3.Row) -> dict:
     out = {
         "id": row["id"],
         "service": row["service"],
@@ -166,10 +171,11 @@ def create_connection(ctx: Ctx) -> Response:
                                 created_at=clock.iso(now), expires_at=_expiry_from(now),
                                 reconnect_id=reconnect_id or None, name=name)
         row = store.get_connection(conn, conn_id)
+        assert row is not None   # just inserted
     return Response(201, connection_view(ctx.ws, row))
 
 
-def check_new_name(conn, name, reconnect_id: str | None) -> None:
+def check_new_name(conn: sqlite3.Connection, name: object, reconnect_id: str | None) -> None:
     """The name a connection's new credential will get: valid and free now (400, 409); it is made
     unique when the connection completes if someone took it meanwhile."""
     if name is None:
@@ -181,7 +187,7 @@ def check_new_name(conn, name, reconnect_id: str | None) -> None:
     require_free(conn, check_name(name))
 
 
-def reconnect_target(conn, cred_id: str, member_id: str, service: str):
+def reconnect_target(conn: sqlite3.Connection, cred_id: str, member_id: str, service: str) -> sqlite3.Row:
     """The credential a reconnect will refill: the member's own (404 unseen, 403 not owned), same service."""
     from workspacectl.engine.vault.credentials import owned_credential
 
@@ -197,7 +203,7 @@ def connection_lock(conn_id: str) -> str:
     return f"connection:{conn_id}"
 
 
-def _store_result(ws, conn, row, **values) -> dict:
+def _store_result(ws: Workspace, conn: sqlite3.Connection, row: sqlite3.Row, **values: Any) -> dict:
     """Inside the completing transaction: a new credential, or fresh secrets in the reconnected one."""
     from workspacectl.engine.vault.credentials import create_credential, reconnect_credential
 
@@ -210,7 +216,7 @@ def _store_result(ws, conn, row, **values) -> dict:
                              name=row["name"], name_taken_ok=True, **values)
 
 
-def _own_connection(conn, conn_id, member_id: str):
+def _own_connection(conn: sqlite3.Connection, conn_id: object, member_id: str) -> sqlite3.Row:
     row = store.get_connection(conn, conn_id) if isinstance(conn_id, str) else None
     if row is None or row["member_id"] != member_id:
         raise ApiError("not_found", f"No connection {conn_id} of yours. Start one with `wsctl vault connect SERVICE`.")
@@ -242,7 +248,7 @@ class LinkForm:
     docs_url: str | None = None   # the catalog's help link: where the provider shows the key
 
 
-def _check_usable(row) -> None:
+def _check_usable(row: sqlite3.Row) -> None:
     if row["status"] == "connected":
         raise ApiError("expired", "This link was already used: the account is connected. "
                        "Start a new connection with `wsctl vault connect` to add another.")
@@ -254,7 +260,7 @@ def _check_usable(row) -> None:
                        "Start again with `wsctl vault connect`.")
 
 
-def _check_member(row, caller: Caller | None) -> None:
+def _check_member(row: sqlite3.Row, caller: Caller | None) -> None:
     if caller is None:
         raise ApiError("unauthenticated", "Sign in first: this page opens through the single-use sign-in link that "
                        "`wsctl vault connect` prints or opens, which signs you in as the member who started the "
@@ -265,7 +271,7 @@ def _check_member(row, caller: Caller | None) -> None:
                        "connection can complete it; nothing was changed.")
 
 
-def credential_name(conn, cred_id: str | None, member_id: str | None) -> str | None:
+def credential_name(conn: sqlite3.Connection, cred_id: str | None, member_id: str | None) -> str | None:
     """The name of a credential the member can see (the connected page says how to use it by name)."""
     from workspacectl.engine.vault.credentials import visible_credential
 
@@ -277,7 +283,7 @@ def credential_name(conn, cred_id: str | None, member_id: str | None) -> str | N
         return None
 
 
-def open_link(conn, token: str, caller: Caller | None):
+def open_link(conn: sqlite3.Connection, token: str, caller: Caller | None) -> sqlite3.Row:
     """The connection behind a link for its creator: 404 unknown, 401 no web session,
     403 another member, 410 expired or already used. Changes nothing."""
     row = store.find_by_link(conn, sha256_hex(token)) if token else None
@@ -288,7 +294,7 @@ def open_link(conn, token: str, caller: Caller | None):
     return row
 
 
-def service_form(conn, service: str) -> LinkForm:
+def service_form(conn: sqlite3.Connection, service: str) -> LinkForm:
     """The secret and plain fields a connection of `service` asks for."""
     from workspacectl.engine.vault.credentials import secret_field_names
 
@@ -303,7 +309,7 @@ def service_form(conn, service: str) -> LinkForm:
                     integration["description"] or "", docs)
 
 
-def check_key(ws, conn, service: str, secrets: dict, fields: dict) -> None:
+def check_key(ws: Workspace, conn: sqlite3.Connection, service: str, secrets: dict, fields: dict) -> None:
     """An apiKey service whose definition names a probe: call it with the entered key before
     anything is stored. A key the provider refuses is 400 with what to do; nothing is stored.
     A probe that proves nothing (or a provider out of reach) does not block the connection."""
@@ -325,14 +331,15 @@ def check_key(ws, conn, service: str, secrets: dict, fields: dict) -> None:
                     "nothing was stored.")
 
 
-def link_form(conn, row) -> LinkForm:
+def link_form(conn: sqlite3.Connection, row: sqlite3.Row) -> LinkForm:
     return service_form(conn, row["service"])
 
 
-def credential_type(conn, row) -> str:
-    integration = _integration(conn, row["service"])
+def credential_type(conn: sqlite3.Connection, service: str) -> str:
+    """The credential type of `service`'s integration (404 once it left the catalog)."""
+    integration = _integration(conn, service)
     if integration is None:
-        raise ApiError("not_found", f"The integration '{row['service']}' was removed from the catalog.")
+        raise ApiError("not_found", f"The integration '{service}' was removed from the catalog.")
     return integration["credential_type"]
 
 
@@ -342,7 +349,7 @@ def csrf_token(web_cookie: str, conn_id: str) -> str:
     return base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
 
 
-def check_csrf(web_cookie: str | None, conn_id: str, presented) -> None:
+def check_csrf(web_cookie: str | None, conn_id: str, presented: object) -> None:
     if not web_cookie or not isinstance(presented, str) or not presented:
         raise ApiError("forbidden", "The form was missing its security token; reload the link and submit again. "
                        "Nothing was changed.")
@@ -351,14 +358,14 @@ def check_csrf(web_cookie: str | None, conn_id: str, presented) -> None:
                        "submit again. Nothing was changed.")
 
 
-def complete_api_key(ws, conn_id: str, member_id: str, values: dict) -> dict:
+def complete_api_key(ws: Workspace, conn_id: str, member_id: str, values: dict) -> dict:
     """Store the entered secrets and fields as a credential; the connection becomes connected and
     its link used, in the same transaction. Invalid values change nothing (400)."""
     conn = ws.conn()
     row = _own_connection(conn, conn_id, member_id)
     _check_usable(row)
     form = link_form(conn, row)
-    if credential_type(conn, row) != "apiKey":
+    if credential_type(conn, row["service"]) != "apiKey":
         raise v.bad(f"{form.service_name} is connected through its provider's sign-in, not with a key.")
     secrets: dict = {}
     fields: dict = {}
@@ -380,15 +387,16 @@ def complete_api_key(ws, conn_id: str, member_id: str, values: dict) -> dict:
         cred = _store_result(ws, conn, row, secrets=secrets, fields=fields)
         if not store.mark_connected(conn, conn_id, cred["id"], clock.now_iso()):
             raise ApiError("conflict", "This connection was completed by another request.")
-        row = store.get_connection(conn, conn_id)
-    return connection_view(ws, row)
+        done = store.get_connection(conn, conn_id)
+        assert done is not None   # just marked connected
+    return connection_view(ws, done)
 
 
 def _b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
-def authorize_url(ws, conn_id: str, member_id: str, base_url: str) -> str:
+def authorize_url(ws: Workspace, conn_id: str, member_id: str, base_url: str) -> str:
     """Start (or restart) the OAuth dance: a fresh single-use `state` and PKCE S256 verifier,
     stored hashed and sealed; answers the provider's authorize URL to redirect to."""
     from workspacectl.engine.vault import oauth
@@ -433,16 +441,16 @@ def authorize_url(ws, conn_id: str, member_id: str, base_url: str) -> str:
     return cfg.authorize_url + sep + urllib.parse.urlencode(params)
 
 
-def _fail(conn, conn_id: str, message: str) -> None:
+def _fail(conn: sqlite3.Connection, conn_id: str, message: str) -> None:
     with transaction(conn, locks=[connection_lock(conn_id)]):
         store.mark_failed(conn, conn_id, message[:300], clock.now_iso())
 
 
-def _provider_word(value) -> str:
+def _provider_word(value: object) -> str:
     return value if isinstance(value, str) and _ERROR_WORD.match(value) else "error"
 
 
-def finish_oauth(ws, *, state, code, error, caller: Caller | None) -> dict:
+def finish_oauth(ws: Workspace, *, state: object, code: object, error: object, caller: Caller | None) -> dict:
     """The provider's redirect back: check `state` (known, single use, unexpired, this member's),
     exchange the code with the PKCE verifier, store the tokens as a credential.
 
@@ -495,13 +503,14 @@ def finish_oauth(ws, *, state, code, error, caller: Caller | None) -> dict:
                                  scopes=tokens.scopes, expires_at=tokens.expires_at, token_type=tokens.token_type)
             store.mark_connected(conn, row["id"], cred["id"], clock.now_iso())
             done = store.get_connection(conn, row["id"])
+            assert done is not None   # just marked connected
     except ApiError as e:
         _fail(conn, row["id"], e.message)
         raise
     return connection_view(ws, done)
 
 
-def connect_in_place(ws, caller: Caller, service: str, values: dict, reconnect_id: str | None = None,
+def connect_in_place(ws: Workspace, caller: Caller, service: str, values: dict, reconnect_id: str | None = None,
                      name: str | None = None) -> dict:
     """`wsctl vault connect` of an apiKey service on the local backend, with the key read from a
     hidden prompt or stdin: the same connection record, made and completed in one transaction,

@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import re
+import sqlite3
+from typing import Any
 
 from workspacectl.errors import ApiError
 
@@ -19,7 +21,7 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 ID_PREFIX = "cred_"
 
 
-def check_name(value) -> str:
+def check_name(value: Any) -> str:
     """A valid name as given, or 400 saying what a name may hold."""
     if not isinstance(value, str) or not NAME.fullmatch(value) or value.lower().startswith(ID_PREFIX):
         shown = value[:80] if isinstance(value, str) else type(value).__name__
@@ -35,7 +37,7 @@ def name_base(service: str) -> str:
     return "credential" if base.lower().startswith(ID_PREFIX) else base
 
 
-def unique_name(conn, base: str) -> str:
+def unique_name(conn: sqlite3.Connection, base: str) -> str:
     """`base`, or `base-N` with the smallest N >= 2 that no credential of the workspace has."""
     from workspacectl.engine.store import vault as store
 
@@ -49,7 +51,7 @@ def unique_name(conn, base: str) -> str:
     return f"{stem}-{n}"
 
 
-def require_free(conn, name: str, except_id: str | None = None) -> None:
+def require_free(conn: sqlite3.Connection, name: str, except_id: str | None = None) -> None:
     from workspacectl.engine.store import vault as store
 
     holder = store.credential_id_named(conn, name)

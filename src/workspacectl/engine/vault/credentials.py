@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import functools
 import json
+import sqlite3
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from workspacectl import clock
 from workspacectl.engine import crypto
@@ -19,6 +22,9 @@ from workspacectl.engine.store import vault as store
 from workspacectl.engine.vault import credential_names
 from workspacectl.errors import ApiError
 from workspacectl.secret import Secret
+
+if TYPE_CHECKING:
+    from workspacectl.engine.workspaces.folder import Workspace
 
 CREDENTIAL_TYPES = ("oauth2", "apiKey", "platform", "noAuth")
 # Secret names that are never part of a token response.
@@ -34,7 +40,7 @@ REASONS = {
 }
 
 
-def _json(text, default):
+def _json(text: str | None, default: Any) -> Any:
     try:
         value = json.loads(text) if text else default
     except (TypeError, ValueError):
@@ -42,11 +48,11 @@ def _json(text, default):
     return value if isinstance(value, type(default)) else default
 
 
-def integration_setup(row) -> dict:
+def integration_setup(row: sqlite3.Row | None) -> dict:
     return _json(row["setup_json"], {}) if row is not None else {}
 
 
-def secret_field_names(integration) -> list[str]:
+def secret_field_names(integration: sqlite3.Row | None) -> list[str]:
     """The secret fields a credential of this integration carries (apiKey default ["apiKey"])."""
     if integration is None:
         return []
@@ -60,21 +66,21 @@ def secret_field_names(integration) -> list[str]:
 
 
 @functools.lru_cache(maxsize=256)   # an integration's env vars as stored (JSON text): parsed once per text
-def _env_var_items(text) -> tuple:
+def _env_var_items(text: str | None) -> tuple[tuple[str, str], ...]:
     return tuple((k, v) for k, v in _json(text, {}).items() if isinstance(k, str) and isinstance(v, str))
 
 
-def env_vars(integration) -> dict:
+def env_vars(integration: sqlite3.Row | None) -> dict[str, str]:
     return dict(_env_var_items(integration["env_vars_json"])) if integration is not None else {}
 
 
 # --- sealing --------------------------------------------------------------------------------
 
-def seal_secrets(ws, cred_id: str, secrets: dict[str, str]) -> bytes:
+def seal_secrets(ws: Workspace, cred_id: str, secrets: dict[str, str]) -> bytes:
     return crypto.seal(ws, cred_id, json.dumps(secrets, separators=(",", ":")).encode())
 
 
-def open_secrets(ws, row) -> dict[str, Secret]:
+def open_secrets(ws: Workspace, row: sqlite3.Row) -> dict[str, Secret]:
     """The credential's secrets, each wrapped in Secret (row must carry secret_blob)."""
     if row["secret_blob"] is None:
         return {}
@@ -91,14 +97,14 @@ def precise_now() -> str:
     return clock.now().isoformat(timespec="microseconds")[:-6] + "Z"   # now() ends "+00:00"; strftime is slower
 
 
-def precise_iso(moment) -> str:
+def precise_iso(moment: datetime) -> str:
     """A UTC datetime (clock.now()) as precise_now writes one."""
     return clock.iso(moment)[:-1] + f".{moment.microsecond:06d}Z"
 
 
 # --- creation -------------------------------------------------------------------------------
 
-def _check_strings(label: str, values, max_chars: int) -> dict[str, str]:
+def _check_strings(label: str, values: object, max_chars: int) -> dict[str, str]:
     if values is None:
         return {}
     if not isinstance(values, dict):
@@ -113,7 +119,7 @@ def _check_strings(label: str, values, max_chars: int) -> dict[str, str]:
     return out
 
 
-def _expiry(expires_at) -> str | None:
+def _expiry(expires_at: Any) -> str | None:
     """The access token's expiry, normalised to the stored form; 400 (never a 500) for a value that
     is not an ISO time, or one that leaves years 1-9999 once moved to UTC."""
     if expires_at is None:
@@ -133,7 +139,7 @@ def credential_lock(cred_id: str) -> str:
     return f"credential:{cred_id}"
 
 
-def create_credential(ws, conn, *, owner_member_id: str, service: str, name: str | None = None,
+def create_credential(ws: Workspace, conn: sqlite3.Connection, *, owner_member_id: str, service: str, name: str | None = None,
                       secrets: dict[str, str], fields: dict[str, str], scopes: list[str] | None = None,
                       expires_at: str | None = None, token_type: str | None = None,
                       name_taken_ok: bool = False) -> dict:
@@ -191,11 +197,10 @@ def create_credential(ws, conn, *, owner_member_id: str, service: str, name: str
                                 expires_at=expires_at, now=now, refreshed_at=precise_now())
         record_event(conn, "credential.connected", subject_id=cred_id, actor_id=owner_member_id,
                      data={"service": service, "name": name})
-        row = store.get_credential_for(conn, cred_id, owner_member_id)
-        return credential_detail(conn, row)
+        return detail_of(conn, cred_id, owner_member_id)
 
 
-def reconnect_credential(ws, conn, cred_id: str, *, secrets: dict[str, str], fields: dict[str, str] | None = None,
+def reconnect_credential(ws: Workspace, conn: sqlite3.Connection, cred_id: str, *, secrets: dict[str, str], fields: dict[str, str] | None = None,
                          scopes: list[str] | None = None, expires_at: str | None = None,
                          token_type: str | None = None) -> dict:
     """Put fresh secrets into an existing credential (a reconnect): status back to ok, same id."""
@@ -212,12 +217,12 @@ def reconnect_credential(ws, conn, cred_id: str, *, secrets: dict[str, str], fie
                              token_type=token_type, scopes=scopes, fields=merged_fields)
         record_event(conn, "credential.reconnected", subject_id=cred_id, actor_id=row["owner_member_id"],
                      data={"service": row["service"], "name": row["name"]})
-        return credential_detail(conn, store.get_credential_for(conn, cred_id, row["owner_member_id"]))
+        return detail_of(conn, cred_id, row["owner_member_id"])
 
 
 # --- views ----------------------------------------------------------------------------------
 
-def list_entry(conn, row, integration_cache: dict | None = None) -> dict:
+def list_entry(conn: sqlite3.Connection, row: sqlite3.Row, integration_cache: dict | None = None) -> dict:
     """CONTRACT §4 list entry; `row` comes from a *_for query (it carries `access`)."""
     cache = integration_cache if integration_cache is not None else {}
     if row["service"] not in cache:
@@ -236,7 +241,7 @@ def list_entry(conn, row, integration_cache: dict | None = None) -> dict:
     }
 
 
-def sharing(conn, cred_id: str) -> list[dict]:
+def sharing(conn: sqlite3.Connection, cred_id: str) -> list[dict]:
     out = []
     for g in store.list_grants(conn, cred_id):
         if g["grantee"] == "workspace":
@@ -246,14 +251,14 @@ def sharing(conn, cred_id: str) -> list[dict]:
     return out
 
 
-def status_reason(row) -> str | None:
+def status_reason(row: sqlite3.Row) -> str | None:
     """Why a credential is not ok, in words (token_refresh.REASONS), or None."""
     if row["status"] != "needs_reconnect":
         return None
     return REASONS.get(row["last_error"] or "", REASONS["invalid_grant"]).split(" (")[0]
 
 
-def credential_detail(conn, row) -> dict:
+def credential_detail(conn: sqlite3.Connection, row: sqlite3.Row) -> dict:
     """The list entry plus fields, scopes, sharing, expiresAt and syncedAt."""
     d = list_entry(conn, row)
     d.update({
@@ -267,7 +272,14 @@ def credential_detail(conn, row) -> dict:
     return d
 
 
-def visible_credential(conn, cred_id: str, member_id: str):
+def detail_of(conn: sqlite3.Connection, cred_id: str, member_id: str) -> dict:
+    """credential_detail of a credential just written in the caller's open transaction (so it is there)."""
+    row = store.get_credential_for(conn, cred_id, member_id)
+    assert row is not None
+    return credential_detail(conn, row)
+
+
+def visible_credential(conn: sqlite3.Connection, cred_id: str, member_id: str) -> sqlite3.Row:
     """The credential with the member's access, or 404 when the member cannot see it at all."""
     row = store.get_credential_for(conn, cred_id, member_id) if isinstance(cred_id, str) else None
     if row is None or row["access"] is None:
@@ -275,7 +287,7 @@ def visible_credential(conn, cred_id: str, member_id: str):
     return row
 
 
-def owned_credential(conn, cred_id: str, member_id: str):
+def owned_credential(conn: sqlite3.Connection, cred_id: str, member_id: str) -> sqlite3.Row:
     """The credential if the member owns it; 404 if invisible, 403 if visible but not owned."""
     row = visible_credential(conn, cred_id, member_id)
     if row["access"] != "owner":

@@ -32,13 +32,13 @@ CREDENTIAL_PATHS = frozenset(path for _, path in ROUTE_SCOPES
                              if path.startswith(("/v1/credentials/{id}", "/v1/vault/credentials/{id}")))
 
 
-def unseen(cred_id) -> ApiError:
+def unseen(cred_id: object) -> ApiError:
     """The 404 of a credential the caller cannot see: the same for one that does not exist, one
     the member has no access to, and one outside a limited key's credentials."""
     return ApiError("not_found", f"No credential {cred_id} that you can see. Run `wsctl vault list`.")
 
 
-def reaches(caller: Caller, cred_id) -> bool:
+def reaches(caller: Caller, cred_id: str) -> bool:
     return caller.credentials is None or cred_id in caller.credentials
 
 

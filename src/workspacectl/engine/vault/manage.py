@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 
 from workspacectl import clock
 from workspacectl.engine.vault import oauth, token_refresh, probe as vault_probe
 from workspacectl.engine import validate as v
-from workspacectl.engine.vault.credentials import (MAX_FIELD_CHARS, MAX_SECRET_CHARS, credential_detail, open_secrets,
+from workspacectl.engine.vault.credentials import (MAX_FIELD_CHARS, MAX_SECRET_CHARS, detail_of, open_secrets,
                                              owned_credential, precise_now, reveal_all, seal_secrets,
                                              secret_field_names)
 from workspacectl.engine.db import transaction
@@ -17,7 +18,7 @@ from workspacectl.engine.store import vault as store
 from workspacectl.errors import ApiError
 
 
-def _declared_fields(integration) -> list[str]:
+def _declared_fields(integration: sqlite3.Row | None) -> list[str]:
     if integration is None:
         return []
     try:
@@ -27,7 +28,7 @@ def _declared_fields(integration) -> list[str]:
     return [n for n in names if isinstance(n, str)]
 
 
-def _stored_fields(row) -> dict:
+def _stored_fields(row: sqlite3.Row) -> dict:
     try:
         value = json.loads(row["fields_json"] or "{}")
     except ValueError:
@@ -105,7 +106,7 @@ def replace_data(ctx: Ctx) -> dict:
         record_event(conn, "credential.updated", subject_id=row["id"], actor_id=ctx.caller.member_id,
                      data={"service": row["service"], "name": row["name"],
                            "changed": sorted({*new_secrets, *new_fields})})
-        return credential_detail(conn, store.get_credential_for(conn, row["id"], ctx.caller.member_id))
+        return detail_of(conn, row["id"], ctx.caller.member_id)
 
 
 @route("POST", "/v1/vault/credentials/{id}/sync", scope="vault:manage",
@@ -143,7 +144,7 @@ def sync_credential(ctx: Ctx) -> dict:
             record_event(conn, "credential.broken", subject_id=row["id"], actor_id=ctx.caller.member_id,
                          data={"service": row["service"], "name": row["name"], "status": status,
                                "reason": "probe_refused"})
-        return credential_detail(conn, store.get_credential_for(conn, row["id"], ctx.caller.member_id))
+        return detail_of(conn, row["id"], ctx.caller.member_id)
 
 
 @route("PATCH", "/v1/vault/credentials/{id}", scope="vault:manage",
@@ -170,7 +171,7 @@ def rename_credential(ctx: Ctx) -> dict:
             store.rename_credential(conn, row["id"], name, clock.now_iso())
             record_event(conn, "credential.renamed", subject_id=row["id"], actor_id=ctx.caller.member_id,
                          data={"service": row["service"], "name": name})
-        return credential_detail(conn, store.get_credential_for(conn, row["id"], ctx.caller.member_id))
+        return detail_of(conn, row["id"], ctx.caller.member_id)
 
 
 @route("DELETE", "/v1/vault/credentials/{id}", scope="vault:manage",

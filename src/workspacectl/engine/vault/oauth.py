@@ -13,13 +13,19 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from workspacectl import clock
 from workspacectl.engine import crypto
 from workspacectl.engine.store import vault as store
 from workspacectl.errors import ApiError
 from workspacectl.secret import Secret
+
+if TYPE_CHECKING:
+    from workspacectl.engine.workspaces.folder import Workspace
+    import httpx
 
 TIMEOUT_SECONDS = 10.0
 # A provider's expires_in beyond this is taken as this: a token that claims to outlive ten years
@@ -52,7 +58,7 @@ def missing_client(service: str) -> OAuthNotConfigured:
         f"oauth-client {service} --client-id ID` (the secret is read hidden or from stdin), then try again.")
 
 
-def check_client(conn, service: str) -> None:
+def check_client(conn: sqlite3.Connection, service: str) -> None:
     """Refuse up front (409) when an oauth2 integration has no client id: nothing can be exchanged."""
     client = store.get_oauth_client_sealed(conn, service)
     if client is None or not client["oauth_client_id"]:
@@ -97,7 +103,7 @@ class ProviderConfig:
         return f"ProviderConfig({self.service!r})"
 
 
-def provider_config(ws, conn, service: str) -> ProviderConfig:
+def provider_config(ws: Workspace, conn: sqlite3.Connection, service: str) -> ProviderConfig:
     integration = store.get_integration(conn, service)
     if integration is None or integration["credential_type"] != "oauth2":
         raise OAuthNotConfigured(f"The catalog has no OAuth integration '{service}' any more; an owner or admin "
@@ -144,7 +150,7 @@ def _client_auth(cfg: ProviderConfig) -> tuple[dict, dict]:
     return {"client_id": cfg.client_id, "client_secret": cfg.client_secret.reveal()}, {}
 
 
-def _post_form(cfg: ProviderConfig, url: str | None, form: dict, what: str):
+def _post_form(cfg: ProviderConfig, url: str | None, form: dict, what: str) -> httpx.Response:
     if not url:
         raise OAuthNotConfigured(f"The {cfg.service} integration has no {what} URL in the catalog; an owner or "
                                  "admin adds it with `wsctl catalog import FILE`.")
@@ -169,7 +175,7 @@ def _post_form(cfg: ProviderConfig, url: str | None, form: dict, what: str):
                        f"({type(e).__name__}); try again shortly.") from None
 
 
-def _error_word(resp) -> str | None:
+def _error_word(resp: httpx.Response) -> str | None:
     try:
         word = resp.json().get("error")
     except (ValueError, AttributeError):
@@ -177,7 +183,7 @@ def _error_word(resp) -> str | None:
     return word if isinstance(word, str) and _ERROR_WORD.match(word) else None
 
 
-def _parse_tokens(cfg: ProviderConfig, resp) -> TokenSet:
+def _parse_tokens(cfg: ProviderConfig, resp: httpx.Response) -> TokenSet:
     try:
         body = resp.json()
     except ValueError:
@@ -214,7 +220,7 @@ def _parse_tokens(cfg: ProviderConfig, resp) -> TokenSet:
                     expires_at, token_type, scopes, fields)
 
 
-def expiry_from(expires_in) -> str | None:
+def expiry_from(expires_in: object) -> str | None:
     """expiresAt for a provider's expires_in (a number, or a numeric string in form-encoded answers).
 
     Longer than MAX_EXPIRES_IN (1e20, Infinity) -> MAX_EXPIRES_IN. Zero, negative, NaN or not a
@@ -237,7 +243,7 @@ def expiry_from(expires_in) -> str | None:
         return None
 
 
-def _answer(cfg: ProviderConfig, resp) -> TokenSet:
+def _answer(cfg: ProviderConfig, resp: httpx.Response) -> TokenSet:
     if resp.status_code >= 500:
         raise ApiError("upstream_failed", f"{cfg.service}'s token endpoint answered HTTP {resp.status_code}; "
                        "try again shortly.")
@@ -251,7 +257,7 @@ def _answer(cfg: ProviderConfig, resp) -> TokenSet:
     return _parse_tokens(cfg, resp)
 
 
-def exchange_code(ws, conn, service: str, *, code: str, redirect_uri: str, code_verifier: str | None) -> TokenSet:
+def exchange_code(ws: Workspace, conn: sqlite3.Connection, service: str, *, code: str, redirect_uri: str, code_verifier: str | None) -> TokenSet:
     """authorization_code grant (with the PKCE verifier when one was used)."""
     cfg = provider_config(ws, conn, service)
     form = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri}
@@ -260,14 +266,14 @@ def exchange_code(ws, conn, service: str, *, code: str, redirect_uri: str, code_
     return _answer(cfg, _post_form(cfg, cfg.token_url, form, "token"))
 
 
-def refresh(ws, conn, service: str, refresh_token: Secret, scopes: list[str] | None = None) -> TokenSet:
+def refresh(ws: Workspace, conn: sqlite3.Connection, service: str, refresh_token: Secret, scopes: list[str] | None = None) -> TokenSet:
     """refresh_token grant. Raises InvalidGrant when the provider refuses the grant itself."""
     cfg = provider_config(ws, conn, service)
     form = {"grant_type": "refresh_token", "refresh_token": refresh_token.reveal()}
     return _answer(cfg, _post_form(cfg, cfg.token_url, form, "token"))
 
 
-def revoke(ws, conn, service: str, token: Secret, hint: str = "refresh_token") -> bool:
+def revoke(ws: Workspace, conn: sqlite3.Connection, service: str, token: Secret, hint: str = "refresh_token") -> bool:
     """RFC 7009 revocation; answers False when the integration has no revoke URL."""
     cfg = provider_config(ws, conn, service)
     if not cfg.revoke_url:

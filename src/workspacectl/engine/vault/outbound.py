@@ -13,7 +13,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import TYPE_CHECKING, Iterator
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    import httpx
+
+    from workspacectl.engine.catalog.urls import Pinned
 
 log = logging.getLogger("wsctl.outbound")
 LIBRARY_LOGGERS = ("httpx", "httpcore", "hpack", "h11")
@@ -33,8 +39,8 @@ def describe(url: str) -> str:
     return f"{parts.hostname or '?'}{':' + str(parts.port) if parts.port else ''} {parts.path or '/'}"
 
 
-def request(method: str, url: str, target, what: str, *, timeout: float, headers: dict | None = None,
-            params: dict | None = None, data: dict | None = None, json: dict | None = None):
+def request(method: str, url: str, target: Pinned, what: str, *, timeout: float, headers: dict | None = None,
+            params: dict | None = None, data: dict | None = None, json: dict | None = None) -> httpx.Response:
     """Send one request to `target` (engine/catalog_urls.pin of `url`: the checked address with the
     original Host header), log it, and answer the httpx response. httpx.HTTPError propagates
     (logged as a failure); callers turn it into their own ApiError."""
@@ -68,11 +74,11 @@ def _log_outcome(method: str, where: str, what: str, started: float, outcome: in
 
 PROXY_TIMEOUT = {"connect": 10.0, "read": 60.0, "write": 60.0, "pool": 10.0}
 MAX_CLIENTS = 16
-_clients: dict = {}   # (scheme, pinned address, Host, TLS name) -> httpx.Client, oldest first
+_clients: dict[tuple, httpx.Client] = {}   # (scheme, pinned address, Host, TLS name) -> httpx.Client, oldest first
 _clients_lock = threading.Lock()
 
 
-def _client_for(target):
+def _client_for(target: Pinned) -> httpx.Client:
     """A client kept for one checked address of one host name: its connections are reused by the
     next call there (a new client costs a TLS context, ~10 ms), and never serve another name."""
     import http.cookiejar
@@ -97,7 +103,8 @@ def _client_for(target):
     return client
 
 
-def send_streamed(method: str, url: str, target, what: str, *, headers: list, content=None):
+def send_streamed(method: str, url: str, target: Pinned, what: str, *, headers: list,
+                  content: bytes | Iterator[bytes] | None = None) -> httpx.Response:
     """One proxied request to `target` (catalog.urls.pin of `url`), the answer's body left unread
     (the caller streams it and closes the response). Logged like request(); httpx.HTTPError
     propagates."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import sqlite3
 
 from workspacectl.engine.store import vault as store
 from workspacectl.errors import ApiError
@@ -34,7 +35,7 @@ def _fill(template: str, fields: dict) -> str | None:
     lower = {k.lower(): v for k, v in fields.items() if isinstance(v, str) and v}
     missing = False
 
-    def sub(m):
+    def sub(m: re.Match) -> str:
         nonlocal missing
         value = lower.get(m.group(1).lower())
         if value is None:
@@ -46,7 +47,7 @@ def _fill(template: str, fields: dict) -> str | None:
     return None if missing else out
 
 
-def probe_target(conn, integration, fields: dict) -> tuple[str, str] | None:
+def probe_target(conn: sqlite3.Connection, integration: sqlite3.Row, fields: dict) -> tuple[str, str] | None:
     """(method, url) of the integration's probe, or None when it has none we can call."""
     try:
         setup = json.loads(integration["setup_json"] or "{}")
@@ -69,7 +70,7 @@ def presentation(auth: dict, secrets: dict[str, Secret], fields: dict) -> tuple[
     the probe's and the proxy's one way."""
     kind = str(auth.get("type") or "bearer").lower()
 
-    def value(name) -> str:
+    def value(name: object) -> str:
         if isinstance(name, str) and name in secrets:
             return secrets[name].reveal()
         if isinstance(name, str) and isinstance(fields.get(name), str):
@@ -93,7 +94,7 @@ def presentation(auth: dict, secrets: dict[str, Secret], fields: dict) -> tuple[
     return {**extra, "Authorization": "Bearer " + value(None)}, {}
 
 
-def run_probe(conn, integration, secrets: dict[str, Secret], fields: dict, credential_type: str) -> str | None:
+def run_probe(conn: sqlite3.Connection, integration: sqlite3.Row, secrets: dict[str, Secret], fields: dict, credential_type: str) -> str | None:
     """'ok' or 'invalid' from the provider's answer; None when there is no probe or it proves nothing."""
     target = probe_target(conn, integration, fields)
     if target is None:

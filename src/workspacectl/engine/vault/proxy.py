@@ -23,7 +23,9 @@ secret never leaves the server (docs/api.md "Authenticated proxy"). In order:
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
+from typing import TYPE_CHECKING, Iterator, Protocol
 from urllib.parse import parse_qsl, quote, urlencode
 
 from workspacectl import clock
@@ -34,6 +36,11 @@ from workspacectl.engine.store import vault as store
 from workspacectl.engine.vault import proxy_target as target
 from workspacectl.engine.vault.credentials import integration_setup, open_secrets, precise_iso, precise_now
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    import httpx
+
+    from workspacectl.engine.catalog.urls import Pinned
 
 PATH = "/v1/credentials/{id}/proxy/{path}"
 REASON_HEADER = "x-wsctl-reason"
@@ -105,11 +112,17 @@ def _reason(raw: RawRequest) -> tuple[str, set[str]]:
     return reason, dropped
 
 
+class Reader(Protocol):
+    """A request body as RawRequest carries it: read(n) answers at most n bytes, b"" at the end."""
+
+    def read(self, n: int) -> bytes: ...
+
+
 class _Body:
     """The request body: kept whole when it ends within REPLAY_LIMIT (so it may be sent again),
     else streamed once."""
 
-    def __init__(self, reader, length: int | None):
+    def __init__(self, reader: Reader | None, length: int | None) -> None:
         self.reader, self.length, self.sent = reader, length, False
         self.head = _read_up_to(reader, REPLAY_LIMIT + 1) if reader is not None else b""
         self.whole: bytes | None = self.head if len(self.head) <= REPLAY_LIMIT else None
@@ -118,7 +131,7 @@ class _Body:
     def replayable(self) -> bool:
         return self.whole is not None
 
-    def content(self):
+    def content(self) -> bytes | Iterator[bytes] | None:
         if self.whole is not None:
             return self.whole or None
         if self.sent:
@@ -126,7 +139,8 @@ class _Body:
         self.sent = True
         return self._stream()
 
-    def _stream(self):
+    def _stream(self) -> Iterator[bytes]:
+        assert self.reader is not None   # no reader: head is b"", so the body is whole
         yield self.head
         while chunk := self.reader.read(READ_CHUNK):
             yield chunk
@@ -137,7 +151,7 @@ class _Body:
         return []
 
 
-def _read_up_to(reader, n: int) -> bytes:
+def _read_up_to(reader: Reader, n: int) -> bytes:
     parts, got = [], 0
     while got < n:
         chunk = reader.read(n - got)
@@ -158,7 +172,7 @@ def _log(ctx: Ctx, cred_id: str, reason: str, fields: list, outcome: str, method
                                   method=method, path=path[:LOGGED_PATH_MAX], upstream_status=status)
 
 
-def _usable(ctx: Ctx, cred_id: str, reason: str, method: str, path: str, since: str):
+def _usable(ctx: Ctx, cred_id: str, reason: str, method: str, path: str, since: str) -> sqlite3.Row:
     """The credential's row (with its sealed secrets) once its token is usable: 404 when the caller
     cannot see it; a viewer's call logged refused, 403; a broken grant 502."""
     from workspacectl.engine.vault import token_refresh
@@ -181,7 +195,7 @@ def _usable(ctx: Ctx, cred_id: str, reason: str, method: str, path: str, since: 
     raise ApiError("upstream_failed", "The provider keeps issuing tokens that expire at once; try again shortly.")
 
 
-def _presented(ctx: Ctx, row, auth: dict, fields: dict) -> tuple[dict, dict, list[str]]:
+def _presented(ctx: Ctx, row: sqlite3.Row, auth: dict, fields: dict) -> tuple[dict, dict, list[str]]:
     """(headers, query parameters, secret values) presenting the credential."""
     from workspacectl.engine.vault.probe import presentation
 
@@ -247,8 +261,8 @@ def proxy_call(ctx: Ctx, method: str) -> Response:
 class _Call:
     """One proxied call and its retries (module docstring, step 5)."""
 
-    def __init__(self, ctx: Ctx, row, method: str, url: str, pinned, base: str, auth: dict, fields: dict,
-                 headers: dict, params: dict, secret_values: list[str], raw: RawRequest, read_at: str):
+    def __init__(self, ctx: Ctx, row: sqlite3.Row, method: str, url: str, pinned: Pinned, base: str, auth: dict, fields: dict,
+                 headers: dict, params: dict, secret_values: list[str], raw: RawRequest, read_at: str) -> None:
         self.ctx, self.row, self.method, self.url, self.pinned, self.base = ctx, row, method, url, pinned, base
         self.auth, self.fields, self.presented, self.params = auth, fields, headers, params
         self.secret_values, self.raw, self.read_at = secret_values, raw, read_at
@@ -256,7 +270,7 @@ class _Call:
         self.last_status: int | None = None
         self.what = f"{row['service']} (proxy)"
 
-    def _send(self):
+    def _send(self) -> httpx.Response:
         import dataclasses
 
         import httpx
@@ -276,7 +290,7 @@ class _Call:
             raise ApiError("upstream_failed", f"Could not reach {self.row['service']} through the proxy "
                            f"({type(e).__name__}); try again shortly.") from None
 
-    def exchange(self):
+    def exchange(self) -> httpx.Response:
         refreshed, retries, waited, redirects = False, 0, 0.0, 0
         while True:
             resp = self._send()
@@ -314,7 +328,7 @@ class _Call:
         self.row = row
         self.presented, self.params, self.secret_values = _presented(self.ctx, row, self.auth, self.fields)
 
-    def _follow(self, resp, redirects: int) -> bool:
+    def _follow(self, resp: httpx.Response, redirects: int) -> bool:
         """Follow an on-host redirect when it may be (answers True), refuse an off-host one."""
         from urllib.parse import urljoin
 
@@ -339,7 +353,7 @@ class _Call:
         return True
 
 
-def _answer(resp, call: _Call, cred_id: str, setup: dict) -> Response:
+def _answer(resp: httpx.Response, call: _Call, cred_id: str, setup: dict) -> Response:
     prefix = f"/v1/credentials/{quote(cred_id, safe='')}/proxy/"
     raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.headers.raw]   # exactly as sent
     headers = target.answer_headers(raw, call.secret_values,
@@ -364,10 +378,10 @@ def _answer(resp, call: _Call, cred_id: str, setup: dict) -> Response:
 class Relay:
     """The upstream body, chunk by chunk as it arrives; close() ends it early."""
 
-    def __init__(self, resp, service: str):
+    def __init__(self, resp: httpx.Response, service: str) -> None:
         self.resp, self.service = resp, service
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[bytes]:
         import httpx
 
         try:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import email.utils
 import re
 import time
+from typing import Callable
 from urllib.parse import unquote_plus, urlencode, urljoin, urlsplit
 
 from workspacectl.errors import ApiError
@@ -124,11 +125,12 @@ def request_headers(caller: list[tuple[str, str]], presented: dict, extra_names:
     return sent
 
 
-def _listed_in_connection(headers) -> set[str]:
+def _listed_in_connection(headers: list[tuple[str, str]]) -> set[str]:
     return {n.strip().lower() for k, v in headers if k.lower() == "connection" for n in v.split(",") if n.strip()}
 
 
-def answer_headers(upstream: list[tuple[str, str]], secret_values: list[str], rewrite) -> list[tuple[str, str]]:
+def answer_headers(upstream: list[tuple[str, str]], secret_values: list[str],
+                   rewrite: Callable[[str], str | None]) -> list[tuple[str, str]]:
     """The service's answer headers that may reach the caller; `rewrite(url)` answers the proxy
     path of a URL under the base URL (None: leave it)."""
     dropped = ANSWER_DROPPED | _listed_in_connection(upstream)

@@ -19,6 +19,7 @@ import functools
 import os
 import secrets
 import socket
+import sqlite3
 
 _SEP = "|"
 
@@ -92,17 +93,17 @@ _LOCK = "SELECT pg_try_advisory_lock(hashtext('wsctl-token-refresh'), hashtext(?
 _UNLOCK = "SELECT pg_advisory_unlock(hashtext('wsctl-token-refresh'), hashtext(?))"
 
 
-def has_session_locks(conn) -> bool:
+def has_session_locks(conn: sqlite3.Connection) -> bool:
     return getattr(conn, "dialect", None) == "postgres"
 
 
-def session_lock(conn, cred_id: str) -> bool:
+def session_lock(conn: sqlite3.Connection, cred_id: str) -> bool:
     """PostgreSQL: take this session's lock of the credential's refresh without waiting; True when
     taken, False when another session holds it."""
     return bool(conn.execute(_LOCK, (cred_id,)).fetchone()[0])
 
 
-def session_unlock(conn, cred_id: str) -> None:
+def session_unlock(conn: sqlite3.Connection, cred_id: str) -> None:
     try:
         conn.execute(_UNLOCK, (cred_id,)).fetchone()
     except Exception:   # a lost connection took the lock with it

@@ -6,13 +6,14 @@ leaked); one it can see but may not change is 403. A platform key acts as its cr
 from __future__ import annotations
 
 import json
+import sqlite3
 
 from workspacectl import clock
 from workspacectl.formats import env_text
 from workspacectl.engine import pagination
 from workspacectl.engine import validate as v
 from workspacectl.engine.vault import key_limits
-from workspacectl.engine.vault.credentials import (NEVER_ISSUED, credential_detail, env_vars, list_entry, open_secrets,
+from workspacectl.engine.vault.credentials import (NEVER_ISSUED, credential_detail, detail_of, env_vars, list_entry, open_secrets,
                                              owned_credential, precise_iso, precise_now, visible_credential)
 from workspacectl.engine.db import transaction
 from workspacectl.engine.events.record import record_event
@@ -59,7 +60,7 @@ def get_credential(ctx: Ctx) -> dict:
 
 # --- tokens --------------------------------------------------------------------------------
 
-def token_fields(row, secrets: dict, integration_env: dict) -> dict:
+def token_fields(row: sqlite3.Row, secrets: dict, integration_env: dict) -> dict:
     """Only the usable fields: the access token or the integration's secret fields, plus the
     non-secret fields its env vars name (instanceUrl, a Twilio accountSid...). Never a refresh token."""
     out: dict = {}
@@ -84,7 +85,7 @@ def token_fields(row, secrets: dict, integration_env: dict) -> dict:
     return out
 
 
-def _log(conn, ctx: Ctx, cred_id: str, reason: str, fields: list, outcome: str) -> None:
+def _log(conn: sqlite3.Connection, ctx: Ctx, cred_id: str, reason: str, fields: list, outcome: str) -> None:
     c = ctx.caller
     store.insert_access_log(conn, cred_id=cred_id, at=clock.now_iso(), member_id=c.member_id, key_id=c.key_id,
                             caller_kind=c.kind, reason=reason, fields=fields, outcome=outcome)
@@ -217,7 +218,7 @@ def put_sharing(ctx: Ctx) -> dict:
         raise v.bad("'role' must be user, viewer, or null to remove the share.")
     if bool(workspace) == bool(member_ref):
         raise v.bad("Give exactly one of 'membershipId' or 'workspace': true.")
-    if workspace:
+    if not member_ref:   # so `workspace` is true
         grantee = "workspace"
     else:
         member = identity_store.find_member(conn, member_ref)
@@ -233,12 +234,12 @@ def put_sharing(ctx: Ctx) -> dict:
             store.set_grant(conn, row["id"], grantee, role, clock.now_iso())
         record_event(conn, "credential.shared", subject_id=row["id"], actor_id=ctx.caller.member_id,
                      data={"service": row["service"], "name": row["name"], "grantee": grantee, "role": role})
-        return credential_detail(conn, store.get_credential_for(conn, row["id"], ctx.caller.member_id))
+        return detail_of(conn, row["id"], ctx.caller.member_id)
 
 
 # --- access log ----------------------------------------------------------------------------
 
-def _log_entry(r) -> dict:
+def _log_entry(r: sqlite3.Row) -> dict:
     try:
         fields = json.loads(r["fields_json"] or "[]")
     except ValueError:

@@ -25,9 +25,11 @@ with the reason `refresh_interrupted` ("the refresh was interrupted"), not `inva
 """
 from __future__ import annotations
 
+import sqlite3
 import json
 import random
 import time
+from typing import TYPE_CHECKING
 
 from workspacectl import clock
 from workspacectl.engine.vault import oauth, refresh_holder
@@ -36,6 +38,9 @@ from workspacectl.engine.db import must_not_wait, transaction
 from workspacectl.engine.events.record import record_event
 from workspacectl.engine.store import vault as store
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.engine.workspaces.folder import Workspace
 
 REFRESH_MARGIN_SECONDS = 60
 # A token is refreshed when what is left of it falls under the margin: REFRESH_MARGIN_SECONDS, or
@@ -63,7 +68,7 @@ def _later_than(iso: str | None, seconds: float = 0) -> bool:
         return False
 
 
-def margin_seconds(row) -> float:
+def margin_seconds(row: sqlite3.Row) -> float:
     """How long before its expiry a token is refreshed: REFRESH_MARGIN_SECONDS, or
     REFRESH_MARGIN_SHARE of its lifetime (from when it was stored to its expiry) when less."""
     try:
@@ -73,7 +78,7 @@ def margin_seconds(row) -> float:
     return max(0.0, min(REFRESH_MARGIN_SECONDS, lifetime * REFRESH_MARGIN_SHARE))
 
 
-def needs_refresh(row, since: str | None = None, force: bool = False) -> bool:
+def needs_refresh(row: sqlite3.Row, since: str | None = None, force: bool = False) -> bool:
     """An OAuth access token within the margin of its expiry (with force: any not refreshed since).
 
     A token refreshed after `since` (when this request arrived at the door) is accepted while it is
@@ -94,7 +99,7 @@ def needs_refresh(row, since: str | None = None, force: bool = False) -> bool:
     return not (refreshed_after and _later_than(row["expires_at"]))
 
 
-def _decide(row, since: str | None, force: bool, holder_gone: bool = False) -> str:
+def _decide(row: sqlite3.Row | None, since: str | None, force: bool, holder_gone: bool = False) -> str:
     """'fresh', 'wait', 'refresh' or 'take over' (a live lease whose holder is gone: refresh_holder,
     or `holder_gone`: its PostgreSQL session lock was free); raises for a credential that must not
     be refreshed now."""
@@ -115,7 +120,7 @@ def _decide(row, since: str | None, force: bool, holder_gone: bool = False) -> s
     return "refresh"
 
 
-def ensure_fresh(ws, cred_id: str, *, force: bool = False, since: str | None = None) -> str:
+def ensure_fresh(ws: Workspace, cred_id: str, *, force: bool = False, since: str | None = None) -> str:
     """Make sure the credential's access token is usable; answers the `since` mark to re-check with.
 
     force=True refreshes even a fresh token, unless another refresh completes after this call
@@ -170,7 +175,7 @@ def ensure_fresh(ws, cred_id: str, *, force: bool = False, since: str | None = N
         time.sleep(random.uniform(0.02, 0.06))
 
 
-def _refresh_with_lease(ws, conn, row, owner: str, interrupted: bool = False) -> bool:
+def _refresh_with_lease(ws: Workspace, conn: sqlite3.Connection, row: sqlite3.Row, owner: str, interrupted: bool = False) -> bool:
     """Call the provider holding the lease; save the result at once. False when the credential's
     secrets changed meanwhile (then the caller decides again on what is stored now)."""
     cred_id, service = row["id"], row["service"]
@@ -236,7 +241,7 @@ def _refresh_with_lease(ws, conn, row, owner: str, interrupted: bool = False) ->
     return True
 
 
-def _secrets_changed(conn, row, answered: bool = False) -> bool:
+def _secrets_changed(conn: sqlite3.Connection, row: sqlite3.Row, answered: bool = False) -> bool:
     """True when the credential is gone, needs a reconnect or its sealed secrets differ from those in
     `row`. With `answered` (the provider's tokens are in hand), a credential that only awaits a
     reconnect because this very refresh was taken for interrupted (a holder that stalled past its
