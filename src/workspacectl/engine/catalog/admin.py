@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+import sqlite3
+from typing import TYPE_CHECKING
 
 from workspacectl.engine import validate as v
 from workspacectl.engine.catalog.routes import require_integration
@@ -28,6 +29,9 @@ from workspacectl.engine.catalog.render import integration_detail
 from workspacectl.engine.store import catalog as store
 from workspacectl.errors import ApiError
 
+if TYPE_CHECKING:
+    from workspacectl.engine.catalog.importer import Report
+
 log = logging.getLogger("wsctl.catalog")
 
 
@@ -37,7 +41,7 @@ def require_catalog_admin(ctx: Ctx) -> None:
                                     "Ask one of them (`wsctl members list` shows who) to do it, or to make you an admin.")
 
 
-def _import_args(ctx: Ctx) -> tuple[Any, Any, Any, Any]:
+def _import_args(ctx: Ctx) -> tuple[str | bytes, str | None, str | None, str | None]:
     """(content, format, service, filename) of an import request."""
     body = ctx.body
     if isinstance(body, (bytes, bytearray)):
@@ -63,7 +67,8 @@ def _is_text(value: str) -> bool:
     return True
 
 
-def parse_import(content, fmt, service, filename, report=None) -> dict:
+def parse_import(content: str | bytes, fmt: str | None, service: str | None, filename: str | None,
+                 report: Report | None = None) -> dict:
     from workspacectl.engine.catalog.importer import parse_document
 
     try:
@@ -166,7 +171,7 @@ def import_service(ctx: Ctx) -> Response:
         reset_count = catalog_history.reset_credentials(ctx.ws, conn, service) if reset else 0
         catalog_history.record(conn, ctx, service, "create" if created else "replace", changes,
                                forced=reset, credentials_reset=reset_count)
-    detail = integration_detail(store.get_integration(conn, service))
+        detail = _detail(conn, service)
     body = {"service": service, "created": created, "operationCount": len(record["operations"]),
             "triggerCount": len(record["triggers"]), "integration": detail}
     return Response(201 if created else 200, body)
@@ -229,4 +234,11 @@ def set_oauth_client(ctx: Ctx) -> dict:
         catalog_history.record(ctx.db, ctx, row["service"], "oauth-client",
                                [{"field": "oauthClientId", "from": row["oauth_client_id"], "to": client_id},
                                 {"field": "oauthClientSecret", "from": None, "to": "set" if client_secret else None}])
-    return integration_detail(store.get_integration(ctx.db, row["service"]))
+        return _detail(ctx.db, row["service"])
+
+
+def _detail(conn: sqlite3.Connection, service: str) -> dict:
+    """integration_detail of an integration just written in the caller's open transaction (so it is there)."""
+    row = store.get_integration(conn, service)
+    assert row is not None
+    return integration_detail(row)

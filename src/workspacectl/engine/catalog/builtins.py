@@ -6,18 +6,22 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workspacectl.engine.db import savepoint, transaction
 from workspacectl.engine.store import catalog as store
 from workspacectl.engine.store.identity import get_setting, set_setting
 from workspacectl.errors import ApiError
 
+if TYPE_CHECKING:
+    import logging
+
 BUILTIN_HASH_SETTING = "catalog.builtin_hash"
 # Bump when the loader's output changes for the same data files (markdown layout, defaults).
 LOADER_VERSION = "2"
 
 
-def _log():
+def _log() -> logging.Logger:
     """The catalog's logger, for a skipped or kept service (opening a workspace does not import logging)."""
     import logging
 
@@ -65,7 +69,7 @@ def load_builtin_records(data_dir: Path, strict: bool = False) -> tuple[list[dic
     return records, generic
 
 
-def ensure_builtin_catalog(conn, data_dir: Path | None = None) -> bool:
+def ensure_builtin_catalog(conn: sqlite3.Connection, data_dir: Path | None = None) -> bool:
     """Load the shipped catalog when its files changed since the last load (a hash in settings).
 
     Cheap when nothing changed: one hash of a few small files and one settings read. Never

@@ -10,8 +10,12 @@ knows from them.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from workspacectl.engine.catalog.definition_values import bad
+
+if TYPE_CHECKING:
+    from workspacectl.errors import ApiError
 
 TOP: tuple[str, ...] = ("service", "name", "description", "credentialType", "envVars", "fields", "secretFields", "baseUrl",
        "docsUrl", "probe", "auth", "bodyEncoding", "pagination", "oauth2", "operations", "triggers")
@@ -65,7 +69,7 @@ def _line_of(text: str, table: str, index: int, key: str) -> int | None:
     return None
 
 
-def _refuse(text: str, where: str, key: str, label: str, known: tuple, table: str = "", index: int = 0):
+def _refuse(text: str, where: str, key: str, label: str, known: tuple, table: str = "", index: int = 0) -> ApiError:
     line = _line_of(text, table, index, key)
     if line is None and table:   # an inline table or array at the top level
         line = _line_of(text, "", 0, key)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import re
 import unicodedata
+from typing import Any
 
 from workspacectl.errors import ApiError
 
@@ -42,7 +43,7 @@ def kebab(text: str) -> str:
     return s[:MAX_NAME].strip("-")
 
 
-def jsonable(value, depth: int = 0, budget: list | None = None):
+def jsonable(value: Any, depth: int = 0, budget: list | None = None) -> Any:
     """TOML/YAML values as JSON: dates become ISO strings. Depth and size are capped, since YAML
     aliases can make a value cyclic or exponentially large."""
     budget = [5000] if budget is None else budget

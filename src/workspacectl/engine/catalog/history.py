@@ -18,10 +18,15 @@ by GET /v1/admin/catalog/history (`wsctl catalog history`).
 from __future__ import annotations
 
 import json
+import sqlite3
+from typing import TYPE_CHECKING, Any
 
 from workspacectl import clock
 from workspacectl.engine.registry import Ctx
 from workspacectl.engine.store import catalog_history as history
+
+if TYPE_CHECKING:
+    from workspacectl.engine.workspaces.folder import Workspace
 
 # Setup keys that decide where a secret is sent or how it is presented.
 DESTINATIONS = ("tokenUrl", "revokeUrl", "authorizeUrl", "baseUrl", "auth", "probe")
@@ -29,7 +34,7 @@ CLIENT_SECRET_DESTINATIONS = ("tokenUrl", "revokeUrl")
 MAX_SHOWN = 300
 
 
-def _shown(value):
+def _shown(value: Any) -> Any:
     """A value as the history shows it: short, never a secret (secrets never reach here)."""
     if isinstance(value, str):
         return value if len(value) <= MAX_SHOWN else value[:MAX_SHOWN - 1] + "…"
@@ -37,7 +42,7 @@ def _shown(value):
     return value if len(text) <= MAX_SHOWN else "(changed)"
 
 
-def _loads(text, default):
+def _loads(text: str | None, default: Any) -> Any:
     try:
         value = json.loads(text or "")
     except ValueError:
@@ -45,7 +50,7 @@ def _loads(text, default):
     return value if isinstance(value, type(default)) else default
 
 
-def compare(existing, record: dict, *, client_secret_given: bool) -> tuple[list[dict], list[str]]:
+def compare(existing: sqlite3.Row | None, record: dict, *, client_secret_given: bool) -> tuple[list[dict], list[str]]:
     """([{field, from, to}] of everything that changes, [the DESTINATIONS among them]).
     A new service (existing None) lists what it sets."""
     old = {} if existing is None else {
@@ -75,7 +80,7 @@ def client_secret_moves(moved: list[str]) -> bool:
     return any(f in CLIENT_SECRET_DESTINATIONS for f in moved)
 
 
-def reset_credentials(ws, conn, service: str) -> int:
+def reset_credentials(ws: Workspace, conn: sqlite3.Connection, service: str) -> int:
     """Erase the secrets of every credential of the service and mark it needs_reconnect; fail its
     pending connections. Inside the caller's transaction. Answers how many credentials."""
     from workspacectl.engine.events.record import record_event
@@ -94,17 +99,17 @@ def reset_credentials(ws, conn, service: str) -> int:
     return len(ids)
 
 
-def record(conn, ctx: Ctx, service: str, action: str, changes: list[dict], *, forced: bool = False,
+def record(conn: sqlite3.Connection, ctx: Ctx, service: str, action: str, changes: list[dict], *, forced: bool = False,
            credentials_reset: int = 0) -> None:
     history.record_change(conn, at=clock.now_iso(), member_id=ctx.caller.member_id, service=service,
                           action=action, changes=changes, forced=forced, credentials_reset=credentials_reset)
 
 
-def list_changes(conn, service: str | None, before: int | None, limit: int) -> list:
+def list_changes(conn: sqlite3.Connection, service: str | None, before: int | None, limit: int) -> list:
     return history.list_changes(conn, service, before, limit)
 
 
-def change_json(row) -> dict:
+def change_json(row: sqlite3.Row) -> dict:
     return {"id": row["id"], "at": row["at"], "membershipId": row["member_id"], "service": row["service"],
             "action": row["action"], "forced": bool(row["forced"]), "credentialsReset": row["credentials_reset"],
             "changes": _loads(row["changes_json"], [])}

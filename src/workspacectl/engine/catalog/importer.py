@@ -15,6 +15,7 @@ quoting a secret value. Nothing here touches the database.
 from __future__ import annotations
 
 import re
+from typing import Any, Protocol, overload
 from urllib.parse import urlsplit
 
 from workspacectl.engine.catalog.definition_values import (GENERIC_SERVICES, MAX_NAME, MAX_SERVICE, SERVICE_RE, bad,
@@ -51,7 +52,12 @@ def default_env_vars(service: str, credential_type: str, fields: list[str]) -> d
 
 # --- field helpers ---------------------------------------------------------------------------
 
-def _str(d: dict, key: str, where: str, *, required=False, default="", max_len=20000) -> str:
+@overload
+def _str(d: dict, key: str, where: str, *, required: bool = False, default: str = "", max_len: int = 20000) -> str: ...
+@overload
+def _str(d: dict, key: str, where: str, *, required: bool = False, default: None, max_len: int = 20000) -> str | None: ...
+def _str(d: dict, key: str, where: str, *, required: bool = False, default: str | None = "",
+         max_len: int = 20000) -> str | None:
     value = d.get(key)
     if value is None:
         if required:
@@ -82,7 +88,7 @@ def _bool(d: dict, key: str, where: str, default: bool) -> bool:
     return value
 
 
-def _url(d: dict, key: str, where: str, *, required=False) -> str | None:
+def _url(d: dict, key: str, where: str, *, required: bool = False) -> str | None:
     value = _str(d, key, where, required=required, default=None, max_len=2000)
     if value is None:
         return None
@@ -159,7 +165,7 @@ def _check_env_vars(env_vars: dict, where: str, *, given: bool) -> None:
 
 # --- the record ------------------------------------------------------------------------------
 
-def build_record(d: dict, where: str, service_override: str | None = None, *, lenient_names=False) -> dict:
+def build_record(d: dict, where: str, service_override: str | None = None, *, lenient_names: bool = False) -> dict:
     """Validate a TOML-shaped definition and answer the normalized record.
 
     lenient_names (OpenAPI): duplicate operation names get -2, -3 suffixes instead of an error.
@@ -263,7 +269,7 @@ def build_record(d: dict, where: str, service_override: str | None = None, *, le
     return record
 
 
-def _operations(raw, record: dict, where: str, lenient: bool) -> list[dict]:
+def _operations(raw: Any, record: dict, where: str, lenient: bool) -> list[dict]:
     from workspacectl.engine.catalog.markdown import operation_markdown
 
     if raw is None:
@@ -310,7 +316,7 @@ def _operations(raw, record: dict, where: str, lenient: bool) -> list[dict]:
     return ops
 
 
-def _params(raw, where: str, method: str, path: str) -> list[dict]:
+def _params(raw: Any, where: str, method: str, path: str) -> list[dict]:
     if raw is None:
         return []
     if not isinstance(raw, list):
@@ -335,7 +341,7 @@ def _params(raw, where: str, method: str, path: str) -> list[dict]:
     return out
 
 
-def parse_triggers(raw, where: str, service: str | None, credential_type: str | None = None) -> list[dict]:
+def parse_triggers(raw: Any, where: str, service: str | None, credential_type: str | None = None) -> list[dict]:
     """[[triggers]] of a service, or (service None) the generic providers with explicit ids."""
     if raw is None:
         return []
@@ -418,7 +424,7 @@ def parse_generic_toml(text: str, where: str) -> list[dict]:
     return parse_triggers(data.get("triggers"), where, None)
 
 
-def load_structured(text: str, where: str):
+def load_structured(text: str, where: str) -> Any:
     """JSON, else YAML (CSafeLoader when built with libyaml). Answers the parsed value or None."""
     import json
 
@@ -465,11 +471,21 @@ def sniff_format(text: str) -> str:
     return "openapi" if _OPENAPI_KEY.search(text) else "toml"
 
 
-def parse_document(text, fmt: str | None = None, service: str | None = None,
-                   filename: str | None = None, report=None) -> dict:
+class Report(Protocol):
+    """Hears an import's phases: read (parse the text), resolve (build the operations), index."""
+
+    def __call__(self, phase: str, done: int | None = None, total: int | None = None) -> None: ...
+
+
+def _no_report(phase: str, done: int | None = None, total: int | None = None) -> None:
+    pass
+
+
+def parse_document(text: str | bytes, fmt: str | None = None, service: str | None = None,
+                   filename: str | None = None, report: Report | None = None) -> dict:
     """A definition file or OpenAPI document (text) -> the normalized record. report(phase, done,
     total), when given, hears the phases: read (parse the text), resolve (build the operations)."""
-    report = report or (lambda phase, done=None, total=None: None)
+    report = report or _no_report
     where = (filename or "the definition").replace("\n", " ")[:200]
     from workspacectl.engine.catalog import limits
 

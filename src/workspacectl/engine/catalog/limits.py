@@ -20,6 +20,8 @@ bench/hostile_imports.py).
 """
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from workspacectl.errors import ApiError
 
 MiB = 1024 * 1024
@@ -42,7 +44,7 @@ def over(where: str, what: str) -> ApiError:
     return ApiError("unprocessable", f"{where}: {what}; split the service or trim the document.")
 
 
-def check_size(text, where: str) -> None:
+def check_size(text: str | bytes, where: str) -> None:
     """MAX_DOCUMENT_BYTES of UTF-8, checked without copying a text that is clearly within it."""
     if isinstance(text, (bytes, bytearray)):
         size = len(text)
@@ -140,7 +142,7 @@ def check_param_count(n: int, where: str) -> None:
         raise over(where, f"{_count_label(n, 'parameter')}, over the limit of {MAX_PARAMS:,} per operation")
 
 
-def check_toml_shape(d, where: str) -> None:
+def check_toml_shape(d: Any, where: str) -> None:
     """Operations and params of a TOML definition, counted before any is built."""
     if not isinstance(d, dict):
         return
@@ -157,7 +159,7 @@ def check_toml_shape(d, where: str) -> None:
             raise over(where, f"{_count_label(len(triggers), 'trigger')}, over the limit of {MAX_OPERATIONS:,} per service")
 
 
-def count_openapi_operations(paths: dict, resolve) -> int:
+def count_openapi_operations(paths: dict, resolve: Callable[[Any], tuple[object, str | None]]) -> int:
     """Methods under paths (path items behind a local $ref included), before any is built."""
     n = 0
     for raw_item in paths.values():

@@ -18,7 +18,7 @@ CREDENTIAL_WORDS = {
 }
 
 
-def _cell(value) -> str:
+def _cell(value: object) -> str:
     text = "" if value is None else " ".join(str(value).split())
     return text.replace("|", "\\|") or " "
 
@@ -57,7 +57,7 @@ _PLACEHOLDER = re.compile(r"\{([^{}/]+)\}")
 _WRITE_METHODS = ("POST", "PUT", "PATCH")
 
 
-def _env_ref(record: dict, name) -> str | None:
+def _env_ref(record: dict, name: object) -> str | None:
     """`$VAR` for a field or secret name the credential injects (case-insensitive: `{AccountSid}`
     is the `accountSid` field), else None."""
     env = record.get("envVars") or {}
@@ -88,7 +88,7 @@ def _split_example(op: dict) -> tuple[dict, dict, dict, object]:
     return path, query, header, (body if body or (method in _WRITE_METHODS and not example) else None)
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
@@ -97,7 +97,7 @@ def _fill_path(path: str, values: dict, record: dict) -> str:
     else the example's values; any other stays as written."""
     fields = {f.lower() for f in record.get("fields") or []}
 
-    def sub(m):
+    def sub(m: re.Match) -> str:
         ref = _env_ref(record, m.group(1)) if m.group(1).lower() in fields else None
         if ref:
             return "${" + ref[1:] + "}"

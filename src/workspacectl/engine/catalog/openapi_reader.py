@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from workspacectl.engine.catalog import limits
 from workspacectl.engine.catalog.definition_values import MAX_SERVICE, SERVICE_RE, ascii_fold, bad, kebab
 from workspacectl.engine.catalog.schema_walk import Resolver, merged_properties, required_of, sample, shape, type_name
+
+if TYPE_CHECKING:
+    from workspacectl.engine.catalog.importer import Report
 
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 NOISE_WORDS = {"api", "apis", "rest", "http", "web", "platform", "openapi", "swagger", "the", "v1", "v2",
@@ -123,7 +127,7 @@ def _preferred_order(doc: dict, schemes: dict) -> list[str]:
     return order
 
 
-def _absolute(url, base: str | None) -> str | None:
+def _absolute(url: object, base: str | None) -> str | None:
     if not isinstance(url, str) or not url:
         return None
     if base and not urlsplit(url).scheme:
@@ -171,7 +175,7 @@ def credential_setup(doc: dict, r: Resolver, base: str | None) -> dict:
 
 # --- operations ------------------------------------------------------------------------------
 
-def _param_list(r: Resolver, raw) -> list[dict]:
+def _param_list(r: Resolver, raw: Any) -> list[dict]:
     out = []
     for p in raw if isinstance(raw, list) else []:
         node, _ = r.resolve(p)
@@ -180,7 +184,7 @@ def _param_list(r: Resolver, raw) -> list[dict]:
     return out
 
 
-def _first_line(text, limit: int = 200) -> str:
+def _first_line(text: object, limit: int = 200) -> str:
     if not isinstance(text, str):
         return ""
     text = " ".join(re.sub(r"<[^>]{0,200}>", " ", text[:4000]).split())
@@ -189,7 +193,7 @@ def _first_line(text, limit: int = 200) -> str:
     return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
 
 
-def _body_schema(r: Resolver, op: dict):
+def _body_schema(r: Resolver, op: dict) -> tuple[Any, bool]:
     """The request body schema: OpenAPI 3 requestBody, or a Swagger 2 'in: body' parameter."""
     body, name = r.resolve(op.get("requestBody"))
     if not isinstance(body, dict):
@@ -204,7 +208,7 @@ def _body_schema(r: Resolver, op: dict):
     return media.get("schema"), bool(body.get("required"))
 
 
-def _body_params(r: Resolver, schema, required_body: bool, swagger_name: str = "body") -> list[dict]:
+def _body_params(r: Resolver, schema: Any, required_body: bool, swagger_name: str = "body") -> list[dict]:
     node, name = r.resolve(schema)
     if not isinstance(node, dict):
         return [{"name": swagger_name, "in": "body", "type": name or "any", "required": required_body,
@@ -223,7 +227,7 @@ def _body_params(r: Resolver, schema, required_body: bool, swagger_name: str = "
     return out
 
 
-def _response_shape(r: Resolver, op: dict, swagger: bool):
+def _response_shape(r: Resolver, op: dict, swagger: bool) -> Any:
     responses = _dict_at(op, "responses")
     success = sorted(((str(c), v) for c, v in responses.items() if str(c).startswith("2")),
                      key=lambda cv: cv[0].upper().replace("X", "9"))
@@ -305,7 +309,8 @@ def _operation(r: Resolver, method: str, path: str, item: dict, op: dict, swagge
     }
 
 
-def openapi_definition(doc, where: str, service_override: str | None = None, report=None) -> dict:
+def openapi_definition(doc: Any, where: str, service_override: str | None = None,
+                       report: Report | None = None) -> dict:
     """An OpenAPI document (parsed) -> a service definition dict for catalog_import.build_record.
     report(phase, done, total), when given, hears each operation resolved."""
     if not isinstance(doc, dict):

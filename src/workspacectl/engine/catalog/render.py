@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 
 from workspacectl.engine.schema_blocks import STR
 
@@ -9,7 +10,7 @@ from workspacectl.engine.schema_blocks import STR
 OPERATION_FIELDS = {"opId": STR, "service": STR, "name": STR, "summary": STR, "method": STR, "path": STR}
 
 
-def integration_summary(row) -> dict:
+def integration_summary(row: sqlite3.Row) -> dict:
     return {
         "service": row["service"],
         "name": row["name"],
@@ -20,7 +21,7 @@ def integration_summary(row) -> dict:
     }
 
 
-def integration_detail(row) -> dict:
+def integration_detail(row: sqlite3.Row) -> dict:
     out = integration_summary(row)
     setup = json.loads(row["setup_json"])
     out["fields"] = json.loads(row["fields_json"])
@@ -43,12 +44,12 @@ def integration_detail(row) -> dict:
     return out
 
 
-def operation_summary(row) -> dict:
+def operation_summary(row: sqlite3.Row) -> dict:
     return {"opId": row["op_id"], "service": row["service"], "name": row["name"], "summary": row["summary"],
             "method": row["method"], "path": row["path"]}
 
 
-def operation_detail(row, integration_row) -> dict:
+def operation_detail(row: sqlite3.Row, integration_row: sqlite3.Row) -> dict:
     out = operation_summary(row)
     out.update({
         "description": row["description"],
@@ -63,7 +64,7 @@ def operation_detail(row, integration_row) -> dict:
     return out
 
 
-def trigger_json(row, with_config: bool = False) -> dict:
+def trigger_json(row: sqlite3.Row, with_config: bool = False) -> dict:
     """The seed's trigger provider fields (cadenceSeconds for poll only); config on the detail."""
     out = {
         "type": row["type"],

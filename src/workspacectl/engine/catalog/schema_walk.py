@@ -6,9 +6,13 @@ shapes and example values, each bounded so a hostile document cannot make the im
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from workspacectl.engine.catalog.definition_values import jsonable
+
+if TYPE_CHECKING:
+    from workspacectl.engine.catalog.limits import SchemaBudget
 
 SHAPE_DEPTH = 3
 MAX_PROPERTIES = 40
@@ -19,7 +23,7 @@ MAX_REF_HOPS = 32
 class Resolver:
     """Follows `$ref`s inside one document. Remote refs answer (None, name)."""
 
-    def __init__(self, root: dict, budget=None):
+    def __init__(self, root: dict, budget: SchemaBudget | None = None) -> None:
         self.root = root
         self.cache: dict[str, object] = {}
         self.budget = budget  # catalog_limits.SchemaBudget: every resolve is a step
@@ -30,7 +34,7 @@ class Resolver:
         tail = tail.rstrip("/").rsplit("/", 1)[-1] or ref.rstrip("/").rsplit("/", 1)[-1]
         return unquote(tail.replace("~1", "/").replace("~0", "~"))[:200]
 
-    def lookup(self, ref: str):
+    def lookup(self, ref: str) -> object:
         if not ref.startswith("#"):
             return None
         if ref in self.cache:
@@ -50,7 +54,7 @@ class Resolver:
         self.cache[ref] = node
         return node
 
-    def resolve(self, node) -> tuple[object, str | None]:
+    def resolve(self, node: Any) -> tuple[object, str | None]:
         """(the node a chain of $refs ends at, the last ref's name); (None, name) when unresolvable."""
         if self.budget is not None:
             self.budget.spend()
@@ -76,7 +80,7 @@ def _type_of(schema: dict) -> str | None:
     return t if isinstance(t, str) else None
 
 
-def type_name(r: Resolver, schema, depth: int = 0) -> str:
+def type_name(r: Resolver, schema: Any, depth: int = 0) -> str:
     """A short type: 'string', 'integer', 'Customer', 'array of Customer', 'A | B'."""
     node, name = r.resolve(schema)
     if not isinstance(node, dict):
@@ -103,7 +107,7 @@ def type_name(r: Resolver, schema, depth: int = 0) -> str:
     return name or "any"
 
 
-def shape(r: Resolver, schema, depth: int = 0, stack: frozenset = frozenset(), budget: list | None = None):
+def shape(r: Resolver, schema: Any, depth: int = 0, stack: frozenset = frozenset(), budget: list | None = None) -> Any:
     """A response shape: {field: shape}, [shape] or a type name; cycles, depth and a node budget
     end in names."""
     budget = [SHAPE_NODES] if budget is None else budget
@@ -155,7 +159,7 @@ def required_of(r: Resolver, node: dict, depth: int = 0) -> set[str]:
     return req
 
 
-def sample(r: Resolver, schema, name: str, given=None):
+def sample(r: Resolver, schema: Any, name: str, given: Any = None) -> Any:
     """An example value: the document's example or default, an enum value, else a placeholder."""
     if given is not None:
         return jsonable(given)

@@ -33,6 +33,7 @@ import sqlite3
 from itertools import repeat
 from operator import mul
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workspacectl.engine.catalog import embedding, search_vectors, spelling
 from workspacectl.engine.catalog.search_text import (ACTION_OF_TERM, EQUIVALENTS, LIST_TERMS, NOISE_TERMS,
@@ -40,6 +41,9 @@ from workspacectl.engine.catalog.search_text import (ACTION_OF_TERM, EQUIVALENTS
                                                      words)
 from workspacectl.engine.db import transaction
 from workspacectl.engine.store import catalog_search as store
+
+if TYPE_CHECKING:
+    from workspacectl.engine.catalog.search_vectors import Similarities
 
 # Bump when the analysis changes: the index is rebuilt on the next search.
 ANALYZER_VERSION = "5"
@@ -111,7 +115,7 @@ def _first_sentence(text: str) -> str:
     return (text[: m.start()] if m else text)[:300]
 
 
-def _json_list(raw) -> list:
+def _json_list(raw: object) -> list:
     try:
         value = json.loads(raw) if isinstance(raw, str) else raw
     except ValueError:
@@ -132,7 +136,7 @@ def _analyzed(text: str) -> str:
     return " ".join(t for t in terms(text) if t not in NOISE_TERMS)
 
 
-def index_columns(row) -> dict[str, str]:
+def index_columns(row: sqlite3.Row) -> dict[str, str]:
     """The analyzed text of each FTS column for one operations row."""
     summary = row["summary"] or _first_sentence(row["description"] or "")
     path = " ".join(seg for seg in re.split(r"[/.#?]", row["path"] or "") if seg and not seg.startswith("{"))
@@ -154,14 +158,14 @@ VECTOR_DESCRIPTION_CHARS = 400
 VECTOR_TEXT_VERSION = "3"
 
 
-def _real_summary(row) -> str:
+def _real_summary(row: sqlite3.Row) -> str:
     """The summary, unless it is only the importer's stand-in ("METHOD /path") or missing."""
     summary = (row["summary"] or "").strip()
     stand_in = f"{(row['method'] or '').upper()} {row['path'] or ''}".strip()
     return "" if not summary or summary.upper() == stand_in.upper() else summary
 
 
-def vector_text(row) -> str:
+def vector_text(row: sqlite3.Row) -> str:
     """What an operation's semantic vector is made of, all the operation's own words: service,
     name (as words, twice), summary, the first sentence of its description, its path, tags and
     the start of the description, the summary (or, when there is none, the name) weighing
@@ -181,7 +185,7 @@ def _new_generation() -> str:
     return os.urandom(16).hex()
 
 
-def _index_vectors(conn: sqlite3.Connection, rows) -> None:
+def _index_vectors(conn: sqlite3.Connection, rows: list[sqlite3.Row]) -> None:
     stored = embedding.quantize(embedding.embed_many([vector_text(r) for r in rows]))
     store.insert_vectors(conn, model_id(), [(r["op_id"], r["service"], *v) for r, v in zip(rows, stored)])
     store.set_meta(conn, "vectors_generation", _new_generation())
@@ -422,7 +426,7 @@ _KEYS_KEPT = 8
 _NAME_NOISE = {"api", "apis", "rest", "beta", "v1", "v2", "v3", "openapi"}
 
 
-def _parse(keys, typed: list[str], fixed: dict[str, str]) -> tuple[list[str], list[str]]:
+def _parse(keys: list[tuple[tuple[str, ...], str]], typed: list[str], fixed: dict[str, str]) -> tuple[list[str], list[str]]:
     """(content terms, services named) of a phrase's words, some put right (fixed)."""
     ws = [fixed.get(w, w) for w in words(apply_idioms(" ".join(fixed.get(w, w) for w in typed)))]
     named: list[str] = []
@@ -535,7 +539,11 @@ def _variants(t: str) -> set[str]:
             *(e for s in SYNONYMS.get(t, ()) for e in EQUIVALENTS.get(s, ()))}
 
 
-def _term_index(concepts) -> dict[str, list[tuple[int, float]]]:
+Concepts = list[tuple[float, dict[str, float]]]   # (weight, {variant: credit}) per concept of the phrase
+TermIndex = dict[str, list[tuple[int, float]]]
+
+
+def _term_index(concepts: Concepts) -> TermIndex:
     """term -> [(concept number, credit)], so an operation's words are looked up once each."""
     index: dict[str, list[tuple[int, float]]] = {}
     for i, (_, variants) in enumerate(concepts):
@@ -544,7 +552,7 @@ def _term_index(concepts) -> dict[str, list[tuple[int, float]]]:
     return index
 
 
-def _coverage(found: dict[str, set[str]], concepts, index, total: float) -> float:
+def _coverage(found: dict[str, set[str]], concepts: Concepts, index: TermIndex, total: float) -> float:
     """Share of the phrase's weight found in the operation, each field counting as it weighs.
     found: each field's terms that are in `index`; total: the concepts' weight."""
     best = [0.0] * len(concepts)
@@ -583,7 +591,7 @@ class TermStats:
 
 
 def _semantic(conn: sqlite3.Connection, q: str, service: str | None, named: list[str], generation: str | None,
-              count: int | None = None):
+              count: int | None = None) -> tuple[Similarities, list[int]] | None:
     """(similarities of every operation to the phrase, nearest rows), or None when the catalog
     has no vectors or the phrase no known word piece. count: the model's vectors, if counted."""
     sims = search_vectors.similarities(conn, q, model_id(), generation, count=count)
@@ -598,7 +606,7 @@ def _semantic(conn: sqlite3.Connection, q: str, service: str | None, named: list
 
 
 def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mode: str = "hybrid",
-          analyzer: str = ANALYZER_VERSION):
+          analyzer: str = ANALYZER_VERSION) -> list[tuple[str, float, dict[str, float]]]:
     """[(op_id, score, features)] best first (limit < 0: every candidate); features are what the
     re-rank scored.
     mode: "hybrid" (lexical and nearest vectors), "lexical" or "vectors" (the bench's baselines);
@@ -734,7 +742,7 @@ def _sibling_features(cues: tuple[bool, bool, bool, bool], shape: str, name: lis
     }
 
 
-def _field_share(terms_found: set[str], concepts, index, total: float) -> float:
+def _field_share(terms_found: set[str], concepts: Concepts, index: TermIndex, total: float) -> float:
     """Share of the phrase's weight (idf) found in one field of the operation (terms_found: the
     field's terms that are in `index`)."""
     if not total:
@@ -776,7 +784,8 @@ def _score(x: dict[str, float]) -> float:
     return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
 
 
-def candidate_features(conn: sqlite3.Connection, q: str, service: str | None = None):
+def candidate_features(conn: sqlite3.Connection, q: str, service: str | None = None) \
+        -> list[tuple[str, dict[str, float]]]:
     """[(op_id, features)] for every candidate of a phrase (bench/train_rerank.py fits on these)."""
     return [(op_id, x) for op_id, _, x in _rank(conn, q, service, -1)]
 

@@ -6,15 +6,22 @@ service and its index entries change together or not at all.
 """
 from __future__ import annotations
 
+import sqlite3
+from typing import TYPE_CHECKING
+
 from workspacectl.engine.db import transaction
 from workspacectl.engine.store import catalog as store
+
+if TYPE_CHECKING:
+    from workspacectl.engine.workspaces.folder import Workspace
+    from workspacectl.secret import Secret
 
 
 def oauth_aad(service: str) -> str:
     return f"oauth-client:{service}"
 
 
-def replace_service(conn, record: dict, source: str = "import", sealed_client_secret: bytes | None = None,
+def replace_service(conn: sqlite3.Connection, record: dict, source: str = "import", sealed_client_secret: bytes | None = None,
                     keep_client_secret: bool = True) -> bool:
     """Put a service (integration, operations, triggers) in place of any previous one and index
     its operations for search, in one transaction. Answers True when the service is new."""
@@ -26,7 +33,7 @@ def replace_service(conn, record: dict, source: str = "import", sealed_client_se
     return created
 
 
-def delete_service(conn, service: str) -> bool:
+def delete_service(conn: sqlite3.Connection, service: str) -> bool:
     """Remove a service with its operations, triggers and index entries. False when there was
     none; 409 while credentials or pending connections use it."""
     from workspacectl.engine.catalog import search
@@ -38,7 +45,7 @@ def delete_service(conn, service: str) -> bool:
     return True
 
 
-def get_oauth_client(ws, service: str):
+def get_oauth_client(ws: Workspace, service: str) -> tuple[str | None, Secret | None]:
     """(client_id or None, Secret or None) of an oauth2 integration; the secret is unsealed here."""
     from workspacectl.secret import Secret
 
@@ -53,7 +60,7 @@ def get_oauth_client(ws, service: str):
     return row["oauth_client_id"], secret
 
 
-def set_oauth_client(ws, service: str, client_id: str, client_secret: str | None) -> None:
+def set_oauth_client(ws: Workspace, service: str, client_id: str, client_secret: str | None) -> None:
     """Store an OAuth client; the secret is sealed inside the same write transaction."""
     from workspacectl.engine import crypto
 

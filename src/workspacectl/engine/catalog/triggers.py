@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import itertools
+import sqlite3
 
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.registry import Ctx, route
@@ -33,7 +34,7 @@ def list_triggers(ctx: Ctx) -> dict:
     return page("triggers", rows, limit, store.trigger_sort_key, trigger_json)
 
 
-def _matches(row, words: list[str]) -> bool:
+def _matches(row: sqlite3.Row, words: list[str]) -> bool:
     """Every word is in the name, service or description, case-insensitively for any script
     (casefold: 'STRASSE' finds 'Straße'). Done here rather than in SQL, whose lower() differs
     between SQLite (ASCII only) and PostgreSQL (by collation); the list is a few hundred rows."""

@@ -61,7 +61,10 @@ def _embedded_v4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
     return out
 
 
-def address_refusal(ip) -> str | None:
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def address_refusal(ip: IPAddress) -> str | None:
     """Why the server may not connect to this address, or None."""
     if isinstance(ip, ipaddress.IPv6Address):
         ip = ipaddress.IPv6Address(ip.compressed.split("%")[0])  # a zone id changes nothing here
@@ -89,7 +92,7 @@ def _host(url: str) -> tuple[str, int] | None:
     return host, port or (443 if parts.scheme == "https" else 80)
 
 
-def _literal(host: str):
+def _literal(host: str) -> IPAddress | None:
     """The address a host spells without DNS, in any form getaddrinfo accepts; None for a name."""
     try:
         return ipaddress.ip_address(host)
