@@ -36,9 +36,12 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterable, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Iterator, Protocol, TypeGuard
 
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.engine.workspaces.folder import Workspace
 
 CHUNK = 1 << 20
 ORPHAN_BATCH = 200   # blobs checked per write transaction: a sweep never holds the workspace long
@@ -52,11 +55,11 @@ def blob_lock(sha: str) -> str:
     return f"blob:{sha}"
 
 
-def is_digest(sha) -> bool:
+def is_digest(sha: object) -> TypeGuard[str]:
     return isinstance(sha, str) and bool(_SHA.match(sha))
 
 
-def reader_of(body) -> BinaryIO | None:
+def reader_of(body: Any) -> BinaryIO | None:
     """A binary request body as a readable file: the server hands large bodies over as a temp
     file, the local backend as the caller's file, tests as bytes. None for anything else."""
     if isinstance(body, (bytes, bytearray, memoryview)):
@@ -121,7 +124,7 @@ class Stage:
 class BlobStore:
     """The interface; subclasses say where published blobs live (the _-prefixed methods)."""
 
-    def __init__(self, ws, scratch: Path):
+    def __init__(self, ws: Workspace, scratch: Path) -> None:
         self.ws = ws
         self.scratch = Path(scratch)   # local folder: tmp/ holds the stage folders
 
@@ -151,15 +154,15 @@ class BlobStore:
         return iter(self._digests_older_than(float("inf")))
 
     # ---------------------------------------------------------------- shared by every store
-    def put(self, reader, max_bytes: int | None = None) -> tuple[str, int]:
+    def put(self, reader: Readable | Iterable[bytes], max_bytes: int | None = None) -> tuple[str, int]:
         """Store a stream as a blob at once; call inside the transaction recording its reference."""
         with self.staging() as stage:
             staged = stage.put(reader, max_bytes)
             self.publish(staged)
         return staged.sha256, staged.size
 
-    def remove_unreferenced(self, shas: Iterable[str]) -> int:
-        """Delete those of shas no table names any more (engine/store/blobs.py). Answers how many.
+    def remove_unreferenced(self, shas: Iterable[str | None]) -> int:
+        """Delete those of shas (None and non-digests skipped) no table names any more (engine/store/blobs.py). Answers how many.
         Runs in its own write transaction, after the change that dropped the references committed."""
         from workspacectl.engine.db import transaction
         from workspacectl.engine.store.blobs import is_referenced

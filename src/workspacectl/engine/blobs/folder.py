@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import TYPE_CHECKING, BinaryIO, Iterator
 
 from workspacectl.engine.blobs import BlobStore, Staged, is_digest
 
+if TYPE_CHECKING:
+    from workspacectl.engine.workspaces.folder import Workspace
+
 
 class FolderBlobStore(BlobStore):
-    def __init__(self, ws, root: Path):
+    def __init__(self, ws: Workspace, root: Path) -> None:
         super().__init__(ws, root)
         self.root = Path(root)
 

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import io
 import time
-from typing import BinaryIO, Iterator
+from typing import TYPE_CHECKING, BinaryIO, Iterator
 
 from workspacectl.engine.blobs import CHUNK, BlobStore, Staged, blob_lock, is_digest
 from workspacectl.engine.store import pg_blobs as sql
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 
 class PgBlobStore(BlobStore):
@@ -50,7 +53,7 @@ class PgBlobStore(BlobStore):
         return sql.digests_older_than(self.ws.conn(), before)
 
 
-def _pieces(fh) -> Iterator[bytes]:
+def _pieces(fh: BinaryIO) -> Iterator[bytes]:
     first = True
     while True:
         piece = fh.read(CHUNK)
@@ -73,7 +76,7 @@ class _ChunkReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b) -> int:
+    def readinto(self, b: WriteableBuffer) -> int:
         if self._pos >= len(self._buf):
             if self._seq >= self._chunks:
                 return 0
@@ -83,7 +86,8 @@ class _ChunkReader(io.RawIOBase):
             self._buf, self._pos, self._seq = data, 0, self._seq + 1
             if not data:
                 return 0
-        n = min(len(b), len(self._buf) - self._pos)
-        b[:n] = self._buf[self._pos:self._pos + n]
+        view = memoryview(b)
+        n = min(len(view), len(self._buf) - self._pos)
+        view[:n] = self._buf[self._pos:self._pos + n]
         self._pos += n
         return n

@@ -2,8 +2,13 @@
 (pinning a skill into a project)."""
 from __future__ import annotations
 
+import sqlite3
+from typing import TYPE_CHECKING
 
-def access(caller, row) -> str | None:
+if TYPE_CHECKING:
+    from workspacectl.engine.registry import Caller
+
+def access(caller: Caller, row: sqlite3.Row) -> str | None:
     """'edit', 'read' or None (invisible) for this caller on this skill row."""
     mine = row["created_by"] == caller.member_id
     project_role = row["project_role"]

@@ -7,18 +7,24 @@ engine/store/blobs.py lists skill_versions (manifest) and skill_uploads as refer
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, BinaryIO, ContextManager, Iterable
+
 from workspacectl.engine.blobs import CHUNK  # noqa: F401  (read size of the skill wing)
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.engine.workspaces.folder import Workspace
+    from workspacectl.engine.blobs import Readable, Stage, Staged
 
 _MISSING = ("A stored skill file is missing from the workspace's blob store; "
             "revert to another version or publish again.")
 
 
-def staging(ws):
+def staging(ws: Workspace) -> ContextManager[Stage]:
     return ws.blob_store.staging()
 
 
-def stage_stream(stage, chunks, limit: int):
+def stage_stream(stage: Stage, chunks: Readable | Iterable[bytes], limit: int) -> Staged:
     try:
         return stage.put(chunks, limit)
     except ApiError as e:
@@ -28,12 +34,12 @@ def stage_stream(stage, chunks, limit: int):
         raise
 
 
-def publish_all(ws, staged: dict) -> None:
+def publish_all(ws: Workspace, staged: dict[str, Staged]) -> None:
     for st in staged.values():
         ws.blob_store.publish(st)
 
 
-def open_ref(ws, staged: dict, sha: str):
+def open_ref(ws: Workspace, staged: dict[str, Staged], sha: str) -> BinaryIO:
     """A file's content: its staged copy when `staged` holds it, else the stored blob."""
     if sha in staged:
         return staged[sha].open()
@@ -43,7 +49,7 @@ def open_ref(ws, staged: dict, sha: str):
         raise ApiError("not_found", _MISSING) from None
 
 
-def require_stored(ws, shas) -> None:
+def require_stored(ws: Workspace, shas: Iterable[str]) -> None:
     """Before a stream starts (a missing blob could no longer become a clean error)."""
     for sha in shas:
         if not ws.blob_store.exists(sha):

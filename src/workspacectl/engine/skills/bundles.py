@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+from typing import TYPE_CHECKING, Iterable
 from urllib.parse import quote
 
 from workspacectl.engine.skills import blobs
@@ -20,6 +22,10 @@ from workspacectl.engine.skills.records import load_skill
 from workspacectl.engine.store import skills as store
 from workspacectl.errors import ApiError
 
+if TYPE_CHECKING:
+    from workspacectl.engine.workspaces.folder import Workspace
+    from workspacectl.engine.blobs import Stage
+
 MAX_INLINE_CONTENT = 8 * 1024 * 1024
 MAX_SHOWN_CONTENT = 1024 * 1024       # a text file larger than this is never inlined
 # What GET …/files inlines in all (as JSON text): a bundle of text files up to its unpacked limit
@@ -28,7 +34,7 @@ MAX_SHOWN_CONTENT = 1024 * 1024       # a text file larger than this is never in
 MAX_INLINED_TOTAL = 4 * 1024 * 1024
 
 
-def _text(ws, ref: FileRef) -> str | None:
+def _text(ws: Workspace, ref: FileRef) -> str | None:
     """A file's text when it is UTF-8 of at most MAX_SHOWN_CONTENT bytes (only those are read)."""
     if ref.size > MAX_SHOWN_CONTENT:
         return None
@@ -42,12 +48,12 @@ def _text(ws, ref: FileRef) -> str | None:
         return None
 
 
-def _mark_used(ctx: Ctx, row) -> None:
+def _mark_used(ctx: Ctx, row: sqlite3.Row) -> None:
     with transaction(ctx.db):
         store.touch_used(ctx.db, row["id"])
 
 
-def _live_or_404(ctx: Ctx, row):
+def _live_or_404(ctx: Ctx, row: sqlite3.Row) -> sqlite3.Row:
     vrow = live_version(ctx, row)
     if vrow is None:
         raise ApiError("not_found", f"Skill '{row['name']}' has no published version yet; "
@@ -55,7 +61,7 @@ def _live_or_404(ctx: Ctx, row):
     return vrow
 
 
-def _inline_order(paths) -> list[str]:
+def _inline_order(paths: Iterable[str]) -> list[str]:
     """SKILL.md first (an agent reads it first; the MCP door's resource is it), then by path."""
     return sorted(paths, key=lambda p: (p != "SKILL.md", p))
 
@@ -181,7 +187,7 @@ def bundle_upload_url(ctx: Ctx) -> Response:
     return Response(201, transfers.new_upload(ctx, row))
 
 
-def _read_staged(ctx: Ctx, row, stage) -> tuple[dict, dict, list, list, dict]:
+def _read_staged(ctx: Ctx, row: sqlite3.Row, stage: Stage) -> tuple[dict, dict, list, list, dict]:
     """(files, staged, errors, warnings, body) of the upload named in the body: the archive read
     by the one reader as a stream, its files staged in `stage`."""
     body = v.body_dict(ctx, allow_empty=False)

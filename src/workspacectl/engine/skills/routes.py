@@ -9,6 +9,7 @@ leave the default list; their name is free again.
 from __future__ import annotations
 
 from importlib import resources
+from typing import TYPE_CHECKING
 
 from workspacectl.formats import skill_bundle as fmt
 from workspacectl.engine import validate as v
@@ -20,6 +21,9 @@ from workspacectl.engine.skills.access import access
 from workspacectl.engine.skills.records import load_skill, reload, require_edit, skill_json
 from workspacectl.engine.store import projects as project_store, skills as store
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 STATUSES = ("draft", "published", "archived")
 
@@ -149,7 +153,7 @@ def set_enabled(ctx: Ctx) -> dict:
 
 # ------------------------------------------------------------------ platform skills
 
-def platform_root():
+def platform_root() -> Traversable:
     return resources.files("workspacectl") / "platform_skills"
 
 
@@ -169,7 +173,7 @@ def get_platform_skill(ctx: Ctx) -> dict:
     folder = platform_root() / name
     out = []
 
-    def walk(node, prefix: str):
+    def walk(node: Traversable, prefix: str) -> None:
         for child in sorted(node.iterdir(), key=lambda c: c.name):
             if child.name in fmt.SKIPPED_NAMES:
                 continue

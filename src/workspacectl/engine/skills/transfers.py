@@ -19,10 +19,11 @@ import json
 import os
 import secrets
 import shutil
+import sqlite3
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, Iterable, Iterator, NamedTuple
 
 from workspacectl import clock
 from workspacectl.engine.skills import blobs
@@ -32,6 +33,11 @@ from workspacectl.formats.transfer_size import UNCOMPRESSED_LENGTH
 from workspacectl.engine.db import transaction
 from workspacectl.engine.store import skills as store
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.engine.workspaces.folder import Workspace
+    from workspacectl.engine.blobs import Readable
+    from workspacectl.engine.registry import Ctx
 
 URL_LIFETIME = 15 * 60
 UPLOAD_LIFETIME = 60 * 60      # a staged upload may be validated and published for an hour
@@ -47,20 +53,20 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text.encode("ascii") + b"===")
 
 
-def _key(ws) -> bytes:
+def _key(ws: Workspace) -> bytes:
     from workspacectl.engine import crypto
 
     raw = base64.b64decode(crypto.current_key(ws).encoded())
     return hmac.new(raw, b"wsctl skill presign v1", hashlib.sha256).digest()
 
 
-def sign(ws, method: str, obj: str, path: str, expires: int) -> str:
+def sign(ws: Workspace, method: str, obj: str, path: str, expires: int) -> str:
     payload = _b64(json.dumps([method, obj, path, expires], separators=(",", ":")).encode())
     mac = hmac.new(_key(ws), payload.encode(), hashlib.sha256).digest()
     return f"{payload}.{_b64(mac)}"
 
 
-def verify(ws, token: str, method: str) -> tuple[str, str]:
+def verify(ws: Workspace, token: str, method: str) -> tuple[str, str]:
     """(object, path) of a valid token for `method`; 403 when anything does not match, 410 when expired."""
     forbidden = ApiError("forbidden", "This link is not valid for this request; ask for a new one.")
     try:
@@ -88,7 +94,7 @@ def expiry() -> tuple[int, str]:
 
 # ------------------------------------------------------------------ uploads
 
-def new_upload(ctx, skill_row) -> dict:
+def new_upload(ctx: Ctx, skill_row: sqlite3.Row) -> dict:
     exp, exp_iso = expiry()
     with transaction(ctx.db):
         uid = store.insert_upload(ctx.db, skill_row["id"], ctx.caller.member_id, exp_iso, clock.later(UPLOAD_LIFETIME))
@@ -102,13 +108,13 @@ def new_upload(ctx, skill_row) -> dict:
     return {"uploadId": uid, "url": url, "expiresAt": exp_iso}
 
 
-def receive_upload(ws, token: str, chunks) -> dict:
+def receive_upload(ws: Workspace, token: str, chunks: Readable | Iterable[bytes]) -> dict:
     """The presigned PUT: store the body as the upload's one object."""
     uid, _ = verify(ws, token, "PUT")
     return store_upload(ws, uid, chunks)
 
 
-def store_upload(ws, uid: str, chunks) -> dict:
+def store_upload(ws: Workspace, uid: str, chunks: Readable | Iterable[bytes]) -> dict:
     conn = ws.conn()
     row = store.get_upload(conn, uid)
     if row is None:
@@ -125,7 +131,7 @@ def store_upload(ws, uid: str, chunks) -> dict:
     return {"uploadId": uid, "size": staged.size, "sha256": staged.sha256}
 
 
-def _take_local_upload(ws, row) -> None:
+def _take_local_upload(ws: Workspace, row: sqlite3.Row) -> None:
     """Local backend: the file written at the upload URL becomes the upload's object."""
     exp = int(clock.parse_iso(row["url_expires_at"]).timestamp())
     path = Path(ws.blobs) / INCOMING / sign(ws, "PUT", row["id"], "", exp)
@@ -142,7 +148,7 @@ def _take_local_upload(ws, row) -> None:
             path.unlink(missing_ok=True)
 
 
-def staged_upload(ctx, skill_row, upload_id) -> str:
+def staged_upload(ctx: Ctx, skill_row: sqlite3.Row, upload_id: object) -> str:
     """The blob sha256 of an upload of this skill, ready to validate or publish."""
     if not isinstance(upload_id, str) or not upload_id:
         raise ApiError("invalid_request", "'uploadId' is required; get one from `bundle-upload-url`.")
@@ -164,7 +170,7 @@ def staged_upload(ctx, skill_row, upload_id) -> str:
 
 # ------------------------------------------------------------------ downloads
 
-def download_url(ctx, vrow, path: str, filename: str) -> dict:
+def download_url(ctx: Ctx, vrow: sqlite3.Row, path: str, filename: str) -> dict:
     """A presigned GET of a version's bundle (path "") or one file of it."""
     exp, exp_iso = expiry()
     if ctx.base_url:
@@ -203,7 +209,7 @@ class Download(NamedTuple):
     size_headers: dict   # Content-Length of a file; X-Uncompressed-Length of a bundle (formats/transfer_size.py)
 
 
-def read_download(ws, vrow, path: str) -> Download:
+def read_download(ws: Workspace, vrow: sqlite3.Row, path: str) -> Download:
     """A version's bundle or one of its files, streamed from the blob store. Every blob is
     checked present first: a stream cannot turn into a 404."""
     from workspacectl.engine.skills.versions import version_refs
@@ -222,13 +228,13 @@ def read_download(ws, vrow, path: str) -> Download:
                     {"Content-Length": str(ref.size)})
 
 
-def _chunks_of(fh) -> Iterator[bytes]:
+def _chunks_of(fh: BinaryIO) -> Iterator[bytes]:
     with fh:
         while chunk := fh.read(blobs.CHUNK):
             yield chunk
 
 
-def serve_download(ws, token: str) -> Download:
+def serve_download(ws: Workspace, token: str) -> Download:
     """The presigned GET."""
     vid, path = verify(ws, token, "GET")
     vrow = store.get_version(ws.conn(), vid)

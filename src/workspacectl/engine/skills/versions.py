@@ -7,7 +7,9 @@ highest ever published, so numbers strictly increase and no published version is
 from __future__ import annotations
 
 import json
+import sqlite3
 from itertools import chain
+from typing import TYPE_CHECKING
 
 from workspacectl.engine.skills import blobs
 from workspacectl.formats import skill_bundle as fmt
@@ -23,28 +25,32 @@ from workspacectl.engine.skills.records import load_skill, reload, skill_json
 from workspacectl.engine.store import skills as store
 from workspacectl.errors import ApiError
 
+if TYPE_CHECKING:
+    from workspacectl.engine.workspaces.folder import Workspace
+    from workspacectl.engine.blobs import Stage, Staged
 
-def version_json(row) -> dict:
+
+def version_json(row: sqlite3.Row) -> dict:
     return {"id": row["id"], "skillId": row["skill_id"], "number": row["number"], "publishedAt": row["published_at"],
             "publishedBy": row["published_by"], "source": row["source"], "sha256": row["sha256"]}
 
 
-def manifest_of(vrow) -> list[dict]:
+def manifest_of(vrow: sqlite3.Row) -> list[dict]:
     return json.loads(vrow["manifest"])
 
 
-def version_refs(vrow) -> dict[str, FileRef]:
+def version_refs(vrow: sqlite3.Row) -> dict[str, FileRef]:
     """A version's files by path; contents stay in the blob store (read them with blobs.open_ref)."""
     return {f["path"]: FileRef(f["sha256"], f["size"], f.get("executable", False)) for f in manifest_of(vrow)}
 
 
-def live_version(ctx: Ctx, row):
+def live_version(ctx: Ctx, row: sqlite3.Row) -> sqlite3.Row | None:
     if row["version"] == 0:
         return None
     return store.get_version_by_number(ctx.db, row["id"], row["version"])
 
 
-def live_refs(ctx: Ctx, row) -> dict[str, FileRef]:
+def live_refs(ctx: Ctx, row: sqlite3.Row) -> dict[str, FileRef]:
     vrow = live_version(ctx, row)
     return version_refs(vrow) if vrow is not None else {}
 
@@ -57,13 +63,14 @@ def invalid_bundle(errors: list, warnings: list) -> ApiError:
                     detail={"errors": errors, "warnings": warnings})
 
 
-def check_base(row, base_version: int | None) -> None:
+def check_base(row: sqlite3.Row, base_version: int | None) -> None:
     if base_version is not None and base_version != row["version"]:
         raise ApiError("conflict", f"Skill '{row['name']}' is at version {row['version']}, not {base_version}; "
                                    "fetch it again and retry.", detail={"currentVersion": row["version"]})
 
 
-def check_refs(ws, files: dict[str, FileRef], staged: dict, skill_name: str, top: str | None = None):
+def check_refs(ws: Workspace, files: dict[str, FileRef], staged: dict[str, Staged], skill_name: str,
+               top: str | None = None) -> tuple[list[dict], list[dict], dict | None]:
     """(errors, warnings, frontmatter) of a bundle whose contents are blobs, staged or stored.
     SKILL.md is read as a stream: its frontmatter is capped before any YAML is parsed."""
     md = None
@@ -73,7 +80,7 @@ def check_refs(ws, files: dict[str, FileRef], staged: dict, skill_name: str, top
     return fmt.validate_bundle(files, md, skill_name=skill_name, folder=top)
 
 
-def files_digest(ws, files: dict[str, FileRef], staged: dict) -> str:
+def files_digest(ws: Workspace, files: dict[str, FileRef], staged: dict) -> str:
     return fmt.digest(fmt.canonical_entries(files, lambda p: blobs.open_ref(ws, staged, files[p].sha256)))
 
 
@@ -82,14 +89,15 @@ def skill_lock(skill_id: str) -> str:
     return f"skill:{skill_id}"
 
 
-def publish_refs(ctx: Ctx, row, files: dict[str, FileRef], staged: dict, source: str, base_version: int | None,
-                 upload_id: str | None = None):
+def publish_refs(ctx: Ctx, row: sqlite3.Row, files: dict[str, FileRef], staged: dict[str, Staged], source: str,
+                 base_version: int | None, upload_id: str | None = None) -> sqlite3.Row:
     """Validate and publish `files` as the skill's next version; answers the version row. Contents
     are staged blobs (`staged`, published in the version's transaction) or stored ones.
     upload_id: the staged upload they came from, marked used in the same transaction."""
     errors, warnings, meta = check_refs(ctx.ws, files, staged, row["name"])
     if errors:
         raise invalid_bundle(errors, warnings)
+    assert meta is not None   # validate_bundle answers the frontmatter whenever it found no error
     blobs.require_stored(ctx.ws, [f.sha256 for f in files.values() if f.sha256 not in staged])
     manifest = [{"path": p, "size": f.size, "sha256": f.sha256, "executable": f.executable}
                 for p, f in sorted(files.items())]
@@ -113,10 +121,12 @@ def publish_refs(ctx: Ctx, row, files: dict[str, FileRef], staged: dict, source:
                                                "description": meta["description"]})
         record_event(ctx.db, "skill.published", subject_id=row["id"], actor_id=ctx.caller.member_id,
                      data={"skill": row["name"], "version": number, "source": source})
-        return store.get_version(ctx.db, vid)
+        version = store.get_version(ctx.db, vid)
+        assert version is not None   # just inserted
+        return version
 
 
-def with_frontmatter(ws, stage, files: dict[str, FileRef], updates: dict) -> tuple[dict[str, FileRef], dict]:
+def with_frontmatter(ws: Workspace, stage: Stage, files: dict[str, FileRef], updates: dict) -> tuple[dict[str, FileRef], dict]:
     """(files, staged): SKILL.md's frontmatter fields replaced in a new staged blob, the body
     streamed from the stored one; unchanged when SKILL.md has no frontmatter to change."""
     ref = files.get(fmt.SKILL_MD)
@@ -130,7 +140,7 @@ def with_frontmatter(ws, stage, files: dict[str, FileRef], updates: dict) -> tup
     return {**files, fmt.SKILL_MD: FileRef(st.sha256, st.size, ref.executable)}, {st.sha256: st}
 
 
-def published_answer(ctx: Ctx, vrow, status: int = 200) -> Response:
+def published_answer(ctx: Ctx, vrow: sqlite3.Row, status: int = 200) -> Response:
     body = {**version_json(vrow), "skill": skill_json(reload(ctx, vrow["skill_id"]), ctx.caller)}
     return Response(status, body)
 
