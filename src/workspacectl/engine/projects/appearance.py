@@ -10,7 +10,7 @@ MAX_ICON = 32        # characters: the longest emoji sequences (a family with sk
 MAX_COLOR = 40
 
 
-def icon(body: dict):
+def icon(body: dict) -> str | None:
     """The `icon` of a body: absent (v._MISSING kept out: None means "not given"), null (back to
     the default), or exactly one emoji: one grapheme cluster that is an emoji, flags, keycaps,
     skin tones and ZWJ sequences included (the `emoji` package's list, Unicode's emoji data)."""
@@ -26,7 +26,7 @@ def icon(body: dict):
     return value
 
 
-def worker_color(body: dict):
+def worker_color(body: dict) -> str | None:
     """The `workerColor`: null (the default), or a colour name: 1 to 40 letters (any script),
     spaces or hyphens (`teal`, `dark blue`, `rosé`)."""
     value = v.string(body, "workerColor", required=False, min_len=0, max_len=MAX_COLOR)

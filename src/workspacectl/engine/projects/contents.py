@@ -9,6 +9,7 @@ owner or admin.
 from __future__ import annotations
 
 import json
+import sqlite3
 
 from workspacectl.engine import validate as v
 from workspacectl.engine.db import transaction
@@ -21,8 +22,8 @@ from workspacectl.engine.store import workflows as wf_store
 from workspacectl.errors import ApiError
 
 
-def _resource(ctx: Ctx, ref: str):
-    """(row, type) of a workflow, app or skill by id, or (None, None).
+def _resource(ctx: Ctx, ref: str) -> tuple[sqlite3.Row, str] | None:
+    """(row, type) of a workflow, app or skill by id, or None.
 
     Anything else is a name: of a live skill (unique) or of workflows and apps (not unique). Only
     what the caller can see counts, so a name never reveals a hidden resource; a name that fits
@@ -30,10 +31,10 @@ def _resource(ctx: Ctx, ref: str):
     conn = ctx.db
     if ref.startswith("wf_"):
         row = wf_store.get_workflow_home(conn, ref)
-        return row, (row["kind"] if row else None)
+        return (row, row["kind"]) if row else None
     if ref.startswith("skl_"):
         row = store.get_skill_home(conn, ref)
-        return row, ("skill" if row else None)
+        return (row, "skill") if row else None
     hits = [(r, "skill") for r in store.skill_homes_named(conn, ref)]
     hits += [(r, r["kind"]) for r in wf_store.workflow_homes_named(conn, ref)]
     hits = [(r, t) for r, t in hits if _sees(ctx, r, t)]
@@ -41,13 +42,13 @@ def _resource(ctx: Ctx, ref: str):
         listed = ", ".join(f"{r['id']} ({t})" for r, t in hits[:MAX_LISTED])
         more = f" and {len(hits) - MAX_LISTED} more" if len(hits) > MAX_LISTED else ""
         raise v.bad(f"'{ref[:120]}' names {len(hits)} things you can see: {listed}{more}. Give one of these ids.")
-    return hits[0] if hits else (None, None)
+    return hits[0] if hits else None
 
 
 MAX_LISTED = 10
 
 
-def _sees(ctx: Ctx, row, rtype: str) -> bool:
+def _sees(ctx: Ctx, row: sqlite3.Row, rtype: str) -> bool:
     """Whether the caller can see the resource at all (CONTRACT §3: unseen is 404, seen is 403).
 
     A workflow or app: its creator, those with a role on its project, and, while it is in no
@@ -67,7 +68,7 @@ def _sees(ctx: Ctx, row, rtype: str) -> bool:
     return store.get_project(ctx.db, row["project_id"], me) is not None
 
 
-def _check_leaving(ctx: Ctx, row, rtype: str) -> None:
+def _check_leaving(ctx: Ctx, row: sqlite3.Row, rtype: str) -> None:
     """The caller may take the resource out of where it is now: 404 when it cannot see it,
     403 when it can see it but may not move it."""
     me = ctx.caller.member_id
@@ -102,10 +103,11 @@ def pin_resource(ctx: Ctx) -> dict:
         raise v.bad("'projectId' is required: the specialist to move it into, or null to return it to its creator.")
     target = v.string(body, "projectId", required=False, max_len=200)
     with transaction(ctx.db):
-        row, rtype = _resource(ctx, rid)
-        if row is None:
+        found = _resource(ctx, rid)
+        if found is None:
             raise ApiError("not_found", f"No workflow, app or skill '{rid[:120]}' that you can see. Give its id "
                                         "or name (`wsctl skill list`, `wsctl workflow list`).")
+        row, rtype = found
         _check_leaving(ctx, row, rtype)
         if target is not None:
             require_edit(load(ctx, target))

@@ -7,6 +7,9 @@ the staged blobs are published. Blobs no file names any more are removed after t
 """
 from __future__ import annotations
 
+import sqlite3
+from typing import BinaryIO, Callable
+
 from workspacectl import clock
 from workspacectl.engine import blobs
 from workspacectl.engine.blobs.staging import stage_archive
@@ -24,14 +27,14 @@ from workspacectl.errors import ApiError
 LIMITS = Limits(max_files=10_000, max_bytes=1 << 30)
 
 
-def _project(ctx: Ctx, write: bool):
+def _project(ctx: Ctx, write: bool) -> sqlite3.Row:
     row = load(ctx)
     if write:
         require_edit(row)
     return row
 
 
-def file_json(row) -> dict:
+def file_json(row: sqlite3.Row) -> dict:
     return {"path": row["path"], "size": row["size"], "sha256": row["sha256"], "updatedAt": row["updated_at"]}
 
 
@@ -58,8 +61,8 @@ def download_bundle(ctx: Ctx) -> Response:
     rows = [(r["path"], r["size"], r["sha256"], r["updated_at"]) for r in store.all_files(ctx.db, pid)]
     ws = ctx.ws
 
-    def opener(sha):
-        def open_():
+    def opener(sha: str) -> Callable[[], BinaryIO | None]:
+        def open_() -> BinaryIO | None:
             try:
                 return ws.blob_store.open(sha)
             except FileNotFoundError:  # removed by a concurrent change since the listing
@@ -117,7 +120,7 @@ def upload_bundle(ctx: Ctx) -> dict:
     return {"added": added, "updated": updated}
 
 
-def _check_fits(conn, pid: str, files: dict, current: dict) -> None:
+def _check_fits(conn: sqlite3.Connection, pid: str, files: dict, current: dict) -> None:
     """A path may not be a file and a folder at once, and the whole stays within LIMITS."""
     parents = {p.rsplit("/", i)[0] for p in files for i in range(1, p.count("/") + 1)}
     parent_files = store.files_at(conn, pid, sorted(parents))  # one lookup, not one per path and level

@@ -5,6 +5,8 @@ The role a member gets is the nearest grant's (store.projects.ROLE_SQL), never t
 """
 from __future__ import annotations
 
+import sqlite3
+
 from workspacectl.engine import validate as v
 from workspacectl.engine.db import transaction
 from workspacectl.engine.projects.routes import full_json, load, require_owner
@@ -17,13 +19,13 @@ from workspacectl.errors import ApiError
 ROLES = ("editor", "viewer")
 
 
-def _grant_target(conn, body: dict):
+def _grant_target(conn: sqlite3.Connection, body: dict) -> sqlite3.Row | None:
     """The member row the body names, or None for the workspace grant."""
     workspace = v.boolean(body, "workspace", required=False, default=False)
     ref = v.string(body, "membershipId", required=False, max_len=320)
     if bool(workspace) == bool(ref):
         raise v.bad("Give exactly one of 'membershipId' or 'workspace': true.")
-    if workspace:
+    if not ref:   # so `workspace` is true
         return None
     member = identity_store.find_member(conn, ref.strip().lower() if "@" in ref else ref)
     if member is None:

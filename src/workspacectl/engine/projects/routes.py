@@ -7,6 +7,8 @@ connections in projects/contents.py, files in projects/files.py.
 from __future__ import annotations
 
 import json
+import sqlite3
+from typing import Any, Mapping
 
 from workspacectl.engine import validate as v
 from workspacectl.engine.db import transaction
@@ -24,7 +26,7 @@ KINDS = ("workflow", "app")   # of a workflow record (engine/projects/workflows.
 MAX_RESOURCES = 500
 
 
-def project_json(row) -> dict:
+def project_json(row: sqlite3.Row) -> dict:
     role = row["role"]
     org = {"role": row["org_role"]} if row["org_role"] else None
     return {
@@ -38,23 +40,23 @@ def project_json(row) -> dict:
     }
 
 
-def grants_json(conn, pid: str) -> list[dict]:
+def grants_json(conn: sqlite3.Connection, pid: str) -> list[dict]:
     return [{"workspace": True, "role": g["role"]} if g["member_id"] is None
             else {"membershipId": g["member_id"], "displayName": g["name"], "role": g["role"]}
             for g in store.list_grants(conn, pid)]
 
 
-def memory_json(conn, row) -> dict:
+def memory_json(conn: sqlite3.Connection, row: sqlite3.Row) -> dict:
     return {"text": row["memory_text"], "version": row["memory_version"], "updatedAt": row["memory_updated_at"],
             "updatedBy": store.member_brief(conn, row["memory_updated_by"])}
 
 
-def resource_json(r) -> dict:
+def resource_json(r: sqlite3.Row | Mapping[str, Any]) -> dict:
     return {"id": r["id"], "name": r["name"], "description": r["description"], "type": r["type"],
             "lastUsedAt": r["last_used_at"]}
 
 
-def full_json(conn, row) -> dict:
+def full_json(conn: sqlite3.Connection, row: sqlite3.Row) -> dict:
     project = project_json(row)
     project["grants"] = grants_json(conn, row["id"])
     return {"project": project, "memory": memory_json(conn, row),
@@ -62,7 +64,7 @@ def full_json(conn, row) -> dict:
 
 
 def _fields(body: dict, creating: bool) -> dict:
-    out = {}
+    out: dict[str, Any] = {}
     if creating or "name" in body:
         out["name"] = v.string(body, "name", max_len=200).strip()
         if not out["name"]:
@@ -82,7 +84,7 @@ def _fields(body: dict, creating: bool) -> dict:
     return out
 
 
-def load(ctx: Ctx, pid: str | None = None):
+def load(ctx: Ctx, pid: str | None = None) -> sqlite3.Row:
     """The project with the caller's role; 404 when the caller has no access at all."""
     pid = ctx.params["id"] if pid is None else pid
     row = store.get_project(ctx.db, pid, ctx.caller.member_id)
@@ -91,13 +93,13 @@ def load(ctx: Ctx, pid: str | None = None):
     return row
 
 
-def require_edit(row) -> None:
+def require_edit(row: sqlite3.Row) -> None:
     if row["role"] not in ("owner", "editor"):
         raise ApiError("forbidden", f"You can view specialist {row['id']} but not change it; "
                                     "ask its owner for edit access.")
 
 
-def require_owner(row, what: str) -> None:
+def require_owner(row: sqlite3.Row, what: str) -> None:
     if row["role"] != "owner":
         raise ApiError("forbidden", f"Only the owner of specialist {row['id']} may {what}; ask them to do it.")
 

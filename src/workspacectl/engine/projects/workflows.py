@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
+from typing import Any
 
 from workspacectl.engine import validate as v
 from workspacectl.engine.vault.credentials import visible_credential
@@ -29,17 +31,17 @@ MAX_INPUTS = 100
 
 # --- views -----------------------------------------------------------------------------------
 
-def can_edit(row) -> bool:
+def can_edit(row: sqlite3.Row) -> bool:
     return row["access"] in ("creator", "owner", "editor")
 
 
-def summary_json(row) -> dict:
+def summary_json(row: sqlite3.Row) -> dict:
     return {"id": row["id"], "kind": row["kind"], "name": row["name"], "description": row["description"],
             "projectId": row["project_id"], "createdBy": row["created_by"], "canEdit": can_edit(row),
             "createdAt": row["created_at"], "updatedAt": row["updated_at"], "lastUsedAt": row["last_used_at"]}
 
 
-def trigger_state(node: dict, provider) -> dict:
+def trigger_state(node: dict, provider: sqlite3.Row | None) -> dict:
     """{nodeId, triggerId, type, credentialId, inputs, ready, missing} of one trigger node."""
     missing: list[str] = []
     if provider is None:
@@ -59,7 +61,7 @@ def trigger_state(node: dict, provider) -> dict:
             "ready": not missing, "missing": missing}
 
 
-def detail_json(conn, row) -> dict:
+def detail_json(conn: sqlite3.Connection, row: sqlite3.Row) -> dict:
     out = summary_json(row)
     nodes, triggers, providers = [], [], {}
     for node in json.loads(row["nodes"]):
@@ -78,7 +80,7 @@ def detail_json(conn, row) -> dict:
 
 # --- validation ------------------------------------------------------------------------------
 
-def usable_credential(conn, cred_id, me: str, where: str = ""):
+def usable_credential(conn: sqlite3.Connection, cred_id: object, me: str, where: str = "") -> sqlite3.Row:
     """The credential if the caller may use it; 404 if unseen, 403 if shared as viewer only.
     The API takes ids: a name given here is not found, and the message says where the id is
     (`wsctl workflow import` resolves names in the file before it sends it)."""
@@ -98,14 +100,14 @@ def usable_credential(conn, cred_id, me: str, where: str = ""):
     return row
 
 
-def check_service(provider, cred) -> None:
+def check_service(provider: sqlite3.Row | None, cred: sqlite3.Row) -> None:
     """A trigger that watches a service is wired to a credential of that service."""
     if provider is not None and provider["service"] and cred["service"] != provider["service"]:
         raise v.bad(f"Trigger {provider['id']} watches {provider['service']}; "
                     f"wire a {provider['service']} credential, not a {cred['service']} one.")
 
 
-def check_inputs(value, where: str) -> dict:
+def check_inputs(value: Any, where: str) -> dict:
     if not isinstance(value, dict) or len(value) > MAX_INPUTS or not all(
             isinstance(k, str) and len(k) <= 200 and (x is None or isinstance(x, (str, int, bool))
                                                       or (isinstance(x, float) and math.isfinite(x)))
@@ -115,7 +117,7 @@ def check_inputs(value, where: str) -> dict:
     return value
 
 
-def check_nodes(conn, nodes, me: str) -> list[dict]:
+def check_nodes(conn: sqlite3.Connection, nodes: Any, me: str) -> list[dict]:
     if not isinstance(nodes, list) or len(nodes) > MAX_NODES:
         raise v.bad(f"'nodes' must be a list of at most {MAX_NODES} node objects.")
     try:
@@ -150,7 +152,7 @@ def check_nodes(conn, nodes, me: str) -> list[dict]:
     return nodes
 
 
-def load(ctx: Ctx):
+def load(ctx: Ctx) -> sqlite3.Row:
     row = store.get_workflow(ctx.db, ctx.params["id"], ctx.caller.member_id)
     if row is None:
         raise ApiError("not_found", f"No workflow '{ctx.params['id'][:120]}' that you can see. "
@@ -204,7 +206,7 @@ def create_workflow(ctx: Ctx) -> Response:
     name = v.string(body, "name", max_len=200).strip()
     if not name:
         raise v.bad("'name' must not be blank.")
-    values = {"name": name, "kind": v.choice(body, "kind", KINDS, required=False, default="workflow"),
+    values: dict[str, Any] = {"name": name, "kind": v.choice(body, "kind", KINDS, required=False, default="workflow"),
               "description": v.string(body, "description", required=False, min_len=0, max_len=2000)}
     pid = v.string(body, "projectId", required=False, max_len=200)
     if "nodes" not in body:
