@@ -29,11 +29,15 @@ from __future__ import annotations
 
 import secrets
 import threading
+from typing import TYPE_CHECKING
 
 from workspacectl.engine.db import must_not_wait
 from workspacectl.engine.crypto.keys import ENV_KEY, ENV_PREVIOUS, FP_LEN, KEY_FILE, Key, KeyStore, env_keys, write_0600
 from workspacectl.engine.crypto.keys import fingerprint, parse_key, workspace_id  # noqa: F401  (part of this API)
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.engine.workspaces.folder import Workspace
 
 VERSION = 1
 NONCE_LEN = 12
@@ -57,7 +61,7 @@ _lock = threading.RLock()
 _cache: dict[str, dict[bytes, Key]] = {}
 
 
-def _recorded_fp(ws) -> bytes | None:
+def _recorded_fp(ws: Workspace) -> bytes | None:
     row = ws.conn().execute("SELECT value FROM settings WHERE key = ?", (SETTING_FP,)).fetchone()
     if not row:
         return None
@@ -67,12 +71,12 @@ def _recorded_fp(ws) -> bytes | None:
         return None
 
 
-def _record_fp(ws, fp: bytes) -> None:
+def _record_fp(ws: Workspace, fp: bytes) -> None:
     ws.conn().execute("INSERT INTO settings (key, value) VALUES (?, ?) "
                       "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (SETTING_FP, fp.hex()))
 
 
-def _known(ws, reload: bool = False) -> dict[bytes, Key]:
+def _known(ws: Workspace, reload: bool = False) -> dict[bytes, Key]:
     """Every key this process can reach for the workspace, by fingerprint (cached)."""
     path = str(ws.path)
     if not reload and (cached := _cache.get(path)) is not None:
@@ -91,7 +95,7 @@ def _known(ws, reload: bool = False) -> dict[bytes, Key]:
         return keys
 
 
-def forget_cached_keys(ws=None) -> None:
+def forget_cached_keys(ws: Workspace | None = None) -> None:
     with _lock:
         if ws is None:
             _cache.clear()
@@ -104,7 +108,7 @@ def _missing_key_error() -> ApiError:
                     f"set {ENV_KEY} to it, or run where the OS keyring or <workspace>/{KEY_FILE} holds it.")
 
 
-def require_key(ws) -> None:
+def require_key(ws: Workspace) -> None:
     """Refuse to go on without the key that sealed the stored secrets (a replica given the wrong
     key, or none): one clear line, exit 3, before anything is served or sealed."""
     fp = _recorded_fp(ws)
@@ -117,7 +121,7 @@ def require_key(ws) -> None:
                    "to the key every replica of it uses.")
 
 
-def current_key(ws) -> Key:
+def current_key(ws: Workspace) -> Key:
     """The key new blobs are sealed under (makes and stores one on first need)."""
     env_current, _ = env_keys()
     if env_current is not None:
@@ -159,12 +163,12 @@ def seal_with(key: Key, aad: str, plaintext: bytes) -> bytes:
     return header + nonce + key.aead().encrypt(nonce, bytes(plaintext), _aad(header, aad))
 
 
-def seal(ws, aad: str, plaintext: bytes) -> bytes:
+def seal(ws: Workspace, aad: str, plaintext: bytes) -> bytes:
     """Encrypt ``plaintext`` under the workspace's current key, bound to ``aad``."""
     return seal_with(current_key(ws), aad, plaintext)
 
 
-def key_for_blob(ws, blob: bytes) -> Key:
+def key_for_blob(ws: Workspace, blob: bytes) -> Key:
     fp = blob_fingerprint(blob)
     if fp is None:
         raise ApiError("internal", "A stored secret is damaged and cannot be read; reconnect or re-enter it.")
@@ -174,7 +178,7 @@ def key_for_blob(ws, blob: bytes) -> Key:
     return key
 
 
-def unseal(ws, aad: str, blob: bytes) -> bytes:
+def unseal(ws: Workspace, aad: str, blob: bytes) -> bytes:
     """Decrypt a blob made by ``seal`` with the same ``aad``; refuses a tampered or moved one."""
     from cryptography.exceptions import InvalidTag
 
@@ -193,7 +197,7 @@ def unseal(ws, aad: str, blob: bytes) -> bytes:
 class Rotation:
     """A new current key, already stored next to the old ones (nothing is lost if we stop here)."""
 
-    def __init__(self, ws, target: Key, source: str):
+    def __init__(self, ws: Workspace, target: Key, source: str) -> None:
         self.ws = ws
         self.target = target
         self.source = source  # "env", "keyring" or "file"
@@ -228,7 +232,7 @@ class Rotation:
         return dropped
 
 
-def begin_rotation(ws, sealed_fps: set[bytes]) -> Rotation:
+def begin_rotation(ws: Workspace, sealed_fps: set[bytes]) -> Rotation:
     """Choose the new key and store it beside the old ones before anything is re-sealed.
 
     With WSCTL_MASTER_KEY the target is that key; there is something to do only when some blob

@@ -14,8 +14,14 @@ import secrets
 import threading
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.engine.workspaces.folder import Workspace
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    from types import ModuleType
 
 FP_LEN = 8
 KEY_FILE = "master.key"
@@ -39,7 +45,7 @@ class Key:
         self._raw = raw
         self.fp = fingerprint(raw)
 
-    def aead(self):
+    def aead(self) -> AESGCM:
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
         return AESGCM(self._raw)
@@ -94,11 +100,15 @@ def env_keys() -> tuple[Key | None, list[Key]]:
     return current, prev
 
 
-def keyring_call(fn):
-    """Run one keyring call in a thread, bounded by a timeout; None when no keyring works."""
+T = TypeVar("T")
+
+
+def keyring_call(fn: Callable[[ModuleType], T]) -> tuple[T | None, bool]:
+    """Run one keyring call (fn(the keyring module)) in a thread, bounded by a timeout: (its answer,
+    True), or (None, False) when no keyring works."""
     box: dict = {}
 
-    def run():
+    def run() -> None:
         try:
             import keyring
             from keyring.backends import fail
@@ -133,7 +143,7 @@ def parse_key_lines(text: str) -> list[Key]:
 class KeyStore:
     """Where this workspace's keys live when WSCTL_MASTER_KEY is not set: keyring or file."""
 
-    def __init__(self, ws):
+    def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self.file = Path(ws.path) / KEY_FILE
 
@@ -177,7 +187,7 @@ class KeyStore:
         return "file"
 
     @contextmanager
-    def lock(self):
+    def lock(self) -> Iterator[None]:
         path = Path(self.ws.path) / LOCK_FILE
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
@@ -211,7 +221,7 @@ def write_0600(path: Path, data: bytes) -> None:
         pass
 
 
-def workspace_id(ws) -> str:
+def workspace_id(ws: Workspace) -> str:
     """A stable random id for the workspace (names its keyring entry); made on first need."""
     conn = ws.conn()
     row = conn.execute("SELECT value FROM settings WHERE key = ?", (SETTING_WS_ID,)).fetchone()

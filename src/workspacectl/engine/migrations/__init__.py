@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import importlib
 import sqlite3
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, cast
 
 from workspacectl.engine.db import transaction
 
+if TYPE_CHECKING:
+    from workspacectl.engine.db.postgres import PgConnection
 
-def _lazy(name: str) -> Callable:
+
+def _lazy(name: str) -> Callable[[sqlite3.Connection], None]:
     """up(conn) of migration `name`, its module imported only when it runs: a workspace that has
     them all (every open after its first) imports none of them, which keeps local start-up short."""
-    def up(conn):
-        return importlib.import_module(f"{__name__}.{name}").up(conn)
+    def up(conn: sqlite3.Connection) -> None:
+        importlib.import_module(f"{__name__}.{name}").up(conn)
 
     up.__qualname__ = f"{name}.up"
     return up
@@ -60,7 +63,7 @@ def apply_migrations(conn: sqlite3.Connection) -> list[str]:
                 step=lambda name, up: up, recheck=True)
 
 
-def _run(conn, create_table: str, step: Callable[[str, Callable], Callable], recheck: bool) -> list[str]:
+def _run(conn: sqlite3.Connection, create_table: str, step: Callable[[str, Callable], Callable], recheck: bool) -> list[str]:
     """Applies each migration not recorded yet, one transaction each, and records it.
 
     The dialects differ only in what is passed: the table's DDL, `step(name, up)` (the callable
@@ -90,20 +93,21 @@ def _postgres_step(name: str, up: Callable) -> Callable:
     return lambda conn: conn.execute_script(sql)
 
 
-def _apply_postgres(conn) -> list[str]:
+def _apply_postgres(conn: sqlite3.Connection) -> list[str]:
     from workspacectl.engine.db.postgres import MIGRATION_LOCK
 
     if _pending_names(conn) == []:
         return []
-    conn.advisory_lock(MIGRATION_LOCK)
+    pg = cast("PgConnection", conn)   # apply_migrations sends only the PostgreSQL door's connection here
+    pg.advisory_lock(MIGRATION_LOCK)
     try:
         return _run(conn, 'CREATE TABLE IF NOT EXISTS migrations (name TEXT COLLATE "C" PRIMARY KEY, '
                           'applied_at TEXT NOT NULL)', step=_postgres_step, recheck=False)
     finally:
-        conn.advisory_unlock(MIGRATION_LOCK)
+        pg.advisory_unlock(MIGRATION_LOCK)
 
 
-def _pending_names(conn) -> list[str] | None:
+def _pending_names(conn: sqlite3.Connection) -> list[str] | None:
     """Migrations not applied yet (None when the table is not there): a replica opening an
     up-to-date database takes no lock."""
     if conn.execute("SELECT to_regclass('migrations')").fetchone()[0] is None:

@@ -1,8 +1,10 @@
 """Workspace settings, members, login codes, secrets (sessions and API keys), web sign-in links."""
+import sqlite3
+
 from workspacectl.engine.db import execute_script
 
 
-def up(conn):
+def up(conn: sqlite3.Connection) -> None:
     execute_script(conn, """
     CREATE TABLE settings (
         key TEXT PRIMARY KEY,

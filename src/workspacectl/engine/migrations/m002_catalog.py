@@ -2,10 +2,12 @@
 
 Written by engine/store/catalog.py only; the vault, connections and search areas read it.
 """
+import sqlite3
+
 from workspacectl.engine.db import execute_script
 
 
-def up(conn):
+def up(conn: sqlite3.Connection) -> None:
     execute_script(conn, """
     CREATE TABLE integrations (
         service TEXT PRIMARY KEY,

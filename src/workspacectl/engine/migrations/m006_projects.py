@@ -1,4 +1,6 @@
 """m006_projects: projects (specialists) and their grants."""
+import sqlite3
+
 from workspacectl.engine.db import execute_script
 
 SQL = """
@@ -30,7 +32,7 @@ CREATE INDEX project_grants_by_member ON project_grants(member_id, project_id);
 """
 
 
-def up(conn):
+def up(conn: sqlite3.Connection) -> None:
     execute_script(conn, SQL)
 
 

@@ -1,4 +1,6 @@
 """m009_memory: memory documents (organization and membership), pending notes, reference files."""
+import sqlite3
+
 from workspacectl.engine.db import execute_script
 
 SQL = """
@@ -41,7 +43,7 @@ CREATE TABLE memory_files (
 """
 
 
-def up(conn):
+def up(conn: sqlite3.Connection) -> None:
     execute_script(conn, SQL)
 
 

@@ -7,6 +7,8 @@
   marking a note folded rewrote up to 1 MiB of file inside the fold's transaction; the note row
   is small now (file_size kept in it), and listing or marking notes never touches file bytes.
 """
+import sqlite3
+
 from workspacectl.engine.db import execute_script
 
 SQL = """
@@ -42,7 +44,7 @@ CREATE INDEX memory_notes_by_document ON memory_notes(document_id, status);
 """
 
 
-def up(conn):
+def up(conn: sqlite3.Connection) -> None:
     execute_script(conn, SQL)
 
 

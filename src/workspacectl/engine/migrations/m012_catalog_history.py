@@ -4,6 +4,8 @@
 client secret shows as "set"). `credentials_reset` counts the credentials an owner's forced
 re-import sent back to needs_reconnect.
 """
+import sqlite3
+
 from workspacectl.engine.db import execute_script
 
 SQL = """
@@ -21,7 +23,7 @@ CREATE INDEX catalog_changes_service ON catalog_changes(service, id);
 """
 
 
-def up(conn):
+def up(conn: sqlite3.Connection) -> None:
     execute_script(conn, SQL)
 
 

@@ -5,6 +5,8 @@ the memory agent timer and housekeeping (engine/leases.py).
 `holder` is an opaque id of the holding process; `renewals` counts the holder's renewals since
 it acquired the lease (each timer tick renews once, so it counts the runs of that holder).
 """
+import sqlite3
+
 from workspacectl.engine.db import execute_script
 
 SQL = """
@@ -18,7 +20,7 @@ CREATE TABLE leases (
 """
 
 
-def up(conn):
+def up(conn: sqlite3.Connection) -> None:
     execute_script(conn, SQL)
 
 

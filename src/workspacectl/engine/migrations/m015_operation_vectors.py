@@ -6,6 +6,8 @@ document (engine/catalog/search.py, inside the catalog import's transaction). A 
 before this migration has no rows: its searches answer lexically until the vectors are built
 (the first search after the upgrade builds them once; see docs/api.md).
 """
+import sqlite3
+
 from workspacectl.engine.db import execute_script
 
 SQL = """
@@ -18,7 +20,7 @@ CREATE INDEX operation_vectors_service ON operation_vectors(service);
 """
 
 
-def up(conn):
+def up(conn: sqlite3.Connection) -> None:
     execute_script(conn, SQL)
 
 

@@ -13,6 +13,8 @@ A vector is stored as engine/catalog/embedding.py quantizes it: `vector` one byt
 order, so a search reads them as one range, in order. m015's table stays, unused by this
 version, for an older wsctl opening the same workspace.
 """
+import sqlite3
+
 from workspacectl.engine.db import execute_script
 
 SQL = """
@@ -29,7 +31,7 @@ CREATE INDEX operation_model_vectors_service ON operation_model_vectors(service)
 """
 
 
-def up(conn):
+def up(conn: sqlite3.Connection) -> None:
     execute_script(conn, SQL)
 
 

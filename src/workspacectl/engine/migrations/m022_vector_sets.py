@@ -17,6 +17,8 @@ the catalog changes. No vectors are copied over: the first search after this mig
 the sets (as it does after every change of the shipped vectors). Named operation_search_*: derived
 data, which a workspace copy rebuilds on its target instead of copying (engine/workspaces/copy.py).
 """
+import sqlite3
+
 from workspacectl.engine.db import execute_script
 
 SQL = """
@@ -37,7 +39,7 @@ END;
 """
 
 
-def up(conn):
+def up(conn: sqlite3.Connection) -> None:
     execute_script(conn, SQL)
 
 

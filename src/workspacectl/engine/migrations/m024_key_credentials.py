@@ -4,10 +4,12 @@
 key that reaches every credential its creator can use (every key made before, and every session).
 engine/vault/key_limits.py enforces it.
 """
+import sqlite3
+
 from workspacectl.engine.db import execute_script
 
 
-def up(conn):
+def up(conn: sqlite3.Connection) -> None:
     execute_script(conn, "ALTER TABLE secrets ADD COLUMN credential_ids TEXT;")
 
 

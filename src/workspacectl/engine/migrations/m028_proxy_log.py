@@ -8,12 +8,14 @@ answered) or `failed` (it was not reached, or its answer was refused: a redirect
 host). SQLite cannot change a CHECK constraint in place, so its table is rebuilt with every row
 and id kept; PostgreSQL swaps the constraint.
 """
+import sqlite3
+
 from workspacectl.engine.db import execute_script
 
 OUTCOMES = "('issued', 'refused', 'proxied', 'failed')"
 
 
-def up(conn):
+def up(conn: sqlite3.Connection) -> None:
     execute_script(conn, f"""
     CREATE TABLE credential_access_log_m028 (
         id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -2,12 +2,17 @@
 postgresql:// URL (engine/workspaces/postgres.py PgWorkspace, imported only for such a URL)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from workspacectl.engine.workspaces.folder import Workspace
 from workspacectl.errors import ApiError
 from workspacectl.formats.workspace_url import is_postgres_url
 
+if TYPE_CHECKING:
+    from pathlib import Path
 
-def workspace_type(location) -> type["Workspace"]:
+
+def workspace_type(location: str | Path) -> type["Workspace"]:
     """Workspace for a folder, PgWorkspace for a postgresql:// URL (a str: a Path loses the //)."""
     if is_postgres_url(location):
         try:
@@ -20,5 +25,5 @@ def workspace_type(location) -> type["Workspace"]:
     return Workspace
 
 
-def open_workspace(location) -> "Workspace":
+def open_workspace(location: str | Path) -> "Workspace":
     return workspace_type(location).open(location)

@@ -25,14 +25,18 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from workspacectl.engine.db import transaction
 from workspacectl.engine.store import workspace_copy as sql
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.engine.workspaces.folder import Workspace
 
 # Derived or per-store bookkeeping: the migrations table (the target ran its own), the search
 # index (rebuilt on the target by the catalog wing), the running servers' leases (m013: held by
@@ -76,12 +80,12 @@ def schema() -> list[Table]:
         conn.close()
 
 
-def row_counts(ws, tables: list[Table]) -> dict[str, int]:
+def row_counts(ws: Workspace, tables: list[Table]) -> dict[str, int]:
     conn = ws.conn()
     return {t.name: sql.count_rows(conn, t.name) for t in tables}
 
 
-def require_empty(ws, tables: list[Table], shown: str) -> None:
+def require_empty(ws: Workspace, tables: list[Table], shown: str) -> None:
     """The target holds no row in any copied table and no blob (a schema alone is empty)."""
     full = {name: n for name, n in row_counts(ws, tables).items() if n}
     blob = next(iter(ws.blob_store.digests()), None)
@@ -107,14 +111,14 @@ def copy_between(src_location: str, dst_location: str, progress: Progress | None
     return summary
 
 
-def _workspace_type(location):
+def _workspace_type(location: str | Path) -> type[Workspace]:
     """Workspace for a folder, PgWorkspace for a postgresql:// URL (engine/workspaces/__init__.py)."""
     from workspacectl.engine.workspaces import workspace_type
 
     return workspace_type(str(location))
 
 
-def _shown(ws) -> str:
+def _shown(ws: Workspace) -> str:
     return getattr(ws, "shown", None) or str(ws.path)
 
 
@@ -128,7 +132,7 @@ def _same(a: str, b: str) -> bool:
     return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
 
 
-def _prepare_target(location: str, tables: list[Table]):
+def _prepare_target(location: str, tables: list[Table]) -> tuple[Workspace, Callable[[], None]]:
     """(workspace, undo): the target with its schema made by the migrations (no built-in catalog:
     the source's comes with the rows), checked empty; undo() removes what this made."""
     from workspacectl.engine.migrations import apply_migrations
@@ -148,7 +152,7 @@ def _prepare_target(location: str, tables: list[Table]):
         dst = cls(path)
         dst.blobs.mkdir(exist_ok=True)
 
-        def undo():
+        def undo() -> None:
             if was_workspace:
                 return                  # refused as not empty before anything changed
             dst.conn().close()
@@ -160,7 +164,7 @@ def _prepare_target(location: str, tables: list[Table]):
     else:
         dst = cls._prepare(location)
 
-        def undo():
+        def undo() -> None:
             pass                        # the copy's transaction rolled back: only the schema is left
     apply_migrations(dst.conn())
     try:
@@ -171,7 +175,7 @@ def _prepare_target(location: str, tables: list[Table]):
     return dst, undo
 
 
-def copy_workspace(src, dst, progress: Progress | None = None, tables: list[Table] | None = None) -> dict:
+def copy_workspace(src: Workspace, dst: Workspace, progress: Progress | None = None, tables: list[Table] | None = None) -> dict:
     tables = tables or schema()
     progress = progress or (lambda what, done, total: None)
     src_conn, dst_conn = src.conn(), dst.conn()
@@ -203,7 +207,7 @@ def copy_workspace(src, dst, progress: Progress | None = None, tables: list[Tabl
 
 
 @contextmanager
-def _snapshot(conn):
+def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
     """The source read as of one moment (SQLite WAL snapshot, PostgreSQL REPEATABLE READ), so
     rows copied from one table agree with those of the next."""
     sql.begin_snapshot(conn)
@@ -213,7 +217,7 @@ def _snapshot(conn):
         sql.end_snapshot(conn)     # nothing was written
 
 
-def _give_key_file(src, dst) -> None:
+def _give_key_file(src: Workspace, dst: Workspace) -> None:
     """A folder target gets the source's key file when the source keeps its key in one (the
     key, not any secret: the sealed values are copied as they are). The OS keyring entry is named
     by the workspace id, which is copied, and the environment is the same for both."""
@@ -227,7 +231,7 @@ def _give_key_file(src, dst) -> None:
         write_0600(target, ("\n".join(k.encoded() for k in keys) + "\n").encode())
 
 
-def _require_keys(src, dst) -> None:
+def _require_keys(src: Workspace, dst: Workspace) -> None:
     """Every key fingerprint the copied secrets were sealed under (and the recorded current one)
     is reachable from the target; else it could never unseal them."""
     from workspacectl.engine import crypto
@@ -248,7 +252,7 @@ def _require_keys(src, dst) -> None:
                                           "for this command and for every server of the target. Nothing was copied.")
 
 
-def _reachable(ws) -> set[bytes]:
+def _reachable(ws: Workspace) -> set[bytes]:
     """Fingerprints of the keys a process like this one finds for `ws`: the environment, its key
     file, and its OS keyring entry when it has a workspace id (asking for one would make it)."""
     from workspacectl.engine.crypto.keys import SETTING_WS_ID, KeyStore, env_keys
@@ -262,11 +266,11 @@ def _reachable(ws) -> set[bytes]:
     return found
 
 
-def _batches(conn, t: Table):
+def _batches(conn: sqlite3.Connection, t: Table) -> Iterator[list[tuple]]:
     return sql.read_rows(conn, t.name, t.columns, t.order, BATCH)
 
 
-def _fold(digest, row: tuple) -> None:
+def _fold(digest: hashlib._Hash, row: tuple) -> None:
     """A row into a table's checksum, the same whichever store it was read from."""
     for v in row:
         if isinstance(v, (bytes, bytearray, memoryview)):
@@ -283,7 +287,7 @@ def _fold(digest, row: tuple) -> None:
     digest.update(b"\x1e")
 
 
-def _copy_blobs(src, dst, summary: dict, progress: Progress) -> None:
+def _copy_blobs(src: Workspace, dst: Workspace, summary: dict, progress: Progress) -> None:
     shas = sorted(src.blob_store.digests())
     with dst.blob_store.staging() as stage:
         for i, sha in enumerate(shas, 1):
@@ -300,7 +304,7 @@ def _copy_blobs(src, dst, summary: dict, progress: Progress) -> None:
     summary["blobsSha256"] = hashlib.sha256("\n".join(shas).encode()).hexdigest()
 
 
-def _verify(dst, tables: list[Table], summary: dict) -> None:
+def _verify(dst: Workspace, tables: list[Table], summary: dict) -> None:
     """Read the target back inside the copy's transaction: counts and checksums of every table,
     every blob hashed. A mismatch raises, and the transaction rolls everything back."""
     conn = dst.conn()

@@ -10,10 +10,14 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workspacectl import clock
 from workspacectl.engine.db import open_db, transaction
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.engine.blobs import BlobStore
 
 DB_NAME = "workspace.db"
 class Workspace:
@@ -22,7 +26,7 @@ class Workspace:
         self.db_path = self.path / DB_NAME
         self.blobs = self.path / "blobs"
         self._local = threading.local()
-        self._blob_store = None
+        self._blob_store: BlobStore | None = None
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.path)!r})"
@@ -74,7 +78,7 @@ class Workspace:
         return ws, owner
 
     @classmethod
-    def _prepare(cls, path) -> "Workspace":
+    def _prepare(cls, path: Path | str) -> "Workspace":
         path = Path(path).expanduser()
         path.mkdir(parents=True, exist_ok=True)
         os.chmod(path, 0o700)
@@ -83,7 +87,7 @@ class Workspace:
         return ws
 
     @staticmethod
-    def _exists_error(path) -> ApiError:
+    def _exists_error(path: Path | str) -> ApiError:
         path = Path(path).expanduser()
         return ApiError("conflict", f"A workspace already exists at {path}. Use it (WSCTL_WORKSPACE={path}) or pick another folder.")
 
@@ -116,14 +120,14 @@ class Workspace:
         pass
 
     @property
-    def blob_store(self):
+    def blob_store(self) -> BlobStore:
         """Where this workspace's blobs live (engine/blobs/__init__.py BlobStore); made on first use."""
         store = getattr(self, "_blob_store", None)
         if store is None:
             store = self._blob_store = self._make_blob_store()
         return store
 
-    def _make_blob_store(self):
+    def _make_blob_store(self) -> BlobStore:
         from workspacectl.engine.blobs.folder import FolderBlobStore
 
         return FolderBlobStore(self, self.blobs)
@@ -135,7 +139,7 @@ class Workspace:
             self._local.conn = c
         return c
 
-    def _connect(self):
+    def _connect(self) -> sqlite3.Connection:
         return open_db(self.db_path)
 
     def ready(self) -> bool:
@@ -152,7 +156,7 @@ class Workspace:
 
         return open_quick_db(self.db_path)
 
-    def lend_conn(self, conn):
+    def lend_conn(self, conn: sqlite3.Connection | None) -> sqlite3.Connection | None:
         """Make conn() answer `conn` on this thread; answers what to give back (lend_conn(before))."""
         before = getattr(self._local, "conn", None)
         self._local.conn = conn
@@ -170,7 +174,7 @@ class Workspace:
     def __enter__(self) -> "Workspace":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def setting(self, key: str, default: str | None = None) -> str | None:

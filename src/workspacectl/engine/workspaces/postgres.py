@@ -14,11 +14,17 @@ import hashlib
 import os
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from workspacectl.engine.db.postgres import PgConnection
 from workspacectl.formats.workspace_url import redacted, without_password
 from workspacectl.engine.workspaces.folder import Workspace
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from workspacectl.engine.blobs import BlobStore
 
 
 def local_state_dir(url: str) -> Path:
@@ -39,9 +45,9 @@ class PgWorkspace(Workspace):
     # engine threads, each with its own session, keep that many requests in flight.
     engine_threads = 16
 
-    def __init__(self, url: str):
-        self.url = url
-        self.path = local_state_dir(url)
+    def __init__(self, url: Path | str) -> None:
+        self.url = str(url)   # a postgresql:// URL (workspace_type sends only a str here)
+        self.path = local_state_dir(self.url)
         self.db_path = None  # type: ignore[assignment]  # no database file: the rows live in PostgreSQL
         self._local = threading.local()
         raw = os.environ.get("WSCTL_BLOB_DIR")
@@ -61,7 +67,7 @@ class PgWorkspace(Workspace):
     def shown(self) -> str:
         return redacted(self.url)
 
-    def _make_blob_store(self):
+    def _make_blob_store(self) -> BlobStore:
         """Blobs in PostgreSQL beside the rows (engine/blobs/postgres.py); the local folder
         (WSCTL_BLOB_DIR or the local state folder) only stages uploads on their way in."""
         from workspacectl.engine.blobs.postgres import PgBlobStore
@@ -69,10 +75,11 @@ class PgWorkspace(Workspace):
         self.blobs.mkdir(parents=True, exist_ok=True, mode=0o700)
         return PgBlobStore(self, self.blobs)
 
-    def _connect(self) -> PgConnection:
-        return PgConnection(self.url)
+    def _connect(self) -> sqlite3.Connection:
+        # The PostgreSQL door's connection answers the sqlite3.Connection methods the engine calls.
+        return cast("sqlite3.Connection", PgConnection(self.url))
 
-    def conn(self):
+    def conn(self) -> sqlite3.Connection:
         """This thread's session; a new one when the database ended the last (its request was
         answered 503, StoreLost), so a restart or failover of the database costs one answer per
         thread, not every answer after it."""
@@ -90,8 +97,8 @@ class PgWorkspace(Workspace):
         return liveness_of(self.url).ready()
 
     @staticmethod
-    def exists_at(url) -> bool:
-        conn = PgConnection(url)
+    def exists_at(url: Path | str) -> bool:
+        conn = PgConnection(str(url))
         try:
             if conn.execute("SELECT to_regclass('members')").fetchone()[0] is None:
                 return False
@@ -100,9 +107,9 @@ class PgWorkspace(Workspace):
             conn.close()
 
     @classmethod
-    def open(cls, url) -> "PgWorkspace":
+    def open(cls, url: Path | str) -> "PgWorkspace":
         if not cls.exists_at(url):
-            raise ApiError("not_found", f"No workspace in {redacted(url)}. Run `wsctl init --workspace URL` "
+            raise ApiError("not_found", f"No workspace in {redacted(str(url))}. Run `wsctl init --workspace URL` "
                                         "to make one there.")
         ws = cls(url)
         ws.path.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -113,12 +120,12 @@ class PgWorkspace(Workspace):
         return ws
 
     @classmethod
-    def _prepare(cls, url) -> "PgWorkspace":
+    def _prepare(cls, url: Path | str) -> "PgWorkspace":
         ws = cls(url)
         ws.path.mkdir(parents=True, exist_ok=True, mode=0o700)
         return ws
 
     @staticmethod
-    def _exists_error(url) -> ApiError:
-        return ApiError("conflict", f"A workspace already exists in {redacted(url)}. Use it "
+    def _exists_error(url: Path | str) -> ApiError:
+        return ApiError("conflict", f"A workspace already exists in {redacted(str(url))}. Use it "
                                     "(WSCTL_WORKSPACE=URL) or name an empty database.")
