@@ -10,6 +10,7 @@ import json
 import re
 import sqlite3
 import urllib.parse
+from typing import TYPE_CHECKING, Any, Callable
 
 from workspacectl.engine import registry
 from workspacectl.engine.db import (WouldBlock, is_busy, on_quick_thread, quick_calls, refusals_answered,
@@ -18,6 +19,10 @@ from workspacectl.engine.registry import Caller, Ctx, PublicCtx, Response
 from workspacectl.engine.scopes import check_scope
 from workspacectl.engine.validate import text_problem
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.engine.workspaces.folder import Workspace
+    from datetime import datetime
 
 # Every route module, for the server and the API listing; one request imports only its own.
 load_routes = registry.load_all
@@ -42,7 +47,7 @@ def check_names(path: str, params: dict) -> None:
         raise ApiError("not_found", f"Nothing is at {path[:200]}: no id or name holds a NUL character (%00).")
 
 
-def check_body(body) -> None:
+def check_body(body: Any) -> None:
     """A body the server could not parse is reported here, after authentication and the scope
     check (a personal key on a vault route is 403 whatever it sends). JSON may spell lone
     surrogates ("\\ud800") or NUL ("\\u0000"): 400, not a server error, on both stores."""
@@ -80,7 +85,7 @@ def resolve(method: str, path: str) -> tuple[str, dict, registry.Route | None, d
     return (path, inline_query, *registry.match(method, path))
 
 
-def _route_for(method: str, path: str):
+def _route_for(method: str, path: str) -> tuple[str, dict, registry.Route, dict]:
     """(path, inline query, route, path params) of METHOD path (resolve), or the 404/405."""
     path, inline_query, route, params, known = resolve(method, path)
     if route is None:
@@ -92,8 +97,11 @@ def _route_for(method: str, path: str):
     return path, inline_query, route, params
 
 
+Progress = Callable[[str, "int | None", "int | None"], None]   # Ctx.progress: (phase, done, total)
+
+
 class Engine:
-    def __init__(self, ws):
+    def __init__(self, ws: Workspace) -> None:
         self.ws = ws
 
     def authenticate(self, secret: str | None) -> Caller | None:
@@ -108,7 +116,8 @@ class Engine:
             return authenticate_secret(self.ws.conn(), secret)
 
     def call(self, caller: Caller | None, method: str, path: str, query: dict | None = None,
-             body=None, base_url: str | None = None, progress=None, received_at=None) -> Response:
+             body: Any = None, base_url: str | None = None, progress: Progress | None = None,
+             received_at: datetime | None = None) -> Response:
         """progress(phase, done, total), when given, hears how long work goes (Ctx.report)."""
         method = method.upper()
         path, inline_query, route, params = _route_for(method, path)
@@ -151,8 +160,8 @@ class Engine:
             return None
         return f"{route.method} {route.path}"
 
-    def handle_quick(self, conn, method: str, path: str, query: dict | None, body, secret: str | None,
-                     base_url: str | None = None, received_at=None) -> Response:
+    def handle_quick(self, conn: sqlite3.Connection, method: str, path: str, query: dict | None, body: Any,
+                     secret: str | None, base_url: str | None = None, received_at: datetime | None = None) -> Response:
         """handle() on this thread, which must not wait (the server's event loop), with `conn`
         (Workspace.quick_conn) as the workspace's connection: for a quick route only (registry.route),
         whose work is a few indexed reads and at most one short transaction. Raises WouldBlock,
@@ -186,8 +195,9 @@ class Engine:
         route = _route_for(method.upper(), path)[2]
         check_scope(self.authenticate(secret), route.scope)
 
-    def handle(self, method: str, path: str, query: dict | None, body, secret: str | None,
-               base_url: str | None = None, progress=None, received_at=None) -> Response:
+    def handle(self, method: str, path: str, query: dict | None, body: Any, secret: str | None,
+               base_url: str | None = None, progress: Progress | None = None,
+               received_at: datetime | None = None) -> Response:
         """Authenticate a presented secret, then call; every ApiError becomes its error body.
         received_at (a datetime from clock.now()): when the request reached the door (Ctx.received_at)."""
         try:
@@ -199,7 +209,7 @@ class Engine:
 MAX_BODY_VALUES = 2_000_000
 
 
-def parse_json_body(raw: bytes):
+def parse_json_body(raw: bytes) -> Any:
     """JSON bytes -> value; raises ApiError('invalid_request') for bytes that are not JSON
     (including nesting too deep to parse)."""
     if not raw or not raw.strip():

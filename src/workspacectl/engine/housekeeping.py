@@ -30,12 +30,17 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workspacectl import clock
 from workspacectl.engine.db import transaction
 from workspacectl.engine.store import identity
+
+if TYPE_CHECKING:
+    from workspacectl.engine.workspaces.folder import Workspace
 
 GRACE = 60 * 60            # after an upload's expires_at (itself an hour after its link was made)
 FILE_AGE = 2 * 60 * 60     # stage folders and incoming files untouched this long are leftovers
@@ -46,7 +51,7 @@ EVENT_DAYS = 90            # the event feed keeps this many days
 DELIVERY_DAYS = 30         # a webhook's delivery log keeps this many days
 
 
-def sweep(ws, now: datetime | None = None) -> dict:
+def sweep(ws: Workspace, now: datetime | None = None) -> dict:
     # Imported here: every local command calls maybe_sweep, and a sweep is due once an hour.
     from workspacectl.engine.store import skills as skill_store
 
@@ -82,7 +87,7 @@ def sweep(ws, now: datetime | None = None) -> dict:
     return counts
 
 
-def _expire_events(conn, now: datetime) -> dict:
+def _expire_events(conn: sqlite3.Connection, now: datetime) -> dict:
     from workspacectl.engine.store import events
 
     with transaction(conn):
@@ -91,7 +96,7 @@ def _expire_events(conn, now: datetime) -> dict:
     return {"events": old, "deliveries": deliveries}
 
 
-def maybe_sweep(ws, now: datetime | None = None) -> dict | None:
+def maybe_sweep(ws: Workspace, now: datetime | None = None) -> dict | None:
     """sweep() when none ran in the last EVERY seconds (any process); else None. The check is one
     read; only a due sweep takes the write lock, to claim the run."""
     now = now or clock.now()

@@ -5,7 +5,7 @@ Store functions take `after` (the last key of the previous page, or None) and `l
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import base64
 import binascii
@@ -13,6 +13,9 @@ import json
 import re
 
 from workspacectl.engine.validate import bad, query_int
+
+if TYPE_CHECKING:
+    from workspacectl.engine.registry import PublicCtx
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
@@ -27,7 +30,7 @@ _CURSOR_SHAPE = re.compile(_STRING + rb'|-?\d{1,20}|\[(?:' + _STRING + rb'|[^\[\
 MAX_NAME_FILTER = 200
 
 
-def name_filter(ctx) -> tuple[str, str] | None:
+def name_filter(ctx: PublicCtx) -> tuple[str, str] | None:
     """`?name=` on a list route (what `wsctl` resolves a name with, in one request): (the name,
     its casefold()) for store.name_clause and store.fetch_named, or None when absent or empty.
     Entries match when their name equals it regardless of case, by full Unicode case folding
@@ -41,7 +44,7 @@ def name_filter(ctx) -> tuple[str, str] | None:
     return name, name.casefold()
 
 
-def page_args(ctx, key_type: type | tuple = str) -> tuple[int, Any]:
+def page_args(ctx: PublicCtx, key_type: type | tuple = str) -> tuple[int, Any]:
     """(limit, after). `after` is checked to be of key_type (a store binds it as a parameter)."""
     limit = query_int(ctx, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
     raw = ctx.query.get("cursor") or None
@@ -51,7 +54,7 @@ def page_args(ctx, key_type: type | tuple = str) -> tuple[int, Any]:
     return limit, after
 
 
-def _decode_cursor(raw: str):
+def _decode_cursor(raw: str) -> Any:
     """The key a cursor holds, or None when it is not one we could have made (refused by the
     caller). Bounded in size and checked for shape before the JSON decoder sees it."""
     if len(raw) > MAX_CURSOR_CHARS or not raw.isascii():
@@ -68,14 +71,14 @@ def _decode_cursor(raw: str):
         return None
 
 
-def _valid(value, key_type) -> bool:
+def _valid(value: Any, key_type: type | tuple) -> bool:
     if key_type is list:
         return isinstance(value, list) and all(isinstance(x, (str, int, float)) and not isinstance(x, bool)
                                                and _bindable(x) for x in value)
     return isinstance(value, key_type) and not isinstance(value, bool) and _bindable(value)
 
 
-def _bindable(value) -> bool:
+def _bindable(value: object) -> bool:
     """SQLite can bind it: an int within 64 bits, a str without lone surrogates (a forged
     cursor may hold either; binding would fail with a server error)."""
     if isinstance(value, int):
@@ -88,11 +91,11 @@ def _bindable(value) -> bool:
     return True
 
 
-def encode_cursor(key) -> str:
+def encode_cursor(key: Any) -> str:
     return base64.urlsafe_b64encode(json.dumps(key).encode()).decode().rstrip("=")
 
 
-def page(name: str, rows: list, limit: int, key, render) -> dict:
+def page(name: str, rows: list, limit: int, key: Callable[[Any], Any], render: Callable[[Any], dict]) -> dict:
     """{name: [render(row)...], nextCursor} from up to limit+1 rows; key(row) is the sort key."""
     more = len(rows) > limit
     rows = rows[:limit]

@@ -2,16 +2,20 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any, Collection, Literal, overload
 
 from workspacectl.errors import ApiError
 from workspacectl.formats import walk
+
+if TYPE_CHECKING:
+    from workspacectl.engine.registry import PublicCtx
 
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
 
 _MISSING = object()
 
 
-def text_problem(value) -> str | None:
+def text_problem(value: Any) -> str | None:
     """Why a JSON-like value (dict keys too) is not text both stores keep, or None: "surrogate" for
     a string that cannot be encoded as UTF-8 (a lone surrogate escape, which SQLite cannot bind),
     "nul" for one holding a NUL (which PostgreSQL text cannot hold; refused on SQLite too, so both
@@ -31,7 +35,7 @@ def bad(message: str) -> ApiError:
     return ApiError("invalid_request", message)
 
 
-def body_dict(ctx, allow_empty: bool = True) -> dict:
+def body_dict(ctx: PublicCtx, allow_empty: bool = True) -> dict:
     body = ctx.body
     if body is None and allow_empty:
         return {}
@@ -40,7 +44,7 @@ def body_dict(ctx, allow_empty: bool = True) -> dict:
     return body
 
 
-def _given(body: dict, name: str, required: bool):
+def _given(body: dict, name: str, required: bool) -> Any:
     """The field's value; _MISSING when it is absent or null and not required."""
     value = body.get(name)
     if value is None:
@@ -50,8 +54,19 @@ def _given(body: dict, name: str, required: bool):
     return value
 
 
+@overload
+def string(body: dict, name: str, *, required: Literal[True] = True, min_len: int = 1, max_len: int = 1000,
+           default: None = None) -> str: ...
+@overload
 def string(body: dict, name: str, *, required: bool = True, min_len: int = 1, max_len: int = 1000,
-           default=None):
+           default: str) -> str: ...
+@overload
+def string(body: dict, name: str, *, required: bool = True, min_len: int = 1, max_len: int = 1000,
+           default: None = None) -> str | None: ...
+def string(body: dict, name: str, *, required: bool = True, min_len: int = 1, max_len: int = 1000,
+           default: str | None = None) -> str | None:
+    """The field as a string of min_len to max_len characters (400 otherwise); absent or null:
+    400 when required, else `default`."""
     value = _given(body, name, required)
     if value is _MISSING:
         return default
@@ -62,14 +77,24 @@ def string(body: dict, name: str, *, required: bool = True, min_len: int = 1, ma
     return value
 
 
-def choice(body: dict, name: str, choices, *, required: bool = True, default=None):
+@overload
+def choice(body: dict, name: str, choices: Collection[str], *, required: Literal[True] = True,
+           default: None = None) -> str: ...
+@overload
+def choice(body: dict, name: str, choices: Collection[str], *, required: bool = True, default: str) -> str: ...
+@overload
+def choice(body: dict, name: str, choices: Collection[str], *, required: bool = True,
+           default: None = None) -> str | None: ...
+def choice(body: dict, name: str, choices: Collection[str], *, required: bool = True,
+           default: str | None = None) -> str | None:
     value = string(body, name, required=required, default=default)
     if value is not None and value not in choices:
         raise bad(f"'{name}' must be one of: {', '.join(choices)}.")
     return value
 
 
-def string_list(body: dict, name: str, *, required: bool = True, choices=None, max_items: int = 100):
+def string_list(body: dict, name: str, *, required: bool = True, choices: Collection[str] | None = None,
+                max_items: int = 100) -> list[str]:
     value = _given(body, name, required)
     if value is _MISSING:
         return []
@@ -82,7 +107,13 @@ def string_list(body: dict, name: str, *, required: bool = True, choices=None, m
     return list(dict.fromkeys(value))
 
 
-def boolean(body: dict, name: str, *, required: bool = True, default=None):
+@overload
+def boolean(body: dict, name: str, *, required: Literal[True] = True, default: None = None) -> bool: ...
+@overload
+def boolean(body: dict, name: str, *, required: bool = True, default: bool) -> bool: ...
+@overload
+def boolean(body: dict, name: str, *, required: bool = True, default: None = None) -> bool | None: ...
+def boolean(body: dict, name: str, *, required: bool = True, default: bool | None = None) -> bool | None:
     value = _given(body, name, required)
     if value is _MISSING:
         return default
@@ -91,7 +122,17 @@ def boolean(body: dict, name: str, *, required: bool = True, default=None):
     return value
 
 
-def integer(body: dict, name: str, *, required: bool = True, default=None, minimum=None, maximum=None):
+@overload
+def integer(body: dict, name: str, *, required: Literal[True] = True, default: None = None,
+            minimum: int | None = None, maximum: int | None = None) -> int: ...
+@overload
+def integer(body: dict, name: str, *, required: bool = True, default: int,
+            minimum: int | None = None, maximum: int | None = None) -> int: ...
+@overload
+def integer(body: dict, name: str, *, required: bool = True, default: None = None,
+            minimum: int | None = None, maximum: int | None = None) -> int | None: ...
+def integer(body: dict, name: str, *, required: bool = True, default: int | None = None,
+            minimum: int | None = None, maximum: int | None = None) -> int | None:
     value = _given(body, name, required)
     if value is _MISSING:
         return default
@@ -102,7 +143,7 @@ def integer(body: dict, name: str, *, required: bool = True, default=None, minim
     return value
 
 
-def query_int(ctx, name: str, default: int, minimum: int, maximum: int) -> int:
+def query_int(ctx: PublicCtx, name: str, default: int, minimum: int, maximum: int) -> int:
     raw = ctx.query.get(name)
     if raw is None or raw == "":
         return default

@@ -21,7 +21,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sqlite3
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from workspacectl import clock
 from workspacectl.engine import crypto
@@ -30,6 +32,10 @@ from workspacectl.engine.events.record import event_json
 from workspacectl.engine.events.signing import headers
 from workspacectl.engine.store import events as store
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.engine.workspaces.folder import Workspace
+    import httpx
 
 LEASE_SECONDS = 60.0
 TIMEOUT_SECONDS = 10.0
@@ -65,7 +71,7 @@ def retry_delay(attempts: int) -> float:
     return min(backoff_base() * 4 ** max(attempts - 1, 0), MAX_DELAY)
 
 
-def delivery_json(row) -> dict:
+def delivery_json(row: sqlite3.Row) -> dict:
     return {"id": row["id"], "webhookId": row["webhook_id"], "eventId": row["event_id"], "eventType": row["event_type"],
             "status": row["status"], "attempts": row["attempts"], "lastAttemptAt": row["last_attempt_at"],
             "lastStatus": row["last_status"], "lastError": row["last_error"],
@@ -73,7 +79,7 @@ def delivery_json(row) -> dict:
             "deliveredAt": row["delivered_at"], "createdAt": row["created_at"]}
 
 
-def claim(conn, holder: str, seqs: list[int] | None = None, limit: int = BATCH) -> list[int]:
+def claim(conn: sqlite3.Connection, holder: str, seqs: list[int] | None = None, limit: int = BATCH) -> list[int]:
     """Take the lease of due deliveries (or of `seqs`, due or not); answers those taken.
 
     The due ones are looked for with a plain read: a sender with nothing to do (nearly every tick)
@@ -89,7 +95,7 @@ def claim(conn, holder: str, seqs: list[int] | None = None, limit: int = BATCH) 
         return [s for s in wanted if store.claim_delivery(conn, s, holder, at, until)]
 
 
-def send(ws, seq: int, holder: str, client=None) -> str | None:
+def send(ws: Workspace, seq: int, holder: str, client: httpx.Client | None = None) -> str | None:
     """One attempt of a claimed delivery; saves its outcome. Answers the status saved, or None when
     the row is gone (its subscription was removed) or the lease was lost meanwhile. `client`: an
     httpx.Client to reuse (a batch shares one: making one costs a TLS context)."""
@@ -117,14 +123,14 @@ def send(ws, seq: int, holder: str, client=None) -> str | None:
     return status if kept else None
 
 
-def new_client():
+def new_client() -> httpx.Client:
     """The HTTP client deliveries are sent with: no redirects followed, TIMEOUT_SECONDS a call."""
     import httpx
 
     return httpx.Client(timeout=TIMEOUT_SECONDS, follow_redirects=False, trust_env=False)
 
 
-def _post(ws, row, client) -> tuple[int | None, str | None]:
+def _post(ws: Workspace, row: sqlite3.Row, client: httpx.Client) -> tuple[int | None, str | None]:
     """(HTTP status or None, error text or None). Never raises for the network or the address."""
     import httpx
 
@@ -143,7 +149,7 @@ def _post(ws, row, client) -> tuple[int | None, str | None]:
     return resp.status_code, None if 200 <= resp.status_code < 300 else f"HTTP {resp.status_code}"
 
 
-def deliver_due(ws, holder: str, limit: int = BATCH, outcomes: dict | None = None) -> int:
+def deliver_due(ws: Workspace, holder: str, limit: int = BATCH, outcomes: dict | None = None) -> int:
     """Send the due deliveries (at most `limit`), claimed a few at a time right before their calls;
     answers how many were due (those another sender took meanwhile are left to it)."""
     conn = ws.conn()

@@ -16,6 +16,7 @@ time, and seq is drawn under that lock. On SQLite the file's one writer already 
 from __future__ import annotations
 
 import json
+import sqlite3
 
 from workspacectl import clock
 from workspacectl.engine.db import lock_resources
@@ -48,7 +49,7 @@ def subscribed(events_json: str, type_: str) -> bool:
                for w in wanted if isinstance(w, str))
 
 
-def record_event(conn, type_: str, *, subject_id: str | None, actor_id: str | None = None, data: dict | None = None,
+def record_event(conn: sqlite3.Connection, type_: str, *, subject_id: str | None, actor_id: str | None = None, data: dict | None = None,
                  only_webhook: str | None = None) -> str:
     """Write one event and its deliveries; answers the event id. Call inside the transaction of the
     change it records. only_webhook: deliver to that subscription alone (a test call)."""
@@ -69,7 +70,7 @@ def record_event(conn, type_: str, *, subject_id: str | None, actor_id: str | No
     return event_id
 
 
-def event_json(row, event_id: str | None = None) -> dict:
+def event_json(row: sqlite3.Row, event_id: str | None = None) -> dict:
     """An event as the feed and a webhook body show it (event_id: when the row's `id` is another's)."""
     try:
         data = json.loads(row["data_json"] or "{}")

@@ -17,6 +17,7 @@ no link-local or cloud metadata address; checked again, resolved, at every attem
 from __future__ import annotations
 
 import json
+import sqlite3
 from urllib.parse import urlsplit
 
 from workspacectl import clock
@@ -48,7 +49,7 @@ def _require_admin(ctx: Ctx) -> None:
                                     "Ask one of them (`wsctl members list` shows who) to do it, or to make you an admin.")
 
 
-def _webhook_json(row) -> dict:
+def _webhook_json(row: sqlite3.Row) -> dict:
     try:
         events = json.loads(row["events_json"])
     except ValueError:
@@ -57,7 +58,7 @@ def _webhook_json(row) -> dict:
             "createdAt": row["created_at"]}
 
 
-def _own(ctx: Ctx):
+def _own(ctx: Ctx) -> sqlite3.Row:
     _require_admin(ctx)
     row = store.get_webhook(ctx.db, ctx.params["id"])
     if row is None:

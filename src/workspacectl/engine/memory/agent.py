@@ -21,6 +21,7 @@ Runs on demand (POST /v1/memory/agent/run, `wsctl memory agent run`) and on a se
 """
 from __future__ import annotations
 
+import sqlite3
 import time
 from typing import TYPE_CHECKING
 
@@ -49,13 +50,14 @@ BATCH_PAUSE = 0.1               # > the busy handler's longest sleep (100 ms): e
 HELD_GUIDE_FULL = "guide_full"
 
 
-def _choose_policy(conn) -> FoldingPolicy:
+def _choose_policy(conn: sqlite3.Connection) -> FoldingPolicy:
     from workspacectl.engine.memory.folding import choose_policy
 
     return choose_policy(conn)
 
 
-def _fold_note(conn, document_id: int, draft, note, now: str) -> str:
+def _fold_note(conn: sqlite3.Connection, document_id: int, draft: SectionAppendDraft | StringDraft, note: sqlite3.Row,
+               now: str) -> str:
     """Fold one note into the draft and the files: 'folded', 'dropped' (nothing to change, or its
     file would collide with another file's folder) or 'held' (the guide would pass its bound)."""
     file = "none"
@@ -82,7 +84,7 @@ class _Run:
     """One owner's run: its totals, the notes it may fold (queued before it started, so a steady
     stream of proposals cannot keep it going) and the draft the last batch committed."""
 
-    def __init__(self, conn, owner: Owner, policy: FoldingPolicy):
+    def __init__(self, conn: sqlite3.Connection, owner: Owner, policy: FoldingPolicy) -> None:
         self.conn, self.owner, self.policy = conn, owner, policy
         self.upto: int | None = None
         self.version = 0
@@ -133,7 +135,7 @@ class _Run:
         return {"ownerType": owner_type, "membershipId": member_id, "version": self.version, **self.done}
 
 
-def fold_pending_notes(conn, owner: Owner, policy: FoldingPolicy | None = None, *, batch_notes: int = BATCH_NOTES,
+def fold_pending_notes(conn: sqlite3.Connection, owner: Owner, policy: FoldingPolicy | None = None, *, batch_notes: int = BATCH_NOTES,
                        max_batches: int | None = None) -> dict:
     """Fold one owner's pending notes, oldest first, in batches (see the module docstring). A note
     that would change nothing (its text already in the guide and its file, if any, already
@@ -154,11 +156,11 @@ def fold_pending_notes(conn, owner: Owner, policy: FoldingPolicy | None = None, 
     return run.result()
 
 
-def owners_with_pending(conn) -> list[Owner]:
+def owners_with_pending(conn: sqlite3.Connection) -> list[Owner]:
     return [(row["owner_type"], row["member_id"]) for row in store.documents_with_pending(conn)]
 
 
-def fold_all_pending(conn) -> list[dict]:
+def fold_all_pending(conn: sqlite3.Connection) -> list[dict]:
     """Every owner with pending notes (the server's timer)."""
     policy = _choose_policy(conn)
     return [fold_pending_notes(conn, owner, policy) for owner in owners_with_pending(conn)]

@@ -15,6 +15,7 @@ grow past max_bytes, and nothing changed) and `text()`.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from workspacectl.engine.memory.folding import (
     _HEADING,
@@ -31,7 +32,7 @@ from workspacectl.engine.memory.folding import (
 from workspacectl.errors import ApiError
 
 
-def _size(lines) -> int:
+def _size(lines: list[str]) -> int:
     """Bytes these lines take in the rendered guide (each ends with a newline)."""
     return sum(len(line.encode("utf-8", "surrogatepass")) for line in lines) + len(lines)
 
@@ -143,7 +144,7 @@ class StringDraft:
     def __init__(self, policy: FoldingPolicy, guide: str):
         self.policy, self.guide = policy, guide
 
-    def _call(self, method: str, *args):
+    def _call(self, method: str, *args: Any) -> Any:
         try:
             out = getattr(self.policy, method)(*args)
         except Exception as e:  # a plug-in's bug: the transaction rolls back and nothing changes

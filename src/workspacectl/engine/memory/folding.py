@@ -13,7 +13,8 @@ from __future__ import annotations
 import importlib
 import os
 import re
-from typing import Protocol, runtime_checkable
+import sqlite3
+from typing import Iterable, Protocol, runtime_checkable
 
 from workspacectl.errors import ApiError
 
@@ -58,7 +59,7 @@ def _normal_lines(markdown: str) -> list[str]:
     return [n for line in markdown.split("\n") if (n := normal_line(line))]
 
 
-def fence_after(lines, fence: str | None) -> str | None:
+def fence_after(lines: Iterable[str], fence: str | None) -> str | None:
     """The open code fence ('`', '~' or None) after `lines`, starting inside `fence`."""
     for line in lines:
         if (m := _FENCE.match(line)):
@@ -194,7 +195,7 @@ def policy_named(name: str, source: str) -> FoldingPolicy:
     return policy
 
 
-def choose_policy(conn) -> FoldingPolicy:
+def choose_policy(conn: sqlite3.Connection) -> FoldingPolicy:
     from workspacectl.engine.store.identity import get_setting
 
     if os.environ.get(POLICY_ENV, "").strip():

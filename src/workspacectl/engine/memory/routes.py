@@ -8,7 +8,9 @@ Owners: `organization` (the workspace: any member reads; owner, admin and member
 from __future__ import annotations
 
 import re
+import sqlite3
 import tempfile
+from typing import IO, Iterable, Iterator
 
 from workspacectl import clock
 from workspacectl.engine import validate as v
@@ -40,7 +42,7 @@ def owner_of(ctx: Ctx) -> tuple[str, str | None]:
     return owner_type, (ctx.caller.member_id if owner_type == "membership" else None)
 
 
-def document(ctx: Ctx):
+def document(ctx: Ctx) -> sqlite3.Row:
     owner_type, member_id = owner_of(ctx)
     row = store.get_document(ctx.db, owner_type, member_id)
     if row is None:
@@ -49,7 +51,7 @@ def document(ctx: Ctx):
     return row
 
 
-def note_json(row) -> dict:
+def note_json(row: sqlite3.Row) -> dict:
     return {"id": row["id"], "text": row["text"], "section": row["section"],
             "proposedBy": row["proposed_by"], "proposedAt": row["proposed_at"]}
 
@@ -90,7 +92,7 @@ def content_type_of(path: str) -> str:
     return "application/octet-stream"
 
 
-def _tar_gz(rows) -> tempfile.SpooledTemporaryFile:
+def _tar_gz(rows: Iterable[sqlite3.Row]) -> tempfile.SpooledTemporaryFile:
     """All files as one tar.gz (entries at the archive's root), spooled to disk past 8 MiB, made
     by the project's one tar writer (formats/tar_stream.py). Spooled, not streamed: the rows come
     from this thread's database connection."""
@@ -105,7 +107,7 @@ def _tar_gz(rows) -> tempfile.SpooledTemporaryFile:
     return out
 
 
-def _chunks(fileobj):
+def _chunks(fileobj: IO[bytes]) -> Iterator[bytes]:
     try:
         while chunk := fileobj.read(_CHUNK):
             yield chunk
@@ -121,7 +123,7 @@ def _chunks(fileobj):
                             "nextCursor": nullable(STR)}, required="all",
                            description="The list; with ?path= the file's bytes (text/markdown or "
                                        "application/octet-stream), with ?format=tar.gz application/gzip.")})
-def memory_files(ctx: Ctx):
+def memory_files(ctx: Ctx) -> Response | dict:
     """List the reference files; ?path= answers one file's bytes, ?format=tar.gz all of them."""
     path, fmt = ctx.query.get("path"), ctx.query.get("format")
     if path is not None and fmt is not None:
@@ -149,7 +151,7 @@ def memory_files(ctx: Ctx):
 
 # --- proposals ----------------------------------------------------------------------------------
 
-def file_path(value) -> str:
+def file_path(value: object) -> str:
     """A safe relative path: '/'-separated names, no '.', '..', empty names, backslashes or
     control characters."""
     if not isinstance(value, str) or not value:
