@@ -15,6 +15,7 @@ loaded on first use (`__getattr__`).
 from __future__ import annotations
 
 import importlib
+import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -116,7 +117,7 @@ def caller_for_member(ws: Workspace, member: str | None, exact: bool = False) ->
     if exact and member:
         from workspacectl.engine.identity.members import resolve_member
 
-        row = resolve_member(ws.conn(), member)
+        row: sqlite3.Row | None = resolve_member(ws.conn(), member)
     else:
         row = store.get_member(ws.conn(), member) if member else None
         row = row or store.first_owner(ws.conn())

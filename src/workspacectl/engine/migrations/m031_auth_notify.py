@@ -8,9 +8,10 @@ epoch up to which it has emptied its cache (`seen`). The writer of a revocation 
 live listener has seen its epoch before answering, so the next request to any replica reads the
 database again. SQLite: nothing (one process reads the file; no cache).
 """
+import sqlite3
 
 
-def up(conn):
+def up(conn: sqlite3.Connection) -> None:
     """Nothing on SQLite."""
 
 
