@@ -219,11 +219,13 @@ def test_a_prepared_statement_survives_a_migration_that_changes_its_result(pg_wo
         other.close()
 
 
-def test_a_token_issue_is_three_round_trips_and_whoami_one(pg_workspace):
-    """On the PostgreSQL door a token issue sends three messages (authentication; BEGIN, the lock
-    and the credential read, EXECUTEd from a PREPAREd statement; the audit row with COMMIT) and
-    whoami one (authentication reads the member and the workspace's name too)."""
-    from tests.conftest import _owner_and_token
+def test_a_token_issue_is_one_round_trip_and_whoami_none(pg_workspace):
+    """On the PostgreSQL door, once authentication's cache is in use (its listener confirmed, the
+    session read once), a token issue sends one message (EXECUTE of the prepared call of
+    m029's wsctl_issue_token: the read and the audit row) and whoami none. A token the function
+    leaves to the engine (an OAuth token near its end, ...) goes the transaction's way: BEGIN, the
+    lock and the credential read in one message, the audit row with COMMIT in another."""
+    from tests.conftest import _owner_and_token, wait_until
     from tests.vault_helpers import APIKEY_TOML, install_service, make_credential
     from workspacectl.engine.dispatch import Engine
     from workspacectl.engine.workspaces import open_workspace
@@ -235,17 +237,22 @@ def test_a_token_issue_is_three_round_trips_and_whoami_one(pg_workspace):
     try:
         engine = Engine(ws)
         path = f"/v1/credentials/{cred}/token"
-        assert engine.handle("POST", path, None, {"reason": "warm"}, token).status == 200   # PREPAREs once
+        cache = ws.conn().auth_cache
+        wait_until(cache.usable, "authentication's cache confirmed by its listener")
+        assert engine.handle("POST", path, None, {"reason": "warm"}, token).status == 200   # PREPAREs, caches
         sent = _statements(ws.conn())
         r = engine.handle("POST", path, None, {"reason": "counted"}, token)
         assert r.status == 200 and r.body["apiKey"] == "sk-rt"
-        assert len(sent) == 3, sent
-        assert sent[1].startswith("BEGIN; SELECT pg_advisory_xact_lock_shared(") and "; EXECUTE wsctl_q" in sent[1]
-        assert sent[2].startswith("INSERT INTO credential_access_log") and sent[2].endswith("; COMMIT")
+        assert len(sent) == 1 and sent[0].startswith("EXECUTE wsctl_q"), sent
         sent.clear()
         me = engine.handle("GET", "/v1/auth/whoami", None, None, token)
         assert me.status == 200 and me.body["member"] == owner and me.body["workspace"] == "Test Workspace"
-        assert len(sent) == 1, sent
+        assert sent == []
+        ws.conn().execute("UPDATE credentials SET status = 'needs_reconnect' WHERE id = ?", (cred,))
+        sent.clear()
+        assert engine.handle("POST", path, None, {"reason": "left"}, token).status == 502
+        assert len(sent) == 3, sent     # the call, then the engine's transaction (which refuses)
+        assert sent[1].startswith("BEGIN; SELECT pg_advisory_xact_lock_shared(") and "; EXECUTE wsctl_q" in sent[1]
         log = engine.handle("GET", f"/v1/credentials/{cred}/access-log", None, None, token).body["entries"]
         assert [e["reason"] for e in log] == ["counted", "warm"]
     finally:

@@ -85,6 +85,9 @@ def _resource_locks(names) -> str:
 _WRITE = re.compile(r"^\s*(INSERT|UPDATE|DELETE|REPLACE)\b", re.I)
 _INSERT = re.compile(r"^\s*INSERT\b", re.I)
 _ENDS = re.compile(r"^(COMMIT|END|ROLLBACK)\s*;?\s*$", re.I)
+# A change to what authentication reads (m031's triggers fire on these tables): whatever sent it,
+# the writer waits after its commit until no replica's cache holds the old rows (auth_changed).
+_AUTH_WRITE = re.compile(r"^\s*(UPDATE|DELETE\s+FROM)\s+(secrets|members)\b", re.I)
 
 
 # ------------------------------------------------------------------------------- SQL translation
@@ -381,6 +384,7 @@ class PgConnection:
         self._sql_prepared: dict[str, str] = {}   # statement -> its SQL-level PREPAREd name (this session)
         self._pending_prepared: dict[str, str] = {}   # PREPAREd in the open transaction (a rollback undoes them)
         self._prepare_count = 0
+        self._after_commit: list = []   # run once the open transaction commits (after_commit)
         self.url = url
 
     def __repr__(self) -> str:
@@ -462,21 +466,49 @@ class PgConnection:
         return f"{body.rstrip().rstrip(';')} ON CONFLICT ({', '.join(key)}) {action}"
 
     def execute(self, sql: str, params=None) -> "Cursor | HeldCursor":
-        if not self._pending_prepared:
+        if not self._pending_prepared and not self._after_commit:
             return self._execute(sql, params)
-        head = sql.lstrip()[:8].upper()
+        head = sql.lstrip()[:11].upper()
         try:
             cur = self._execute(sql, params)
         except BaseException:
             if head.startswith(("COMMIT", "END", "ROLLBACK")):
                 self._pending_prepared.clear()
+                if not head.startswith("ROLLBACK TO"):
+                    self._after_commit.clear()
             raise
         if head.startswith(("COMMIT", "END")):
             self._sql_prepared.update(self._pending_prepared)
             self._pending_prepared.clear()
+            done, self._after_commit = self._after_commit, []
+            for fn in done:
+                fn()
         elif head.startswith("ROLLBACK"):   # to a savepoint too: what it undid is not known here
             self._pending_prepared.clear()
+            if not head.startswith("ROLLBACK TO"):
+                self._after_commit.clear()
         return cur
+
+    def after_commit(self, fn) -> None:
+        """Run fn() once the open transaction commits (dropped if it rolls back); at once outside one."""
+        if self.in_transaction:
+            self._after_commit.append(fn)
+        else:
+            fn()
+
+    @property
+    def auth_cache(self):
+        """This process's cache of authentication's lookups for this workspace (pg_auth_cache)."""
+        from workspacectl.engine.db.pg_auth_cache import cache_for
+
+        return cache_for(self.url)
+
+    def auth_changed(self) -> None:
+        """A secret, member or the workspace's name changed (m031's triggers told the listeners):
+        once committed, wait until every replica's cache has let it go (pg_auth_cache)."""
+        from workspacectl.engine.db.pg_auth_cache import wait_until_seen
+
+        self.after_commit(lambda: wait_until_seen(self))
 
     def _execute(self, sql: str, params=None) -> "Cursor | HeldCursor":
         sql = self._upsert(sql)
@@ -505,7 +537,10 @@ class PgConnection:
             return self._hold(translate(sql), _params(params))
         elif type(sql) is Prepared and not self._held:
             return self._prepared(translate(sql), _params(params))
-        return self._run(translate(sql), _params(params), many=False)
+        cur = self._run(translate(sql), _params(params), many=False)
+        if _AUTH_WRITE.match(sql):
+            self.auth_changed()
+        return cur
 
     def _prepared(self, sql: str, params) -> Cursor:
         """A Prepared read: `EXECUTE name(values)` of a statement the session PREPAREd by SQL (in

@@ -53,6 +53,7 @@ MIGRATIONS = [(name, _lazy(name)) for name in (
     "m027_events",
     "m028_proxy_log",
     "m029_token_issue",
+    "m031_auth_notify",
 )]
 
 

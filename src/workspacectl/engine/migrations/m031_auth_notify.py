@@ -3,10 +3,11 @@
 A change to what authentication reads (a session or key revoked or deleted; a member changed or
 removed; the workspace renamed) raises `auth_epoch.n` by one in the changing transaction and
 notifies channel `wsctl_auth` with the new number at its commit. Each serving replica's listener
-(engine/db/pg_auth_cache.py) has a row in `auth_listeners`: its session's pid and start, and the
-epoch up to which it has emptied its cache (`seen`). The writer of a revocation waits until every
-live listener has seen its epoch before answering, so the next request to any replica reads the
-database again. SQLite: nothing (one process reads the file; no cache).
+(engine/db/pg_auth_cache.py) has a row in `auth_listeners`: the epoch up to which it has emptied
+its cache (`seen`) and when it last confirmed that (`beat`). The writer of a revocation waits, before
+answering, until every listener has seen its epoch or has not confirmed for longer than a cache
+may be used without confirming; so the next request to any replica reads the database again.
+SQLite: nothing (one process reads the file; no cache).
 """
 import sqlite3
 
@@ -19,9 +20,9 @@ POSTGRES_SQL = """
 CREATE TABLE auth_epoch (one BOOLEAN PRIMARY KEY DEFAULT true CHECK (one), n BIGINT NOT NULL);
 INSERT INTO auth_epoch (one, n) VALUES (true, 0);
 CREATE TABLE auth_listeners (
-    pid INTEGER PRIMARY KEY,
-    started TIMESTAMPTZ NOT NULL,
-    seen BIGINT NOT NULL
+    id TEXT COLLATE "C" PRIMARY KEY,
+    seen BIGINT NOT NULL,
+    beat TIMESTAMPTZ NOT NULL
 );
 CREATE OR REPLACE FUNCTION wsctl_auth_changed() RETURNS trigger LANGUAGE plpgsql AS $fn$
 DECLARE

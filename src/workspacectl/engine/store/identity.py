@@ -13,6 +13,8 @@ from workspacectl.engine.store import fetch_named, name_clause
 def set_setting(conn, key: str, value: str) -> None:
     conn.execute("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                  (key, value))
+    if key == "name":   # whoami's answer (find_secret_by_hash reads it)
+        _auth_changed(conn)
 
 
 def get_setting(conn, key: str) -> str | None:
@@ -111,7 +113,27 @@ _FIND_SECRET = Prepared("SELECT s.*, m.role AS member_role, m.name AS member_nam
 
 
 def find_secret_by_hash(conn, secret_hash: str):
-    return conn.execute(_FIND_SECRET, (secret_hash,)).fetchone()
+    """The secret's row with its member's fields and the workspace's name (None when unknown). On
+    PostgreSQL a known secret's row comes from the replica's cache when it may
+    (engine/db/pg_auth_cache.py: a change is let go by every replica before it is answered)."""
+    cache = getattr(conn, "auth_cache", None)
+    if cache is None:
+        return conn.execute(_FIND_SECRET, (secret_hash,)).fetchone()
+    row = cache.get(secret_hash)
+    if row is None:
+        generation = cache.generation
+        row = conn.execute(_FIND_SECRET, (secret_hash,)).fetchone()
+        if row is not None:
+            cache.put(secret_hash, row, generation)
+    return row
+
+
+def _auth_changed(conn) -> None:
+    """After a change to what find_secret_by_hash reads: on PostgreSQL, once it is committed, wait
+    until no replica's cache holds what it changed."""
+    changed = getattr(conn, "auth_changed", None)
+    if changed is not None:
+        changed()
 
 
 def list_keys(conn, member_id: str | None, after, limit: int, named: tuple[str, str] | None = None) -> list:
@@ -126,7 +148,7 @@ def list_keys(conn, member_id: str | None, after, limit: int, named: tuple[str, 
 
 def revoke_secret(conn, secret_id: str) -> bool:
     cur = conn.execute("UPDATE secrets SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
-                       (clock.now_iso(), secret_id))
+                       (clock.now_iso(), secret_id))   # on PostgreSQL answered once every replica let it go
     return cur.rowcount == 1
 
 
