@@ -57,7 +57,7 @@ def store(pg_url, tmp_path):
 
 
 def _counts(store):
-    from workspacectl.engine.store.pg_blobs import counts
+    from workspacectl.engine.store.blob_chunks import counts
 
     return counts(store.ws.conn())
 

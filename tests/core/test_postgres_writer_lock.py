@@ -264,7 +264,7 @@ def test_a_prepared_read_survives_a_rolled_back_transaction(pg_workspace):
     protocol-level prepares are off, since with one in the session psycopg answers a ROLLBACK with
     DEALLOCATE ALL (a 500 on the request after any 409, seen on skill revert)."""
     from workspacectl.engine.db import Prepared, transaction
-    from workspacectl.engine.store import pg_blobs
+    from workspacectl.engine.store import blob_chunks
 
     conn = _conn(pg_workspace)
     read = Prepared("SELECT value FROM settings WHERE key = ?")
@@ -273,7 +273,7 @@ def test_a_prepared_read_survives_a_rolled_back_transaction(pg_workspace):
         with pytest.raises(RuntimeError):
             with transaction(conn):
                 for _ in range(8):   # past psycopg's threshold (5) for preparing a repeated statement
-                    with pg_blobs._cursor(conn) as cur:   # server-side binding, as the blob store reads
+                    with blob_chunks._cursor(conn) as cur:   # server-side binding, as the blob store reads
                         cur.execute("SELECT count(*) FROM members WHERE role = %s", ("owner",))
                 raise RuntimeError("rolled back")
         assert conn.execute(read, ("name",)).fetchone() is not None

@@ -23,7 +23,7 @@ in a temp file under the workspace's blobs/tmp/, and only then enter the store.
 Rules that keep blobs and rows consistent across processes:
 - publish() inside the write transaction that records the reference, and remove_unreferenced()
   runs its check-and-delete in a write transaction too, so the two never interleave.
-- Every table naming a blob is listed in engine/store/blobs.py REFERENCES.
+- Every table naming a blob is listed in engine/store/blob_references.py REFERENCES.
 """
 from __future__ import annotations
 
@@ -162,10 +162,10 @@ class BlobStore:
         return staged.sha256, staged.size
 
     def remove_unreferenced(self, shas: Iterable[str | None]) -> int:
-        """Delete those of shas (None and non-digests skipped) no table names any more (engine/store/blobs.py). Answers how many.
+        """Delete those of shas (None and non-digests skipped) no table names any more (engine/store/blob_references.py). Answers how many.
         Runs in its own write transaction, after the change that dropped the references committed."""
         from workspacectl.engine.db import transaction
-        from workspacectl.engine.store.blobs import is_referenced
+        from workspacectl.engine.store.blob_references import is_referenced
 
         shas = sorted({s for s in shas if is_digest(s)})
         if not shas:
@@ -185,7 +185,7 @@ class BlobStore:
         removes them. The age bound keeps any blob a request may still be about to record; each
         delete re-checks the references under the write lock, as remove_unreferenced does, so a
         publisher reusing an old blob (publish() keeps the one there) never loses it."""
-        from workspacectl.engine.store.blobs import referenced_digests
+        from workspacectl.engine.store.blob_references import referenced_digests
 
         held = referenced_digests(self.ws.conn())
         candidates = [sha for sha in self._digests_older_than(before) if is_digest(sha) and sha not in held]

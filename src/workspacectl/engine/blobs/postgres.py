@@ -1,7 +1,7 @@
 """PgBlobStore: a PostgreSQL workspace's blobs in PostgreSQL, beside the rows that name them.
 
 A blob is a `blob` row and its bytes in 1 MiB `blob_chunk` rows (migration m016_blobs; SQL in
-engine/store/pg_blobs.py). Staging is local, as for every store (engine/blobs/__init__.py): the bytes are
+engine/store/blob_chunks.py). Staging is local, as for every store (engine/blobs/__init__.py): the bytes are
 hashed and checked in a temp file, then publish() copies them in by binary COPY inside the write
 transaction that records the project file, skill version or upload naming them: the rows and
 their bytes commit together or not at all, and a killed replica leaves nothing half-visible.
@@ -14,7 +14,7 @@ import time
 from typing import TYPE_CHECKING, BinaryIO, Iterator
 
 from workspacectl.engine.blobs import CHUNK, BlobStore, Staged, blob_lock, is_digest
-from workspacectl.engine.store import pg_blobs as sql
+from workspacectl.engine.store import blob_chunks as sql
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer

@@ -397,7 +397,7 @@ class PgConnection:
 
     @property
     def _pg(self) -> psycopg.Connection:
-        """The psycopg session, for what runs on it directly (store/pg_blobs.py): a writer's
+        """The psycopg session, for what runs on it directly (store/blob_chunks.py): a writer's
         BEGIN still waiting for its first statement is sent first."""
         if self._begin or self._held:
             self._send_begin()

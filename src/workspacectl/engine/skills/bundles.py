@@ -7,7 +7,7 @@ import sqlite3
 from typing import TYPE_CHECKING, Iterable
 from urllib.parse import quote
 
-from workspacectl.engine.skills import blobs
+from workspacectl.engine.skills import contents
 from workspacectl.formats import skill_bundle as fmt
 from workspacectl.engine.skills import transfers
 from workspacectl.engine import validate as v
@@ -38,7 +38,7 @@ def _text(ws: Workspace, ref: FileRef) -> str | None:
     """A file's text when it is UTF-8 of at most MAX_SHOWN_CONTENT bytes (only those are read)."""
     if ref.size > MAX_SHOWN_CONTENT:
         return None
-    with blobs.open_ref(ws, {}, ref.sha256) as fh:
+    with contents.open_ref(ws, {}, ref.sha256) as fh:
         data = fh.read(MAX_SHOWN_CONTENT + 1)
     if len(data) > MAX_SHOWN_CONTENT or b"\x00" in data:
         return None
@@ -138,7 +138,7 @@ def put_file(ctx: Ctx) -> Response:
         raise v.bad(f"'path' {path[:100]!r}: {why}")
     content = v.string(body, "content", min_len=0, max_len=MAX_INLINE_CONTENT)
     base = base_version_of(body)
-    with blobs.staging(ctx.ws) as stage:
+    with contents.staging(ctx.ws) as stage:
         st = stage.put_bytes(content.encode("utf-8"))
         with transaction(ctx.db):    # read the live files and publish under one write lock
             row = load_skill(ctx, edit=True)
@@ -193,7 +193,7 @@ def _read_staged(ctx: Ctx, row: sqlite3.Row, stage: Stage) -> tuple[dict, dict, 
     body = v.body_dict(ctx, allow_empty=False)
     sha = transfers.staged_upload(ctx, row, body.get("uploadId"))
     try:
-        with blobs.open_ref(ctx.ws, {}, sha) as fh:
+        with contents.open_ref(ctx.ws, {}, sha) as fh:
             files, staged = stage_archive(fh, stage, fmt.LIMITS)
     except ArchiveError as e:
         return {}, {}, fmt.archive_problems(e), [], body
@@ -210,7 +210,7 @@ def _read_staged(ctx: Ctx, row: sqlite3.Row, stage: Stage) -> tuple[dict, dict, 
        summary="Check an uploaded bundle without publishing it.")
 def validate_upload(ctx: Ctx) -> dict:
     row = load_skill(ctx, edit=True)
-    with blobs.staging(ctx.ws) as stage:
+    with contents.staging(ctx.ws) as stage:
         _files, _staged, errors, warnings, _body = _read_staged(ctx, row, stage)
     return {"valid": not errors, "errors": errors, "warnings": warnings}
 
@@ -221,7 +221,7 @@ def validate_upload(ctx: Ctx) -> dict:
        summary="Publish an uploaded bundle as the new live version.")
 def publish_upload(ctx: Ctx) -> Response:
     row = load_skill(ctx, edit=True)
-    with blobs.staging(ctx.ws) as stage:
+    with contents.staging(ctx.ws) as stage:
         files, staged, errors, warnings, body = _read_staged(ctx, row, stage)
         base = base_version_of(body)
         if errors:

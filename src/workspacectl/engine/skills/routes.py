@@ -100,7 +100,7 @@ def get_skill(ctx: Ctx) -> dict:
 def patch_skill(ctx: Ctx) -> dict:
     """Rename or describe. On a published skill SKILL.md's frontmatter follows, as a new version."""
     # imported here so that the other skill routes (`skill list`) load no more than this module
-    from workspacectl.engine.skills import blobs
+    from workspacectl.engine.skills import contents
     from workspacectl.engine.skills.versions import live_refs, publish_refs, with_frontmatter
 
     body = v.body_dict(ctx, allow_empty=False)
@@ -117,7 +117,7 @@ def patch_skill(ctx: Ctx) -> dict:
         if not store.update_skill(ctx.db, row["id"], changes):
             raise name_taken(changes["name"])
         if row["version"] > 0:
-            with blobs.staging(ctx.ws) as stage:
+            with contents.staging(ctx.ws) as stage:
                 files, staged = with_frontmatter(ctx.ws, stage, live_refs(ctx, row), changes)
                 publish_refs(ctx, reload(ctx, row["id"]), files, staged, "inline", None)
         return skill_json(reload(ctx, row["id"]), ctx.caller)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Iterable, Iterator, NamedTuple
 
 from workspacectl import clock
-from workspacectl.engine.skills import blobs
+from workspacectl.engine.skills import contents
 from workspacectl.formats import skill_bundle as fmt
 from workspacectl.formats.tar_stream import tar_length
 from workspacectl.formats.transfer_size import UNCOMPRESSED_LENGTH
@@ -121,8 +121,8 @@ def store_upload(ws: Workspace, uid: str, chunks: Readable | Iterable[bytes]) ->
         raise ApiError("forbidden", "This link is not valid for this request; ask for a new one.")
     if row["state"] != "pending":
         raise ApiError("conflict", "This upload link was already used; ask for a new one with `bundle-upload-url`.")
-    with blobs.staging(ws) as stage:
-        staged = blobs.stage_stream(stage, chunks, fmt.MAX_PACKED)
+    with contents.staging(ws) as stage:
+        staged = contents.stage_stream(stage, chunks, fmt.MAX_PACKED)
         with transaction(conn):
             if not store.mark_uploaded(conn, uid, staged.sha256, staged.size):
                 raise ApiError("conflict", "This upload link was already used; ask for a new one with "
@@ -216,21 +216,21 @@ def read_download(ws: Workspace, vrow: sqlite3.Row, path: str) -> Download:
 
     files = version_refs(vrow)
     if not path:
-        blobs.require_stored(ws, [f.sha256 for f in files.values()])
-        entries = fmt.canonical_entries(files, lambda p: blobs.open_ref(ws, {}, files[p].sha256))
+        contents.require_stored(ws, [f.sha256 for f in files.values()])
+        entries = fmt.canonical_entries(files, lambda p: contents.open_ref(ws, {}, files[p].sha256))
         return Download(fmt.pack(entries), "application/gzip", "bundle.tar.gz",
                         {UNCOMPRESSED_LENGTH: str(tar_length(entries))})
     ref = files.get(path)
     if ref is None:
         raise ApiError("forbidden", "This link is not valid for this request; ask for a new one.")
-    fh = blobs.open_ref(ws, {}, ref.sha256)
+    fh = contents.open_ref(ws, {}, ref.sha256)
     return Download(_chunks_of(fh), "application/octet-stream", path.rsplit("/", 1)[-1],
                     {"Content-Length": str(ref.size)})
 
 
 def _chunks_of(fh: BinaryIO) -> Iterator[bytes]:
     with fh:
-        while chunk := fh.read(blobs.CHUNK):
+        while chunk := fh.read(contents.CHUNK):
             yield chunk
 
 

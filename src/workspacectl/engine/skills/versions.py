@@ -11,7 +11,7 @@ import sqlite3
 from itertools import chain
 from typing import TYPE_CHECKING
 
-from workspacectl.engine.skills import blobs
+from workspacectl.engine.skills import contents
 from workspacectl.formats import skill_bundle as fmt
 from workspacectl.engine import validate as v
 from workspacectl.engine.blobs import blob_lock
@@ -40,7 +40,7 @@ def manifest_of(vrow: sqlite3.Row) -> list[dict]:
 
 
 def version_refs(vrow: sqlite3.Row) -> dict[str, FileRef]:
-    """A version's files by path; contents stay in the blob store (read them with blobs.open_ref)."""
+    """A version's files by path; contents stay in the blob store (read them with contents.open_ref)."""
     return {f["path"]: FileRef(f["sha256"], f["size"], f.get("executable", False)) for f in manifest_of(vrow)}
 
 
@@ -75,13 +75,13 @@ def check_refs(ws: Workspace, files: dict[str, FileRef], staged: dict[str, Stage
     SKILL.md is read as a stream: its frontmatter is capped before any YAML is parsed."""
     md = None
     if (ref := files.get(fmt.SKILL_MD)) is not None:
-        with blobs.open_ref(ws, staged, ref.sha256) as fh:
-            md = fmt.read_md(iter(lambda: fh.read(blobs.CHUNK), b""))
+        with contents.open_ref(ws, staged, ref.sha256) as fh:
+            md = fmt.read_md(iter(lambda: fh.read(contents.CHUNK), b""))
     return fmt.validate_bundle(files, md, skill_name=skill_name, folder=top)
 
 
 def files_digest(ws: Workspace, files: dict[str, FileRef], staged: dict) -> str:
-    return fmt.digest(fmt.canonical_entries(files, lambda p: blobs.open_ref(ws, staged, files[p].sha256)))
+    return fmt.digest(fmt.canonical_entries(files, lambda p: contents.open_ref(ws, staged, files[p].sha256)))
 
 
 def skill_lock(skill_id: str) -> str:
@@ -98,7 +98,7 @@ def publish_refs(ctx: Ctx, row: sqlite3.Row, files: dict[str, FileRef], staged: 
     if errors:
         raise invalid_bundle(errors, warnings)
     assert meta is not None   # validate_bundle answers the frontmatter whenever it found no error
-    blobs.require_stored(ctx.ws, [f.sha256 for f in files.values() if f.sha256 not in staged])
+    contents.require_stored(ctx.ws, [f.sha256 for f in files.values() if f.sha256 not in staged])
     manifest = [{"path": p, "size": f.size, "sha256": f.sha256, "executable": f.executable}
                 for p, f in sorted(files.items())]
     sha = files_digest(ctx.ws, files, staged)   # the canonical tar, streamed before taking the write lock
@@ -107,14 +107,14 @@ def publish_refs(ctx: Ctx, row: sqlite3.Row, files: dict[str, FileRef], staged: 
     stored = [f.sha256 for f in files.values() if f.sha256 not in staged]
     with transaction(ctx.db, locks=[skill_lock(row["id"]), *map(blob_lock, stored), *map(blob_lock, staged)]):
         if getattr(ctx.db, "dialect", "sqlite") != "sqlite":   # on SQLite no writer ran since the check
-            blobs.require_stored(ctx.ws, stored)
+            contents.require_stored(ctx.ws, stored)
         row = reload(ctx, row["id"])   # the live version as of the write lock
         if row["status"] == "archived":
             raise ApiError("conflict", f"Skill '{row['name']}' is archived; create a new skill instead.")
         check_base(row, base_version)
         if upload_id is not None and not store.mark_used(ctx.db, upload_id):
             raise ApiError("conflict", "This upload was already published; upload the bundle again.")
-        blobs.publish_all(ctx.ws, staged)
+        contents.publish_all(ctx.ws, staged)
         number = store.next_number(ctx.db, row["id"])
         vid = store.insert_version(ctx.db, row["id"], number, ctx.caller.member_id, source, sha, manifest)
         store.update_skill(ctx.db, row["id"], {"version": number, "status": "published",
@@ -132,11 +132,11 @@ def with_frontmatter(ws: Workspace, stage: Stage, files: dict[str, FileRef], upd
     ref = files.get(fmt.SKILL_MD)
     if ref is None:
         return files, {}
-    with blobs.open_ref(ws, {}, ref.sha256) as fh:
+    with contents.open_ref(ws, {}, ref.sha256) as fh:
         new_head = fmt.set_frontmatter_head(fh.read(fmt.MAX_FRONTMATTER + 1024), updates)
         if new_head is None:
             return files, {}
-        st = stage.put(chain([new_head], iter(lambda: fh.read(blobs.CHUNK), b"")))
+        st = stage.put(chain([new_head], iter(lambda: fh.read(contents.CHUNK), b"")))
     return {**files, fmt.SKILL_MD: FileRef(st.sha256, st.size, ref.executable)}, {st.sha256: st}
 
 
@@ -177,7 +177,7 @@ def revert(ctx: Ctx) -> Response:
     if vrow is None or vrow["skill_id"] != row["id"]:
         raise ApiError("not_found", f"Skill '{row['name']}' has no version '{ctx.params['versionId'][:60]}'. "
                                     f"Run `wsctl skill versions {row['name']}`.")
-    with blobs.staging(ctx.ws) as stage:
+    with contents.staging(ctx.ws) as stage:
         # the skill may have been renamed since: the old content takes today's name
         files, staged = with_frontmatter(ctx.ws, stage, version_refs(vrow), {"name": row["name"]})
         return published_answer(ctx, publish_refs(ctx, row, files, staged, "revert", base), 201)

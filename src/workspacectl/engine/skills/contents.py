@@ -3,7 +3,7 @@
 Following that module's rule, bytes are staged before the write transaction and published
 inside the transaction that records the version or upload naming them, so
 remove_unreferenced never sees a blob whose reference is not yet committed.
-engine/store/blobs.py lists skill_versions (manifest) and skill_uploads as references.
+engine/store/blob_references.py lists skill_versions (manifest) and skill_uploads as references.
 """
 from __future__ import annotations
 
