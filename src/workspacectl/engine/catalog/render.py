@@ -4,11 +4,6 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from workspacectl.engine.schema_blocks import STR
-
-# An operation as every list answers it (GET /v1/integrations/{service}/operations, /v1/operations).
-OPERATION_FIELDS = {"opId": STR, "service": STR, "name": STR, "summary": STR, "method": STR, "path": STR}
-
 
 def integration_summary(row: sqlite3.Row) -> dict:
     return {

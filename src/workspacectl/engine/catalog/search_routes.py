@@ -8,7 +8,6 @@ always null. Scope docs:read (engine/scopes.py).
 from __future__ import annotations
 
 from workspacectl.engine.catalog import search as catalog_search
-from workspacectl.engine.catalog.render import OPERATION_FIELDS
 from workspacectl.engine.registry import Ctx, route
 from workspacectl.engine.schema_blocks import NOT_BLANK, STR, array, obj, query, text
 from workspacectl.engine.store import catalog_search as store
@@ -18,6 +17,9 @@ from workspacectl.errors import ApiError
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 500
 MAX_QUERY_CHARS = 500
+# An operation as every list answers it (this search; GET /v1/integrations/{service}/operations
+# answers the Operation of engine/openapi/components.py, made of the same fields).
+OPERATION_FIELDS = {"opId": STR, "service": STR, "name": STR, "summary": STR, "method": STR, "path": STR}
 
 
 @route("GET", "/v1/operations", scope="docs:read",

@@ -8,7 +8,7 @@ from the wings cost a command nothing.
 """
 from __future__ import annotations
 
-from workspacectl.engine.catalog.render import OPERATION_FIELDS
+from workspacectl.engine.catalog.search_routes import OPERATION_FIELDS
 from workspacectl.engine.events.delivery import MAX_ATTEMPTS
 from workspacectl.engine.events.record import EVENT_TYPES
 from workspacectl.engine.events.webhooks import WEBHOOK_FIELDS
