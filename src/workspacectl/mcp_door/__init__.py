@@ -16,7 +16,7 @@ the workspace by itself.
 """
 from __future__ import annotations
 
-from typing import Any, BinaryIO, Callable, Iterable, Protocol
+from typing import Any, BinaryIO, Iterable, Protocol
 
 
 class Proxied(Protocol):
@@ -25,7 +25,9 @@ class Proxied(Protocol):
     status: int
     headers: list[tuple[str, str]]
     chunks: Iterable[bytes]
-    close: Callable[[], None]
+
+    def close(self) -> None:
+        """Done with the answer (its body may be left unread)."""
 
 
 class Client(Protocol):
