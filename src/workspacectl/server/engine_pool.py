@@ -22,6 +22,7 @@ import asyncio
 import queue
 import threading
 from concurrent.futures import Future
+from typing import Any, Callable, TypeVar
 
 CORE_THREADS = 1
 MAX_THREADS = 40
@@ -29,7 +30,11 @@ STALL_SECONDS = 0.02
 _STOP = None   # a queue item that ends the thread taking it
 
 
-def _settle(future: asyncio.Future, result, error) -> None:
+T = TypeVar("T")
+_Item = tuple[Callable[[Any, "BaseException | None"], None], Callable[[], Any]]   # (done(result, error), call)
+
+
+def _settle(future: asyncio.Future, result: Any, error: BaseException | None) -> None:
     """On the event loop: hand a call's outcome to its awaiting request (unless it was cancelled)."""
     if future.cancelled():
         return
@@ -39,12 +44,22 @@ def _settle(future: asyncio.Future, result, error) -> None:
         future.set_result(result)
 
 
+def _call(item: _Item) -> None:
+    done, fn = item
+    try:
+        result = fn()
+    except BaseException as e:
+        done(None, e)
+    else:
+        done(result, None)
+
+
 class EnginePool:
     def __init__(self, core: int = CORE_THREADS, most: int = MAX_THREADS, stall: float = STALL_SECONDS,
-                 name: str = "wsctl-engine", on_thread_exit=None):
+                 name: str = "wsctl-engine", on_thread_exit: Callable[[], None] | None = None) -> None:
         self._core, self._most, self._stall = core, most, stall
         self._name, self._on_thread_exit = name, on_thread_exit
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()   # C: a put wakes one waiting thread, no more
+        self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()   # C: a put wakes one waiting thread, no more
         self._lock = threading.Lock()   # thread counts
         self._threads = 0    # alive
         self._starting = 0   # started, not yet at the queue: the watcher adds no more meanwhile
@@ -61,26 +76,26 @@ class EnginePool:
         with self._lock:
             return self._threads
 
-    async def run(self, fn):
+    async def run(self, fn: Callable[[], T]) -> T:
         """fn() on a pool thread; its result or exception, on the event loop. No concurrent
         Future in between: the thread answers the loop directly (call_soon_threadsafe)."""
         loop = asyncio.get_running_loop()
         future = loop.create_future()
 
-        def done(result, error) -> None:
+        def done(result: Any, error: BaseException | None) -> None:
             loop.call_soon_threadsafe(_settle, future, result, error)
 
-        def call():
+        def call() -> T | None:
             return None if future.cancelled() else fn()   # a request cancelled while queued: not run
 
         self._put((done, call))
         return await future
 
-    def submit(self, fn, /, *args, **kwargs) -> Future:
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
         """fn(*args, **kwargs) on a pool thread, as a concurrent Future (for callers off the loop)."""
-        future: Future = Future()
+        future: Future[T] = Future()
 
-        def done(result, error) -> None:
+        def done(result: Any, error: BaseException | None) -> None:
             if not future.set_running_or_notify_cancel():
                 return
             if error is not None:
@@ -103,7 +118,7 @@ class EnginePool:
         self._stopped.set()
         self._awake.set()
 
-    def _put(self, item) -> None:
+    def _put(self, item: _Item) -> None:
         if self._shutdown:
             raise RuntimeError("cannot schedule new calls after shutdown")
         self._queue.put(item)
@@ -146,21 +161,14 @@ class EnginePool:
             with self._lock:
                 self._starting -= 1
             while (item := self._take()) is not _STOP:
-                done, fn = item
+                _call(item)   # its frame, and the request's objects with it, gone before the next wait
                 item = None   # hold no request's objects while waiting for the next
-                try:
-                    result = fn()
-                except BaseException as e:
-                    done(None, e)
-                else:
-                    done(result, None)
-                done = fn = result = None
                 self._finished += 1   # only this watcher's heuristic reads it: a lost update is harmless
         finally:
             if self._on_thread_exit is not None:
                 self._on_thread_exit()
 
-    def _take(self):
+    def _take(self) -> _Item | None:
         """The next call; _STOP when this thread should end (an added thread ends as soon as it
         finds no work: a waiting extra thread would be woken for the next call instead of the
         busy one, and the hand-offs would be back)."""
