@@ -5,6 +5,8 @@ from dataclasses import dataclass, field
 from contextlib import AbstractContextManager
 from typing import Any, BinaryIO, Callable, Iterable, Protocol
 
+Progress = Callable[[str, "int | None", "int | None"], None]   # progress(phase, done, total)
+
 
 # Called (no arguments) before any call that may change the workspace (a method other than GET)
 # through a CLI backend: the CLI drops its completion cache then (cli/common/completion_cache.py).
@@ -52,7 +54,7 @@ class InProcessConnect(Protocol):
         """The connect pages on 127.0.0.1 while the block runs (their base URL)."""
 
     def request(self, method: str, path: str, query: dict | None = None, body: Any = None,
-                progress: Callable[[str, int | None, int | None], None] | None = None) -> Any:
+                progress: Progress | None = None) -> Any:
         """As Backend.request."""
 
 

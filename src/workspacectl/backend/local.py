@@ -10,12 +10,16 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator
 
 from workspacectl.engine import doors
 from workspacectl.engine.doors import Caller, Engine, Workspace, refusals_answered, workspace_type
 from workspacectl.backend.base import note_call
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.backend.base import Progress, ProxyAnswer
+    from workspacectl.engine.doors import Response
 
 # Making and copying a workspace: the engine's own (engine/doors.py), named here for the CLI.
 workspace_exists = doors.workspace_exists
@@ -99,7 +103,8 @@ class LocalBackend:
         no server): the final connection body (the new credential named `name`, or after the service)."""
         return doors.connect_key(self.ws, self.caller, service, values, reconnect, name)
 
-    def request(self, method: str, path: str, query: dict | None = None, body: Any = None, progress=None) -> Any:
+    def request(self, method: str, path: str, query: dict | None = None, body: Any = None,
+                progress: Progress | None = None) -> Any:
         note_call(method)
         resp = self._traced(method, path, query, lambda: self.engine.call(
             self.caller, method, path, query, body, self.base_url, progress))
@@ -110,7 +115,7 @@ class LocalBackend:
         # The same bytes the server would send: JSON types only, in the same key order.
         return json.loads(json.dumps(resp.body))
 
-    def _traced(self, method: str, path: str, query: dict | None, call):
+    def _traced(self, method: str, path: str, query: dict | None, call: Callable[[], Response]) -> Response:
         """--debug: the in-process call as one line, like the remote backend's HTTP requests."""
         from workspacectl.backend import http_trace
 
@@ -152,7 +157,8 @@ class LocalBackend:
         answer = None if resp.status == 204 or resp.body is None else json.loads(json.dumps(resp.body))
         return resp.status, out, answer
 
-    def proxy(self, method, path, query, headers, body, length):
+    def proxy(self, method: str, path: str, query: list[tuple[str, str]], headers: dict[str, str],
+              body: BinaryIO | None, length: int | None) -> ProxyAnswer:
         """The engine forwards the call in-process (engine/vault/proxy.py), as a server would."""
         import urllib.parse
 
@@ -169,7 +175,8 @@ class LocalBackend:
         return ProxyAnswer(resp.status, list(resp.header_list or []), stream,
                            getattr(stream, "close", None) or (lambda: None))
 
-    def download(self, path, out, progress=None, total=None) -> int:
+    def download(self, path: str, out: BinaryIO, progress: Callable[[int], None] | None = None,
+                 total: Callable[[int | None], None] | None = None) -> int:
         from workspacectl.formats import transfer_size
 
         resp = self.engine.call(self.caller, "GET", path, None, None, self.base_url)
@@ -182,7 +189,8 @@ class LocalBackend:
             advance(chunk)
         return written
 
-    def upload(self, method, path, data, size, content_type, progress=None) -> Any:
+    def upload(self, method: str, path: str, data: BinaryIO, size: int | None, content_type: str,
+               progress: Callable[[int], None] | None = None) -> Any:
         note_call(method)
         if content_type in ("application/gzip", "application/x-gzip"):
             # As the server does: the engine reads a bundle as a stream, never whole in memory.
@@ -196,7 +204,7 @@ class LocalBackend:
 class _ProgressReader:
     """A binary file whose reads are reported to progress(n)."""
 
-    def __init__(self, data, progress=None):
+    def __init__(self, data: BinaryIO, progress: Callable[[int], None] | None = None) -> None:
         self.data, self.progress = data, progress
 
     def read(self, n: int = -1) -> bytes:

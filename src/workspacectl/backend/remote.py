@@ -29,7 +29,7 @@ import json
 import os
 import random
 import time
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator
 
 import httpx
 
@@ -38,6 +38,9 @@ from workspacectl.backend import http_trace, timeouts
 from workspacectl.formats import transfer_size
 from workspacectl.backend.base import note_call
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.backend.base import Progress, ProxyAnswer
 
 ATTEMPTS = 4                       # one try and at most three more
 BACKOFF = (0.25, 0.75, 1.5)        # seconds before each further try (plus up to 25% jitter)
@@ -58,7 +61,7 @@ def _content_type(resp: httpx.Response) -> str:
     return resp.headers.get("content-type", "").split(";")[0].strip().lower()
 
 
-def _is_our_error(resp: httpx.Response, body) -> bool:
+def _is_our_error(resp: httpx.Response, body: Any) -> bool:
     err = body.get("error") if isinstance(body, dict) else None
     return isinstance(err, dict) and isinstance(err.get("code"), str) and "json" in _content_type(resp)
 
@@ -102,10 +105,10 @@ class _Sending:
 
     STEP = 64 * 1024
 
-    def __init__(self, raw: bytes, progress):
+    def __init__(self, raw: bytes, progress: Progress) -> None:
         self.raw, self.progress = raw, progress
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[bytes]:
         size = len(self.raw)
         self.progress("upload", 0, size)
         for start in range(0, size, self.STEP):
@@ -183,7 +186,7 @@ class RemoteBackend:
                                         may_have_landed=method not in SAFE, whole_command=whole_command)
 
     def _send(self, method: str, path: str, replayable: bool = True, stream: bool = False, transfer: bool = False,
-              **kw) -> httpx.Response:
+              **kw: Any) -> httpx.Response:
         """One request, tried again as the module docstring says, within the call's deadline (a
         transfer: each read and write within the limit). stream: the answer's body is left unread
         (the caller reads and closes it)."""
@@ -256,7 +259,8 @@ class RemoteBackend:
                 return body
         raise not_a_workspace_server(resp)
 
-    def request(self, method: str, path: str, query: dict | None = None, body: Any = None, progress=None) -> Any:
+    def request(self, method: str, path: str, query: dict | None = None, body: Any = None,
+                progress: Progress | None = None) -> Any:
         """progress(phase, done, total) hears the body go ("upload", bytes sent, size), then "server",
         then the phases the server reports (see with_progress)."""
         note_call(method)
@@ -271,7 +275,7 @@ class RemoteBackend:
             kw["json"] = body
         return self._answer(self._send(method, path, **kw))
 
-    def with_progress(self, method: str, path: str, query: dict | None, body: Any, progress) -> Any:
+    def with_progress(self, method: str, path: str, query: dict | None, body: Any, progress: Progress) -> Any:
         """One request whose answer comes as progress lines (Accept: application/x-ndjson,
         server/progress_stream.py, docs/api.md §1 "Progress"): each line's phase goes to progress,
         the last line's status and body are the answer. A server that answers plain JSON (the
@@ -326,7 +330,8 @@ class RemoteBackend:
             answer = resp.content
         return resp.status_code, list(resp.headers.items()), answer
 
-    def proxy(self, method, path, query, headers, body, length):
+    def proxy(self, method: str, path: str, query: list[tuple[str, str]], headers: dict[str, str],
+              body: BinaryIO | None, length: int | None) -> ProxyAnswer:
         """The call streamed to the server and its answer streamed back; a service's answer is
         marked by the proxy's X-Wsctl-Upstream-Status header, anything else is ours (an error)."""
         from workspacectl.backend.base import ProxyAnswer
@@ -337,8 +342,10 @@ class RemoteBackend:
             if length is not None:
                 sent["Content-Length"] = str(length).encode()
 
-            def chunks():
-                while chunk := body.read(1 << 16):
+            source = body   # not None here, and so in chunks()
+
+            def chunks() -> Iterator[bytes]:
+                while chunk := source.read(1 << 16):
                     yield chunk
 
             kw["content"] = chunks()
@@ -352,7 +359,7 @@ class RemoteBackend:
                 raise not_a_workspace_server(resp)
             self._answer(resp)
 
-        def relayed():
+        def relayed() -> Iterator[bytes]:
             try:
                 yield from resp.iter_bytes()
             except httpx.HTTPError as e:
@@ -362,14 +369,16 @@ class RemoteBackend:
 
         return ProxyAnswer(resp.status_code, list(resp.headers.multi_items()), relayed(), resp.close)
 
-    def download(self, path, out, progress=None, total=None) -> int:
+    def download(self, path: str, out: BinaryIO, progress: Callable[[int], None] | None = None,
+                 total: Callable[[int | None], None] | None = None) -> int:
         """Stream a binary route into out. total(size), when given, is told the size the answer
         announces before the first byte (formats/transfer_size.py: its Content-Length, else the
         inflated length of a tar.gz made on the fly, which progress then counts; None: unknown)."""
         with self._off_the_clock():
             return self._download(path, out, progress, total)
 
-    def _download(self, path, out, progress, total) -> int:
+    def _download(self, path: str, out: BinaryIO, progress: Callable[[int], None] | None,
+                  total: Callable[[int | None], None] | None) -> int:
         written = 0
         resp = self._send("GET", path, stream=True, transfer=True)
         try:
@@ -387,9 +396,10 @@ class RemoteBackend:
             resp.close()
         return written
 
-    def upload(self, method, path, data, size, content_type, progress=None) -> Any:
+    def upload(self, method: str, path: str, data: BinaryIO, size: int | None, content_type: str,
+               progress: Callable[[int], None] | None = None) -> Any:
         note_call(method)
-        def chunks():
+        def chunks() -> Iterator[bytes]:
             while chunk := data.read(1 << 20):
                 if progress:
                     progress(len(chunk))

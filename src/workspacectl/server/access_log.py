@@ -9,10 +9,13 @@ import re
 import sys
 import time
 import urllib.parse
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from workspacectl.errors import ApiError
 from workspacectl.server.api_path import raw_path, send_json
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("wsctl.server")
 # Path segments that carry one-time secrets: never written to the log.
@@ -35,7 +38,7 @@ class _Stamp:
     """logging's default asctime ('2026-11-25 22:09:38,123', local time), its seconds part made
     once per second."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.second = -1
         self.text = ""
 
@@ -81,18 +84,18 @@ class AccessLog:
     (configure_serve_logging); without it (the local backend's loopback pages) the line goes
     through logging."""
 
-    def __init__(self, app, write: Callable[[str], None] | None = None):
+    def __init__(self, app: ASGIApp, write: Callable[[str], None] | None = None) -> None:
         self.app = app
         self.write = write
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         started = time.perf_counter()
         status = 500
         response_started = False
 
-        async def send_and_note(message):
+        async def send_and_note(message: Message) -> None:
             nonlocal status, response_started
             if message["type"] == "http.response.start":
                 status, response_started = message["status"], True

@@ -18,12 +18,19 @@ import json
 import logging
 import threading
 import urllib.parse
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from workspacectl import clock
 from workspacectl.engine.doors import QuickWriter, Response, parse_json_body
 from workspacectl.errors import ApiError
 from workspacectl.formats.proxy_path import split_proxy_path
 from workspacectl.server.engine_pool import EnginePool
+
+if TYPE_CHECKING:
+    from starlette.responses import Response as RawResponse
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+    from workspacectl.engine.doors import Engine
 
 log = logging.getLogger("wsctl.server")
 
@@ -37,11 +44,11 @@ def is_stream_type(content_type: str) -> bool:
     return content_type.split(";")[0].strip().lower() in STREAM_TYPES
 
 
-def json_bytes(body) -> bytes:
+def json_bytes(body: Any) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def header(scope, name: bytes) -> str:
+def header(scope: Scope, name: bytes) -> str:
     """The first value of a request header (names arrive lower-cased), decoded as Starlette does."""
     for key, value in scope["headers"]:
         if key == name:
@@ -54,7 +61,7 @@ def bearer_of(authorization: str) -> str | None:
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 
 
-def raw_path(scope) -> str:
+def raw_path(scope: Scope) -> str:
     """The path as sent, still percent-encoded: the engine decodes path parameters itself, as it
     does for the local backend; the decoded path would decode twice ('%2541' -> 'A') and split
     an id holding an encoded '/'."""
@@ -73,7 +80,7 @@ def _base_url(scheme: str, host: str, server: tuple | None, root_path: str) -> s
     return str(Request(scope).base_url).rstrip("/")
 
 
-def base_url(scope, public_url: str | None) -> str:
+def base_url(scope: Scope, public_url: str | None) -> str:
     if public_url:
         return public_url.rstrip("/")
     server = scope.get("server")
@@ -92,7 +99,7 @@ def headers_for(status: int, content_type: str | None, body: bytes, extra: dict)
     return out
 
 
-def json_response(status: int, body):
+def json_response(status: int, body: Any) -> RawResponse:
     """A Starlette response of a JSON body (for the FastAPI routes and streamed answers)."""
     from starlette.responses import Response as RawResponse
 
@@ -101,7 +108,7 @@ def json_response(status: int, body):
     return RawResponse(content=json_bytes(body), status_code=status, media_type="application/json")
 
 
-def to_http(resp: Response):
+def to_http(resp: Response) -> RawResponse:
     """An engine Response as a Starlette response."""
     from starlette.responses import Response as RawResponse, StreamingResponse
 
@@ -116,14 +123,14 @@ def to_http(resp: Response):
     return out
 
 
-async def send_json(send, status: int, body) -> None:
+async def send_json(send: Send, status: int, body: Any) -> None:
     data = b"" if status == 204 or body is None else json_bytes(body)
     await send({"type": "http.response.start", "status": status,
                 "headers": headers_for(status, "application/json" if data else None, data, {})})
     await send({"type": "http.response.body", "body": data})
 
 
-async def read_body(receive, declared: str, limit: int) -> bytes:
+async def read_body(receive: Receive, declared: str, limit: int) -> bytes:
     """The whole request body; 413 past `limit` (declared or read), 400 when it ends early."""
     too_large = ApiError("payload_too_large", f"The request body is over {limit // (1024 * 1024)} MiB.")
     if declared and declared.isdigit() and int(declared) > limit:
@@ -143,7 +150,7 @@ async def read_body(receive, declared: str, limit: int) -> bytes:
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def body_value(raw: bytes, content_type: str):
+def body_value(raw: bytes, content_type: str) -> Any:
     """What the engine gets: raw bytes for a non-JSON body, else the parsed value, or the parse
     error itself (answered by the engine after authentication and the scope check)."""
     if raw and "json" not in content_type and not raw.lstrip().startswith((b"{", b"[")):
@@ -158,7 +165,8 @@ class LeanApi:
     """ASGI: `/v1/...` requests with a JSON (or no) body go to the engine directly; everything else
     (gzip uploads, /healthz, web pages, other methods) to `fallback`, the FastAPI app."""
 
-    def __init__(self, engine, fallback, public_url: str | None = None, proxy=None):
+    def __init__(self, engine: Engine, fallback: ASGIApp, public_url: str | None = None,
+                 proxy: Callable[[LeanApi, Scope, Receive, Send], Awaitable[None]] | None = None) -> None:
         self.engine = engine
         self.proxy = proxy   # server/proxy_stream.answer: the credential proxy's requests
         self.fallback = fallback
@@ -187,7 +195,7 @@ class LeanApi:
             self.writer.conn.close()
             self.writer = None
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (self.proxy is not None and scope["type"] == "http" and scope["path"].startswith("/v1/credentials/")
                 and scope["method"] in METHODS and split_proxy_path(raw_path(scope)) is not None):
             return await self.proxy(self, scope, receive, send)   # bodies streamed both ways
@@ -221,7 +229,7 @@ class LeanApi:
         await self.reply(scope, receive, send, resp)
 
     @staticmethod
-    async def reply(scope, receive, send, resp: Response) -> None:
+    async def reply(scope: Scope, receive: Receive, send: Send, resp: Response) -> None:
         """Send an engine answer: a JSON body in one `send`, anything else through Starlette."""
         if resp.stream is None and resp.content_type == "application/json":
             data = b"" if resp.status == 204 or resp.body is None else json_bytes(resp.body)

@@ -8,17 +8,21 @@ import contextlib
 import logging
 import socket
 import sys
-from typing import Callable
+from typing import TYPE_CHECKING, AsyncIterator, Callable
 
 from fastapi import FastAPI, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response as RawResponse
 
 from workspacectl.engine.doors import Engine, load_routes
 from workspacectl.errors import ApiError
 from workspacectl.server.access_log import AccessLog, configure_serve_logging, redact_path  # noqa: F401 (redact_path: tests)
 from workspacectl.server.api_path import MAX_JSON_BODY, LeanApi, bearer_of, json_response, raw_path, to_http  # noqa: F401
 from workspacectl.server.spool import spool_body
+
+if TYPE_CHECKING:
+    from workspacectl.engine.doors import Workspace
 
 # Binary uploads (tar.gz bundles) are spooled to a temp file and handed to the engine as a
 # stream, which applies its own tighter limits (engine/projects/files.py LIMITS).
@@ -44,7 +48,7 @@ def base_url_of(request: Request, public_url: str | None) -> str:
     return (public_url or str(request.base_url)).rstrip("/")
 
 
-def error_response(e: ApiError):
+def error_response(e: ApiError) -> RawResponse:
     """An ApiError as its JSON answer, with its headers (the `Allow` of a 405)."""
     out = json_response(e.status, e.body())
     out.headers.update(e.headers)
@@ -74,8 +78,9 @@ def http_layer_error(request: Request, exc: StarletteHTTPException) -> ApiError:
     return ApiError(code, str(exc.detail), status=status)
 
 
-def create_app(engine: Engine, public_url: str | None = None, worker: int | None = None, on_shutdown=None,
-               on_ready=None, access_write: Callable[[str], None] | None = None):
+def create_app(engine: Engine, public_url: str | None = None, worker: int | None = None,
+               on_shutdown: Callable[[], None] | None = None, on_ready: Callable[[], None] | None = None,
+               access_write: Callable[[str], None] | None = None) -> AccessLog:
     """The ASGI app: the access log around the lean /v1 path (server/api_path.py), around FastAPI
     for the rest. `worker`: this process's number among `wsctl serve --workers N` (N > 1), which
     /healthz answers so a client can tell the workers apart (a number, not a pid). `on_ready` runs
@@ -83,7 +88,7 @@ def create_app(engine: Engine, public_url: str | None = None, worker: int | None
     the process exits. `access_write`: the access log's line writer `serve` set up with its logging
     (access_log.configure_serve_logging); without it the access log goes through logging."""
     @contextlib.asynccontextmanager
-    async def lifespan(app):
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if on_ready is not None:
             on_ready()
         yield
@@ -98,21 +103,21 @@ def create_app(engine: Engine, public_url: str | None = None, worker: int | None
     app.state.public_url = public_url
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException):
+    async def http_error(request: Request, exc: StarletteHTTPException) -> RawResponse:
         err = http_layer_error(request, exc)
         return error_response(err)
 
     @app.exception_handler(ApiError)
-    async def api_error(request: Request, exc: ApiError):
+    async def api_error(request: Request, exc: ApiError) -> RawResponse:
         return error_response(exc)
 
-    @app.get("/healthz")
-    async def healthz():
+    @app.get("/healthz", response_model=None)   # the dict as it is, no response model
+    async def healthz() -> dict:
         """Liveness: the process answers (whatever its database does)."""
         return health
 
-    @app.get("/readyz")
-    async def readyz():
+    @app.get("/readyz", response_model=None)
+    async def readyz() -> dict:
         """Readiness: 200 while the workspace's database answers, 503 (Retry-After) while it does not
         (Workspace.ready: on PostgreSQL an answer seen in the last second or so, else one probe
         shared by every caller, waited for about a second)."""
@@ -122,7 +127,7 @@ def create_app(engine: Engine, public_url: str | None = None, worker: int | None
                                       "requests now. Retry later.")
 
     @app.api_route("/v1/{rest:path}", methods=METHODS)
-    async def api_upload(request: Request, rest: str):
+    async def api_upload(request: Request, rest: str) -> RawResponse:
         """gzip uploads only: every other /v1 request is answered by api_path.LeanApi first."""
         try:  # refuse a stranger before spooling up to MAX_STREAM_BODY to disk
             await run_in_threadpool(engine.precheck, request.method, engine_path(request), bearer(request))
@@ -181,7 +186,7 @@ def listen_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _sweep_abandoned_stages(ws) -> None:
+def _sweep_abandoned_stages(ws: Workspace) -> None:
     """Staged uploads of requests killed with an earlier server go now, not at the next hourly
     housekeeping (kill -9 drills left hundreds of MB); folders other live processes use stay."""
     removed = ws.blob_store.remove_abandoned_stages()
@@ -197,8 +202,9 @@ def announce(ws_shown: str, sock: socket.socket, workers: int = 1) -> None:
     print(f"wsctl serving {ws_shown} on http://{shown}:{port}{several}", file=sys.stderr, flush=True)
 
 
-def serve(workspace_path, sock: socket.socket, public_url: str | None = None,
-          memory_interval: float | None = None, worker: int | None = None, on_ready=None) -> None:
+def serve(workspace_path: str, sock: socket.socket, public_url: str | None = None,
+          memory_interval: float | None = None, worker: int | None = None,
+          on_ready: Callable[[], None] | None = None) -> None:
     """Serve until SIGTERM or SIGINT. `worker` is set in a worker of `wsctl serve --workers N`
     (server/workers.py), whose parent announced the address and hears `on_ready`."""
     import uvicorn

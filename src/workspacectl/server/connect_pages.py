@@ -15,20 +15,27 @@ from __future__ import annotations
 import html
 import re
 import urllib.parse
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from workspacectl.engine import doors
 from workspacectl.errors import ApiError
 from workspacectl.server.pages import COOKIE, PAGE_HEADERS, error_page, page, web_caller, who_header
 from workspacectl.server.page_calls import run_engine
 
+if TYPE_CHECKING:
+    from workspacectl.engine.doors import Engine
+
 MAX_FORM_BYTES = 64 * 1024
 CSRF_FIELD = "csrf"
 
 
-def _secure(resp):
+R = TypeVar("R", bound="Response")
+
+
+def _secure(resp: R) -> R:
     """The pages' strict headers (pages.PAGE_HEADERS) on an answer that is not page() (a redirect)."""
     for name, value in PAGE_HEADERS.items():
         resp.headers[name] = value
@@ -134,7 +141,7 @@ async def _read_form(request: Request) -> dict:
     return dict(urllib.parse.parse_qsl(text, keep_blank_values=True, max_num_fields=100))
 
 
-def mount(app: FastAPI, engine) -> None:
+def mount(app: FastAPI, engine: Engine) -> None:
     ws = engine.ws
 
     def base_url(request: Request) -> str:
@@ -143,7 +150,7 @@ def mount(app: FastAPI, engine) -> None:
 
     # Registered before /connect/{token} so "callback" is never taken for a link token.
     @app.get(doors.CALLBACK_PATH)
-    async def connect_callback(request: Request):
+    async def connect_callback(request: Request) -> HTMLResponse:
         q = request.query_params
         try:
             caller = await run_engine(web_caller, engine, request)
@@ -157,10 +164,10 @@ def mount(app: FastAPI, engine) -> None:
         return connected_page(view, header, name, cred)
 
     @app.get("/connect/{token}")
-    async def connect_link(token: str, request: Request):
+    async def connect_link(token: str, request: Request) -> Response:   # a page or a redirect
         cookie = request.cookies.get(COOKIE)
 
-        def work():
+        def work() -> tuple[str, Any]:
             caller = web_caller(engine, request)
             kind, data = doors.open_connect_link(ws, token, caller, cookie, base_url(request))
             return kind, (data if kind == "redirect" else (*data, who_header(engine, caller)))
@@ -175,7 +182,7 @@ def mount(app: FastAPI, engine) -> None:
         return form_page(token, form, csrf, header=header)
 
     @app.post("/connect/{token}")
-    async def connect_submit(token: str, request: Request):
+    async def connect_submit(token: str, request: Request) -> HTMLResponse:
         cookie = request.cookies.get(COOKIE)
         try:
             if not _same_origin(request):
@@ -184,7 +191,7 @@ def mount(app: FastAPI, engine) -> None:
         except ApiError as e:
             return _error(e)
 
-        def work():
+        def work() -> tuple[str, Any]:
             caller = web_caller(engine, request)
             kind, data = doors.submit_connect_link(ws, token, caller, cookie, values, values.get(CSRF_FIELD))
             header = who_header(engine, caller)

@@ -30,18 +30,18 @@ def _answer(body: bytes, media_type: str) -> Response:
 
 def mount(app: FastAPI) -> None:
     @app.get("/docs")
-    async def docs():
+    async def docs() -> Response:
         return _answer(_asset("docs.html"), "text/html; charset=utf-8")
 
     @app.get("/favicon.ico")
     @app.get("/favicon.svg")
-    async def favicon(request: Request):
+    async def favicon(request: Request) -> Response:
         """The pages' icon (they link the SVG; browsers ask for /favicon.ico on their own)."""
         name = request.url.path.lstrip("/")
         return Response(_asset(name), media_type=ICONS[name], headers={"Cache-Control": "public, max-age=86400"})
 
     @app.get("/docs/{name}")
-    async def docs_asset(name: str):
+    async def docs_asset(name: str) -> Response:
         if name not in ASSETS:
             return Response(status_code=404)
         return _answer(_asset(name), ASSETS[name])

@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from workspacectl.errors import ApiError
 
+if TYPE_CHECKING:
+    import socket
+
+    import uvicorn
+
+    from workspacectl.engine.doors import Engine
+
 
 class LoopbackServer:
-    def __init__(self, engine):
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.url: str | None = None
-        self._server = None
+        self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
-        self._sock = None
+        self._sock: socket.socket | None = None
 
     def __enter__(self) -> "LoopbackServer":
         import socket
@@ -40,7 +48,7 @@ class LoopbackServer:
             time.sleep(0.02)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:

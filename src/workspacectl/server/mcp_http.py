@@ -13,19 +13,24 @@ import contextvars
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Awaitable, BinaryIO, Callable, Iterable
 
 from workspacectl.errors import ApiError
 from workspacectl.server.api_path import base_url, bearer_of, header, send_json
 
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+    from workspacectl.engine.doors import Engine
+
 # (engine, secret, base URL) of the /mcp request being answered: read by the tools' client
-_request: contextvars.ContextVar[tuple[Any, str, str]] = contextvars.ContextVar("wsctl_mcp_request")
+_request: contextvars.ContextVar[tuple[Engine, str, str]] = contextvars.ContextVar("wsctl_mcp_request")
 
 
 class EngineClient:
     """mcp_door.Client over the engine, as the bearer of one /mcp request."""
 
-    def __init__(self, engine, secret: str, base: str):
+    def __init__(self, engine: Engine, secret: str, base: str) -> None:
         self.engine, self.secret, self.base = engine, secret, base
 
     def exchange(self, method: str, path: str, query: dict | None = None, body: Any = None,
@@ -39,7 +44,7 @@ class EngineClient:
         return resp.status, out, None if resp.status == 204 or resp.body is None else json.loads(json.dumps(resp.body))
 
     def proxy(self, method: str, path: str, query: list[tuple[str, str]], headers: dict[str, str],
-              body, length: int | None) -> "Proxied":
+              body: BinaryIO | None, length: int | None) -> "Proxied":
         """As LocalBackend.proxy, as the bearer: the engine forwards the call (engine/vault/proxy.py)."""
         import urllib.parse
 
@@ -77,7 +82,7 @@ class McpHttp:
     """The ASGI app at /mcp. `run` runs a tool's engine work off the event loop (the API's engine
     pool, set by create_app once it exists)."""
 
-    def __init__(self, engine, public_url: str | None = None):
+    def __init__(self, engine: Engine, public_url: str | None = None) -> None:
         self.engine, self.public_url = engine, public_url
         self.run: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None
         self._app: Any = None
@@ -85,7 +90,7 @@ class McpHttp:
         self._task: asyncio.Task | None = None
         self._lock = asyncio.Lock()
 
-    async def _started(self):
+    async def _started(self) -> ASGIApp:
         async with self._lock:
             if self._app is None:
                 from workspacectl.mcp_door.protocol import http_handler
@@ -93,7 +98,7 @@ class McpHttp:
                 # the SDK logs each stateless request's session at INFO; the access log has the request
                 logging.getLogger("mcp").setLevel(logging.WARNING)
 
-                async def run(work):
+                async def run(work: Callable[[], Any]) -> Any:
                     return await self.run(work) if self.run is not None else work()
 
                 app, manager = http_handler(_client, run)
@@ -115,7 +120,7 @@ class McpHttp:
             self._stop.set()
             await self._task
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         secret = bearer_of(header(scope, b"authorization"))
         if not secret:
             return await self._refuse(send, ApiError(
@@ -134,9 +139,9 @@ class McpHttp:
             _request.reset(token)
 
     @staticmethod
-    async def _refuse(send, e: ApiError) -> None:
+    async def _refuse(send: Send, e: ApiError) -> None:
         await send_json(send, e.status, e.body())
 
 
-async def _inline(work):
+async def _inline(work: Callable[[], Any]) -> Any:
     return work()

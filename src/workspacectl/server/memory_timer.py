@@ -17,10 +17,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from typing import TYPE_CHECKING
 
 from workspacectl.engine import doors
 from workspacectl.engine.doors import refusals_answered
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.engine.doors import Workspace
 
 DEFAULT_INTERVAL = 300.0
 LEASE = "server-timer"
@@ -47,20 +51,20 @@ def resolve_interval(flag: float | None) -> float:
     return value
 
 
-def _run_once(ws) -> None:
+def _run_once(ws: Workspace) -> None:
     for result in doors.fold_all_pending(ws):
         if result["folded"] or result["dropped"]:
             log.info("memory agent: %s %s folded %d, dropped %d, version %d", result["ownerType"],
                      result["membershipId"] or "", len(result["folded"]), len(result["dropped"]), result["version"])
 
 
-def _housekeep(ws) -> None:
+def _housekeep(ws: Workspace) -> None:
     counts = doors.housekeeping(ws)
     if counts and any(counts.values()):
         log.info("housekeeping: %s", ", ".join(f"{k} {v}" for k, v in counts.items()))
 
 
-def _holds_lease(ws, holder: str, ttl: float, held: bool) -> bool:
+def _holds_lease(ws: Workspace, holder: str, ttl: float, held: bool) -> bool:
     try:
         with refusals_answered():
             now_held = doors.acquire_lease(ws, LEASE, holder, ttl)
@@ -75,7 +79,7 @@ def _holds_lease(ws, holder: str, ttl: float, held: bool) -> bool:
     return now_held
 
 
-def _loop(ws, interval: float, fold: bool, stop: threading.Event, holder: str) -> None:
+def _loop(ws: Workspace, interval: float, fold: bool, stop: threading.Event, holder: str) -> None:
     jobs = ([(_run_once, "memory agent")] if fold else []) + [(_housekeep, "housekeeping")]
     ttl = max(LEASE_TICKS * interval, LEASE_MIN_SECONDS)
     held = False
@@ -99,7 +103,7 @@ def _loop(ws, interval: float, fold: bool, stop: threading.Event, holder: str) -
 class Timer:
     """The running timer thread of this process; stop() ends it and hands the lease on."""
 
-    def __init__(self, ws, interval: float):
+    def __init__(self, ws: Workspace, interval: float) -> None:
         self.ws = ws
         self.holder = doors.new_holder()
         self.stop_event = threading.Event()
@@ -119,7 +123,7 @@ class Timer:
             self.ws.close()   # the connection the release took on this (shutdown) thread
 
 
-def start_memory_timer(ws, interval: float) -> Timer:
+def start_memory_timer(ws: Workspace, interval: float) -> Timer:
     """Start the timer thread. interval 0: the memory agent is off and the thread ticks every
     DEFAULT_INTERVAL seconds for housekeeping only."""
     return Timer(ws, interval)

@@ -5,14 +5,19 @@ which every page already renders, instead of escaping as a 500. The /v1 routes g
 Engine.call."""
 from __future__ import annotations
 
+from typing import Any, Callable, TypeVar
+
 from starlette.concurrency import run_in_threadpool
 
 from workspacectl.engine.doors import refusals_answered
 
 
-async def run_engine(fn, *args):
+T = TypeVar("T")
+
+
+async def run_engine(fn: Callable[..., T], *args: Any) -> T:
     """fn(*args) on a worker thread (run_in_threadpool), refused writes as their ApiError."""
-    def answered():
+    def answered() -> T:
         with refusals_answered():
             return fn(*args)
 

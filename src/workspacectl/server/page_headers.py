@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
 def style_hash(style: str) -> str:
@@ -38,16 +42,16 @@ NO_CONTENT_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; f
 class StrictHeaders:
     """ASGI: adds each strict header a response does not set itself to its start message."""
 
-    def __init__(self, app):
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
         self.defaults = [(k.lower().encode("latin-1"), v.encode("latin-1"))
                          for k, v in strict_headers(NO_CONTENT_CSP).items()]
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
 
-        async def send_strict(message):
+        async def send_strict(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers") or [])
                 have = {k.lower() for k, _ in headers}

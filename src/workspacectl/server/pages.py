@@ -6,6 +6,7 @@ The sign-in landing (web.py) and the connect pages (connect_pages.py) are built 
 from __future__ import annotations
 
 import html
+from typing import TYPE_CHECKING
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
@@ -13,6 +14,10 @@ from fastapi.responses import HTMLResponse
 from workspacectl.engine import doors
 from workspacectl.errors import ApiError
 from workspacectl.server.page_headers import page_csp, strict_headers
+
+if TYPE_CHECKING:
+    from workspacectl.engine.doors import Engine
+    from workspacectl.engine.doors import Caller
 
 COOKIE = "wsctl_web"
 
@@ -61,7 +66,7 @@ def error_page(exc: ApiError, title: str | None = None) -> HTMLResponse:
                 '<p class="muted">You can close this tab.</p>', exc.status)
 
 
-def who_header(engine, caller) -> str:
+def who_header(engine: Engine, caller: Caller | None) -> str:
     """The workspace's name and the signed-in member, escaped, for the top of a page."""
     ws_name = engine.ws.setting("name") or "wsctl workspace"
     member = doors.signed_in_member(engine.ws, caller)
@@ -71,5 +76,5 @@ def who_header(engine, caller) -> str:
             f'<br>{who}</header>')
 
 
-def web_caller(engine, request: Request):
+def web_caller(engine: Engine, request: Request) -> Caller | None:
     return doors.authenticate_web(engine.ws, request.cookies.get(COOKIE))

@@ -20,20 +20,27 @@ import functools
 import json
 import logging
 import time
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from workspacectl.engine.doors import Response
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from starlette.types import Send
+
+    from workspacectl.server.engine_pool import EnginePool
 
 MIN_GAP = 0.1
 log = logging.getLogger("wsctl.server")
 _DONE = object()
 
 
-def line(value) -> bytes:
+def line(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
-async def answer(pool, send, call, reply) -> None:
+async def answer(pool: EnginePool, send: Send, call: Callable[..., Response],
+                 reply: Callable[[Response], Awaitable[None]]) -> None:
     """Run call(progress=...) on the engine pool; progress lines as they come, or reply(resp)
     when no phase was reported before the answer."""
     loop = asyncio.get_running_loop()

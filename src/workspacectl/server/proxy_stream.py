@@ -11,23 +11,31 @@ from __future__ import annotations
 import asyncio
 import functools
 import urllib.parse
+from typing import TYPE_CHECKING, Any, Coroutine, cast
 
 from workspacectl.engine.doors import RawRequest, Response
 from workspacectl.errors import ApiError
 from workspacectl.server.api_path import base_url, bearer_of, header, headers_for, json_bytes, raw_path
 
+if TYPE_CHECKING:
+    from starlette.types import Message, Receive, Scope, Send
+
+    from workspacectl.server.api_path import LeanApi
+
 
 class BodyReader:
     """The request body as read(n) for an engine thread; each read waits for the loop's `receive`."""
 
-    def __init__(self, receive, loop: asyncio.AbstractEventLoop):
+    def __init__(self, receive: Receive, loop: asyncio.AbstractEventLoop) -> None:
         self.receive, self.loop = receive, loop
         self.pending = b""
         self.done = False
 
     def read(self, n: int = -1) -> bytes:
         while not self.pending and not self.done:
-            message = asyncio.run_coroutine_threadsafe(self.receive(), self.loop).result()
+            # an ASGI server's receive is a coroutine function
+            message = asyncio.run_coroutine_threadsafe(cast("Coroutine[Any, Any, Message]", self.receive()),
+                                                       self.loop).result()
             if message["type"] == "http.disconnect":
                 raise ApiError("invalid_request", "The request body ended early.")
             self.pending = message.get("body", b"")
@@ -39,7 +47,7 @@ class BodyReader:
         return out
 
 
-def raw_request(scope, reader: BodyReader) -> RawRequest:
+def raw_request(scope: Scope, reader: BodyReader) -> RawRequest:
     declared = header(scope, b"content-length")
     length = int(declared) if declared.isdigit() else None
     has_body = length != 0 and (length is not None or header(scope, b"transfer-encoding"))
@@ -47,7 +55,7 @@ def raw_request(scope, reader: BodyReader) -> RawRequest:
                       scope["query_string"].decode("latin-1"), reader if has_body else None, length)
 
 
-async def answer(lean, scope, receive, send) -> None:
+async def answer(lean: LeanApi, scope: Scope, receive: Receive, send: Send) -> None:
     loop = asyncio.get_running_loop()
     reader = BodyReader(receive, loop)
     query = dict(urllib.parse.parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))

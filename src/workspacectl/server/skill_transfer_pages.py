@@ -7,6 +7,7 @@ Any other method on these paths is 403: the signature covers the method.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from fastapi import FastAPI, Request
@@ -19,6 +20,9 @@ from workspacectl.server.api_path import json_response
 from workspacectl.server.spool import spool_body
 from workspacectl.server.page_calls import run_engine
 
+if TYPE_CHECKING:
+    from workspacectl.engine.doors import Engine
+
 OTHER_METHODS = ["GET", "PUT", "POST", "PATCH", "DELETE"]
 
 
@@ -26,11 +30,11 @@ def _refuse() -> RawResponse:
     return json_response(403, ApiError("forbidden", "This link is not valid for this request; ask for a new one.").body())
 
 
-def mount(app: FastAPI, engine) -> None:
+def mount(app: FastAPI, engine: Engine) -> None:
     ws = engine.ws
 
     @app.api_route("/blobs/upload/{token}", methods=OTHER_METHODS)
-    async def upload(token: str, request: Request):
+    async def upload(token: str, request: Request) -> RawResponse:
         if request.method != "PUT":
             return _refuse()
         try:
@@ -45,7 +49,7 @@ def mount(app: FastAPI, engine) -> None:
         return json_response(200, out)
 
     @app.api_route("/blobs/download/{token}", methods=OTHER_METHODS)
-    async def download(token: str, request: Request):
+    async def download(token: str, request: Request) -> RawResponse:
         if request.method != "GET":
             return _refuse()
         try:

@@ -11,7 +11,7 @@ from starlette.requests import ClientDisconnect
 from workspacectl.errors import ApiError
 
 
-async def spool_body(request: Request, limit: int):
+async def spool_body(request: Request, limit: int) -> tempfile.SpooledTemporaryFile[bytes]:
     """A binary upload (a tar.gz bundle) into a temp file, spilling to disk past 1 MiB: the
     engine reads it as a stream and applies its own limits. Over `limit` bytes: 413."""
     declared = request.headers.get("content-length")

@@ -4,8 +4,10 @@ Pages are plain server-rendered HTML (server/pages.py). The sign-in link sets an
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fastapi import FastAPI, Request
-from fastapi.responses import RedirectResponse
+from fastapi.responses import RedirectResponse, Response
 
 from workspacectl.engine.doors import consume_web_link
 from workspacectl.errors import ApiError
@@ -13,10 +15,13 @@ from workspacectl.server import connect_pages
 from workspacectl.server.pages import COOKIE, error_page, page, web_caller
 from workspacectl.server.page_calls import run_engine
 
+if TYPE_CHECKING:
+    from workspacectl.engine.doors import Engine
 
-def mount(app: FastAPI, engine) -> None:
+
+def mount(app: FastAPI, engine: Engine) -> None:
     @app.get("/signin/{token}")
-    async def signin(token: str, request: Request):
+    async def signin(token: str, request: Request) -> Response:
         try:
             # the connection is taken in the worker thread: each thread has its own, and two
             # sign-ins at once on the event loop's one connection collided (a 500)
@@ -29,7 +34,7 @@ def mount(app: FastAPI, engine) -> None:
         return resp
 
     @app.get("/")
-    async def home(request: Request):
+    async def home(request: Request) -> Response:
         caller = await run_engine(web_caller, engine, request)
         who = "signed in" if caller else "not signed in"
         return page("wsctl", f"<p>This is a wsctl workspace server. You are {who}.</p>")

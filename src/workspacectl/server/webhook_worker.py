@@ -13,10 +13,14 @@ import logging
 import os
 import sqlite3
 import threading
+from typing import TYPE_CHECKING
 
 from workspacectl.engine import doors
 from workspacectl.engine.doors import refusals_answered
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.engine.doors import Workspace
 
 DEFAULT_INTERVAL = 2.0
 INTERVAL_ENV = "WSCTL_WEBHOOK_INTERVAL"
@@ -36,7 +40,7 @@ def resolve_interval() -> float:
     return value
 
 
-def _loop(ws, interval: float, stop: threading.Event, holder: str) -> None:
+def _loop(ws: Workspace, interval: float, stop: threading.Event, holder: str) -> None:
     try:
         while not stop.wait(interval):
             try:
@@ -54,7 +58,7 @@ def _loop(ws, interval: float, stop: threading.Event, holder: str) -> None:
 
 
 class WebhookWorker:
-    def __init__(self, ws, interval: float):
+    def __init__(self, ws: Workspace, interval: float) -> None:
         self.ws = ws
         self.stop_event = threading.Event()
         self.thread: threading.Thread | None = None
@@ -70,5 +74,5 @@ class WebhookWorker:
             self.thread.join(wait)
 
 
-def start_webhook_worker(ws) -> WebhookWorker:
+def start_webhook_worker(ws: Workspace) -> WebhookWorker:
     return WebhookWorker(ws, resolve_interval())

@@ -29,6 +29,11 @@ import signal
 import subprocess
 import sys
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import FrameType
+    import socket
 
 STOP_SECONDS = 30.0
 RESTART_LIMIT = 5
@@ -45,7 +50,7 @@ class WorkersFailed(Exception):
 class _Worker:
     """One worker process and the read end of its ready pipe (one byte once it takes requests)."""
 
-    def __init__(self, number: int, sock, settings: dict, replacing: bool = False):
+    def __init__(self, number: int, sock: socket.socket, settings: dict, replacing: bool = False) -> None:
         read_fd, write_fd = os.pipe()
         fcntl.fcntl(read_fd, fcntl.F_SETFL, fcntl.fcntl(read_fd, fcntl.F_GETFL) | os.O_NONBLOCK)
         try:
@@ -77,7 +82,7 @@ class _Worker:
         os.close(self.ready_fd)
 
 
-def supervise(count: int, sock, workspace_path, public_url: str | None, memory_interval: float | None) -> None:
+def supervise(count: int, sock: socket.socket, workspace_path: str, public_url: str | None, memory_interval: float | None) -> None:
     """Run `count` workers until SIGTERM/SIGINT (then return), or raise WorkersFailed."""
     from workspacectl.engine.doors import open_workspace
 
@@ -89,7 +94,7 @@ def supervise(count: int, sock, workspace_path, public_url: str | None, memory_i
     settings = {"workspace": str(workspace_path), "publicUrl": public_url, "memoryInterval": memory_interval}
     stopping = False
 
-    def request_stop(signum, frame):
+    def request_stop(signum: int, frame: FrameType | None) -> None:
         nonlocal stopping
         stopping = True
 
@@ -137,7 +142,7 @@ def supervise(count: int, sock, workspace_path, public_url: str | None, memory_i
             signal.signal(s, handler)
 
 
-def _stop_all(procs) -> None:
+def _stop_all(procs: list[subprocess.Popen]) -> None:
     procs = [p for p in procs if p.poll() is None]
     for p in procs:
         try:
