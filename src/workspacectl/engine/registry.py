@@ -14,10 +14,15 @@ import importlib
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 from workspacectl import clock
 from workspacectl.engine.route_index import ROUTE_INDEX
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from workspacectl.engine.workspaces.folder import Workspace
 
 
 @dataclass(frozen=True)
@@ -77,19 +82,19 @@ class RawRequest:
 class PublicCtx:
     """What a handler of a public route gets (no key needed: the caller may be None)."""
 
-    ws: Any
+    ws: Workspace
     caller: Caller | None
     params: dict
     query: dict
     body: Any
     base_url: str | None = None
-    progress: Any = None    # progress(phase, done, total) from the door, for long work; may be None
+    progress: Callable[[str, int | None, int | None], None] | None = None   # (phase, done, total), for long work
     # When the request arrived at the door (a server: before it read the body or queued the work for
     # an engine thread); None in-process, where the call itself is the arrival.
     received_at: datetime | None = None
 
     @property
-    def db(self):
+    def db(self) -> sqlite3.Connection:
         return self.ws.conn()
 
     def report(self, phase: str, done: int | None = None, total: int | None = None) -> None:
