@@ -13,8 +13,9 @@ import os
 import sqlite3
 import threading
 from contextlib import contextmanager
-from typing import Iterable
+from typing import Callable, Iterable, Iterator
 
+from workspacectl.engine.db.conn import Conn
 from workspacectl.errors import ApiError
 
 BUSY_TIMEOUT_MS = 15000  # the default
@@ -60,9 +61,9 @@ class WriteLock:
 
     __slots__ = ("_lock", "_waiters")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.RLock()
-        self._waiters: list = []
+        self._waiters: list[Callable[[], None]] = []
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         return self._lock.acquire(blocking, timeout)
@@ -74,10 +75,10 @@ class WriteLock:
 
     __enter__ = acquire
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.release()
 
-    def when_released(self, callback) -> None:
+    def when_released(self, callback: Callable[[], None]) -> None:
         # Added first, then the lock tried: either the holder's release (which reads the list
         # after freeing the lock) sees the callback, or the try below finds the lock free.
         self._waiters.append(callback)
@@ -95,7 +96,7 @@ _quick = threading.local()
 
 
 @contextmanager
-def quick_calls():
+def quick_calls() -> Iterator[None]:
     """On this thread, for the block, waiting raises WouldBlock (must_not_wait)."""
     _quick.on = True
     try:
@@ -165,7 +166,7 @@ def _write_lock_for(path: str) -> WriteLock:
         return lock
 
 
-def open_db(path) -> sqlite3.Connection:
+def open_db(path: str | os.PathLike[str]) -> sqlite3.Connection:
     timeout_ms = busy_timeout_ms()
     conn = sqlite3.connect(str(path), timeout=timeout_ms / 1000, isolation_level=None,
                            check_same_thread=False, factory=_Connection)
@@ -215,7 +216,7 @@ def refused_write(e: BaseException, busy_message: str = BUSY_MESSAGE) -> ApiErro
 
 
 @contextmanager
-def refusals_answered(answer=refused_write):
+def refusals_answered(answer: Callable[[BaseException], ApiError | None] = refused_write) -> Iterator[None]:
     """Work outside the engine's routes (the server's pages, the local backend opening a
     workspace, authentication): a write the environment refused is raised as its ApiError,
     `answer(e)` (refused_write; storage_failure to leave a busy error as it is)."""
@@ -243,7 +244,7 @@ def storage_failure(e: BaseException) -> ApiError | None:
 
 
 @contextmanager
-def transaction(conn: sqlite3.Connection, *, appends_only: bool = False, locks: Iterable[str] = ()):
+def transaction(conn: Conn, *, appends_only: bool = False, locks: Iterable[str] = ()) -> Iterator[Conn]:
     """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception. Nested use joins the outer one
     (taking the nested one's `locks` too).
 
@@ -302,7 +303,7 @@ def transaction(conn: sqlite3.Connection, *, appends_only: bool = False, locks: 
             lock.release()
 
 
-def lock_resources(conn: sqlite3.Connection, *names: str) -> None:
+def lock_resources(conn: Conn, *names: str) -> None:
     """Inside a transaction, on PostgreSQL: hold each named resource's lock alone until the
     transaction ends (transaction-scoped advisory locks keyed by the name, taken in one order, so
     two writers never wait for each other in a cycle); a wait past the busy timeout is 409. On
@@ -313,7 +314,7 @@ def lock_resources(conn: sqlite3.Connection, *names: str) -> None:
 
 
 @contextmanager
-def savepoint(conn: sqlite3.Connection, name: str = "wsctl_step"):
+def savepoint(conn: Conn, name: str = "wsctl_step") -> Iterator[Conn]:
     """A step inside a transaction that can fail alone: on an exception its changes are rolled
     back (the transaction goes on) and the exception propagates."""
     conn.execute(f"SAVEPOINT {name}")
@@ -327,7 +328,7 @@ def savepoint(conn: sqlite3.Connection, name: str = "wsctl_step"):
 
 
 @contextmanager
-def checkpoints_by_hand(conn: sqlite3.Connection):
+def checkpoints_by_hand(conn: sqlite3.Connection) -> Iterator[None]:
     """For a writer of many large transactions (the memory agent): its commits skip SQLite's
     automatic WAL checkpoint (copying the WAL into the database and syncing it, ~0.2 s after an
     8 MiB batch), which would run inside COMMIT while this process's writer queue waits; the
@@ -344,7 +345,7 @@ def checkpoint(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
 
-def execute_script(conn: sqlite3.Connection, sql: str) -> None:
+def execute_script(conn: Conn, sql: str) -> None:
     """Run several statements inside the current transaction.
 
     sqlite3's executescript() commits first, which would break a migration's transaction, so

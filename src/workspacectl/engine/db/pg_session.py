@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -65,7 +66,7 @@ class Session(psycopg.Connection):
     silent_s: float = 5.0    # half the database timeout: silence before a probe is asked for
     bounded: bool = True     # False while migrations run (they may wait for each other at length)
 
-    def wait(self, gen, interval: float = 0.1, timeout: float | None = None):
+    def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
         live = self.liveness
         if timeout is not None or live is None or not self.bounded:
             return super().wait(gen, interval, timeout)
@@ -78,7 +79,7 @@ class Session(psycopg.Connection):
         return result
 
 
-def _watched(gen, live: Liveness, silent_s: float):
+def _watched(gen: Any, live: Liveness, silent_s: float) -> Any:
     """`gen` (a psycopg protocol generator) as the wait runs it, but raising NoAnswer once the server
     has sent nothing for `silent_s` and no probe answered since, `silent_s` after asking for one."""
     last = time.monotonic()

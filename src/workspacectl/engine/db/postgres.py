@@ -53,18 +53,21 @@ import hashlib
 import re
 import sqlite3
 from decimal import Decimal
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NoReturn
 
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.adapt import Loader
 from psycopg.pq import ExecStatus, TransactionStatus
 
-from workspacectl.engine.db import (Prepared, StorageRefused, StoreLost, WorkspaceBusy, busy_timeout_ms,
-                                    db_timeout_ms)
+from workspacectl.engine.db import Prepared, StorageRefused, StoreLost, WorkspaceBusy, busy_timeout_ms, db_timeout_ms
+from workspacectl.engine.db.conn import Params
 from workspacectl.engine.db.pg_session import NoAnswer, Session, connect_kwargs, liveness_of
-from workspacectl.formats.workspace_url import redacted
 from workspacectl.errors import ApiError
+from workspacectl.formats.workspace_url import redacted
+
+if TYPE_CHECKING:
+    from workspacectl.engine.db.pg_auth_cache import AuthCache
 
 # pg_advisory_xact_lock keys (two int4 halves: "wsctl", purpose)
 LOCK_CLASS = 0x77736374
@@ -77,7 +80,7 @@ def resource_key(name: str) -> int:
     return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big", signed=True)
 
 
-def _resource_locks(names) -> str:
+def _resource_locks(names: Iterable[str]) -> str:
     """pg_advisory_xact_lock calls for the names, in one order for every writer (no cycles)."""
     return ", ".join(f"pg_advisory_xact_lock({k})" for k in sorted({resource_key(n) for n in names}))
 
@@ -144,7 +147,7 @@ def positional(sql: str) -> tuple[str, tuple]:
     return _PLACEHOLDER.sub(number, sql), tuple(order)
 
 
-def _params(params):
+def _params(params: Params) -> tuple | dict:
     if params is None:
         return ()      # always given, so psycopg always reads %% as % (translate doubles every %)
     if isinstance(params, dict):
@@ -152,7 +155,7 @@ def _params(params):
     return tuple(_value(v) for v in params)
 
 
-def _value(v):
+def _value(v: object) -> object:
     if isinstance(v, bool):
         return int(v)
     if isinstance(v, memoryview):
@@ -170,7 +173,7 @@ class Row:
     def __init__(self, values: tuple, index: dict[str, int]):
         self._values, self._index = values, index
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: int | str) -> Any:
         if isinstance(key, str):
             return self._values[self._index[key]]
         return self._values[key]
@@ -178,13 +181,13 @@ class Row:
     def keys(self) -> list[str]:
         return list(self._index)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(self._values)
 
     def __len__(self) -> int:
         return len(self._values)
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Row) and self._values == other._values and self._index == other._index
 
     __hash__ = None  # type: ignore[assignment]  # equal rows compare equal; a row is not a dict key
@@ -193,7 +196,7 @@ class Row:
         return f"Row({dict(zip(self._index, self._values))!r})"
 
 
-def _row_factory(cursor):
+def _row_factory(cursor: Any) -> Callable[[tuple], Row]:
     # column names straight from the result: cursor.description builds an object per column
     result = cursor.pgresult
     names = [(result.fname(i) or b"").decode() for i in range(result.nfields)] if result is not None else []
@@ -204,7 +207,7 @@ def _row_factory(cursor):
 class _NumericLoader(Loader):
     """numeric (SUM and AVG of bigint) as int when whole, float otherwise, as SQLite answers."""
 
-    def load(self, data):
+    def load(self, data: Any) -> int | float:
         d = Decimal(bytes(data).decode())
         return int(d) if d == d.to_integral_value() else float(d)
 
@@ -279,7 +282,7 @@ def _raise_mapped(e: Exception) -> NoReturn:
 class Cursor:
     """What conn.execute answers: fetchone/fetchall/iteration, rowcount, lastrowid."""
 
-    def __init__(self, conn: "PgConnection", cur):
+    def __init__(self, conn: "PgConnection", cur: Any):
         self._conn, self._cur = conn, cur
 
     def _has_rows(self) -> bool:
@@ -288,7 +291,7 @@ class Cursor:
         result = self._cur.pgresult
         return result is not None and result.status == ExecStatus.TUPLES_OK
 
-    def fetchone(self):
+    def fetchone(self) -> Any:
         return self._cur.fetchone() if self._has_rows() else None
 
     def fetchall(self) -> list:
@@ -297,7 +300,7 @@ class Cursor:
     def fetchmany(self, size: int = 1) -> list:
         return self._cur.fetchmany(size) if self._has_rows() else []
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(self.fetchall())
 
     @property
@@ -305,7 +308,7 @@ class Cursor:
         return self._cur.rowcount
 
     @property
-    def description(self):
+    def description(self) -> Any:
         return self._cur.description
 
     @property
@@ -327,7 +330,7 @@ class HeldCursor:
     lastrowid = None
     description = None
 
-    def fetchone(self):
+    def fetchone(self) -> Any:
         return None
 
     def fetchall(self) -> list:
@@ -336,7 +339,7 @@ class HeldCursor:
     def fetchmany(self, size: int = 1) -> list:
         return []
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(())
 
     def close(self) -> None:
@@ -379,7 +382,7 @@ class PgConnection:
         # exist": a 500 after any 409). The hot reads are prepared by _prepared, the rest need not be.
         self._session.prepare_threshold = None
         self._session.adapters.register_loader("numeric", _NumericLoader)
-        self._session.row_factory = _row_factory
+        self._session.row_factory = _row_factory  # type: ignore[assignment]  # rows are Row
         self._primary_keys: dict[str, list[str]] = {}
         self._sql_prepared: dict[str, str] = {}   # statement -> its SQL-level PREPAREd name (this session)
         self._pending_prepared: dict[str, str] = {}   # PREPAREd in the open transaction (a rollback undoes them)
@@ -419,7 +422,7 @@ class PgConnection:
     def in_transaction(self) -> bool:
         return bool(self._begin) or self._session.info.transaction_status != TransactionStatus.IDLE
 
-    def _raw_one(self, sql: str, params=None):
+    def _raw_one(self, sql: str, params: Params = None) -> Any:
         with self._pg.cursor(row_factory=psycopg.rows.tuple_row) as cur:
             cur.execute(sql, params)
             row = cur.fetchone()
@@ -436,7 +439,7 @@ class PgConnection:
             locks = f"pg_advisory_xact_lock{'_shared' if shared else ''}({LOCK_CLASS}, {WRITER_LOCK})"
         self._begin = ("BEGIN", f"SELECT {locks}")
 
-    def lock_resources(self, names) -> None:
+    def lock_resources(self, names: Iterable[str]) -> None:
         """db.lock_resources: the resources' locks, with the BEGIN when it has not gone yet (outside
         a transaction nothing: each statement commits alone)."""
         if not self.in_transaction:
@@ -465,7 +468,7 @@ class PgConnection:
         body = re.sub(r"INSERT\s+OR\s+REPLACE\s+INTO", "INSERT INTO", sql, count=1, flags=re.I)
         return f"{body.rstrip().rstrip(';')} ON CONFLICT ({', '.join(key)}) {action}"
 
-    def execute(self, sql: str, params=None) -> "Cursor | HeldCursor":
+    def execute(self, sql: str, params: Params = None, /) -> "Cursor | HeldCursor":
         if not self._pending_prepared and not self._after_commit:
             return self._execute(sql, params)
         head = sql.lstrip()[:11].upper()
@@ -489,7 +492,7 @@ class PgConnection:
                 self._after_commit.clear()
         return cur
 
-    def after_commit(self, fn) -> None:
+    def after_commit(self, fn: Callable[[], None]) -> None:
         """Run fn() once the open transaction commits (dropped if it rolls back); at once outside one."""
         if self.in_transaction:
             self._after_commit.append(fn)
@@ -497,7 +500,7 @@ class PgConnection:
             fn()
 
     @property
-    def auth_cache(self):
+    def auth_cache(self) -> AuthCache:
         """This process's cache of authentication's lookups for this workspace (pg_auth_cache)."""
         from workspacectl.engine.db.pg_auth_cache import cache_for
 
@@ -510,7 +513,7 @@ class PgConnection:
 
         self.after_commit(lambda: wait_until_seen(self))
 
-    def _execute(self, sql: str, params=None) -> "Cursor | HeldCursor":
+    def _execute(self, sql: str, params: Params = None) -> "Cursor | HeldCursor":
         sql = self._upsert(sql)
         head = sql.lstrip()[:16].upper()
         if self._session.closed and head.startswith("ROLLBACK"):
@@ -542,7 +545,7 @@ class PgConnection:
             self.auth_changed()
         return cur
 
-    def _prepared(self, sql: str, params) -> Cursor:
+    def _prepared(self, sql: str, params: Any) -> Cursor:
         """A Prepared read: `EXECUTE name(values)` of a statement the session PREPAREd by SQL (in
         the same message the first time), so the server neither parses nor plans it again; as a
         writer's first statement it goes with the BEGIN and lock in that one simple-protocol
@@ -589,7 +592,7 @@ class PgConnection:
             return Cursor(self, cur)
         raise AssertionError("unreachable")
 
-    def _hold(self, sql: str, params) -> "HeldCursor":
+    def _hold(self, sql: str, params: Any) -> "HeldCursor":
         """An appending transaction's INSERT, bound now and sent with the COMMIT."""
         try:
             self._held.append(psycopg.ClientCursor(self._session).mogrify(sql, params))
@@ -599,10 +602,10 @@ class PgConnection:
             raise
         return HeldCursor()
 
-    def executemany(self, sql: str, seq) -> Cursor:
+    def executemany(self, sql: str, seq: Iterable[Params], /) -> Cursor:
         return self._run(translate(self._upsert(sql)), [_params(p) for p in seq], many=True)
 
-    def _run(self, sql: str, params, many: bool) -> Cursor:
+    def _run(self, sql: str, params: Any, many: bool) -> Cursor:
         if self._held:
             self._send_begin()      # a statement after held INSERTs sees them
         guard = self.in_transaction and _WRITE.match(sql) is not None
@@ -654,7 +657,7 @@ class PgConnection:
         self._pg.execute("RESET lock_timeout; RESET statement_timeout")
         self._session.bounded = True
 
-    def create_function(self, *args, **kwargs) -> None:
+    def create_function(self, *args: object, **kwargs: object) -> None:
         """SQLite user functions have PostgreSQL counterparts made by the migrations."""
 
     def commit(self) -> None:

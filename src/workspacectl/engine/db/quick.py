@@ -8,6 +8,7 @@ The HTTP layer (server/api_path.py) only calls `QuickWriter.run` and sends what 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import json
 import logging
@@ -15,9 +16,19 @@ import os
 import sqlite3
 import time
 from collections import Counter
+from typing import Any, Callable
 
-from workspacectl.engine.db import (BUSY_MESSAGE, BUSY_TIMEOUT_MS, WAL_AUTOCHECKPOINT_PAGES, LockHeld, WouldBlock,
-                                    is_busy, open_db, storage_failure)
+from workspacectl.engine.db import (
+    BUSY_MESSAGE,
+    BUSY_TIMEOUT_MS,
+    WAL_AUTOCHECKPOINT_PAGES,
+    LockHeld,
+    WouldBlock,
+    WriteLock,
+    is_busy,
+    open_db,
+    storage_failure,
+)
 from workspacectl.errors import ApiError, one_line
 
 log = logging.getLogger("wsctl.server")
@@ -36,7 +47,7 @@ class QuickGroup:
 
     `opened()` is called when a turn's first transaction begins (the writer schedules `commit`)."""
 
-    def __init__(self, conn: sqlite3.Connection, opened):
+    def __init__(self, conn: sqlite3.Connection, opened: Callable[[], None]):
         self.conn = conn
         self.opened = opened
         self.is_open = False
@@ -77,7 +88,7 @@ class QuickGroup:
                 lock.release()
 
 
-def open_quick_db(path) -> sqlite3.Connection:
+def open_quick_db(path: str | os.PathLike[str]) -> sqlite3.Connection:
     """A connection for a thread that must not wait (the server's event loop): busy timeout 0, so
     a writer of another process makes BEGIN fail at once (transaction raises WouldBlock); in WAL
     mode its reads never wait for a writer. Its commits never checkpoint the WAL (a checkpoint
@@ -159,7 +170,8 @@ class QuickWriter:
       "busy" 409, "pool: <reason>"); `checkpoints` per mode; `longest_ms` of a wait and of each
       checkpoint mode. `summary()` is the line the server logs when it stops (the bench reads it)."""
 
-    def __init__(self, conn: sqlite3.Connection, background, thread_conn):
+    def __init__(self, conn: sqlite3.Connection, background: Callable[..., concurrent.futures.Future],
+                 thread_conn: Callable[[], sqlite3.Connection]):
         """background(fn, *args) runs fn on a thread that may wait and answers a concurrent Future;
         thread_conn() is the workspace connection of the thread it runs on."""
         self.conn = conn
@@ -179,7 +191,7 @@ class QuickWriter:
         self.checkpoints: Counter = Counter()
         self.longest_ms: dict[str, float] = {}   # the longest wait on the loop, and checkpoint per mode
 
-    async def run(self, call, label: str):
+    async def run(self, call: Callable[[], Any], label: str) -> Any:
         """call() on this thread (a quick call: it raises WouldBlock, with nothing written, when it
         would wait); its answer, or None when it must run on a thread that may wait. Raises
         ApiError for a lock held past the busy timeout (409) or a refused commit (503)."""
@@ -213,7 +225,7 @@ class QuickWriter:
             self.counts[label, "loop"] += 1
             return result
 
-    async def _released(self, lock, timeout: float) -> bool:
+    async def _released(self, lock: WriteLock, timeout: float) -> bool:
         """Wait (on the loop) for the lock's next release; False when `timeout` passes first. The
         waiting calls of the loop share one future."""
         if timeout <= 0:
@@ -281,7 +293,7 @@ class QuickWriter:
         if ms > self.longest_ms.get(what, 0.0):
             self.longest_ms[what] = ms
 
-    def _checkpointed(self, future) -> None:   # on the engine thread
+    def _checkpointed(self, future: concurrent.futures.Future) -> None:   # on the engine thread
         self.checkpointing = False
         if not future.cancelled() and (e := future.exception()) is not None:
             log.warning("WAL checkpoint failed: %s", one_line(str(e)))

@@ -1,4 +1,7 @@
 """SQL lives here, one module per area, so another store (PostgreSQL) can follow."""
+from __future__ import annotations
+
+from workspacectl.engine.db.conn import Conn
 
 # Full Unicode case folding turns one character into at most 3 (checked over every code point in
 # tests/cli/test_name_lookup.py), so a name that folds to N characters has N/3 to N of them.
@@ -18,7 +21,7 @@ def name_clause(column: str, named: tuple[str, str] | None) -> tuple[str, dict]:
             {"name_shortest": -(-folded // MAX_FOLD_GROWTH), "name_longest": folded})
 
 
-def fetch_named(conn, sql: str, args: dict, named: tuple[str, str] | None, batch: int = NAME_SCAN_BATCH) -> list:
+def fetch_named(conn: Conn, sql: str, args: dict, named: tuple[str, str] | None, batch: int = NAME_SCAN_BATCH) -> list:
     """The rows of a list query (id order, after `:after`, at most `:limit`), keeping only those
     whose `name` casefolds to the filter's when there is one: the query runs again from the last
     id it returned, `batch` rows at a time, until `:limit` rows match or none are left."""

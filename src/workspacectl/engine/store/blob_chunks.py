@@ -6,16 +6,18 @@ back as binary bytea, inside whatever transaction the workspace connection has o
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
+
+from workspacectl.engine.db.conn import Conn
 
 
-def raw(conn):
+def raw(conn: Conn) -> Any:
     """The psycopg connection under the workspace's connection wrapper (engine/db/postgres.py)."""
     return getattr(conn, "_pg", conn)
 
 
 @contextmanager
-def _cursor(conn):
+def _cursor(conn: Conn) -> Iterator[Any]:
     """A cursor on the session itself (server-side binding, binary results); a psycopg error in the
     block becomes what the engine expects, as for SQL through the wrapper (a full disk: 503)."""
     import psycopg
@@ -30,7 +32,7 @@ def _cursor(conn):
         raise engine_error(e) from None
 
 
-def insert_blob(conn, sha: str, size: int, chunks: int, created_at: float) -> bool:
+def insert_blob(conn: Conn, sha: str, size: int, chunks: int, created_at: float) -> bool:
     """A blob row; False when the blob is already stored (its chunks are then left as they are)."""
     with _cursor(conn) as cur:
         cur.execute("INSERT INTO blob (sha256, size, chunks, created_at) VALUES (%s, %s, %s, %s)"
@@ -38,7 +40,7 @@ def insert_blob(conn, sha: str, size: int, chunks: int, created_at: float) -> bo
         return cur.rowcount == 1
 
 
-def copy_chunks(conn, sha: str, chunks: Iterable[bytes]) -> int:
+def copy_chunks(conn: Conn, sha: str, chunks: Iterable[bytes]) -> int:
     """Write chunks 0, 1, ... of a blob by binary COPY; answers how many. The COPY is one statement
     as long as the blob (a 1 GiB bundle: ~35 s on a busy machine), so inside the recording
     transaction it runs without the session's statement_timeout (engine/db/pg_session.py); a
@@ -57,7 +59,7 @@ def copy_chunks(conn, sha: str, chunks: Iterable[bytes]) -> int:
     return n
 
 
-def blob_info(conn, sha: str) -> tuple[int, int] | None:
+def blob_info(conn: Conn, sha: str) -> tuple[int, int] | None:
     """(size, chunk count) of a stored blob, or None."""
     with _cursor(conn) as cur:
         cur.execute("SELECT size, chunks FROM blob WHERE sha256 = %s", (sha,))
@@ -65,28 +67,28 @@ def blob_info(conn, sha: str) -> tuple[int, int] | None:
     return (row[0], row[1]) if row else None
 
 
-def chunk(conn, sha: str, seq: int) -> bytes | None:
+def chunk(conn: Conn, sha: str, seq: int) -> bytes | None:
     with _cursor(conn) as cur:
         cur.execute("SELECT data FROM blob_chunk WHERE sha256 = %s AND seq = %s", (sha, seq), binary=True)
         row = cur.fetchone()
     return bytes(row[0]) if row else None
 
 
-def delete_blob(conn, sha: str) -> bool:
+def delete_blob(conn: Conn, sha: str) -> bool:
     """Delete a blob and its chunks (ON DELETE CASCADE); True when one was there."""
     with _cursor(conn) as cur:
         cur.execute("DELETE FROM blob WHERE sha256 = %s", (sha,))
         return cur.rowcount == 1
 
 
-def digests_older_than(conn, before: float) -> Iterator[str]:
+def digests_older_than(conn: Conn, before: float) -> Iterator[str]:
     with _cursor(conn) as cur:
         cur.execute("SELECT sha256 FROM blob WHERE created_at < %s ORDER BY sha256", (before,))
         rows = cur.fetchall()
     return (r[0] for r in rows)
 
 
-def counts(conn) -> tuple[int, int, int]:
+def counts(conn: Conn) -> tuple[int, int, int]:
     """(blobs, chunks, bytes) stored."""
     with _cursor(conn) as cur:
         cur.execute("SELECT (SELECT count(*) FROM blob), (SELECT count(*) FROM blob_chunk),"

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 import sqlite3
 
+from workspacectl.engine.db.conn import Conn
+
 # (table, column, kind)
 REFERENCES = [
     ("project_files", "sha256", "column"),
@@ -25,7 +27,7 @@ def _missing_table(e: sqlite3.OperationalError) -> bool:
     return "no such table" in str(e)    # a table of a later migration not applied yet
 
 
-def is_referenced(conn, sha: str) -> bool:
+def is_referenced(conn: Conn, sha: str) -> bool:
     for table, column, kind in REFERENCES:
         test = f"{column} = :sha" if kind == "column" else f"instr({column}, :sha) > 0"
         try:
@@ -37,7 +39,7 @@ def is_referenced(conn, sha: str) -> bool:
     return False
 
 
-def referenced_digests(conn) -> set[str]:
+def referenced_digests(conn: Conn) -> set[str]:
     """Every digest any row names now: one read of each referencing column, for a sweep that
     checks thousands of blobs (each one left is checked again with is_referenced under the lock)."""
     found: set[str] = set()

@@ -8,10 +8,10 @@ updated in place (never deleted and re-made) so rows of other areas that point a
 from __future__ import annotations
 
 import json
-import sqlite3
 
 from workspacectl import clock
 from workspacectl.engine.db import transaction
+from workspacectl.engine.db.conn import Conn, Cursor, Row
 from workspacectl.errors import ApiError
 
 # --- reads -----------------------------------------------------------------------------------
@@ -20,26 +20,26 @@ _WITH_COUNT = ("SELECT i.*, (SELECT count(*) FROM operations o WHERE o.service =
                "FROM integrations i")
 
 
-def get_integration(conn, service: str) -> sqlite3.Row | None:
+def get_integration(conn: Conn, service: str) -> Row | None:
     return conn.execute(_WITH_COUNT + " WHERE i.service = ?", (service,)).fetchone()
 
 
-def list_integrations(conn, after, limit: int) -> list:
+def list_integrations(conn: Conn, after: object, limit: int) -> list:
     return conn.execute(_WITH_COUNT + " WHERE i.service > ? ORDER BY i.service LIMIT ?",
                         (after if isinstance(after, str) else "", limit)).fetchall()
 
 
-def list_operations(conn, service: str, after, limit: int) -> list:
-    after = after if isinstance(after, int) and not isinstance(after, bool) else -1
+def list_operations(conn: Conn, service: str, after: object, limit: int) -> list:
+    position = after if isinstance(after, int) and not isinstance(after, bool) else -1
     return conn.execute("SELECT * FROM operations WHERE service = ? AND position > ? ORDER BY position LIMIT ?",
-                        (service, after, limit)).fetchall()
+                        (service, position, limit)).fetchall()
 
 
-def get_operation(conn, op_id: str) -> sqlite3.Row | None:
+def get_operation(conn: Conn, op_id: str) -> Row | None:
     return conn.execute("SELECT * FROM operations WHERE op_id = ?", (op_id,)).fetchone()
 
 
-def get_operations(conn, op_ids: list[str]) -> dict:
+def get_operations(conn: Conn, op_ids: list[str]) -> dict:
     """opId -> row, for the ids that exist (search results)."""
     out = {}
     for i in range(0, len(op_ids), 500):
@@ -50,7 +50,7 @@ def get_operations(conn, op_ids: list[str]) -> dict:
     return out
 
 
-def iter_triggers(conn, after):
+def iter_triggers(conn: Conn, after: object) -> Cursor:
     """Every trigger provider in list order, after the sort key `after` (any other shape starts
     from the top): generic providers first, then by service and position. The caller filters
     (engine/catalog/triggers.py matches q with Python's casefold(), the same on both stores)."""
@@ -62,17 +62,17 @@ def iter_triggers(conn, after):
     return conn.execute(sql + " ORDER BY sort_service, position, id", args)
 
 
-def trigger_sort_key(row) -> list:
+def trigger_sort_key(row: Row) -> list:
     return [row["service"] or "", row["position"], row["id"]]
 
 
-def get_trigger(conn, trigger_id: str) -> sqlite3.Row | None:
+def get_trigger(conn: Conn, trigger_id: str) -> Row | None:
     return conn.execute("SELECT * FROM trigger_providers WHERE id = ?", (trigger_id,)).fetchone()
 
 
 # --- writes ----------------------------------------------------------------------------------
 
-def put_service(conn, record: dict, source: str = "import", sealed_client_secret: bytes | None = None,
+def put_service(conn: Conn, record: dict, source: str = "import", sealed_client_secret: bytes | None = None,
                     keep_client_secret: bool = True) -> bool:
     """Put a service (integration, operations, triggers) in place of any previous one, in one
     transaction. Answers True when the service is new. A previous OAuth client is kept unless the
@@ -120,7 +120,7 @@ def put_service(conn, record: dict, source: str = "import", sealed_client_secret
     return existing is None
 
 
-def _trigger_clash(conn, service: str | None, ids: list[str]) -> str | None:
+def _trigger_clash(conn: Conn, service: str | None, ids: list[str]) -> str | None:
     for i in range(0, len(ids), 500):
         chunk = ids[i:i + 500]
         marks = ",".join("?" * len(chunk))
@@ -131,7 +131,7 @@ def _trigger_clash(conn, service: str | None, ids: list[str]) -> str | None:
     return None
 
 
-def _insert_triggers(conn, triggers: list[dict], service: str | None) -> None:
+def _insert_triggers(conn: Conn, triggers: list[dict], service: str | None) -> None:
     conn.executemany(
         "INSERT INTO trigger_providers (id, type, service, event, name, description, cadence_seconds, "
         "requires_credential, config_json, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -139,7 +139,7 @@ def _insert_triggers(conn, triggers: list[dict], service: str | None) -> None:
           int(t["requiresCredential"]), json.dumps(t["config"]), i) for i, t in enumerate(triggers)])
 
 
-def replace_generic_triggers(conn, triggers: list[dict]) -> None:
+def replace_generic_triggers(conn: Conn, triggers: list[dict]) -> None:
     with transaction(conn):
         clash = _trigger_clash(conn, None, [t["id"] for t in triggers])
         if clash:
@@ -152,7 +152,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
-def service_usage(conn, service: str) -> tuple[int, int]:
+def service_usage(conn: Conn, service: str) -> tuple[int, int]:
     """(credentials, pending unexpired connections) of a service: what removing it would strand.
 
     Checked explicitly: the vault tables (m004, m005) name the service without a foreign key."""
@@ -162,7 +162,7 @@ def service_usage(conn, service: str) -> tuple[int, int]:
     return credentials, pending
 
 
-def drop_service(conn, service: str) -> bool:
+def drop_service(conn: Conn, service: str) -> bool:
     """Remove a service with its operations and triggers. False when there was none; 409 while
     credentials or pending connections use it (checked in the same transaction as the delete)."""
     with transaction(conn):
@@ -184,7 +184,7 @@ def drop_service(conn, service: str) -> bool:
     return True
 
 
-def service_names(conn, source: str | None = None, with_oauth_client: bool = False) -> set[str]:
+def service_names(conn: Conn, source: str | None = None, with_oauth_client: bool = False) -> set[str]:
     """Services, all or those of one source ('builtin', 'import'), or those with an OAuth client id."""
     sql, args = "SELECT service FROM integrations WHERE 1 = 1", []
     if source is not None:
@@ -195,12 +195,12 @@ def service_names(conn, source: str | None = None, with_oauth_client: bool = Fal
     return {r[0] for r in conn.execute(sql, args)}
 
 
-def get_oauth_client_row(conn, service: str) -> sqlite3.Row | None:
+def get_oauth_client_row(conn: Conn, service: str) -> Row | None:
     return conn.execute("SELECT oauth_client_id, oauth_client_secret FROM integrations WHERE service = ?",
                         (service,)).fetchone()
 
 
-def update_oauth_client(conn, service: str, client_id: str, sealed_secret: bytes | None) -> None:
+def update_oauth_client(conn: Conn, service: str, client_id: str, sealed_secret: bytes | None) -> None:
     """Set the client id, and the sealed secret unless it is None (then the stored one stays)."""
     if sealed_secret is None:
         conn.execute("UPDATE integrations SET oauth_client_id = ?, updated_at = ? WHERE service = ?",

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 import struct
 from typing import Iterable
+
+from workspacectl.engine.db.conn import Conn, Row
 
 FTS_COLUMNS = ("name", "summary", "path", "tags", "body", "params")
 # The row of operation_search_terms whose df is the service's number of indexed operations
@@ -16,17 +17,17 @@ FTS_COLUMNS = ("name", "summary", "path", "tags", "body", "params")
 DOC_COUNT_TERM = ""
 
 
-def operations_of_service(conn: sqlite3.Connection, service: str) -> list[sqlite3.Row]:
+def operations_of_service(conn: Conn, service: str) -> list[Row]:
     return conn.execute(
         "SELECT op_id, service, name, summary, description, method, path, tags, params_json "
         "FROM operations WHERE service = ? ORDER BY position, op_id", (service,)).fetchall()
 
 
-def catalog_services(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+def catalog_services(conn: Conn) -> list[Row]:
     return conn.execute("SELECT service, name FROM integrations ORDER BY service").fetchall()
 
 
-def delete_service_docs(conn: sqlite3.Connection, service: str) -> None:
+def delete_service_docs(conn: Conn, service: str) -> None:
     conn.execute("DELETE FROM operation_search WHERE rowid IN "
                  "(SELECT rowid FROM operation_search_docs WHERE service = ?)", (service,))
     conn.execute("DELETE FROM operation_search_docs WHERE service = ?", (service,))
@@ -36,7 +37,7 @@ def delete_service_docs(conn: sqlite3.Connection, service: str) -> None:
     # the service's vector sets: deleted by m022's trigger with its indexed rows
 
 
-def delete_all_docs(conn: sqlite3.Connection) -> None:
+def delete_all_docs(conn: Conn) -> None:
     conn.execute("DELETE FROM operation_search")
     conn.execute("DELETE FROM operation_search_docs")
     conn.execute("DELETE FROM operation_search_terms")
@@ -45,7 +46,7 @@ def delete_all_docs(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM operation_search_vector_sets")
 
 
-def delete_doc(conn: sqlite3.Connection, op_id: str) -> None:
+def delete_doc(conn: Conn, op_id: str) -> None:
     row = conn.execute("SELECT rowid FROM operation_search_docs WHERE op_id = ?", (op_id,)).fetchone()
     if row is not None:
         conn.execute("DELETE FROM operation_search WHERE rowid = ?", (row[0],))
@@ -56,7 +57,7 @@ def delete_doc(conn: sqlite3.Connection, op_id: str) -> None:
     conn.execute("DELETE FROM operation_model_vectors WHERE op_id = ?", (op_id,))
 
 
-def insert_doc(conn: sqlite3.Connection, op_id: str, service: str, method: str, shape: str, action: str,
+def insert_doc(conn: Conn, op_id: str, service: str, method: str, shape: str, action: str,
                columns: dict[str, str]) -> None:
     cur = conn.execute(
         "INSERT INTO operation_search_docs (op_id, service, method, shape, action) VALUES (?, ?, ?, ?, ?)",
@@ -66,12 +67,12 @@ def insert_doc(conn: sqlite3.Connection, op_id: str, service: str, method: str, 
         (cur.lastrowid, *(columns[c] for c in FTS_COLUMNS)))
 
 
-def insert_service_terms(conn: sqlite3.Connection, service: str, dfs: dict[str, int]) -> None:
+def insert_service_terms(conn: Conn, service: str, dfs: dict[str, int]) -> None:
     conn.executemany("INSERT INTO operation_search_terms (term, service, df) VALUES (?, ?, ?)",
                      [(t, service, n) for t, n in dfs.items()])
 
 
-def service_term_freqs(conn: sqlite3.Connection, terms: Iterable[str]) -> list[tuple[str, str, int]]:
+def service_term_freqs(conn: Conn, terms: Iterable[str]) -> list[tuple[str, str, int]]:
     """(term, service, df) of some terms, in (term, service) order on both stores."""
     terms = list(dict.fromkeys(terms))
     if not terms:
@@ -86,7 +87,7 @@ class TermReader:
     search asks first for every term it may need (one statement), later asks read only terms not
     asked before (none, mostly)."""
 
-    def __init__(self, conn: sqlite3.Connection):
+    def __init__(self, conn: Conn):
         self.conn = conn
         self._rows: dict[str, list[tuple[str, int]]] = {}
 
@@ -119,7 +120,7 @@ class SearchState:
         self.seen = seen              # the day the index's own analyzer last searched it (YYYY-MM-DD)
 
 
-def search_state(conn: sqlite3.Connection, model: str, complete_at: list[str]) -> SearchState:
+def search_state(conn: Conn, model: str, complete_at: list[str]) -> SearchState:
     """What every search checks before it reads the index, in one statement. The vectors are
     counted only when the generation is none of `complete_at` (generations at which the caller
     found `model`'s set complete: every write of the index sets a new one); None then. Counting
@@ -139,15 +140,15 @@ def search_state(conn: sqlite3.Connection, model: str, complete_at: list[str]) -
     return SearchState(*row)
 
 
-def operation_count(conn: sqlite3.Connection) -> int:
+def operation_count(conn: Conn) -> int:
     return conn.execute("SELECT count(*) FROM operations").fetchone()[0]
 
 
-def indexed_services(conn: sqlite3.Connection) -> list[str]:
+def indexed_services(conn: Conn) -> list[str]:
     return [r[0] for r in conn.execute("SELECT DISTINCT service FROM operation_search_docs")]
 
 
-def doc_count(conn: sqlite3.Connection) -> int:
+def doc_count(conn: Conn) -> int:
     return conn.execute("SELECT count(*) FROM operation_search_docs").fetchone()[0]
 
 
@@ -162,8 +163,8 @@ class Known:
         self.dfs, self.generation = dfs, generation
 
 
-def match(conn: sqlite3.Connection, expression: str, weights: tuple[float, ...], limit: int,
-          services: list[str] | None = None, known: Known | None = None) -> list[sqlite3.Row]:
+def match(conn: Conn, expression: str, weights: tuple[float, ...], limit: int,
+          services: list[str] | None = None, known: Known | None = None) -> list[Row]:
     """The best `limit` rows for an FTS5 expression by weighted bm25 (lower is better)."""
     if getattr(conn, "dialect", "sqlite") == "postgres":
         return _match_postgres(conn, expression, weights, limit, services, known)
@@ -202,7 +203,7 @@ _LENGTHS: dict[str, tuple[int, int]] = {}
 _LENGTHS_KEPT = 8
 
 
-def _index_lengths(conn, generation: str | None) -> tuple[int, int] | None:
+def _index_lengths(conn: Conn, generation: str | None) -> tuple[int, int] | None:
     key = generation
     if key is not None and key in _LENGTHS:
         return _LENGTHS[key]
@@ -217,7 +218,7 @@ def _index_lengths(conn, generation: str | None) -> tuple[int, int] | None:
     return lengths
 
 
-def _match_postgres(conn, expression: str, weights: tuple[float, ...], limit: int,
+def _match_postgres(conn: Conn, expression: str, weights: tuple[float, ...], limit: int,
                     services: list[str] | None, known: Known | None = None) -> list:
     """The PostgreSQL half of match(): FTS5's bm25 (idf from the terms' document counts, the
     column-weighted term frequency, the row's length against the average) summed per operation
@@ -271,7 +272,7 @@ def _match_postgres(conn, expression: str, weights: tuple[float, ...], limit: in
         f"ORDER BY b.bm25, b.rowid", (*args, limit)).fetchall()
 
 
-def first_operations(conn: sqlite3.Connection, services: list[str], limit: int) -> list[str]:
+def first_operations(conn: Conn, services: list[str], limit: int) -> list[str]:
     """The first `limit` opIds of some services, in catalog order."""
     if not services:
         return []
@@ -280,7 +281,7 @@ def first_operations(conn: sqlite3.Connection, services: list[str], limit: int) 
         f"ORDER BY service = ? DESC, service, position LIMIT ?", (*services, services[0], limit))]
 
 
-def operations_by_ids(conn: sqlite3.Connection, op_ids: list[str]) -> dict[str, sqlite3.Row]:
+def operations_by_ids(conn: Conn, op_ids: list[str]) -> dict[str, Row]:
     if not op_ids:
         return {}
     rows = conn.execute(
@@ -289,21 +290,21 @@ def operations_by_ids(conn: sqlite3.Connection, op_ids: list[str]) -> dict[str, 
     return {r["op_id"]: r for r in rows}
 
 
-def service_exists(conn: sqlite3.Connection, service: str) -> bool:
+def service_exists(conn: Conn, service: str) -> bool:
     return conn.execute("SELECT 1 FROM integrations WHERE service = ?", (service,)).fetchone() is not None
 
 
-def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
+def get_meta(conn: Conn, key: str) -> str | None:
     row = conn.execute("SELECT value FROM operation_search_meta WHERE key = ?", (key,)).fetchone()
     return row[0] if row else None
 
 
-def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+def set_meta(conn: Conn, key: str, value: str) -> None:
     conn.execute("INSERT INTO operation_search_meta (key, value) VALUES (?, ?) "
                  "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
 
 
-def delete_meta(conn: sqlite3.Connection, key: str) -> None:
+def delete_meta(conn: Conn, key: str) -> None:
     conn.execute("DELETE FROM operation_search_meta WHERE key = ?", (key,))
 
 
@@ -323,7 +324,7 @@ class VectorSet:
         self.op_ids, self.services, self.vectors, self.scales = op_ids, services, vectors, scales
 
 
-def insert_vectors(conn: sqlite3.Connection, model: str, rows: list[tuple[str, str, bytes, float]]) -> None:
+def insert_vectors(conn: Conn, model: str, rows: list[tuple[str, str, bytes, float]]) -> None:
     """rows: (op_id, service, vector bytes, scale) made by `model` (embedding.quantize), every
     indexed operation of each service they name: each service's set is written whole, replacing
     the one it had."""
@@ -339,20 +340,20 @@ def insert_vectors(conn: sqlite3.Connection, model: str, rows: list[tuple[str, s
              b"".join(vector for _, vector, _ in items), struct.pack(f"<{len(items)}d", *(sc for _, _, sc in items))))
 
 
-def delete_model_vectors(conn: sqlite3.Connection, model: str) -> None:
+def delete_model_vectors(conn: Conn, model: str) -> None:
     conn.execute("DELETE FROM operation_search_vector_sets WHERE model = ?", (model,))
 
 
-def vector_count(conn: sqlite3.Connection, model: str) -> int:
+def vector_count(conn: Conn, model: str) -> int:
     return conn.execute("SELECT coalesce(sum(operations), 0) FROM operation_search_vector_sets WHERE model = ?",
                         (model,)).fetchone()[0]
 
 
-def vector_models(conn: sqlite3.Connection) -> list[str]:
+def vector_models(conn: Conn) -> list[str]:
     return [r[0] for r in conn.execute("SELECT DISTINCT model FROM operation_search_vector_sets")]
 
 
-def services_missing_vectors(conn: sqlite3.Connection, model: str) -> list[str]:
+def services_missing_vectors(conn: Conn, model: str) -> list[str]:
     """Services with indexed operations and no set of `model` (a set is whole or missing)."""
     return [r[0] for r in conn.execute(
         "SELECT DISTINCT d.service FROM operation_search_docs d WHERE NOT EXISTS "
@@ -360,14 +361,14 @@ def services_missing_vectors(conn: sqlite3.Connection, model: str) -> list[str]:
         "ORDER BY d.service", (model,))]
 
 
-def delete_orphan_vectors(conn: sqlite3.Connection, model: str) -> None:
+def delete_orphan_vectors(conn: Conn, model: str) -> None:
     """`model`'s sets of services with no operation indexed."""
     conn.execute("DELETE FROM operation_search_vector_sets WHERE model = ? AND NOT EXISTS "
                  "(SELECT 1 FROM operation_search_docs d WHERE d.service = operation_search_vector_sets.service)",
                  (model,))
 
 
-def all_vectors(conn: sqlite3.Connection, model: str) -> VectorSet:
+def all_vectors(conn: Conn, model: str) -> VectorSet:
     """Every set `model` made, in service order (one row per service)."""
     op_ids: list[str] = []
     services: list[str] = []
@@ -383,7 +384,7 @@ def all_vectors(conn: sqlite3.Connection, model: str) -> VectorSet:
     return VectorSet(op_ids, services, b"".join(vectors), scales)
 
 
-def docs_by_op_ids(conn: sqlite3.Connection, op_ids: list[str]) -> list[sqlite3.Row]:
+def docs_by_op_ids(conn: Conn, op_ids: list[str]) -> list[Row]:
     """The rows store.match answers, for given operations (bm25 0: they were not matched)."""
     if not op_ids:
         return []

@@ -5,13 +5,13 @@ on one link or one `state` cannot both complete it.
 """
 from __future__ import annotations
 
-import sqlite3
+from workspacectl.engine.db.conn import Conn, Row
 
 _COLS = ("id, service, member_id, link_hash, link_sealed, status, credential_id, error, created_at, "
          "expires_at, finished_at, state_hash, redirect_uri, state_used_at, name")
 
 
-def insert_connection(conn, *, conn_id: str, service: str, member_id: str, link_hash: str,
+def insert_connection(conn: Conn, *, conn_id: str, service: str, member_id: str, link_hash: str,
                       link_sealed: bytes | None, created_at: str, expires_at: str,
                       reconnect_id: str | None = None, name: str | None = None) -> None:
     """A pending connection; `reconnect_id` (kept in credential_id while pending) names the
@@ -23,24 +23,24 @@ def insert_connection(conn, *, conn_id: str, service: str, member_id: str, link_
         (conn_id, service, member_id, link_hash, link_sealed, created_at, expires_at, reconnect_id, name))
 
 
-def get_connection(conn, conn_id: str) -> sqlite3.Row | None:
+def get_connection(conn: Conn, conn_id: str) -> Row | None:
     return conn.execute(f"SELECT {_COLS} FROM connections WHERE id = ?", (conn_id,)).fetchone()
 
 
-def find_by_link(conn, link_hash: str) -> sqlite3.Row | None:
+def find_by_link(conn: Conn, link_hash: str) -> Row | None:
     return conn.execute(f"SELECT {_COLS} FROM connections WHERE link_hash = ?", (link_hash,)).fetchone()
 
 
-def find_by_state(conn, state_hash: str) -> sqlite3.Row | None:
+def find_by_state(conn: Conn, state_hash: str) -> Row | None:
     return conn.execute(f"SELECT {_COLS} FROM connections WHERE state_hash = ?", (state_hash,)).fetchone()
 
 
-def get_pkce_sealed(conn, conn_id: str) -> bytes | None:
+def get_pkce_sealed(conn: Conn, conn_id: str) -> bytes | None:
     row = conn.execute("SELECT pkce_sealed FROM connections WHERE id = ?", (conn_id,)).fetchone()
     return None if row is None else row["pkce_sealed"]
 
 
-def start_oauth(conn, conn_id: str, *, state_hash: str, pkce_sealed: bytes | None, redirect_uri: str) -> bool:
+def start_oauth(conn: Conn, conn_id: str, *, state_hash: str, pkce_sealed: bytes | None, redirect_uri: str) -> bool:
     """Record a new authorize redirect (replacing an earlier one) while the connection is pending."""
     cur = conn.execute(
         "UPDATE connections SET state_hash = ?, pkce_sealed = ?, redirect_uri = ?, state_used_at = NULL "
@@ -48,7 +48,7 @@ def start_oauth(conn, conn_id: str, *, state_hash: str, pkce_sealed: bytes | Non
     return cur.rowcount == 1
 
 
-def use_state(conn, state_hash: str, now: str) -> bool:
+def use_state(conn: Conn, state_hash: str, now: str) -> bool:
     """Claim a `state` once: True for the one caller that wins it."""
     cur = conn.execute(
         "UPDATE connections SET state_used_at = ? WHERE state_hash = ? AND state_used_at IS NULL "
@@ -56,14 +56,14 @@ def use_state(conn, state_hash: str, now: str) -> bool:
     return cur.rowcount == 1
 
 
-def mark_connected(conn, conn_id: str, credential_id: str, now: str) -> bool:
+def mark_connected(conn: Conn, conn_id: str, credential_id: str, now: str) -> bool:
     cur = conn.execute(
         "UPDATE connections SET status = 'connected', credential_id = ?, finished_at = ?, pkce_sealed = NULL "
         "WHERE id = ? AND status = 'pending'", (credential_id, now, conn_id))
     return cur.rowcount == 1
 
 
-def mark_failed(conn, conn_id: str, error: str, now: str) -> bool:
+def mark_failed(conn: Conn, conn_id: str, error: str, now: str) -> bool:
     cur = conn.execute(
         "UPDATE connections SET status = 'failed', error = ?, finished_at = ?, pkce_sealed = NULL "
         "WHERE id = ? AND status = 'pending'", (error, now, conn_id))

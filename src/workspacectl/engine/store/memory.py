@@ -1,40 +1,41 @@
 """Memory SQL: documents per owner, pending notes, reference files."""
 from __future__ import annotations
 
+from workspacectl.engine.db.conn import Conn, Cursor, Row
 from workspacectl.engine.ids import new_id
 
 
-def ensure_document(conn, owner_type: str, member_id: str | None, now: str):
+def ensure_document(conn: Conn, owner_type: str, member_id: str | None, now: str) -> Row:
     """The owner's document row, made (empty, version 1) the first time it is needed."""
     conn.execute("INSERT OR IGNORE INTO memory_documents (owner_type, member_id, updated_at) VALUES (?, ?, ?)",
                  (owner_type, member_id, now))
     return get_document(conn, owner_type, member_id)
 
 
-def get_document(conn, owner_type: str, member_id: str | None):
+def get_document(conn: Conn, owner_type: str, member_id: str | None) -> Row:
     return conn.execute("SELECT * FROM memory_documents WHERE owner_type = ? AND IFNULL(member_id, '') = ?",
                         (owner_type, member_id or "")).fetchone()
 
 
-def get_document_by_id(conn, document_id: int):
+def get_document_by_id(conn: Conn, document_id: int) -> Row:
     return conn.execute("SELECT * FROM memory_documents WHERE id = ?", (document_id,)).fetchone()
 
 
-def documents_with_pending(conn) -> list:
+def documents_with_pending(conn: Conn) -> list:
     return conn.execute(
         """SELECT d.* FROM memory_documents d
            WHERE EXISTS (SELECT 1 FROM memory_notes n WHERE n.document_id = d.id AND n.status = 'pending')
            ORDER BY d.id""").fetchall()
 
 
-def update_guide(conn, document_id: int, guide: str, version: int, now: str) -> None:
+def update_guide(conn: Conn, document_id: int, guide: str, version: int, now: str) -> None:
     conn.execute("UPDATE memory_documents SET guide = ?, version = ?, updated_at = ? WHERE id = ?",
                  (guide, version, now, document_id))
 
 
 # --- notes ------------------------------------------------------------------------------------
 
-def insert_note(conn, document_id: int, text: str, section: str | None, file_path: str | None,
+def insert_note(conn: Conn, document_id: int, text: str, section: str | None, file_path: str | None,
                 file_content: bytes | None, proposed_by: str, now: str) -> str:
     note_id = new_id("note")
     conn.execute(
@@ -52,7 +53,7 @@ def insert_note(conn, document_id: int, text: str, section: str | None, file_pat
 _NOTE_COLUMNS = "id, text, section, file_path, file_size, proposed_by, proposed_at, held_reason"
 
 
-def pending_notes(conn, document_id: int, limit: int, upto: int | None = None) -> list:
+def pending_notes(conn: Conn, document_id: int, limit: int, upto: int | None = None) -> list:
     """The oldest `limit` pending notes, in the order they were queued (only those queued up to
     rowid `upto` when given)."""
     return conn.execute(
@@ -60,23 +61,23 @@ def pending_notes(conn, document_id: int, limit: int, upto: int | None = None) -
             ORDER BY rowid LIMIT ?""", (document_id, (1 << 63) - 1 if upto is None else upto, limit)).fetchall()
 
 
-def last_note_rowid(conn, document_id: int) -> int:
+def last_note_rowid(conn: Conn, document_id: int) -> int:
     return conn.execute("SELECT IFNULL(MAX(rowid), 0) FROM memory_notes WHERE document_id = ? AND status = 'pending'",
                         (document_id,)).fetchone()[0]
 
 
-def held_notes(conn, document_id: int, limit: int) -> list:
+def held_notes(conn: Conn, document_id: int, limit: int) -> list:
     return conn.execute(
         f"SELECT {_NOTE_COLUMNS} FROM memory_notes WHERE document_id = ? AND status = 'held' ORDER BY rowid LIMIT ?",
         (document_id, limit)).fetchall()
 
 
-def count_pending(conn, document_id: int) -> int:
+def count_pending(conn: Conn, document_id: int) -> int:
     return conn.execute("SELECT COUNT(*) FROM memory_notes WHERE document_id = ? AND status = 'pending'",
                         (document_id,)).fetchone()[0]
 
 
-def resolve_note(conn, note_id: str, status: str, now: str, held_reason: str | None = None) -> None:
+def resolve_note(conn: Conn, note_id: str, status: str, now: str, held_reason: str | None = None) -> None:
     """pending -> folded, dropped or held (with why); a note no longer pending is left alone."""
     conn.execute("UPDATE memory_notes SET status = ?, resolved_at = ?, held_reason = ?"
                  " WHERE id = ? AND status = 'pending'", (status, now, held_reason, note_id))
@@ -84,24 +85,24 @@ def resolve_note(conn, note_id: str, status: str, now: str, held_reason: str | N
 
 # --- files ------------------------------------------------------------------------------------
 
-def list_files(conn, document_id: int, after: str | None, limit: int) -> list:
+def list_files(conn: Conn, document_id: int, after: str | None, limit: int) -> list:
     return conn.execute(
         "SELECT path, size, updated_at FROM memory_files WHERE document_id = ? AND path > ? ORDER BY path LIMIT ?",
         (document_id, after or "", limit)).fetchall()
 
 
-def get_file(conn, document_id: int, path: str):
+def get_file(conn: Conn, document_id: int, path: str) -> Row:
     return conn.execute("SELECT * FROM memory_files WHERE document_id = ? AND path = ?",
                         (document_id, path)).fetchone()
 
 
-def iter_files(conn, document_id: int):
+def iter_files(conn: Conn, document_id: int) -> Cursor:
     """Every file with its content, one row at a time (one SELECT: one consistent snapshot)."""
     return conn.execute("SELECT path, size, content, updated_at FROM memory_files WHERE document_id = ? ORDER BY path",
                         (document_id,))
 
 
-def path_clash(conn, document_id: int, path: str) -> str | None:
+def path_clash(conn: Conn, document_id: int, path: str) -> str | None:
     """An existing file that would collide with `path` in a folder tree: one of path's parent
     folders is a file, or path is a folder of an existing file. Answers that file's path."""
     parents = []
@@ -116,7 +117,7 @@ def path_clash(conn, document_id: int, path: str) -> str | None:
     return row["path"] if row else None
 
 
-def note_file_stored(conn, document_id: int, note_id: str) -> bool:
+def note_file_stored(conn: Conn, document_id: int, note_id: str) -> bool:
     """True when the note's file is stored already with the same bytes (compared in SQLite)."""
     return conn.execute(
         """SELECT 1 FROM memory_notes n JOIN memory_note_files b ON b.note_id = n.id
@@ -124,7 +125,7 @@ def note_file_stored(conn, document_id: int, note_id: str) -> bool:
            WHERE n.id = ? AND f.content = b.content""", (document_id, note_id)).fetchone() is not None
 
 
-def put_file_from_note(conn, document_id: int, note_id: str, now: str) -> None:
+def put_file_from_note(conn: Conn, document_id: int, note_id: str, now: str) -> None:
     """Write (or replace) the note's file, moving its bytes inside SQLite: once folded, they
     live in memory_files only."""
     conn.execute(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from workspacectl import clock
+from workspacectl.engine.db.conn import Conn, Row
 from workspacectl.engine.ids import new_id
 from workspacectl.engine.store import fetch_named, name_clause
 
@@ -35,7 +36,7 @@ _COLUMNS = f"""p.*, ({ROLE_SQL}) AS role,
   (SELECT COUNT(*) FROM project_files f WHERE f.project_id = p.id) AS n_files"""
 
 
-def insert_project(conn, owner_id: str, values: dict) -> str:
+def insert_project(conn: Conn, owner_id: str, values: dict) -> str:
     pid = new_id("proj")
     now = clock.now_iso()
     conn.execute(
@@ -47,7 +48,7 @@ def insert_project(conn, owner_id: str, values: dict) -> str:
     return pid
 
 
-def update_project(conn, pid: str, values: dict) -> None:
+def update_project(conn: Conn, pid: str, values: dict) -> None:
     cols = {"name": "name", "description": "description", "icon": "icon", "workerColor": "worker_color"}
     sets, args = [], []
     for key, col in cols.items():
@@ -62,13 +63,13 @@ def update_project(conn, pid: str, values: dict) -> None:
     conn.execute(f"UPDATE projects SET {', '.join(sets)} WHERE id = ?", (*args, pid))
 
 
-def get_project(conn, pid: str, me: str):
+def get_project(conn: Conn, pid: str, me: str) -> Row:
     """The row with the caller's role, or None when the caller has no access (404, no leak)."""
     row = conn.execute(f"SELECT {_COLUMNS} FROM projects p WHERE p.id = :id", {"id": pid, "me": me}).fetchone()
     return row if row is not None and row["role"] else None
 
 
-def list_projects(conn, me: str, after, limit: int, named: tuple[str, str] | None = None) -> list:
+def list_projects(conn: Conn, me: str, after: str | None, limit: int, named: tuple[str, str] | None = None) -> list:
     clause, args = name_clause("p.name", named)
     return fetch_named(
         conn, f"""SELECT {_COLUMNS} FROM projects p
@@ -80,7 +81,7 @@ def list_projects(conn, me: str, after, limit: int, named: tuple[str, str] | Non
         {"me": me, "after": after or "", "limit": limit, **args}, named)
 
 
-def member_brief(conn, member_id: str | None) -> dict | None:
+def member_brief(conn: Conn, member_id: str | None) -> dict | None:
     if not member_id:
         return None
     row = conn.execute("SELECT id, name FROM members WHERE id = ?", (member_id,)).fetchone()
@@ -89,13 +90,13 @@ def member_brief(conn, member_id: str | None) -> dict | None:
 
 # --- grants ----------------------------------------------------------------------------------
 
-def list_grants(conn, pid: str) -> list:
+def list_grants(conn: Conn, pid: str) -> list:
     return conn.execute(
         "SELECT g.member_id, g.role, m.name FROM project_grants g LEFT JOIN members m ON m.id = g.member_id"
         " WHERE g.project_id = ? ORDER BY g.member_id IS NOT NULL, g.created_at, g.member_id", (pid,)).fetchall()
 
 
-def set_grant(conn, pid: str, member_id: str | None, role: str | None) -> None:
+def set_grant(conn: Conn, pid: str, member_id: str | None, role: str | None) -> None:
     """Replace the grant of a member (or of the workspace, member_id None); role None removes it."""
     conn.execute("DELETE FROM project_grants WHERE project_id = ? AND IFNULL(member_id, '') = ?",
                  (pid, member_id or ""))
@@ -106,7 +107,7 @@ def set_grant(conn, pid: str, member_id: str | None, role: str | None) -> None:
 
 # --- memory ----------------------------------------------------------------------------------
 
-def replace_memory(conn, pid: str, text: str, version: int, me: str) -> bool:
+def replace_memory(conn: Conn, pid: str, text: str, version: int, me: str) -> bool:
     """Write the memory if its version is still `version`; False when another write won."""
     cur = conn.execute(
         "UPDATE projects SET memory_text = ?, memory_version = memory_version + 1, memory_updated_at = ?,"
@@ -116,7 +117,7 @@ def replace_memory(conn, pid: str, text: str, version: int, me: str) -> bool:
 
 # --- contents --------------------------------------------------------------------------------
 
-def list_resources(conn, pid: str, limit: int) -> list:
+def list_resources(conn: Conn, pid: str, limit: int) -> list:
     """The first `limit` workflows, apps and non-archived skills in the project, in id order."""
     return conn.execute(
         "SELECT id, name, description, kind AS type, last_used_at FROM workflows WHERE project_id = :pid"
@@ -125,7 +126,7 @@ def list_resources(conn, pid: str, limit: int) -> list:
         {"pid": pid, "limit": limit}).fetchall()
 
 
-def delete_project(conn, pid: str) -> dict:
+def delete_project(conn: Conn, pid: str) -> dict:
     """Return every workflow, app and skill to its creator, drop the files and the project.
     The caller holds the transaction. Answers how many resources went back and files went."""
     returned = conn.execute("UPDATE workflows SET project_id = NULL WHERE project_id = ?", (pid,)).rowcount
@@ -135,17 +136,17 @@ def delete_project(conn, pid: str) -> dict:
     return {"returnedResources": returned, "deletedFiles": files}
 
 
-def get_skill_home(conn, skill_id: str):
+def get_skill_home(conn: Conn, skill_id: str) -> Row:
     """(id, name, description, project_id, created_by, status, last_used_at) of a skill, or None."""
     return conn.execute("SELECT id, name, description, project_id, created_by, status, last_used_at FROM skills"
                         " WHERE id = ?", (skill_id,)).fetchone()
 
 
-def skill_homes_named(conn, name: str) -> list:
+def skill_homes_named(conn: Conn, name: str) -> list:
     """The live (not archived) skill of this name, as get_skill_home answers it: none or one."""
     return conn.execute("SELECT id, name, description, project_id, created_by, status, last_used_at FROM skills"
                         " WHERE name = ? AND status != 'archived'", (name,)).fetchall()
 
 
-def move_skill(conn, skill_id: str, pid: str | None) -> None:
+def move_skill(conn: Conn, skill_id: str, pid: str | None) -> None:
     conn.execute("UPDATE skills SET project_id = ? WHERE id = ?", (pid, skill_id))

@@ -6,9 +6,9 @@ details select the other columns.
 from __future__ import annotations
 
 import json
-import sqlite3
 
 from workspacectl.engine.db import Prepared
+from workspacectl.engine.db.conn import Conn, Row
 from workspacectl.engine.store import fetch_named, name_clause
 
 _PUBLIC_COLS = ("c.id, c.service, c.name, c.credential_type, c.owner_member_id, c.fields_json, c.scopes_json, "
@@ -24,7 +24,7 @@ _GRANT_JOINS = ("LEFT JOIN credential_grants gm ON gm.credential_id = c.id AND g
 
 # --- credentials ---------------------------------------------------------------------------
 
-def insert_credential(conn, *, cred_id: str, service: str, name: str, credential_type: str, owner_member_id: str,
+def insert_credential(conn: Conn, *, cred_id: str, service: str, name: str, credential_type: str, owner_member_id: str,
                       fields: dict, scopes: list, secret_names: list, secret_blob: bytes | None,
                       token_type: str | None, expires_at: str | None, now: str, refreshed_at: str) -> None:
     conn.execute(
@@ -35,7 +35,7 @@ def insert_credential(conn, *, cred_id: str, service: str, name: str, credential
          json.dumps(secret_names), secret_blob, token_type, expires_at, refreshed_at, now, now))
 
 
-def credential_names_like(conn, base: str) -> set[str]:
+def credential_names_like(conn: Conn, base: str) -> set[str]:
     """Lower-cased names equal to `base` or starting with `base-` (the default-name candidates)."""
     pattern = base.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "-%"
     rows = conn.execute("SELECT lower(name) FROM credentials WHERE lower(name) = ? OR lower(name) LIKE ? ESCAPE '\\'",
@@ -43,28 +43,28 @@ def credential_names_like(conn, base: str) -> set[str]:
     return {r[0] for r in rows}
 
 
-def credential_id_named(conn, name: str) -> str | None:
+def credential_id_named(conn: Conn, name: str) -> str | None:
     """The id of the credential with this name, compared without regard to case (names are unique)."""
     row = conn.execute("SELECT id FROM credentials WHERE lower(name) = ?", (name.lower(),)).fetchone()
     return None if row is None else row[0]
 
 
-def rename_credential(conn, cred_id: str, name: str, now: str) -> None:
+def rename_credential(conn: Conn, cred_id: str, name: str, now: str) -> None:
     conn.execute("UPDATE credentials SET name = ?, updated_at = ? WHERE id = ?", (name, now, cred_id))
 
 
-def get_credential(conn, cred_id: str) -> sqlite3.Row | None:
+def get_credential(conn: Conn, cred_id: str) -> Row | None:
     """A credential's public columns (no secret blob)."""
     return conn.execute(f"SELECT {_PUBLIC_COLS} FROM credentials c WHERE c.id = ?", (cred_id,)).fetchone()
 
 
-def get_credential_sealed(conn, cred_id: str) -> sqlite3.Row | None:
+def get_credential_sealed(conn: Conn, cred_id: str) -> Row | None:
     """A credential with its sealed secret blob: only where a secret is about to be used."""
     return conn.execute(f"SELECT {_PUBLIC_COLS}, c.secret_blob FROM credentials c WHERE c.id = ?",
                         (cred_id,)).fetchone()
 
 
-def get_credential_for(conn, cred_id: str, member_id: str) -> sqlite3.Row | None:
+def get_credential_for(conn: Conn, cred_id: str, member_id: str) -> Row | None:
     """A credential with the member's `access` (None when it has none)."""
     return conn.execute(f"SELECT {_PUBLIC_COLS}, {_ACCESS} FROM credentials c {_GRANT_JOINS} WHERE c.id = :cred",
                         {"member": member_id, "cred": cred_id}).fetchone()
@@ -74,7 +74,7 @@ _TO_ISSUE = Prepared(f"SELECT {_PUBLIC_COLS}, c.secret_blob, {_ACCESS}, i.env_va
                      f"{_GRANT_JOINS} LEFT JOIN integrations i ON i.service = c.service WHERE c.id = :cred")
 
 
-def get_credential_to_issue(conn, cred_id: str, member_id: str) -> sqlite3.Row | None:
+def get_credential_to_issue(conn: Conn, cred_id: str, member_id: str) -> Row | None:
     """Everything a token issue reads, in one statement: the credential with its sealed blob, the
     member's `access` and the integration's `env_vars_json` (NULL when the service is gone)."""
     return conn.execute(_TO_ISSUE, {"member": member_id, "cred": cred_id}).fetchone()
@@ -83,8 +83,8 @@ def get_credential_to_issue(conn, cred_id: str, member_id: str) -> sqlite3.Row |
 _ISSUE_AT_ONCE = Prepared("SELECT * FROM wsctl_issue_token(:cred, :member, :key, :kind, :reason, :at, :now)")
 
 
-def issue_token_at_once(conn, *, cred_id: str, member_id: str, key_id: str | None, caller_kind: str, reason: str,
-                        at: str, now: str):
+def issue_token_at_once(conn: Conn, *, cred_id: str, member_id: str, key_id: str | None, caller_kind: str, reason: str,
+                        at: str, now: str) -> Row | None:
     """PostgreSQL only (m029_token_issue): get_credential_to_issue's row and, when the function could
     decide, the audit row appended, in one statement (one round trip, its own transaction). The row
     carries `outcome` ('issued', 'refused', or None: nothing written, the engine decides) and
@@ -94,9 +94,9 @@ def issue_token_at_once(conn, *, cred_id: str, member_id: str, key_id: str | Non
                                          "reason": reason, "at": at, "now": now}).fetchone()
 
 
-def list_credentials_for(conn, member_id: str, after: str | None, limit: int,
+def list_credentials_for(conn: Conn, member_id: str, after: str | None, limit: int,
                          service: str | None = None, named: tuple[str, str] | None = None,
-                         only: frozenset[str] | None = None) -> list[sqlite3.Row]:
+                         only: frozenset[str] | None = None) -> list[Row]:
     """Credentials the member owns or was granted, in id order, after the cursor; with `only`
     (a limited key's credentials, engine/vault/key_limits.py) just those among them."""
     clause, args = name_clause("c.name", named)
@@ -114,7 +114,7 @@ def list_credentials_for(conn, member_id: str, after: str | None, limit: int,
     return fetch_named(conn, sql + "ORDER BY c.id LIMIT :limit", args, named)
 
 
-def update_secrets(conn, cred_id: str, *, secret_blob: bytes, secret_names: list, now: str, refreshed_at: str,
+def update_secrets(conn: Conn, cred_id: str, *, secret_blob: bytes, secret_names: list, now: str, refreshed_at: str,
                    expires_at: str | None = None, token_type: str | None = None, scopes: list | None = None,
                    fields: dict | None = None, reset_status: bool = True) -> None:
     """Replace the sealed secrets (and what came with them) in one statement."""
@@ -136,12 +136,12 @@ def update_secrets(conn, cred_id: str, *, secret_blob: bytes, secret_names: list
     conn.execute(f"UPDATE credentials SET {', '.join(sets)} WHERE id = :id", args)
 
 
-def set_status(conn, cred_id: str, status: str, now: str, last_error: str | None = None) -> None:
+def set_status(conn: Conn, cred_id: str, status: str, now: str, last_error: str | None = None) -> None:
     conn.execute("UPDATE credentials SET status = ?, last_error = ?, updated_at = ? WHERE id = ?",
                  (status, last_error, now, cred_id))
 
 
-def set_synced(conn, cred_id: str, now: str, status: str | None = None) -> None:
+def set_synced(conn: Conn, cred_id: str, now: str, status: str | None = None) -> None:
     if status is None:
         conn.execute("UPDATE credentials SET synced_at = ? WHERE id = ?", (now, cred_id))
     else:
@@ -149,13 +149,13 @@ def set_synced(conn, cred_id: str, now: str, status: str | None = None) -> None:
                      (now, status, now, cred_id))
 
 
-def delete_credential(conn, cred_id: str) -> bool:
+def delete_credential(conn: Conn, cred_id: str) -> bool:
     return conn.execute("DELETE FROM credentials WHERE id = ?", (cred_id,)).rowcount > 0
 
 
 # --- refresh lease and back-off ------------------------------------------------------------
 
-def claim_refresh_lease(conn, cred_id: str, owner: str, until: str, now: str) -> bool:
+def claim_refresh_lease(conn: Conn, cred_id: str, owner: str, until: str, now: str) -> bool:
     """Take the lease if it is free or expired (call inside a write transaction)."""
     cur = conn.execute("UPDATE credentials SET refresh_lease_owner = ?, refresh_lease_until = ? "
                        "WHERE id = ? AND (refresh_lease_until IS NULL OR refresh_lease_until <= ?)",
@@ -163,59 +163,59 @@ def claim_refresh_lease(conn, cred_id: str, owner: str, until: str, now: str) ->
     return cur.rowcount > 0
 
 
-def take_over_refresh_lease(conn, cred_id: str, gone: str, owner: str, until: str) -> bool:
+def take_over_refresh_lease(conn: Conn, cred_id: str, gone: str, owner: str, until: str) -> bool:
     """Take the lease from a holder known to be gone, if it still holds it (inside a write transaction)."""
     cur = conn.execute("UPDATE credentials SET refresh_lease_owner = ?, refresh_lease_until = ? "
                        "WHERE id = ? AND refresh_lease_owner = ?", (owner, until, cred_id, gone))
     return cur.rowcount > 0
 
 
-def holds_refresh_lease(conn, cred_id: str, owner: str) -> bool:
+def holds_refresh_lease(conn: Conn, cred_id: str, owner: str) -> bool:
     return conn.execute("SELECT 1 FROM credentials WHERE id = ? AND refresh_lease_owner = ?",
                         (cred_id, owner)).fetchone() is not None
 
 
-def release_refresh_lease(conn, cred_id: str, owner: str) -> None:
+def release_refresh_lease(conn: Conn, cred_id: str, owner: str) -> None:
     conn.execute("UPDATE credentials SET refresh_lease_owner = NULL, refresh_lease_until = NULL "
                  "WHERE id = ? AND refresh_lease_owner = ?", (cred_id, owner))
 
 
-def record_refresh_failure(conn, cred_id: str, retry_at: str, error: str, now: str) -> None:
+def record_refresh_failure(conn: Conn, cred_id: str, retry_at: str, error: str, now: str) -> None:
     conn.execute("UPDATE credentials SET refresh_retry_at = ?, refresh_failures = refresh_failures + 1, "
                  "last_error = ?, updated_at = ? WHERE id = ?", (retry_at, error, now, cred_id))
 
 
 # --- sharing -------------------------------------------------------------------------------
 
-def list_grants(conn, cred_id: str) -> list[sqlite3.Row]:
+def list_grants(conn: Conn, cred_id: str) -> list[Row]:
     return conn.execute("SELECT grantee, role, created_at FROM credential_grants WHERE credential_id = ? "
                         "ORDER BY grantee = 'workspace' DESC, created_at, grantee", (cred_id,)).fetchall()
 
 
-def set_grant(conn, cred_id: str, grantee: str, role: str, now: str) -> None:
+def set_grant(conn: Conn, cred_id: str, grantee: str, role: str, now: str) -> None:
     conn.execute("INSERT INTO credential_grants (credential_id, grantee, role, created_at) VALUES (?, ?, ?, ?) "
                  "ON CONFLICT(credential_id, grantee) DO UPDATE SET role = excluded.role",
                  (cred_id, grantee, role, now))
 
 
-def delete_grant(conn, cred_id: str, grantee: str) -> None:
+def delete_grant(conn: Conn, cred_id: str, grantee: str) -> None:
     conn.execute("DELETE FROM credential_grants WHERE credential_id = ? AND grantee = ?", (cred_id, grantee))
 
 
-def member_exists(conn, member_id: str) -> bool:
+def member_exists(conn: Conn, member_id: str) -> bool:
     return conn.execute("SELECT 1 FROM members WHERE id = ?", (member_id,)).fetchone() is not None
 
 
 # --- access log ----------------------------------------------------------------------------
 
-def insert_access_log(conn, *, cred_id: str, at: str, member_id: str, key_id: str | None, caller_kind: str,
+def insert_access_log(conn: Conn, *, cred_id: str, at: str, member_id: str, key_id: str | None, caller_kind: str,
                       reason: str, fields: list, outcome: str) -> None:
     conn.execute("INSERT INTO credential_access_log (credential_id, at, member_id, key_id, caller_kind, reason, "
                  "fields_json, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                  (cred_id, at, member_id, key_id, caller_kind, reason, json.dumps(fields), outcome))
 
 
-def insert_proxy_log(conn, *, cred_id: str, at: str, member_id: str, key_id: str | None, caller_kind: str,
+def insert_proxy_log(conn: Conn, *, cred_id: str, at: str, member_id: str, key_id: str | None, caller_kind: str,
                      reason: str, fields: list, outcome: str, method: str, path: str,
                      upstream_status: int | None = None) -> int:
     """A proxied call's row (m028); answers its id, so the outcome can be set once the service answers."""
@@ -226,19 +226,19 @@ def insert_proxy_log(conn, *, cred_id: str, at: str, member_id: str, key_id: str
                          path, upstream_status)).fetchone()[0]
 
 
-def set_proxy_outcome(conn, log_id: int, outcome: str, upstream_status: int | None) -> None:
+def set_proxy_outcome(conn: Conn, log_id: int, outcome: str, upstream_status: int | None) -> None:
     conn.execute("UPDATE credential_access_log SET outcome = ?, upstream_status = ? WHERE id = ?",
                  (outcome, upstream_status, log_id))
 
 
-def list_access_log(conn, cred_id: str, before: int | None, limit: int) -> list[sqlite3.Row]:
+def list_access_log(conn: Conn, cred_id: str, before: int | None, limit: int) -> list[Row]:
     """Newest first; `before` is the id of the last row of the previous page."""
     return conn.execute("SELECT * FROM credential_access_log WHERE credential_id = ? AND id < ? "
                         "ORDER BY id DESC LIMIT ?", (cred_id, before if before is not None else 2 ** 62,
                                                      limit)).fetchall()
 
 
-def count_access_log(conn, cred_id: str, outcome: str | None = None) -> int:
+def count_access_log(conn: Conn, cred_id: str, outcome: str | None = None) -> int:
     if outcome is None:
         return conn.execute("SELECT count(*) FROM credential_access_log WHERE credential_id = ?",
                             (cred_id,)).fetchone()[0]
@@ -248,20 +248,20 @@ def count_access_log(conn, cred_id: str, outcome: str | None = None) -> int:
 
 # --- the catalog rows the vault reads ------------------------------------------------------
 
-def get_integration(conn, service: str) -> sqlite3.Row | None:
+def get_integration(conn: Conn, service: str) -> Row | None:
     """The integration row, as the catalog store reads it."""
     from workspacectl.engine.store import catalog
 
     return catalog.get_integration(conn, service)
 
 
-def get_operation(conn, service: str, name: str) -> sqlite3.Row | None:
+def get_operation(conn: Conn, service: str, name: str) -> Row | None:
     """An operation of a service by its name or its full op id (the probe of vault sync)."""
     return conn.execute("SELECT * FROM operations WHERE service = ? AND (name = ? OR op_id = ?)",
                         (service, name, name)).fetchone()
 
 
-def get_oauth_client_sealed(conn, service: str) -> sqlite3.Row | None:
+def get_oauth_client_sealed(conn: Conn, service: str) -> Row | None:
     return conn.execute("SELECT oauth_client_id, oauth_client_secret FROM integrations WHERE service = ?",
                         (service,)).fetchone()
 
@@ -278,13 +278,13 @@ SEALED_COLUMNS = (
 )
 
 
-def _table_exists(conn, table: str) -> bool:
+def _table_exists(conn: Conn, table: str) -> bool:
     if getattr(conn, "dialect", "sqlite") == "postgres":
         return conn.execute("SELECT to_regclass(?) IS NOT NULL", (table,)).fetchone()[0]
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone() is not None
 
 
-def sealed_values(conn, table: str, key_col: str, blob_col: str) -> list[tuple[str, bytes]]:
+def sealed_values(conn: Conn, table: str, key_col: str, blob_col: str) -> list[tuple[str, bytes]]:
     """(key, blob) of every non-null sealed value of one column listed in SEALED_COLUMNS."""
     if (table, key_col, blob_col) not in SEALED_COLUMNS or not _table_exists(conn, table):
         return []
@@ -293,7 +293,7 @@ def sealed_values(conn, table: str, key_col: str, blob_col: str) -> list[tuple[s
     return [(r[0], bytes(r[1])) for r in rows]
 
 
-def replace_sealed(conn, table: str, key_col: str, blob_col: str, key: str, blob: bytes) -> None:
+def replace_sealed(conn: Conn, table: str, key_col: str, blob_col: str, key: str, blob: bytes) -> None:
     if (table, key_col, blob_col) not in SEALED_COLUMNS:
         raise ValueError(f"{table}.{blob_col} is not a sealed column")
     conn.execute(f"UPDATE {table} SET {blob_col} = ? WHERE {key_col} = ?", (blob, key))
