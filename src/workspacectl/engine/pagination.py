@@ -5,7 +5,7 @@ Store functions take `after` (the last key of the previous page, or None) and `l
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 import base64
 import binascii
@@ -95,7 +95,10 @@ def encode_cursor(key: Any) -> str:
     return base64.urlsafe_b64encode(json.dumps(key).encode()).decode().rstrip("=")
 
 
-def page(name: str, rows: list, limit: int, key: Callable[[Any], Any], render: Callable[[Any], dict]) -> dict:
+R = TypeVar("R")   # a row of the page: a store's row, or an entry built from one
+
+
+def page(name: str, rows: Sequence[R], limit: int, key: Callable[[R], Any], render: Callable[[R], dict]) -> dict:
     """{name: [render(row)...], nextCursor} from up to limit+1 rows; key(row) is the sort key."""
     more = len(rows) > limit
     rows = rows[:limit]
