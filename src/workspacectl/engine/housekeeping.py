@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,6 +40,7 @@ from workspacectl.engine.store import identity
 
 if TYPE_CHECKING:
     from workspacectl.engine.workspaces.folder import Workspace
+    from workspacectl.engine.db.conn import Conn
 
 GRACE = 60 * 60            # after an upload's expires_at (itself an hour after its link was made)
 FILE_AGE = 2 * 60 * 60     # stage folders and incoming files untouched this long are leftovers
@@ -87,7 +87,7 @@ def sweep(ws: Workspace, now: datetime | None = None) -> dict:
     return counts
 
 
-def _expire_events(conn: sqlite3.Connection, now: datetime) -> dict:
+def _expire_events(conn: Conn, now: datetime) -> dict:
     from workspacectl.engine.store import events
 
     with transaction(conn):

@@ -15,12 +15,15 @@ from __future__ import annotations
 import os
 import secrets
 import socket
-import sqlite3
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from workspacectl import clock
 from workspacectl.engine.db import transaction
 from workspacectl.engine.store import leases as store
+
+if TYPE_CHECKING:
+    from workspacectl.engine.db.conn import Conn
 
 
 def new_holder() -> str:
@@ -32,7 +35,7 @@ def _times(ttl: float, now: datetime | None) -> tuple[str, str]:
     return clock.iso(now), clock.iso(now + timedelta(seconds=ttl))
 
 
-def acquire(conn: sqlite3.Connection, name: str, holder: str, ttl: float, now: datetime | None = None) -> bool:
+def acquire(conn: Conn, name: str, holder: str, ttl: float, now: datetime | None = None) -> bool:
     """True when `holder` holds the lease afterwards: it was free, expired, or already its own
     (then renewed)."""
     at, until = _times(ttl, now)
@@ -46,19 +49,19 @@ def acquire(conn: sqlite3.Connection, name: str, holder: str, ttl: float, now: d
         return True
 
 
-def renew(conn: sqlite3.Connection, name: str, holder: str, ttl: float, now: datetime | None = None) -> bool:
+def renew(conn: Conn, name: str, holder: str, ttl: float, now: datetime | None = None) -> bool:
     """Extend one's own lease; False when it is not (or no longer) this holder's."""
     _, until = _times(ttl, now)
     with transaction(conn):
         return store.extend_lease(conn, name, holder, until)
 
 
-def release(conn: sqlite3.Connection, name: str, holder: str) -> bool:
+def release(conn: Conn, name: str, holder: str) -> bool:
     with transaction(conn):
         return store.drop_lease(conn, name, holder)
 
 
-def holder_of(conn: sqlite3.Connection, name: str, now: datetime | None = None) -> str | None:
+def holder_of(conn: Conn, name: str, now: datetime | None = None) -> str | None:
     """The current holder, or None when the lease is free or expired."""
     row = store.get_lease(conn, name)
     return row["holder"] if row is not None and row["expires_at"] > _times(0, now)[0] else None

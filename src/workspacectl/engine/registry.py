@@ -20,7 +20,7 @@ from workspacectl import clock
 from workspacectl.engine.route_index import ROUTE_INDEX
 
 if TYPE_CHECKING:
-    import sqlite3
+    from workspacectl.engine.db.conn import Conn
 
     from workspacectl.engine.workspaces.folder import Workspace
 
@@ -94,7 +94,7 @@ class PublicCtx:
     received_at: datetime | None = None
 
     @property
-    def db(self) -> sqlite3.Connection:
+    def db(self) -> Conn:
         return self.ws.conn()
 
     def report(self, phase: str, done: int | None = None, total: int | None = None) -> None:

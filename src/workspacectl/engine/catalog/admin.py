@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 from typing import TYPE_CHECKING
 
 from workspacectl.engine import validate as v
@@ -31,6 +30,7 @@ from workspacectl.errors import ApiError
 
 if TYPE_CHECKING:
     from workspacectl.engine.catalog.importer import Report
+    from workspacectl.engine.db.conn import Conn
 
 log = logging.getLogger("wsctl.catalog")
 
@@ -237,7 +237,7 @@ def set_oauth_client(ctx: Ctx) -> dict:
         return _detail(ctx.db, row["service"])
 
 
-def _detail(conn: sqlite3.Connection, service: str) -> dict:
+def _detail(conn: Conn, service: str) -> dict:
     """integration_detail of an integration just written in the caller's open transaction (so it is there)."""
     row = store.get_integration(conn, service)
     assert row is not None

@@ -15,6 +15,7 @@ from workspacectl.errors import ApiError
 
 if TYPE_CHECKING:
     import logging
+    from workspacectl.engine.db.conn import Conn
 
 BUILTIN_HASH_SETTING = "catalog.builtin_hash"
 # Bump when the loader's output changes for the same data files (markdown layout, defaults).
@@ -28,7 +29,7 @@ def _log() -> logging.Logger:
     return logging.getLogger("wsctl.catalog")
 
 
-def ensure_loaded(conn: sqlite3.Connection) -> None:
+def ensure_loaded(conn: Conn) -> None:
     ensure_builtin_catalog(conn)
 
 
@@ -69,7 +70,7 @@ def load_builtin_records(data_dir: Path, strict: bool = False) -> tuple[list[dic
     return records, generic
 
 
-def ensure_builtin_catalog(conn: sqlite3.Connection, data_dir: Path | None = None) -> bool:
+def ensure_builtin_catalog(conn: Conn, data_dir: Path | None = None) -> bool:
     """Load the shipped catalog when its files changed since the last load (a hash in settings).
 
     Cheap when nothing changed: one hash of a few small files and one settings read. Never

@@ -27,6 +27,7 @@ from workspacectl.engine.store import catalog_history as history
 
 if TYPE_CHECKING:
     from workspacectl.engine.workspaces.folder import Workspace
+    from workspacectl.engine.db.conn import Conn
 
 # Setup keys that decide where a secret is sent or how it is presented.
 DESTINATIONS = ("tokenUrl", "revokeUrl", "authorizeUrl", "baseUrl", "auth", "probe")
@@ -80,7 +81,7 @@ def client_secret_moves(moved: list[str]) -> bool:
     return any(f in CLIENT_SECRET_DESTINATIONS for f in moved)
 
 
-def reset_credentials(ws: Workspace, conn: sqlite3.Connection, service: str) -> int:
+def reset_credentials(ws: Workspace, conn: Conn, service: str) -> int:
     """Erase the secrets of every credential of the service and mark it needs_reconnect; fail its
     pending connections. Inside the caller's transaction. Answers how many credentials."""
     from workspacectl.engine.events.record import record_event
@@ -99,13 +100,13 @@ def reset_credentials(ws: Workspace, conn: sqlite3.Connection, service: str) -> 
     return len(ids)
 
 
-def record(conn: sqlite3.Connection, ctx: Ctx, service: str, action: str, changes: list[dict], *, forced: bool = False,
+def record(conn: Conn, ctx: Ctx, service: str, action: str, changes: list[dict], *, forced: bool = False,
            credentials_reset: int = 0) -> None:
     history.record_change(conn, at=clock.now_iso(), member_id=ctx.caller.member_id, service=service,
                           action=action, changes=changes, forced=forced, credentials_reset=credentials_reset)
 
 
-def list_changes(conn: sqlite3.Connection, service: str | None, before: int | None, limit: int) -> list:
+def list_changes(conn: Conn, service: str | None, before: int | None, limit: int) -> list:
     return history.list_changes(conn, service, before, limit)
 
 

@@ -6,6 +6,7 @@ Every route answers under `docs:read` on platform keys (engine/scopes.py); perso
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING
 
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.registry import Ctx, route
@@ -14,15 +15,18 @@ from workspacectl.engine.catalog.render import integration_detail, integration_s
 from workspacectl.engine.store import catalog as store
 from workspacectl.errors import ApiError
 
+if TYPE_CHECKING:
+    from workspacectl.engine.db.conn import Conn
 
-def require_integration(conn: sqlite3.Connection, service: str) -> sqlite3.Row:
+
+def require_integration(conn: Conn, service: str) -> sqlite3.Row:
     row = store.get_integration(conn, service)
     if row is None:
         raise ApiError("not_found", f"No integration '{service[:100]}'. Run `wsctl catalog integrations` to list them.")
     return row
 
 
-def require_operation(conn: sqlite3.Connection, op_id: str, service: str | None = None) -> sqlite3.Row:
+def require_operation(conn: Conn, op_id: str, service: str | None = None) -> sqlite3.Row:
     """An operation by opId; under a service also by its bare name ('chat-post-message')."""
     row = store.get_operation(conn, op_id)
     if row is None and service is not None and not op_id.startswith(service + "."):

@@ -44,6 +44,7 @@ from workspacectl.engine.store import catalog_search as store
 
 if TYPE_CHECKING:
     from workspacectl.engine.catalog.search_vectors import Similarities
+    from workspacectl.engine.db.conn import Conn
 
 # Bump when the analysis changes: the index is rebuilt on the next search.
 ANALYZER_VERSION = "5"
@@ -185,13 +186,13 @@ def _new_generation() -> str:
     return os.urandom(16).hex()
 
 
-def _index_vectors(conn: sqlite3.Connection, rows: list[sqlite3.Row]) -> None:
+def _index_vectors(conn: Conn, rows: list[sqlite3.Row]) -> None:
     stored = embedding.quantize(embedding.embed_many([vector_text(r) for r in rows]))
     store.insert_vectors(conn, model_id(), [(r["op_id"], r["service"], *v) for r, v in zip(rows, stored)])
     store.set_meta(conn, "vectors_generation", _new_generation())
 
 
-def _index_service(conn: sqlite3.Connection, service: str) -> None:
+def _index_service(conn: Conn, service: str) -> None:
     store.delete_service_docs(conn, service)
     dfs: dict[str, int] = {}
     rows = store.operations_of_service(conn, service)
@@ -241,14 +242,14 @@ def _stale(value: str | None) -> list[str]:
     return [s for s in _json_list(value) if isinstance(s, str)]
 
 
-def _set_stale(conn: sqlite3.Connection, services: list[str]) -> None:
+def _set_stale(conn: Conn, services: list[str]) -> None:
     if services:
         store.set_meta(conn, "stale_services", json.dumps(sorted(set(services))))
     else:
         store.delete_meta(conn, "stale_services")
 
 
-def reindex_service(conn: sqlite3.Connection, service: str, analyzer: str = ANALYZER_VERSION) -> None:
+def reindex_service(conn: Conn, service: str, analyzer: str = ANALYZER_VERSION) -> None:
     """Index (again) every operation of one service, its vectors included (this version's
     model's; the service's vectors of other models are removed: another version makes them again
     when it next searches). Joins the caller's transaction if any.
@@ -271,13 +272,13 @@ def reindex_service(conn: sqlite3.Connection, service: str, analyzer: str = ANAL
             _set_stale(conn, [s for s in stale if s != service])
 
 
-def remove_service(conn: sqlite3.Connection, service: str) -> None:
+def remove_service(conn: Conn, service: str) -> None:
     with transaction(conn):
         store.delete_service_docs(conn, service)
         store.set_meta(conn, "vectors_generation", _new_generation())
 
 
-def reindex_all(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -> None:
+def reindex_all(conn: Conn, analyzer: str = ANALYZER_VERSION) -> None:
     with transaction(conn):
         store.delete_all_docs(conn)
         for row in store.catalog_services(conn):
@@ -293,7 +294,7 @@ def reindex_all(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -> N
 KEPT_MODELS = 3
 
 
-def reindex_vectors(conn: sqlite3.Connection) -> None:
+def reindex_vectors(conn: Conn) -> None:
     """Make this model's vectors of every indexed operation that has none (a workspace from
     before vectors, one a version with another model used, services another version imported),
     without touching other models' vectors beyond keeping KEPT_MODELS sets."""
@@ -324,7 +325,7 @@ def model_id() -> str:
     return f"{embedding.model_id()}+text{VECTOR_TEXT_VERSION}+{embedding.STORED_FORM}"
 
 
-def _vectors_current(conn: sqlite3.Connection) -> bool:
+def _vectors_current(conn: Conn) -> bool:
     return store.vector_count(conn, model_id()) == store.doc_count(conn)
 
 
@@ -335,13 +336,13 @@ _complete_sets: dict[tuple[str, str], None] = {}
 _COMPLETE_KEPT = 8
 
 
-def ensure_current(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -> str | None:
+def ensure_current(conn: Conn, analyzer: str = ANALYZER_VERSION) -> str | None:
     """Bring the index up to this version once, when it needs it; returns the vectors generation
     (see _ensure)."""
     return _ensure(conn, analyzer)[0]
 
 
-def _ensure(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -> tuple[str | None, int | None]:
+def _ensure(conn: Conn, analyzer: str = ANALYZER_VERSION) -> tuple[str | None, int | None]:
     """(vectors generation, how many vectors this model has when this check counted them, else
     None). Brings the index up to this version once, when it needs it. One read when all is
     current (store.search_state). The lexical index is rebuilt when an older analyzer built it
@@ -383,7 +384,7 @@ def _ensure(conn: sqlite3.Connection, analyzer: str = ANALYZER_VERSION) -> tuple
     return store.get_meta(conn, "vectors_generation"), None
 
 
-def _stamp_seen(conn: sqlite3.Connection) -> None:
+def _stamp_seen(conn: Conn) -> None:
     """The day this analyzer searched its index (ABANDONED_DAYS), at most once a day. Best
     effort: a write lock held elsewhere or a store refusing the write skips it (the next search
     stamps), never failing the search it rides on."""
@@ -397,7 +398,7 @@ def _stamp_seen(conn: sqlite3.Connection) -> None:
 # --- query -----------------------------------------------------------------------------------
 
 
-def _service_keys(conn: sqlite3.Connection, generation: str | None = None) -> list[tuple[tuple[str, ...], str]]:
+def _service_keys(conn: Conn, generation: str | None = None) -> list[tuple[tuple[str, ...], str]]:
     """(word sequence, service) for each way a phrase may name a service: its id and its name.
     A one-word key that is also a verb ("search", "send") would take over every phrase using
     that verb, so it does not count. Kept per index generation (a few): every change of the
@@ -443,7 +444,7 @@ def _parse(keys: list[tuple[tuple[str, ...], str]], typed: list[str], fixed: dic
     return out[:MAX_QUERY_TERMS], named
 
 
-def parse_query(conn: sqlite3.Connection, q: str, generation: str | None = None,
+def parse_query(conn: Conn, q: str, generation: str | None = None,
                 terms: store.TermReader | None = None) -> tuple[list[str], list[str], str]:
     """A phrase -> (content terms, services it names, the phrase for the vectors), misspelt
     words put right (engine/catalog/spelling.py) in all three. `terms` gets, in one read, the
@@ -590,7 +591,7 @@ class TermStats:
         self.df = {t: sum(per.values()) for t, per in self.by_service.items()}
 
 
-def _semantic(conn: sqlite3.Connection, q: str, service: str | None, named: list[str], generation: str | None,
+def _semantic(conn: Conn, q: str, service: str | None, named: list[str], generation: str | None,
               count: int | None = None) -> tuple[Similarities, list[int]] | None:
     """(similarities of every operation to the phrase, nearest rows), or None when the catalog
     has no vectors or the phrase no known word piece. count: the model's vectors, if counted."""
@@ -605,7 +606,7 @@ def _semantic(conn: sqlite3.Connection, q: str, service: str | None, named: list
     return sims, nearest
 
 
-def _rank(conn: sqlite3.Connection, q: str, service: str | None, limit: int, mode: str = "hybrid",
+def _rank(conn: Conn, q: str, service: str | None, limit: int, mode: str = "hybrid",
           analyzer: str = ANALYZER_VERSION) -> list[tuple[str, float, dict[str, float]]]:
     """[(op_id, score, features)] best first (limit < 0: every candidate); features are what the
     re-rank scored.
@@ -784,13 +785,13 @@ def _score(x: dict[str, float]) -> float:
     return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
 
 
-def candidate_features(conn: sqlite3.Connection, q: str, service: str | None = None) \
+def candidate_features(conn: Conn, q: str, service: str | None = None) \
         -> list[tuple[str, dict[str, float]]]:
     """[(op_id, features)] for every candidate of a phrase (bench/train_rerank.py fits on these)."""
     return [(op_id, x) for op_id, _, x in _rank(conn, q, service, -1)]
 
 
-def search(conn: sqlite3.Connection, q: str, service: str | None = None, limit: int = 20,
+def search(conn: Conn, q: str, service: str | None = None, limit: int = 20,
            mode: str = "hybrid", analyzer: str = ANALYZER_VERSION) -> list[tuple[str, float]]:
     """The operations best answering a capability phrase: [(op_id, score)], score in (0, 1].
     analyzer: this code's analyzer version (a parameter so tests run two versions on one workspace)."""

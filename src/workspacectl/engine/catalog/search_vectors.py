@@ -16,12 +16,14 @@ Both read only the vectors of this version's model (search.model_id()), one row 
 from __future__ import annotations
 
 import heapq
-import sqlite3
 import threading
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from workspacectl.engine.catalog import embedding
 from workspacectl.engine.store import catalog_search as store
+
+if TYPE_CHECKING:
+    from workspacectl.engine.db.conn import Conn
 
 PLAIN_MAX = 8000
 
@@ -89,7 +91,7 @@ _lock = threading.Lock()
 _searched = False     # has this process searched before? (then it will again: keep the matrix)
 
 
-def _matrix_set(conn: sqlite3.Connection, key: tuple[str, str]) -> VectorSet:
+def _matrix_set(conn: Conn, key: tuple[str, str]) -> VectorSet:
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
@@ -103,7 +105,7 @@ def _matrix_set(conn: sqlite3.Connection, key: tuple[str, str]) -> VectorSet:
     return cached
 
 
-def similarities(conn: sqlite3.Connection, phrase: str, model: str, generation: str | None,
+def similarities(conn: Conn, phrase: str, model: str, generation: str | None,
                  plain: bool | None = None, count: int | None = None) -> Similarities | None:
     """The phrase against `model`'s stored vectors (search.model_id()); generation: the vectors
     generation the caller read (store.search_state). plain: True for plain Python, False for the

@@ -6,7 +6,6 @@ service and its index entries change together or not at all.
 """
 from __future__ import annotations
 
-import sqlite3
 from typing import TYPE_CHECKING
 
 from workspacectl.engine.db import transaction
@@ -15,13 +14,14 @@ from workspacectl.engine.store import catalog as store
 if TYPE_CHECKING:
     from workspacectl.engine.workspaces.folder import Workspace
     from workspacectl.secret import Secret
+    from workspacectl.engine.db.conn import Conn
 
 
 def oauth_aad(service: str) -> str:
     return f"oauth-client:{service}"
 
 
-def replace_service(conn: sqlite3.Connection, record: dict, source: str = "import", sealed_client_secret: bytes | None = None,
+def replace_service(conn: Conn, record: dict, source: str = "import", sealed_client_secret: bytes | None = None,
                     keep_client_secret: bool = True) -> bool:
     """Put a service (integration, operations, triggers) in place of any previous one and index
     its operations for search, in one transaction. Answers True when the service is new."""
@@ -33,7 +33,7 @@ def replace_service(conn: sqlite3.Connection, record: dict, source: str = "impor
     return created
 
 
-def delete_service(conn: sqlite3.Connection, service: str) -> bool:
+def delete_service(conn: Conn, service: str) -> bool:
     """Remove a service with its operations, triggers and index entries. False when there was
     none; 409 while credentials or pending connections use it."""
     from workspacectl.engine.catalog import search

@@ -328,7 +328,7 @@ def savepoint(conn: Conn, name: str = "wsctl_step") -> Iterator[Conn]:
 
 
 @contextmanager
-def checkpoints_by_hand(conn: sqlite3.Connection) -> Iterator[None]:
+def checkpoints_by_hand(conn: Conn) -> Iterator[None]:
     """For a writer of many large transactions (the memory agent): its commits skip SQLite's
     automatic WAL checkpoint (copying the WAL into the database and syncing it, ~0.2 s after an
     8 MiB batch), which would run inside COMMIT while this process's writer queue waits; the
@@ -340,8 +340,9 @@ def checkpoints_by_hand(conn: sqlite3.Connection) -> Iterator[None]:
         conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
 
 
-def checkpoint(conn: sqlite3.Connection) -> None:
-    """A passive WAL checkpoint: copies what it can without waiting for or blocking anyone."""
+def checkpoint(conn: Conn) -> None:
+    """A passive WAL checkpoint: copies what it can without waiting for or blocking anyone (a
+    PostgreSQL connection ignores it, as every PRAGMA)."""
     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
 

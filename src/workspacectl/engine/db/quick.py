@@ -16,7 +16,7 @@ import os
 import sqlite3
 import time
 from collections import Counter
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from workspacectl.engine.db import (
     BUSY_MESSAGE,
@@ -30,6 +30,9 @@ from workspacectl.engine.db import (
     storage_failure,
 )
 from workspacectl.errors import ApiError, one_line
+
+if TYPE_CHECKING:
+    from workspacectl.engine.db.conn import Conn
 
 log = logging.getLogger("wsctl.server")
 
@@ -108,7 +111,7 @@ def wal_checkpoint_bytes(conn: sqlite3.Connection) -> int:
     return WAL_AUTOCHECKPOINT_PAGES * int(conn.execute("PRAGMA page_size").fetchone()[0])
 
 
-def checkpoint_wal(conn: sqlite3.Connection, mode: str = "PASSIVE") -> tuple[int, int, int]:
+def checkpoint_wal(conn: Conn, mode: str = "PASSIVE") -> tuple[int, int, int]:
     """PRAGMA wal_checkpoint(mode) on a thread that may wait; answers its (busy, WAL frames, frames
     copied). PASSIVE copies what it can beside the writers: it takes no write lock, ours or
     SQLite's, so writers go on meanwhile. TRUNCATE holds this process's write lock (the writers
@@ -171,7 +174,7 @@ class QuickWriter:
       checkpoint mode. `summary()` is the line the server logs when it stops (the bench reads it)."""
 
     def __init__(self, conn: sqlite3.Connection, background: Callable[..., concurrent.futures.Future],
-                 thread_conn: Callable[[], sqlite3.Connection]):
+                 thread_conn: Callable[[], Conn]):
         """background(fn, *args) runs fn on a thread that may wait and answers a concurrent Future;
         thread_conn() is the workspace connection of the thread it runs on."""
         self.conn = conn

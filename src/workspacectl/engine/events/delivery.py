@@ -36,6 +36,7 @@ from workspacectl.errors import ApiError
 if TYPE_CHECKING:
     from workspacectl.engine.workspaces.folder import Workspace
     import httpx
+    from workspacectl.engine.db.conn import Conn
 
 LEASE_SECONDS = 60.0
 TIMEOUT_SECONDS = 10.0
@@ -79,7 +80,7 @@ def delivery_json(row: sqlite3.Row) -> dict:
             "deliveredAt": row["delivered_at"], "createdAt": row["created_at"]}
 
 
-def claim(conn: sqlite3.Connection, holder: str, seqs: list[int] | None = None, limit: int = BATCH) -> list[int]:
+def claim(conn: Conn, holder: str, seqs: list[int] | None = None, limit: int = BATCH) -> list[int]:
     """Take the lease of due deliveries (or of `seqs`, due or not); answers those taken.
 
     The due ones are looked for with a plain read: a sender with nothing to do (nearly every tick)

@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import TYPE_CHECKING
 
 from workspacectl import clock
 from workspacectl.engine.db import lock_resources
 from workspacectl.engine.ids import new_id
 from workspacectl.engine.store import events as store
+
+if TYPE_CHECKING:
+    from workspacectl.engine.db.conn import Conn
 
 EVENTS_LOCK = "events"   # the resource every event-recording transaction locks (db.transaction's locks)
 EVENT_TYPES = (
@@ -49,7 +53,7 @@ def subscribed(events_json: str, type_: str) -> bool:
                for w in wanted if isinstance(w, str))
 
 
-def record_event(conn: sqlite3.Connection, type_: str, *, subject_id: str | None, actor_id: str | None = None, data: dict | None = None,
+def record_event(conn: Conn, type_: str, *, subject_id: str | None, actor_id: str | None = None, data: dict | None = None,
                  only_webhook: str | None = None) -> str:
     """Write one event and its deliveries; answers the event id. Call inside the transaction of the
     change it records. only_webhook: deliver to that subscription alone (a test call)."""

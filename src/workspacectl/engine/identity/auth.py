@@ -5,6 +5,7 @@ import functools
 import json
 import secrets as _secrets
 import sqlite3
+from typing import TYPE_CHECKING
 
 from workspacectl import clock
 from workspacectl.engine.db import transaction
@@ -16,6 +17,9 @@ from workspacectl.engine.store import identity as store
 from workspacectl.engine import validate as v
 from workspacectl.errors import ApiError
 from workspacectl.secret import new_secret, sha256_hex
+
+if TYPE_CHECKING:
+    from workspacectl.engine.db.conn import Conn
 
 SECRET_PREFIXES = {"ws_session_": "session", "ws_platform_": "platform", "ws_personal_": "personal"}
 LOGIN_CODE_SECONDS = 15 * 60
@@ -52,7 +56,7 @@ UNKNOWN_SECRET = {
 }
 
 
-def authenticate_secret(conn: sqlite3.Connection, secret: str) -> Caller:
+def authenticate_secret(conn: Conn, secret: str) -> Caller:
     """A Bearer secret -> Caller, or 401. Web-session cookies are not accepted here."""
     # Real secrets are ASCII; anything else (an env var of stray bytes) is simply unknown.
     kind = next((k for p, k in SECRET_PREFIXES.items() if secret.startswith(p)), None) if secret.isascii() else None
@@ -65,7 +69,7 @@ def authenticate_secret(conn: sqlite3.Connection, secret: str) -> Caller:
                   _limit(row["credential_ids"]), whoami={"member": member, "workspace": row["workspace_name"]})
 
 
-def authenticate_web(conn: sqlite3.Connection, cookie: str | None) -> Caller | None:
+def authenticate_web(conn: Conn, cookie: str | None) -> Caller | None:
     if not cookie:
         return None
     row = store.find_secret_by_hash(conn, sha256_hex(cookie))
@@ -74,7 +78,7 @@ def authenticate_web(conn: sqlite3.Connection, cookie: str | None) -> Caller | N
     return Caller(row["member_id"], row["member_role"], "web", row["id"], ())
 
 
-def signed_in_member(conn: sqlite3.Connection, caller: Caller | None) -> dict | None:
+def signed_in_member(conn: Conn, caller: Caller | None) -> dict | None:
     """The member `caller` is signed in as, as the API shows one; None when signed out or the member is gone."""
     row = store.get_member(conn, caller.member_id) if caller else None
     return member_json(row) if row else None
@@ -84,14 +88,14 @@ def normalize_code(code: str) -> str:
     return "".join(ch for ch in code.upper() if ch.isalnum())
 
 
-def make_login_code(conn: sqlite3.Connection, member_id: str, created_by: str | None) -> dict:
+def make_login_code(conn: Conn, member_id: str, created_by: str | None) -> dict:
     raw = "".join(_secrets.choice(_CODE_ALPHABET) for _ in range(12))
     expires = clock.later(LOGIN_CODE_SECONDS)
     store.insert_login_code(conn, sha256_hex(raw), member_id, created_by, expires)
     return {"code": f"{raw[:4]}-{raw[4:8]}-{raw[8:]}", "expiresAt": expires}
 
 
-def new_session(conn: sqlite3.Connection, member_id: str, name: str = "wsctl") -> tuple[str, str]:
+def new_session(conn: Conn, member_id: str, name: str = "wsctl") -> tuple[str, str]:
     token = new_secret("ws_session_")
     row = store.insert_secret(conn, "session", member_id, sha256_hex(token), name=name)
     return token, row["id"]
@@ -180,7 +184,7 @@ def create_web_link(ctx: Ctx) -> Response:
     return Response(201, {"url": f"{ctx.base_url}/signin/{token}", "expiresAt": expires})
 
 
-def consume_web_link(conn: sqlite3.Connection, token: str) -> tuple[str, str]:
+def consume_web_link(conn: Conn, token: str) -> tuple[str, str]:
     """A sign-in link -> (new web-session cookie value, next path). Single use, 5 minutes."""
     h = sha256_hex(token)
     with transaction(conn):

@@ -9,7 +9,6 @@ old keys are dropped. Answers counts, never key material.
 """
 from __future__ import annotations
 
-import sqlite3
 from typing import TYPE_CHECKING
 
 from workspacectl.engine import crypto
@@ -22,6 +21,7 @@ from workspacectl.errors import ApiError
 
 if TYPE_CHECKING:
     from workspacectl.engine.workspaces.folder import Workspace
+    from workspacectl.engine.db.conn import Conn
 
 SWEEPS = 3
 
@@ -37,7 +37,7 @@ COUNT_NAME = {"credentials": "credentials", "integrations": "oauthClients", "con
               "webhooks": "webhooks"}
 
 
-def _fingerprints(conn: sqlite3.Connection) -> set[bytes]:
+def _fingerprints(conn: Conn) -> set[bytes]:
     fps = set()
     for table, key_col, blob_col in store.SEALED_COLUMNS:
         for _key, blob in store.sealed_values(conn, table, key_col, blob_col):
@@ -47,7 +47,7 @@ def _fingerprints(conn: sqlite3.Connection) -> set[bytes]:
     return fps
 
 
-def _reseal_all(conn: sqlite3.Connection, rotation: crypto.Rotation) -> dict[str, int]:
+def _reseal_all(conn: Conn, rotation: crypto.Rotation) -> dict[str, int]:
     counts = {name: 0 for name in COUNT_NAME.values()}
     with transaction(conn):
         for table, key_col, blob_col in store.SEALED_COLUMNS:

@@ -1,7 +1,7 @@
 """Personal and platform API keys: made by a session, shown once, stored as SHA-256."""
 from __future__ import annotations
 
-import sqlite3
+from typing import TYPE_CHECKING
 
 from workspacectl import clock
 from workspacectl.engine.db import transaction
@@ -16,6 +16,9 @@ from workspacectl.engine.store import identity as store
 from workspacectl.engine import validate as v
 from workspacectl.errors import ApiError
 from workspacectl.secret import new_secret, sha256_hex
+
+if TYPE_CHECKING:
+    from workspacectl.engine.db.conn import Conn
 
 MAX_CREDENTIALS = 100   # the credentials one key may be limited to (engine/vault/key_limits.py)
 
@@ -98,7 +101,7 @@ def _credential_limit(body: dict, kind: str) -> list[str] | None:
     return list(dict.fromkeys(value))
 
 
-def _check_usable(conn: sqlite3.Connection, member_id: str, cred_ids: list[str]) -> None:
+def _check_usable(conn: Conn, member_id: str, cred_ids: list[str]) -> None:
     """Each credential a key is limited to is one its creator can use (owner or `user` share): 404
     otherwise, as an unknown id is."""
     from workspacectl.engine.store import vault as vault_store

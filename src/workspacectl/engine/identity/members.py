@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING
 
 from workspacectl.engine.identity.auth import make_login_code
 from workspacectl.engine.identity.render import member_json
@@ -15,6 +16,9 @@ from workspacectl.engine.store import identity as store
 from workspacectl.engine import validate as v
 from workspacectl.errors import ApiError
 
+if TYPE_CHECKING:
+    from workspacectl.engine.db.conn import Conn
+
 ROLES = ("owner", "admin", "member", "guest")
 
 
@@ -24,7 +28,7 @@ def require_admin(ctx: Ctx) -> None:
                                     "Ask one of them (`wsctl members list` shows who) to do it, or to make you an admin.")
 
 
-def resolve_member(conn: sqlite3.Connection, ref: str) -> sqlite3.Row:
+def resolve_member(conn: Conn, ref: str) -> sqlite3.Row:
     row = store.find_member(conn, ref)
     if row is None:
         raise ApiError("not_found", f"No member '{ref}'. Run `wsctl members list`.")

@@ -36,6 +36,9 @@ from workspacectl.engine.schema_blocks import INT, STR, array, nullable, obj, te
 from workspacectl.engine.scopes import SESSION
 from workspacectl.engine.store import memory as store
 
+if TYPE_CHECKING:
+    from workspacectl.engine.db.conn import Conn
+
 if TYPE_CHECKING:  # the policy module loads on the first fold, not with every route module
     from workspacectl.engine.memory.draft import SectionAppendDraft, StringDraft
     from workspacectl.engine.memory.folding import FoldingPolicy
@@ -50,13 +53,13 @@ BATCH_PAUSE = 0.1               # > the busy handler's longest sleep (100 ms): e
 HELD_GUIDE_FULL = "guide_full"
 
 
-def _choose_policy(conn: sqlite3.Connection) -> FoldingPolicy:
+def _choose_policy(conn: Conn) -> FoldingPolicy:
     from workspacectl.engine.memory.folding import choose_policy
 
     return choose_policy(conn)
 
 
-def _fold_note(conn: sqlite3.Connection, document_id: int, draft: SectionAppendDraft | StringDraft, note: sqlite3.Row,
+def _fold_note(conn: Conn, document_id: int, draft: SectionAppendDraft | StringDraft, note: sqlite3.Row,
                now: str) -> str:
     """Fold one note into the draft and the files: 'folded', 'dropped' (nothing to change, or its
     file would collide with another file's folder) or 'held' (the guide would pass its bound)."""
@@ -84,7 +87,7 @@ class _Run:
     """One owner's run: its totals, the notes it may fold (queued before it started, so a steady
     stream of proposals cannot keep it going) and the draft the last batch committed."""
 
-    def __init__(self, conn: sqlite3.Connection, owner: Owner, policy: FoldingPolicy) -> None:
+    def __init__(self, conn: Conn, owner: Owner, policy: FoldingPolicy) -> None:
         self.conn, self.owner, self.policy = conn, owner, policy
         self.upto: int | None = None
         self.version = 0
@@ -135,7 +138,7 @@ class _Run:
         return {"ownerType": owner_type, "membershipId": member_id, "version": self.version, **self.done}
 
 
-def fold_pending_notes(conn: sqlite3.Connection, owner: Owner, policy: FoldingPolicy | None = None, *, batch_notes: int = BATCH_NOTES,
+def fold_pending_notes(conn: Conn, owner: Owner, policy: FoldingPolicy | None = None, *, batch_notes: int = BATCH_NOTES,
                        max_batches: int | None = None) -> dict:
     """Fold one owner's pending notes, oldest first, in batches (see the module docstring). A note
     that would change nothing (its text already in the guide and its file, if any, already
@@ -156,11 +159,11 @@ def fold_pending_notes(conn: sqlite3.Connection, owner: Owner, policy: FoldingPo
     return run.result()
 
 
-def owners_with_pending(conn: sqlite3.Connection) -> list[Owner]:
+def owners_with_pending(conn: Conn) -> list[Owner]:
     return [(row["owner_type"], row["member_id"]) for row in store.documents_with_pending(conn)]
 
 
-def fold_all_pending(conn: sqlite3.Connection) -> list[dict]:
+def fold_all_pending(conn: Conn) -> list[dict]:
     """Every owner with pending notes (the server's timer)."""
     policy = _choose_policy(conn)
     return [fold_pending_notes(conn, owner, policy) for owner in owners_with_pending(conn)]

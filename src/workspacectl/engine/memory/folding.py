@@ -13,10 +13,12 @@ from __future__ import annotations
 import importlib
 import os
 import re
-import sqlite3
-from typing import Iterable, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Iterable, Protocol, runtime_checkable
 
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.engine.db.conn import Conn
 
 DEFAULT_SECTION = "Notes"
 POLICY_ENV = "WSCTL_MEMORY_POLICY"
@@ -195,7 +197,7 @@ def policy_named(name: str, source: str) -> FoldingPolicy:
     return policy
 
 
-def choose_policy(conn: sqlite3.Connection) -> FoldingPolicy:
+def choose_policy(conn: Conn) -> FoldingPolicy:
     from workspacectl.engine.store.identity import get_setting
 
     if os.environ.get(POLICY_ENV, "").strip():

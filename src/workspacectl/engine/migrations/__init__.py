@@ -10,19 +10,19 @@ lock, so replicas starting together apply each migration once and wait for it.
 from __future__ import annotations
 
 import importlib
-import sqlite3
 from typing import TYPE_CHECKING, Callable, cast
 
 from workspacectl.engine.db import transaction
 
 if TYPE_CHECKING:
     from workspacectl.engine.db.postgres import PgConnection
+    from workspacectl.engine.db.conn import Conn
 
 
-def _lazy(name: str) -> Callable[[sqlite3.Connection], None]:
+def _lazy(name: str) -> Callable[[Conn], None]:
     """up(conn) of migration `name`, its module imported only when it runs: a workspace that has
     them all (every open after its first) imports none of them, which keeps local start-up short."""
-    def up(conn: sqlite3.Connection) -> None:
+    def up(conn: Conn) -> None:
         importlib.import_module(f"{__name__}.{name}").up(conn)
 
     up.__qualname__ = f"{name}.up"
@@ -57,14 +57,14 @@ MIGRATIONS = [(name, _lazy(name)) for name in (
 )]
 
 
-def apply_migrations(conn: sqlite3.Connection) -> list[str]:
+def apply_migrations(conn: Conn) -> list[str]:
     if getattr(conn, "dialect", "sqlite") == "postgres":
         return _apply_postgres(conn)
     return _run(conn, "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)",
                 step=lambda name, up: up, recheck=True)
 
 
-def _run(conn: sqlite3.Connection, create_table: str, step: Callable[[str, Callable], Callable], recheck: bool) -> list[str]:
+def _run(conn: Conn, create_table: str, step: Callable[[str, Callable], Callable], recheck: bool) -> list[str]:
     """Applies each migration not recorded yet, one transaction each, and records it.
 
     The dialects differ only in what is passed: the table's DDL, `step(name, up)` (the callable
@@ -94,7 +94,7 @@ def _postgres_step(name: str, up: Callable) -> Callable:
     return lambda conn: conn.execute_script(sql)
 
 
-def _apply_postgres(conn: sqlite3.Connection) -> list[str]:
+def _apply_postgres(conn: Conn) -> list[str]:
     from workspacectl.engine.db.postgres import MIGRATION_LOCK
 
     if _pending_names(conn) == []:
@@ -108,7 +108,7 @@ def _apply_postgres(conn: sqlite3.Connection) -> list[str]:
         pg.advisory_unlock(MIGRATION_LOCK)
 
 
-def _pending_names(conn: sqlite3.Connection) -> list[str] | None:
+def _pending_names(conn: Conn) -> list[str] | None:
     """Migrations not applied yet (None when the table is not there): a replica opening an
     up-to-date database takes no lock."""
     if conn.execute("SELECT to_regclass('migrations')").fetchone()[0] is None:

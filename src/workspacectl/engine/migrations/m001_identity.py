@@ -1,10 +1,9 @@
 """Workspace settings, members, login codes, secrets (sessions and API keys), web sign-in links."""
-import sqlite3
-
 from workspacectl.engine.db import execute_script
+from workspacectl.engine.db.conn import Conn
 
 
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     execute_script(conn, """
     CREATE TABLE settings (
         key TEXT PRIMARY KEY,

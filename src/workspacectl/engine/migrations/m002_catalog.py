@@ -2,12 +2,11 @@
 
 Written by engine/store/catalog.py only; the vault, connections and search areas read it.
 """
-import sqlite3
-
 from workspacectl.engine.db import execute_script
+from workspacectl.engine.db.conn import Conn
 
 
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     execute_script(conn, """
     CREATE TABLE integrations (
         service TEXT PRIMARY KEY,

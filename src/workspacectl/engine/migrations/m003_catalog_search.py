@@ -10,12 +10,11 @@ needs without reading the catalog: service, method, path shape and the action th
 `operation_search_terms` holds document frequencies per service (the re-rank's term weights,
 and which service a phrase's words belong to).
 """
-import sqlite3
-
 from workspacectl.engine.db import execute_script
+from workspacectl.engine.db.conn import Conn
 
 
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     execute_script(conn, """
     CREATE VIRTUAL TABLE operation_search USING fts5(
         name, summary, path, tags, body, params,

@@ -3,12 +3,11 @@
 Secrets of a credential (API keys, access and refresh tokens) live in one AES-256-GCM blob
 (engine/crypto/__init__.py, AAD = the credential id); no column holds a secret in plaintext.
 """
-import sqlite3
-
 from workspacectl.engine.db import execute_script
+from workspacectl.engine.db.conn import Conn
 
 
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     execute_script(conn, """
     CREATE TABLE credentials (
         id TEXT PRIMARY KEY,

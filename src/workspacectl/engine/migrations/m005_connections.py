@@ -7,12 +7,11 @@ sealed with engine/crypto; no column holds a secret in plaintext.
 `status` is pending | connected | failed; `expired` is not stored but read from `expires_at`
 through the clock, so a shifted clock sees it at once.
 """
-import sqlite3
-
 from workspacectl.engine.db import execute_script
+from workspacectl.engine.db.conn import Conn
 
 
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     execute_script(conn, """
     CREATE TABLE connections (
         id TEXT PRIMARY KEY,

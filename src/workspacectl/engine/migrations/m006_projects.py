@@ -1,7 +1,6 @@
 """m006_projects: projects (specialists) and their grants."""
-import sqlite3
-
 from workspacectl.engine.db import execute_script
+from workspacectl.engine.db.conn import Conn
 
 SQL = """
 CREATE TABLE projects (
@@ -32,7 +31,7 @@ CREATE INDEX project_grants_by_member ON project_grants(member_id, project_id);
 """
 
 
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     execute_script(conn, SQL)
 
 

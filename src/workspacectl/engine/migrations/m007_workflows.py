@@ -3,9 +3,8 @@
 A workflow's nodes are kept as the JSON array of its workflow.json; a trigger node's config
 (credentialId, inputs) is written into its node. `project_id` NULL means it sits with its creator.
 """
-import sqlite3
-
 from workspacectl.engine.db import execute_script
+from workspacectl.engine.db.conn import Conn
 
 SQL = """
 CREATE TABLE workflows (
@@ -25,7 +24,7 @@ CREATE INDEX workflows_creator ON workflows(created_by, id);
 """
 
 
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     execute_script(conn, SQL)
 
 

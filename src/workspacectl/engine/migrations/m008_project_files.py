@@ -1,7 +1,6 @@
 """m008_project_files: a project's shared files. Contents live in blobs/ by SHA-256 (engine/blobs/__init__.py)."""
-import sqlite3
-
 from workspacectl.engine.db import execute_script
+from workspacectl.engine.db.conn import Conn
 
 SQL = """
 CREATE TABLE project_files (
@@ -17,7 +16,7 @@ CREATE INDEX project_files_sha256 ON project_files(sha256);
 """
 
 
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     execute_script(conn, SQL)
 
 

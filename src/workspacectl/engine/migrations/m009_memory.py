@@ -1,7 +1,6 @@
 """m009_memory: memory documents (organization and membership), pending notes, reference files."""
-import sqlite3
-
 from workspacectl.engine.db import execute_script
+from workspacectl.engine.db.conn import Conn
 
 SQL = """
 -- One document per owner: the workspace (member_id NULL) or one member.
@@ -43,7 +42,7 @@ CREATE TABLE memory_files (
 """
 
 
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     execute_script(conn, SQL)
 
 

@@ -3,9 +3,8 @@
 File contents live in the workspace's blobs/ folder by SHA-256; a version's manifest lists
 {path, size, sha256, mode} for every file, so a version is immutable and cheap to revert to.
 """
-import sqlite3
-
 from workspacectl.engine.db import execute_script
+from workspacectl.engine.db.conn import Conn
 
 SQL = """
 CREATE TABLE skills (
@@ -50,7 +49,7 @@ CREATE INDEX skill_uploads_skill ON skill_uploads(skill_id);
 """
 
 
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     execute_script(conn, SQL)
 
 

@@ -7,9 +7,8 @@
   marking a note folded rewrote up to 1 MiB of file inside the fold's transaction; the note row
   is small now (file_size kept in it), and listing or marking notes never touches file bytes.
 """
-import sqlite3
-
 from workspacectl.engine.db import execute_script
+from workspacectl.engine.db.conn import Conn
 
 SQL = """
 CREATE TABLE memory_notes_m011 (
@@ -44,7 +43,7 @@ CREATE INDEX memory_notes_by_document ON memory_notes(document_id, status);
 """
 
 
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     execute_script(conn, SQL)
 
 

@@ -4,9 +4,8 @@
 client secret shows as "set"). `credentials_reset` counts the credentials an owner's forced
 re-import sent back to needs_reconnect.
 """
-import sqlite3
-
 from workspacectl.engine.db import execute_script
+from workspacectl.engine.db.conn import Conn
 
 SQL = """
 CREATE TABLE catalog_changes (
@@ -23,7 +22,7 @@ CREATE INDEX catalog_changes_service ON catalog_changes(service, id);
 """
 
 
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     execute_script(conn, SQL)
 
 

@@ -5,9 +5,8 @@ the memory agent timer and housekeeping (engine/leases.py).
 `holder` is an opaque id of the holding process; `renewals` counts the holder's renewals since
 it acquired the lease (each timer tick renews once, so it counts the runs of that holder).
 """
-import sqlite3
-
 from workspacectl.engine.db import execute_script
+from workspacectl.engine.db.conn import Conn
 
 SQL = """
 CREATE TABLE leases (
@@ -20,7 +19,7 @@ CREATE TABLE leases (
 """
 
 
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     execute_script(conn, SQL)
 
 

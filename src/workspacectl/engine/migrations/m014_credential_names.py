@@ -6,12 +6,11 @@ without regard to case (engine/vault/credential_names.py has the rules). Existin
 are renamed after their service in creation order: `stripe`, `stripe-2`, ... A pending
 connection may carry the name the credential it makes will get.
 """
-import sqlite3
-
 from workspacectl.engine.db import execute_script
+from workspacectl.engine.db.conn import Conn
 
 
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     from workspacectl.engine.vault.credential_names import name_base
 
     rows = conn.execute("SELECT id, service FROM credentials ORDER BY id").fetchall()

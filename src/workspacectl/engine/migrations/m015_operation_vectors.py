@@ -6,9 +6,8 @@ document (engine/catalog/search.py, inside the catalog import's transaction). A 
 before this migration has no rows: its searches answer lexically until the vectors are built
 (the first search after the upgrade builds them once; see docs/api.md).
 """
-import sqlite3
-
 from workspacectl.engine.db import execute_script
+from workspacectl.engine.db.conn import Conn
 
 SQL = """
 CREATE TABLE operation_vectors (
@@ -20,7 +19,7 @@ CREATE INDEX operation_vectors_service ON operation_vectors(service);
 """
 
 
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     execute_script(conn, SQL)
 
 

@@ -5,11 +5,10 @@ On PostgreSQL a blob is one `blob` row (sha256, size, chunk count, when it was w
 seconds since the epoch for the orphan sweep's age) and its bytes in 1 MiB `blob_chunk` rows,
 written in the transaction that records the project file or skill version naming it.
 """
-import sqlite3
+from workspacectl.engine.db.conn import Conn
 
 
-
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     pass
 
 

@@ -11,11 +11,10 @@ small rows and reads the text columns of the best `limit` only. `operation_searc
 trigger) holds each row's length alone, so the row count and average length the formula needs
 are a scan of a narrow table, not of operation_search's wide rows. Nothing changes on SQLite.
 """
-import sqlite3
+from workspacectl.engine.db.conn import Conn
 
 
-
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     pass
 
 

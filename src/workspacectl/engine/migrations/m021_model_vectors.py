@@ -13,9 +13,8 @@ A vector is stored as engine/catalog/embedding.py quantizes it: `vector` one byt
 order, so a search reads them as one range, in order. m015's table stays, unused by this
 version, for an older wsctl opening the same workspace.
 """
-import sqlite3
-
 from workspacectl.engine.db import execute_script
+from workspacectl.engine.db.conn import Conn
 
 SQL = """
 CREATE TABLE operation_model_vectors (
@@ -31,7 +30,7 @@ CREATE INDEX operation_model_vectors_service ON operation_model_vectors(service)
 """
 
 
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     execute_script(conn, SQL)
 
 

@@ -17,9 +17,8 @@ the catalog changes. No vectors are copied over: the first search after this mig
 the sets (as it does after every change of the shipped vectors). Named operation_search_*: derived
 data, which a workspace copy rebuilds on its target instead of copying (engine/workspaces/copy.py).
 """
-import sqlite3
-
 from workspacectl.engine.db import execute_script
+from workspacectl.engine.db.conn import Conn
 
 SQL = """
 CREATE TABLE operation_search_vector_sets (
@@ -39,7 +38,7 @@ END;
 """
 
 
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     execute_script(conn, SQL)
 
 

@@ -4,12 +4,11 @@
 key that reaches every credential its creator can use (every key made before, and every session).
 engine/vault/key_limits.py enforces it.
 """
-import sqlite3
-
 from workspacectl.engine.db import execute_script
+from workspacectl.engine.db.conn import Conn
 
 
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     execute_script(conn, "ALTER TABLE secrets ADD COLUMN credential_ids TEXT;")
 
 

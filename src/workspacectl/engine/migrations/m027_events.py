@@ -11,9 +11,8 @@
   never send it at once, retried with back-off until delivered or out of attempts. The rows are
   the subscription's delivery log.
 """
-import sqlite3
-
 from workspacectl.engine.db import execute_script
+from workspacectl.engine.db.conn import Conn
 
 SQL = """
 CREATE TABLE events (
@@ -57,7 +56,7 @@ CREATE INDEX webhook_deliveries_hook ON webhook_deliveries(webhook_id, seq);
 """
 
 
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     execute_script(conn, SQL)
 
 

@@ -8,14 +8,13 @@ answered) or `failed` (it was not reached, or its answer was refused: a redirect
 host). SQLite cannot change a CHECK constraint in place, so its table is rebuilt with every row
 and id kept; PostgreSQL swaps the constraint.
 """
-import sqlite3
-
 from workspacectl.engine.db import execute_script
+from workspacectl.engine.db.conn import Conn
 
 OUTCOMES = "('issued', 'refused', 'proxied', 'failed')"
 
 
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     execute_script(conn, f"""
     CREATE TABLE credential_access_log_m028 (
         id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -21,12 +21,12 @@ the sealed secrets, written with them). A credential whose token is fresh enough
 rest goes the engine's way. SQLite has no such function: its transaction already costs no round
 trip.
 """
-import sqlite3
+from workspacectl.engine.db.conn import Conn
 
 NEVER_ISSUED = "('refreshToken', 'idToken', 'clientSecret')"
 
 
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     """Nothing on SQLite."""
 
 

@@ -9,10 +9,10 @@ answering, until every listener has seen its epoch or has not confirmed for long
 may be used without confirming; so the next request to any replica reads the database again.
 SQLite: nothing (one process reads the file; no cache).
 """
-import sqlite3
+from workspacectl.engine.db.conn import Conn
 
 
-def up(conn: sqlite3.Connection) -> None:
+def up(conn: Conn) -> None:
     """Nothing on SQLite."""
 
 

@@ -8,7 +8,7 @@ the staged blobs are published. Blobs no file names any more are removed after t
 from __future__ import annotations
 
 import sqlite3
-from typing import BinaryIO, Callable
+from typing import TYPE_CHECKING, BinaryIO, Callable
 
 from workspacectl import clock
 from workspacectl.engine import blobs
@@ -22,6 +22,9 @@ from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.schema_blocks import INT, PAGE, TIME, obj, page_of, query, text
 from workspacectl.engine.store import project_files as store
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.engine.db.conn import Conn
 
 # The limits, in one place: a bundle, and a project's files as a whole, stay within both.
 LIMITS = Limits(max_files=10_000, max_bytes=1 << 30)
@@ -120,7 +123,7 @@ def upload_bundle(ctx: Ctx) -> dict:
     return {"added": added, "updated": updated}
 
 
-def _check_fits(conn: sqlite3.Connection, pid: str, files: dict, current: dict) -> None:
+def _check_fits(conn: Conn, pid: str, files: dict, current: dict) -> None:
     """A path may not be a file and a folder at once, and the whole stays within LIMITS."""
     parents = {p.rsplit("/", i)[0] for p in files for i in range(1, p.count("/") + 1)}
     parent_files = store.files_at(conn, pid, sorted(parents))  # one lookup, not one per path and level

@@ -6,6 +6,7 @@ The role a member gets is the nearest grant's (store.projects.ROLE_SQL), never t
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING
 
 from workspacectl.engine import validate as v
 from workspacectl.engine.db import transaction
@@ -16,10 +17,13 @@ from workspacectl.engine.store import identity as identity_store
 from workspacectl.engine.store import projects as store
 from workspacectl.errors import ApiError
 
+if TYPE_CHECKING:
+    from workspacectl.engine.db.conn import Conn
+
 ROLES = ("editor", "viewer")
 
 
-def _grant_target(conn: sqlite3.Connection, body: dict) -> sqlite3.Row | None:
+def _grant_target(conn: Conn, body: dict) -> sqlite3.Row | None:
     """The member row the body names, or None for the workspace grant."""
     workspace = v.boolean(body, "workspace", required=False, default=False)
     ref = v.string(body, "membershipId", required=False, max_len=320)

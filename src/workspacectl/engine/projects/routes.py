@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from workspacectl.engine import validate as v
 from workspacectl.engine.db import transaction
@@ -18,6 +18,9 @@ from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.schema_blocks import INT, NAMED_PAGE, NOT_BLANK, STR, nullable, obj, page_of, ref, text
 from workspacectl.engine.store import projects as store
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.engine.db.conn import Conn
 
 ACCESSORIES = ("head", "shirt", "hand")
 KINDS = ("workflow", "app")   # of a workflow record (engine/projects/workflows.py)
@@ -40,13 +43,13 @@ def project_json(row: sqlite3.Row) -> dict:
     }
 
 
-def grants_json(conn: sqlite3.Connection, pid: str) -> list[dict]:
+def grants_json(conn: Conn, pid: str) -> list[dict]:
     return [{"workspace": True, "role": g["role"]} if g["member_id"] is None
             else {"membershipId": g["member_id"], "displayName": g["name"], "role": g["role"]}
             for g in store.list_grants(conn, pid)]
 
 
-def memory_json(conn: sqlite3.Connection, row: sqlite3.Row) -> dict:
+def memory_json(conn: Conn, row: sqlite3.Row) -> dict:
     return {"text": row["memory_text"], "version": row["memory_version"], "updatedAt": row["memory_updated_at"],
             "updatedBy": store.member_brief(conn, row["memory_updated_by"])}
 
@@ -56,7 +59,7 @@ def resource_json(r: sqlite3.Row | Mapping[str, Any]) -> dict:
             "lastUsedAt": r["last_used_at"]}
 
 
-def full_json(conn: sqlite3.Connection, row: sqlite3.Row) -> dict:
+def full_json(conn: Conn, row: sqlite3.Row) -> dict:
     project = project_json(row)
     project["grants"] = grants_json(conn, row["id"])
     return {"project": project, "memory": memory_json(conn, row),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workspacectl.engine import validate as v
 from workspacectl.engine.vault.credentials import visible_credential
@@ -23,6 +23,9 @@ from workspacectl.engine.schema_blocks import NAMED_PAGE, NOT_BLANK, STR, array,
 from workspacectl.engine.store import catalog as catalog_store
 from workspacectl.engine.store import workflows as store
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.engine.db.conn import Conn
 
 MAX_NODES = 500
 MAX_NODES_JSON = 1_000_000
@@ -61,7 +64,7 @@ def trigger_state(node: dict, provider: sqlite3.Row | None) -> dict:
             "ready": not missing, "missing": missing}
 
 
-def detail_json(conn: sqlite3.Connection, row: sqlite3.Row) -> dict:
+def detail_json(conn: Conn, row: sqlite3.Row) -> dict:
     out = summary_json(row)
     nodes, triggers, providers = [], [], {}
     for node in json.loads(row["nodes"]):
@@ -80,7 +83,7 @@ def detail_json(conn: sqlite3.Connection, row: sqlite3.Row) -> dict:
 
 # --- validation ------------------------------------------------------------------------------
 
-def usable_credential(conn: sqlite3.Connection, cred_id: object, me: str, where: str = "") -> sqlite3.Row:
+def usable_credential(conn: Conn, cred_id: object, me: str, where: str = "") -> sqlite3.Row:
     """The credential if the caller may use it; 404 if unseen, 403 if shared as viewer only.
     The API takes ids: a name given here is not found, and the message says where the id is
     (`wsctl workflow import` resolves names in the file before it sends it)."""
@@ -117,7 +120,7 @@ def check_inputs(value: Any, where: str) -> dict:
     return value
 
 
-def check_nodes(conn: sqlite3.Connection, nodes: Any, me: str) -> list[dict]:
+def check_nodes(conn: Conn, nodes: Any, me: str) -> list[dict]:
     if not isinstance(nodes, list) or len(nodes) > MAX_NODES:
         raise v.bad(f"'nodes' must be a list of at most {MAX_NODES} node objects.")
     try:

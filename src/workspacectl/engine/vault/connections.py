@@ -48,6 +48,7 @@ from workspacectl.secret import sha256_hex
 
 if TYPE_CHECKING:
     from workspacectl.engine.workspaces.folder import Workspace
+    from workspacectl.engine.db.conn import Conn
 
 CONNECTION_SECONDS = 3600
 CALLBACK_PATH = "/connect/callback"
@@ -64,7 +65,7 @@ def _pkce_aad(conn_id: str) -> str:
     return f"connection-pkce:{conn_id}"
 
 
-def _integration(conn: sqlite3.Connection, service: str) -> sqlite3.Row | None:
+def _integration(conn: Conn, service: str) -> sqlite3.Row | None:
     from workspacectl.engine.store import vault as vault_store
 
     return vault_store.get_integration(conn, service)
@@ -175,7 +176,7 @@ def create_connection(ctx: Ctx) -> Response:
     return Response(201, connection_view(ctx.ws, row))
 
 
-def check_new_name(conn: sqlite3.Connection, name: object, reconnect_id: str | None) -> None:
+def check_new_name(conn: Conn, name: object, reconnect_id: str | None) -> None:
     """The name a connection's new credential will get: valid and free now (400, 409); it is made
     unique when the connection completes if someone took it meanwhile."""
     if name is None:
@@ -187,7 +188,7 @@ def check_new_name(conn: sqlite3.Connection, name: object, reconnect_id: str | N
     require_free(conn, check_name(name))
 
 
-def reconnect_target(conn: sqlite3.Connection, cred_id: str, member_id: str, service: str) -> sqlite3.Row:
+def reconnect_target(conn: Conn, cred_id: str, member_id: str, service: str) -> sqlite3.Row:
     """The credential a reconnect will refill: the member's own (404 unseen, 403 not owned), same service."""
     from workspacectl.engine.vault.credentials import owned_credential
 
@@ -203,7 +204,7 @@ def connection_lock(conn_id: str) -> str:
     return f"connection:{conn_id}"
 
 
-def _store_result(ws: Workspace, conn: sqlite3.Connection, row: sqlite3.Row, **values: Any) -> dict:
+def _store_result(ws: Workspace, conn: Conn, row: sqlite3.Row, **values: Any) -> dict:
     """Inside the completing transaction: a new credential, or fresh secrets in the reconnected one."""
     from workspacectl.engine.vault.credentials import create_credential, reconnect_credential
 
@@ -216,7 +217,7 @@ def _store_result(ws: Workspace, conn: sqlite3.Connection, row: sqlite3.Row, **v
                              name=row["name"], name_taken_ok=True, **values)
 
 
-def _own_connection(conn: sqlite3.Connection, conn_id: object, member_id: str) -> sqlite3.Row:
+def _own_connection(conn: Conn, conn_id: object, member_id: str) -> sqlite3.Row:
     row = store.get_connection(conn, conn_id) if isinstance(conn_id, str) else None
     if row is None or row["member_id"] != member_id:
         raise ApiError("not_found", f"No connection {conn_id} of yours. Start one with `wsctl vault connect SERVICE`.")
@@ -271,7 +272,7 @@ def _check_member(row: sqlite3.Row, caller: Caller | None) -> None:
                        "connection can complete it; nothing was changed.")
 
 
-def credential_name(conn: sqlite3.Connection, cred_id: str | None, member_id: str | None) -> str | None:
+def credential_name(conn: Conn, cred_id: str | None, member_id: str | None) -> str | None:
     """The name of a credential the member can see (the connected page says how to use it by name)."""
     from workspacectl.engine.vault.credentials import visible_credential
 
@@ -283,7 +284,7 @@ def credential_name(conn: sqlite3.Connection, cred_id: str | None, member_id: st
         return None
 
 
-def open_link(conn: sqlite3.Connection, token: str, caller: Caller | None) -> sqlite3.Row:
+def open_link(conn: Conn, token: str, caller: Caller | None) -> sqlite3.Row:
     """The connection behind a link for its creator: 404 unknown, 401 no web session,
     403 another member, 410 expired or already used. Changes nothing."""
     row = store.find_by_link(conn, sha256_hex(token)) if token else None
@@ -294,7 +295,7 @@ def open_link(conn: sqlite3.Connection, token: str, caller: Caller | None) -> sq
     return row
 
 
-def service_form(conn: sqlite3.Connection, service: str) -> LinkForm:
+def service_form(conn: Conn, service: str) -> LinkForm:
     """The secret and plain fields a connection of `service` asks for."""
     from workspacectl.engine.vault.credentials import secret_field_names
 
@@ -309,7 +310,7 @@ def service_form(conn: sqlite3.Connection, service: str) -> LinkForm:
                     integration["description"] or "", docs)
 
 
-def check_key(ws: Workspace, conn: sqlite3.Connection, service: str, secrets: dict, fields: dict) -> None:
+def check_key(ws: Workspace, conn: Conn, service: str, secrets: dict, fields: dict) -> None:
     """An apiKey service whose definition names a probe: call it with the entered key before
     anything is stored. A key the provider refuses is 400 with what to do; nothing is stored.
     A probe that proves nothing (or a provider out of reach) does not block the connection."""
@@ -331,11 +332,11 @@ def check_key(ws: Workspace, conn: sqlite3.Connection, service: str, secrets: di
                     "nothing was stored.")
 
 
-def link_form(conn: sqlite3.Connection, row: sqlite3.Row) -> LinkForm:
+def link_form(conn: Conn, row: sqlite3.Row) -> LinkForm:
     return service_form(conn, row["service"])
 
 
-def credential_type(conn: sqlite3.Connection, service: str) -> str:
+def credential_type(conn: Conn, service: str) -> str:
     """The credential type of `service`'s integration (404 once it left the catalog)."""
     integration = _integration(conn, service)
     if integration is None:
@@ -441,7 +442,7 @@ def authorize_url(ws: Workspace, conn_id: str, member_id: str, base_url: str) ->
     return cfg.authorize_url + sep + urllib.parse.urlencode(params)
 
 
-def _fail(conn: sqlite3.Connection, conn_id: str, message: str) -> None:
+def _fail(conn: Conn, conn_id: str, message: str) -> None:
     with transaction(conn, locks=[connection_lock(conn_id)]):
         store.mark_failed(conn, conn_id, message[:300], clock.now_iso())
 

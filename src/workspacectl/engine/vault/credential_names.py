@@ -11,10 +11,12 @@
 from __future__ import annotations
 
 import re
-import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.engine.db.conn import Conn
 
 MAX_NAME = 64
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -37,7 +39,7 @@ def name_base(service: str) -> str:
     return "credential" if base.lower().startswith(ID_PREFIX) else base
 
 
-def unique_name(conn: sqlite3.Connection, base: str) -> str:
+def unique_name(conn: Conn, base: str) -> str:
     """`base`, or `base-N` with the smallest N >= 2 that no credential of the workspace has."""
     from workspacectl.engine.store import vault as store
 
@@ -51,7 +53,7 @@ def unique_name(conn: sqlite3.Connection, base: str) -> str:
     return f"{stem}-{n}"
 
 
-def require_free(conn: sqlite3.Connection, name: str, except_id: str | None = None) -> None:
+def require_free(conn: Conn, name: str, except_id: str | None = None) -> None:
     from workspacectl.engine.store import vault as store
 
     holder = store.credential_id_named(conn, name)

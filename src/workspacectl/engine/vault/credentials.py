@@ -25,6 +25,7 @@ from workspacectl.secret import Secret
 
 if TYPE_CHECKING:
     from workspacectl.engine.workspaces.folder import Workspace
+    from workspacectl.engine.db.conn import Conn
 
 CREDENTIAL_TYPES = ("oauth2", "apiKey", "platform", "noAuth")
 # Secret names that are never part of a token response.
@@ -139,7 +140,7 @@ def credential_lock(cred_id: str) -> str:
     return f"credential:{cred_id}"
 
 
-def create_credential(ws: Workspace, conn: sqlite3.Connection, *, owner_member_id: str, service: str, name: str | None = None,
+def create_credential(ws: Workspace, conn: Conn, *, owner_member_id: str, service: str, name: str | None = None,
                       secrets: dict[str, str], fields: dict[str, str], scopes: list[str] | None = None,
                       expires_at: str | None = None, token_type: str | None = None,
                       name_taken_ok: bool = False) -> dict:
@@ -200,7 +201,7 @@ def create_credential(ws: Workspace, conn: sqlite3.Connection, *, owner_member_i
         return detail_of(conn, cred_id, owner_member_id)
 
 
-def reconnect_credential(ws: Workspace, conn: sqlite3.Connection, cred_id: str, *, secrets: dict[str, str], fields: dict[str, str] | None = None,
+def reconnect_credential(ws: Workspace, conn: Conn, cred_id: str, *, secrets: dict[str, str], fields: dict[str, str] | None = None,
                          scopes: list[str] | None = None, expires_at: str | None = None,
                          token_type: str | None = None) -> dict:
     """Put fresh secrets into an existing credential (a reconnect): status back to ok, same id."""
@@ -222,7 +223,7 @@ def reconnect_credential(ws: Workspace, conn: sqlite3.Connection, cred_id: str, 
 
 # --- views ----------------------------------------------------------------------------------
 
-def list_entry(conn: sqlite3.Connection, row: sqlite3.Row, integration_cache: dict | None = None) -> dict:
+def list_entry(conn: Conn, row: sqlite3.Row, integration_cache: dict | None = None) -> dict:
     """CONTRACT §4 list entry; `row` comes from a *_for query (it carries `access`)."""
     cache = integration_cache if integration_cache is not None else {}
     if row["service"] not in cache:
@@ -241,7 +242,7 @@ def list_entry(conn: sqlite3.Connection, row: sqlite3.Row, integration_cache: di
     }
 
 
-def sharing(conn: sqlite3.Connection, cred_id: str) -> list[dict]:
+def sharing(conn: Conn, cred_id: str) -> list[dict]:
     out = []
     for g in store.list_grants(conn, cred_id):
         if g["grantee"] == "workspace":
@@ -258,7 +259,7 @@ def status_reason(row: sqlite3.Row) -> str | None:
     return REASONS.get(row["last_error"] or "", REASONS["invalid_grant"]).split(" (")[0]
 
 
-def credential_detail(conn: sqlite3.Connection, row: sqlite3.Row) -> dict:
+def credential_detail(conn: Conn, row: sqlite3.Row) -> dict:
     """The list entry plus fields, scopes, sharing, expiresAt and syncedAt."""
     d = list_entry(conn, row)
     d.update({
@@ -272,14 +273,14 @@ def credential_detail(conn: sqlite3.Connection, row: sqlite3.Row) -> dict:
     return d
 
 
-def detail_of(conn: sqlite3.Connection, cred_id: str, member_id: str) -> dict:
+def detail_of(conn: Conn, cred_id: str, member_id: str) -> dict:
     """credential_detail of a credential just written in the caller's open transaction (so it is there)."""
     row = store.get_credential_for(conn, cred_id, member_id)
     assert row is not None
     return credential_detail(conn, row)
 
 
-def visible_credential(conn: sqlite3.Connection, cred_id: str, member_id: str) -> sqlite3.Row:
+def visible_credential(conn: Conn, cred_id: str, member_id: str) -> sqlite3.Row:
     """The credential with the member's access, or 404 when the member cannot see it at all."""
     row = store.get_credential_for(conn, cred_id, member_id) if isinstance(cred_id, str) else None
     if row is None or row["access"] is None:
@@ -287,7 +288,7 @@ def visible_credential(conn: sqlite3.Connection, cred_id: str, member_id: str) -
     return row
 
 
-def owned_credential(conn: sqlite3.Connection, cred_id: str, member_id: str) -> sqlite3.Row:
+def owned_credential(conn: Conn, cred_id: str, member_id: str) -> sqlite3.Row:
     """The credential if the member owns it; 404 if invisible, 403 if visible but not owned."""
     row = visible_credential(conn, cred_id, member_id)
     if row["access"] != "owner":

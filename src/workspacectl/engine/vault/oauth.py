@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -26,6 +25,7 @@ from workspacectl.secret import Secret
 if TYPE_CHECKING:
     from workspacectl.engine.workspaces.folder import Workspace
     import httpx
+    from workspacectl.engine.db.conn import Conn
 
 TIMEOUT_SECONDS = 10.0
 # A provider's expires_in beyond this is taken as this: a token that claims to outlive ten years
@@ -58,7 +58,7 @@ def missing_client(service: str) -> OAuthNotConfigured:
         f"oauth-client {service} --client-id ID` (the secret is read hidden or from stdin), then try again.")
 
 
-def check_client(conn: sqlite3.Connection, service: str) -> None:
+def check_client(conn: Conn, service: str) -> None:
     """Refuse up front (409) when an oauth2 integration has no client id: nothing can be exchanged."""
     client = store.get_oauth_client_sealed(conn, service)
     if client is None or not client["oauth_client_id"]:
@@ -103,7 +103,7 @@ class ProviderConfig:
         return f"ProviderConfig({self.service!r})"
 
 
-def provider_config(ws: Workspace, conn: sqlite3.Connection, service: str) -> ProviderConfig:
+def provider_config(ws: Workspace, conn: Conn, service: str) -> ProviderConfig:
     integration = store.get_integration(conn, service)
     if integration is None or integration["credential_type"] != "oauth2":
         raise OAuthNotConfigured(f"The catalog has no OAuth integration '{service}' any more; an owner or admin "
@@ -257,7 +257,7 @@ def _answer(cfg: ProviderConfig, resp: httpx.Response) -> TokenSet:
     return _parse_tokens(cfg, resp)
 
 
-def exchange_code(ws: Workspace, conn: sqlite3.Connection, service: str, *, code: str, redirect_uri: str, code_verifier: str | None) -> TokenSet:
+def exchange_code(ws: Workspace, conn: Conn, service: str, *, code: str, redirect_uri: str, code_verifier: str | None) -> TokenSet:
     """authorization_code grant (with the PKCE verifier when one was used)."""
     cfg = provider_config(ws, conn, service)
     form = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri}
@@ -266,14 +266,14 @@ def exchange_code(ws: Workspace, conn: sqlite3.Connection, service: str, *, code
     return _answer(cfg, _post_form(cfg, cfg.token_url, form, "token"))
 
 
-def refresh(ws: Workspace, conn: sqlite3.Connection, service: str, refresh_token: Secret, scopes: list[str] | None = None) -> TokenSet:
+def refresh(ws: Workspace, conn: Conn, service: str, refresh_token: Secret, scopes: list[str] | None = None) -> TokenSet:
     """refresh_token grant. Raises InvalidGrant when the provider refuses the grant itself."""
     cfg = provider_config(ws, conn, service)
     form = {"grant_type": "refresh_token", "refresh_token": refresh_token.reveal()}
     return _answer(cfg, _post_form(cfg, cfg.token_url, form, "token"))
 
 
-def revoke(ws: Workspace, conn: sqlite3.Connection, service: str, token: Secret, hint: str = "refresh_token") -> bool:
+def revoke(ws: Workspace, conn: Conn, service: str, token: Secret, hint: str = "refresh_token") -> bool:
     """RFC 7009 revocation; answers False when the integration has no revoke URL."""
     cfg = provider_config(ws, conn, service)
     if not cfg.revoke_url:

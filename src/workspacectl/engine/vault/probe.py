@@ -22,10 +22,14 @@ import base64
 import json
 import re
 import sqlite3
+from typing import TYPE_CHECKING
 
 from workspacectl.engine.store import vault as store
 from workspacectl.errors import ApiError
 from workspacectl.secret import Secret
+
+if TYPE_CHECKING:
+    from workspacectl.engine.db.conn import Conn
 
 TIMEOUT_SECONDS = 10.0
 _PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_]+)\}")
@@ -47,7 +51,7 @@ def _fill(template: str, fields: dict) -> str | None:
     return None if missing else out
 
 
-def probe_target(conn: sqlite3.Connection, integration: sqlite3.Row, fields: dict) -> tuple[str, str] | None:
+def probe_target(conn: Conn, integration: sqlite3.Row, fields: dict) -> tuple[str, str] | None:
     """(method, url) of the integration's probe, or None when it has none we can call."""
     try:
         setup = json.loads(integration["setup_json"] or "{}")
@@ -94,7 +98,7 @@ def presentation(auth: dict, secrets: dict[str, Secret], fields: dict) -> tuple[
     return {**extra, "Authorization": "Bearer " + value(None)}, {}
 
 
-def run_probe(conn: sqlite3.Connection, integration: sqlite3.Row, secrets: dict[str, Secret], fields: dict, credential_type: str) -> str | None:
+def run_probe(conn: Conn, integration: sqlite3.Row, secrets: dict[str, Secret], fields: dict, credential_type: str) -> str | None:
     """'ok' or 'invalid' from the provider's answer; None when there is no probe or it proves nothing."""
     target = probe_target(conn, integration, fields)
     if target is None:

@@ -19,7 +19,10 @@ import functools
 import os
 import secrets
 import socket
-import sqlite3
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from workspacectl.engine.db.conn import Conn
 
 _SEP = "|"
 
@@ -93,17 +96,17 @@ _LOCK = "SELECT pg_try_advisory_lock(hashtext('wsctl-token-refresh'), hashtext(?
 _UNLOCK = "SELECT pg_advisory_unlock(hashtext('wsctl-token-refresh'), hashtext(?))"
 
 
-def has_session_locks(conn: sqlite3.Connection) -> bool:
+def has_session_locks(conn: Conn) -> bool:
     return getattr(conn, "dialect", None) == "postgres"
 
 
-def session_lock(conn: sqlite3.Connection, cred_id: str) -> bool:
+def session_lock(conn: Conn, cred_id: str) -> bool:
     """PostgreSQL: take this session's lock of the credential's refresh without waiting; True when
     taken, False when another session holds it."""
     return bool(conn.execute(_LOCK, (cred_id,)).fetchone()[0])
 
 
-def session_unlock(conn: sqlite3.Connection, cred_id: str) -> None:
+def session_unlock(conn: Conn, cred_id: str) -> None:
     try:
         conn.execute(_UNLOCK, (cred_id,)).fetchone()
     except Exception:   # a lost connection took the lock with it

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import TYPE_CHECKING
 
 from workspacectl import clock
 from workspacectl.formats import env_text
@@ -22,6 +23,9 @@ from workspacectl.engine.schema_blocks import BOOL, INT, NAMED_PAGE, NOT_BLANK, 
 from workspacectl.engine.store import identity as identity_store
 from workspacectl.engine.store import vault as store
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.engine.db.conn import Conn
 
 REASON_MAX = 500
 TOKEN_ATTEMPTS = 3
@@ -85,7 +89,7 @@ def token_fields(row: sqlite3.Row, secrets: dict, integration_env: dict) -> dict
     return out
 
 
-def _log(conn: sqlite3.Connection, ctx: Ctx, cred_id: str, reason: str, fields: list, outcome: str) -> None:
+def _log(conn: Conn, ctx: Ctx, cred_id: str, reason: str, fields: list, outcome: str) -> None:
     c = ctx.caller
     store.insert_access_log(conn, cred_id=cred_id, at=clock.now_iso(), member_id=c.member_id, key_id=c.key_id,
                             caller_kind=c.kind, reason=reason, fields=fields, outcome=outcome)

@@ -41,6 +41,7 @@ from workspacectl.errors import ApiError
 
 if TYPE_CHECKING:
     from workspacectl.engine.workspaces.folder import Workspace
+    from workspacectl.engine.db.conn import Conn
 
 REFRESH_MARGIN_SECONDS = 60
 # A token is refreshed when what is left of it falls under the margin: REFRESH_MARGIN_SECONDS, or
@@ -175,7 +176,7 @@ def ensure_fresh(ws: Workspace, cred_id: str, *, force: bool = False, since: str
         time.sleep(random.uniform(0.02, 0.06))
 
 
-def _refresh_with_lease(ws: Workspace, conn: sqlite3.Connection, row: sqlite3.Row, owner: str, interrupted: bool = False) -> bool:
+def _refresh_with_lease(ws: Workspace, conn: Conn, row: sqlite3.Row, owner: str, interrupted: bool = False) -> bool:
     """Call the provider holding the lease; save the result at once. False when the credential's
     secrets changed meanwhile (then the caller decides again on what is stored now)."""
     cred_id, service = row["id"], row["service"]
@@ -241,7 +242,7 @@ def _refresh_with_lease(ws: Workspace, conn: sqlite3.Connection, row: sqlite3.Ro
     return True
 
 
-def _secrets_changed(conn: sqlite3.Connection, row: sqlite3.Row, answered: bool = False) -> bool:
+def _secrets_changed(conn: Conn, row: sqlite3.Row, answered: bool = False) -> bool:
     """True when the credential is gone, needs a reconnect or its sealed secrets differ from those in
     `row`. With `answered` (the provider's tokens are in hand), a credential that only awaits a
     reconnect because this very refresh was taken for interrupted (a holder that stalled past its

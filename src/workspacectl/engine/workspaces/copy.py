@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ from workspacectl.errors import ApiError
 
 if TYPE_CHECKING:
     from workspacectl.engine.workspaces.folder import Workspace
+    from workspacectl.engine.db.conn import Conn
 
 # Derived or per-store bookkeeping: the migrations table (the target ran its own), the search
 # index (rebuilt on the target by the catalog wing), the running servers' leases (m013: held by
@@ -155,7 +155,7 @@ def _prepare_target(location: str, tables: list[Table]) -> tuple[Workspace, Call
         def undo() -> None:
             if was_workspace:
                 return                  # refused as not empty before anything changed
-            dst.conn().close()
+            dst.close()   # this thread's connection to the target
             if existed:
                 for p in path.iterdir():
                     shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
@@ -207,7 +207,7 @@ def copy_workspace(src: Workspace, dst: Workspace, progress: Progress | None = N
 
 
 @contextmanager
-def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+def _snapshot(conn: Conn) -> Iterator[None]:
     """The source read as of one moment (SQLite WAL snapshot, PostgreSQL REPEATABLE READ), so
     rows copied from one table agree with those of the next."""
     sql.begin_snapshot(conn)
@@ -266,7 +266,7 @@ def _reachable(ws: Workspace) -> set[bytes]:
     return found
 
 
-def _batches(conn: sqlite3.Connection, t: Table) -> Iterator[list[tuple]]:
+def _batches(conn: Conn, t: Table) -> Iterator[list[tuple]]:
     return sql.read_rows(conn, t.name, t.columns, t.order, BATCH)
 
 

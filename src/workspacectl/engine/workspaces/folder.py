@@ -18,6 +18,7 @@ from workspacectl.errors import ApiError
 
 if TYPE_CHECKING:
     from workspacectl.engine.blobs import BlobStore
+    from workspacectl.engine.db.conn import Conn
 
 DB_NAME = "workspace.db"
 class Workspace:
@@ -132,14 +133,14 @@ class Workspace:
 
         return FolderBlobStore(self, self.blobs)
 
-    def conn(self) -> sqlite3.Connection:
+    def conn(self) -> Conn:
         c = getattr(self._local, "conn", None)
         if c is None:
             c = self._connect()
             self._local.conn = c
         return c
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self) -> Conn:
         return open_db(self.db_path)
 
     def ready(self) -> bool:
@@ -156,7 +157,7 @@ class Workspace:
 
         return open_quick_db(self.db_path)
 
-    def lend_conn(self, conn: sqlite3.Connection | None) -> sqlite3.Connection | None:
+    def lend_conn(self, conn: Conn | None) -> Conn | None:
         """Make conn() answer `conn` on this thread; answers what to give back (lend_conn(before))."""
         before = getattr(self._local, "conn", None)
         self._local.conn = conn

@@ -14,7 +14,7 @@ import hashlib
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from workspacectl.engine.db.postgres import PgConnection
 from workspacectl.formats.workspace_url import redacted, without_password
@@ -22,7 +22,7 @@ from workspacectl.engine.workspaces.folder import Workspace
 from workspacectl.errors import ApiError
 
 if TYPE_CHECKING:
-    import sqlite3
+    from workspacectl.engine.db.conn import Conn
 
     from workspacectl.engine.blobs import BlobStore
 
@@ -75,11 +75,10 @@ class PgWorkspace(Workspace):
         self.blobs.mkdir(parents=True, exist_ok=True, mode=0o700)
         return PgBlobStore(self, self.blobs)
 
-    def _connect(self) -> sqlite3.Connection:
-        # The PostgreSQL door's connection answers the sqlite3.Connection methods the engine calls.
-        return cast("sqlite3.Connection", PgConnection(self.url))
+    def _connect(self) -> Conn:
+        return PgConnection(self.url)
 
-    def conn(self) -> sqlite3.Connection:
+    def conn(self) -> Conn:
         """This thread's session; a new one when the database ended the last (its request was
         answered 503, StoreLost), so a restart or failover of the database costs one answer per
         thread, not every answer after it."""
