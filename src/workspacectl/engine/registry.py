@@ -84,8 +84,8 @@ class PublicCtx:
 
     ws: Workspace
     caller: Caller | None
-    params: dict
-    query: dict
+    params: dict[str, str]
+    query: dict[str, Any]   # text from every door, though an in-process caller's dict is not checked for it
     body: Any
     base_url: str | None = None
     progress: Callable[[str, int | None, int | None], None] | None = None   # (phase, done, total), for long work
