@@ -120,7 +120,7 @@ class Route:
     path: str
     scope: str
     segments: int           # a request path matches only templates with as many segments
-    literal_segments: int   # (a tail template, ending in /{path}, those with as many or more)
+                            # (a tail template, ending in /{path}, those with as many or more)
 
     @property
     def tail(self) -> bool:
@@ -154,7 +154,7 @@ def _specificity(path: str) -> tuple[int, tuple[bool, ...]]:
 
 
 ROUTES: list[Route] = sorted(
-    (Route(m, p, scope, p.count("/"), sum(1 for seg in p.split("/") if not _PARAM.fullmatch(seg)))
+    (Route(m, p, scope, p.count("/"))
      for (m, p), (scope, _module) in ROUTE_INDEX.items()),
     key=lambda r: (_specificity(r.path), r.path, r.method),
 )

@@ -27,10 +27,6 @@ def env_for(detail: dict, token: dict) -> dict[str, str]:
     return out
 
 
-# `--var-names`: where variable names come from.
-VAR_NAME_SOURCES = ("service", "credential")
-
-
 def var_prefix(word: str) -> str:
     """'stripe-live' -> 'STRIPE_LIVE': upper case, every run of other characters one '_'."""
     return re.sub(r"[^A-Z0-9]+", "_", word.upper()).strip("_")

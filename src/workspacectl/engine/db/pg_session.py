@@ -25,7 +25,6 @@ import time
 from typing import Any
 
 import psycopg
-from psycopg import errors as pg_errors
 
 from workspacectl.engine.db import busy_timeout_ms, db_timeout_ms
 
@@ -169,7 +168,3 @@ def liveness_of(url: str) -> Liveness:
         if live is None:
             live = _liveness[url] = Liveness(url)
         return live
-
-
-def is_no_answer(e: BaseException) -> bool:
-    return isinstance(e, NoAnswer) or isinstance(e, pg_errors.ConnectionTimeout)

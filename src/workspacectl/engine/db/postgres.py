@@ -73,7 +73,6 @@ if TYPE_CHECKING:
 LOCK_CLASS = 0x77736374
 WRITER_LOCK = 1
 MIGRATION_LOCK = 2
-REFRESH_LOCK = 3
 
 def resource_key(name: str) -> int:
     """The advisory lock key (bigint) of a resource a writer names (db.transaction's locks)."""
@@ -657,15 +656,8 @@ class PgConnection:
         self._pg.execute("RESET lock_timeout; RESET statement_timeout")
         self._session.bounded = True
 
-    def create_function(self, *args: object, **kwargs: object) -> None:
-        """SQLite user functions have PostgreSQL counterparts made by the migrations."""
-
     def commit(self) -> None:
         pass
 
     def close(self) -> None:
         self._session.close()
-
-
-def open_pg(url: str) -> PgConnection:
-    return PgConnection(url)

@@ -39,17 +39,6 @@ def get_operation(conn: Conn, op_id: str) -> Row | None:
     return conn.execute("SELECT * FROM operations WHERE op_id = ?", (op_id,)).fetchone()
 
 
-def get_operations(conn: Conn, op_ids: list[str]) -> dict:
-    """opId -> row, for the ids that exist (search results)."""
-    out = {}
-    for i in range(0, len(op_ids), 500):
-        chunk = op_ids[i:i + 500]
-        marks = ",".join("?" * len(chunk))
-        for row in conn.execute(f"SELECT * FROM operations WHERE op_id IN ({marks})", chunk):
-            out[row["op_id"]] = row
-    return out
-
-
 def iter_triggers(conn: Conn, after: object) -> Cursor:
     """Every trigger provider in list order, after the sort key `after` (any other shape starts
     from the top): generic providers first, then by service and position. The caller filters

@@ -46,17 +46,6 @@ def delete_all_docs(conn: Conn) -> None:
     conn.execute("DELETE FROM operation_search_vector_sets")
 
 
-def delete_doc(conn: Conn, op_id: str) -> None:
-    row = conn.execute("SELECT rowid FROM operation_search_docs WHERE op_id = ?", (op_id,)).fetchone()
-    if row is not None:
-        conn.execute("DELETE FROM operation_search WHERE rowid = ?", (row[0],))
-        # m022's trigger deletes the service's vector sets with the row: a set holds its service's
-        # every operation and is made again whole on the next search
-        conn.execute("DELETE FROM operation_search_docs WHERE rowid = ?", (row[0],))
-    conn.execute("DELETE FROM operation_vectors WHERE op_id = ?", (op_id,))
-    conn.execute("DELETE FROM operation_model_vectors WHERE op_id = ?", (op_id,))
-
-
 def insert_doc(conn: Conn, op_id: str, service: str, method: str, shape: str, action: str,
                columns: dict[str, str]) -> None:
     cur = conn.execute(
@@ -142,10 +131,6 @@ def search_state(conn: Conn, model: str, complete_at: list[str]) -> SearchState:
 
 def operation_count(conn: Conn) -> int:
     return conn.execute("SELECT count(*) FROM operations").fetchone()[0]
-
-
-def indexed_services(conn: Conn) -> list[str]:
-    return [r[0] for r in conn.execute("SELECT DISTINCT service FROM operation_search_docs")]
 
 
 def doc_count(conn: Conn) -> int:

@@ -17,10 +17,6 @@ def get_document(conn: Conn, owner_type: str, member_id: str | None) -> Row:
                         (owner_type, member_id or "")).fetchone()
 
 
-def get_document_by_id(conn: Conn, document_id: int) -> Row:
-    return conn.execute("SELECT * FROM memory_documents WHERE id = ?", (document_id,)).fetchone()
-
-
 def documents_with_pending(conn: Conn) -> list:
     return conn.execute(
         """SELECT d.* FROM memory_documents d

@@ -170,11 +170,6 @@ def take_over_refresh_lease(conn: Conn, cred_id: str, gone: str, owner: str, unt
     return cur.rowcount > 0
 
 
-def holds_refresh_lease(conn: Conn, cred_id: str, owner: str) -> bool:
-    return conn.execute("SELECT 1 FROM credentials WHERE id = ? AND refresh_lease_owner = ?",
-                        (cred_id, owner)).fetchone() is not None
-
-
 def release_refresh_lease(conn: Conn, cred_id: str, owner: str) -> None:
     conn.execute("UPDATE credentials SET refresh_lease_owner = NULL, refresh_lease_until = NULL "
                  "WHERE id = ? AND refresh_lease_owner = ?", (cred_id, owner))
