@@ -12,13 +12,16 @@ from __future__ import annotations
 import json as jsonlib
 import re
 import sys
-from typing import Annotated, List, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Any, List, Literal, Optional
 
 import typer
 
 from workspacectl.cli.common.context import backend
 from workspacectl.cli.common.output import print_json
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.backend.base import Backend
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 QUERY_METHODS = ("GET", "DELETE")
@@ -43,7 +46,7 @@ def api(
     paginate: Annotated[bool, typer.Option("--paginate", help="GET: follow nextCursor and print every entry "
                                            "in one body.")] = False,
     json: Annotated[bool, typer.Option("--json", help="Accepted for symmetry; the body is always printed as JSON.")] = False,
-):
+) -> None:
     """Call any route of the API and print its JSON body. On an error the error body is printed
     to stdout too, and the exit code says which class of error it was.
 
@@ -95,7 +98,8 @@ def api(
         print_json(answer)
 
 
-def _follow(b, path, query, headers, first, status, answer_headers):
+def _follow(b: Backend, path: str, query: dict[str, str] | None, headers: dict[str, str], first: Any, status: int,
+            answer_headers: list[tuple[str, str]]) -> tuple[Any, int, list[tuple[str, str]], int]:
     """Every page of a list route: the entries joined under its one list key, nextCursor null."""
     from workspacectl.cli.common.scripting import _list_key
 
@@ -162,7 +166,7 @@ def _fields(items: list[str], typed: bool) -> dict:
     return out
 
 
-def _typed(value: str):
+def _typed(value: str) -> str | bool | int | float | None:
     if value.startswith("@"):
         return sys.stdin.read() if value == "@-" else _read(value[1:])
     if value in ("true", "false", "null"):

@@ -12,7 +12,7 @@ import functools
 import importlib
 import inspect
 from collections.abc import Callable
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from typer import _click
@@ -58,7 +58,7 @@ LAZY_COMMANDS = [
 ]
 
 
-def _version(value: bool):
+def _version(value: bool) -> None:
     if value:
         typer.echo(f"wsctl {__version__}")
         raise typer.Exit()
@@ -71,7 +71,7 @@ def root(
     debug: Annotated[bool, typer.Option("--debug", help="Trace each request on stderr (method, URL, status, time; secrets redacted) and print the traceback of an error; works anywhere on the line, except as the value of another option.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
     timeout: Annotated[Optional[float], typer.Option("--timeout", metavar="SECONDS", help="How long to wait for a server: the command's calls, retries included, end within SECONDS in all (vault connect --wait, vault run --watch, events --follow and mcp: each call); an upload or download stops only after SECONDS without progress (default: WSCTL_TIMEOUT or 60). Past it: exit 8.")] = None,
-):
+) -> None:
     """wsctl: run a workspace platform from the terminal.
 
     Works at once on an embedded local workspace; point it at a server with
@@ -105,7 +105,7 @@ class _Unloaded(TyperCommand):
     `build()` makes the real one (importing its module, if it is a top-level group or command)."""
 
     def __init__(self, name: str, help_text: str | None, build: Callable[[], _click.Command], hidden: bool = False,
-                 short_help: str | None = None, deprecated: bool = False):
+                 short_help: str | None = None, deprecated: bool = False) -> None:
         super().__init__(name=name, help=help_text, hidden=hidden, short_help=short_help, deprecated=deprecated)
         self.build = build
 
@@ -196,18 +196,18 @@ class LazyGroup(TyperGroup):
     path: tuple[str, ...] = ()
     _listing = False
 
-    def __init__(self, **attrs):
+    def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
         real_metavars(self.params)
 
-    def get_command(self, ctx, cmd_name: str):
+    def get_command(self, ctx: _click.Context | None, cmd_name: str) -> _click.Command | None:
         cmd = self.commands.get(cmd_name)
         if isinstance(cmd, _Unloaded) and not self._listing:
             cmd = self.commands[cmd_name] = cmd.build()
             add_scripting_options(cmd, (*self.path, cmd_name))
         return cmd
 
-    def format_commands(self, ctx, formatter) -> None:
+    def format_commands(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
         self._listing = True
         try:
             super().format_commands(ctx, formatter)
@@ -219,7 +219,7 @@ class LazyRoot(LazyGroup):
     """The root group: every group is listed at once (so typo suggestions see them all) and its
     module imported and built on first use."""
 
-    def __init__(self, **attrs):
+    def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
         for module, func, name, help_text in COMMANDS:
             self.commands[name] = _Unloaded(name, help_text, functools.partial(

@@ -18,9 +18,13 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated, List, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, List, Literal, Optional
 
 import typer
+
+if TYPE_CHECKING:
+    from workspacectl.backend.local import LocalBackend
+    from workspacectl.cli.common.context import Target
 
 TIME_LIMIT = 2.0   # seconds; WSCTL_COMPLETION_SECONDS overrides it
 ROUTES = {"credential": ("/v1/credentials", "credentials", "service"),
@@ -31,7 +35,7 @@ ROUTES = {"credential": ("/v1/credentials", "credentials", "service"),
           "key": ("/v1/keys", "keys", "kind")}
 
 
-def completion(shell: Annotated[Literal["bash", "zsh", "fish"], typer.Argument(help="bash, zsh or fish.")]):
+def completion(shell: Annotated[Literal["bash", "zsh", "fish"], typer.Argument(help="bash, zsh or fish.")]) -> None:
     """Print the shell completion script.
 
     \b
@@ -50,7 +54,7 @@ def man(
     command: Annotated[Optional[List[str]], typer.Argument(metavar="[COMMAND...]", help="A command, e.g. "
                                                           "`vault token` (default: wsctl itself).")] = None,
     roff: Annotated[bool, typer.Option("--roff", help="Print the page's roff source instead.")] = False,
-):
+) -> None:
     """Show the manual page of wsctl or of one of its commands.
 
     \b
@@ -81,7 +85,7 @@ def man(
 
 def complete_values(ctx: typer.Context,
                     kind: Annotated[str, typer.Argument(help="credential, specialist, skill, workflow, member or key.")],
-                    prefix: Annotated[str, typer.Argument(help="What is typed so far.")] = ""):
+                    prefix: Annotated[str, typer.Argument(help="What is typed so far.")] = "") -> None:
     """Ids and names for shell completion (hidden)."""
     import signal
 
@@ -144,7 +148,7 @@ def _values(kind: str, profile: str | None) -> list[str] | None:
     return out + names
 
 
-def _open_existing(target):
+def _open_existing(target: Target) -> LocalBackend | None:
     """A local backend on a workspace that already exists, or None: completing never makes one."""
     from workspacectl.backend.local import LocalBackend, workspace_exists
 

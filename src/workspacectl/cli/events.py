@@ -41,7 +41,7 @@ def events(
     follow: Annotated[bool, typer.Option("--follow", help="Keep printing new events as they happen, until interrupted.")] = False,
     interval: Annotated[float, typer.Option("--interval", metavar="SECONDS", min=MIN_INTERVAL, max=MAX_INTERVAL, help="With --follow: seconds between polls of the feed.")] = 2.0,
     json: JsonOpt = False,
-):
+) -> None:
     """Show the workspace's event feed: what happened, newest first.
 
     Credentials connected, reconnected, refreshed, broken, updated, shared or deleted; keys made or

@@ -21,7 +21,7 @@ def init(
     owner_email: Annotated[Optional[str], typer.Option("--owner-email", metavar="EMAIL", help="The owner's email.")] = None,
     activate: Annotated[bool, typer.Option("--activate/--no-activate", help="Make its profile the active one (the default, as `gh auth login` makes the new host active); --no-activate keeps the one you use.")] = True,
     json: JsonOpt = False,
-):
+) -> None:
     """Make a workspace (SQLite + blobs folder) and a local profile that acts as its owner.
 
     The profile is the one named by --profile (or WSCTL_PROFILE); else the active profile when it

@@ -8,9 +8,16 @@ from __future__ import annotations
 import os
 import sys
 
+# Not `from typing import TYPE_CHECKING`: the completion path runs this module before anything
+# imports typing (cli/common/completion_cache.py), and typing costs more than the rest of it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typer import _click
+
+    from workspacectl.errors import ApiError
 
 
-def take_root_flags(argv: list[str], command=None) -> tuple[list[str], bool]:
+def take_root_flags(argv: list[str], command: _click.Command | None = None) -> tuple[list[str], bool]:
     """`--debug` and `--timeout SECONDS` mean the same anywhere on the line (`wsctl vault list
     --debug --timeout 5` is `wsctl --debug --timeout 5 vault list`), up to a `--` (what follows
     belongs to another program), except as the value of an option that takes one (`--name --debug`
@@ -45,7 +52,7 @@ class _ValueOptions:
     """Walks a command line down the click tree: how many words after each one are an option's
     value (so not a switch). Groups not built yet are built as click would build them to parse."""
 
-    def __init__(self, command):
+    def __init__(self, command: _click.Command | None) -> None:
         self.command = command
 
     def after(self, arg: str) -> int:
@@ -53,8 +60,9 @@ class _ValueOptions:
         if cmd is None:
             return 0
         if not arg.startswith("-") or arg == "-":
-            sub = getattr(cmd, "commands", None)
-            if sub is not None and arg in sub:
+            from workspacectl.cli.app import LazyGroup   # every group of the tree (cli/app.py)
+
+            if isinstance(cmd, LazyGroup) and arg in cmd.commands:
                 self.command = cmd.get_command(None, arg)
             return 0
         if "=" in arg and arg.startswith("--"):
@@ -155,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
 EVAL_FAILURE_LINE = "false\n"
 
 
-def _prints_for_eval(argv: list[str], command) -> bool:
+def _prints_for_eval(argv: list[str], command: _click.Command | None) -> bool:
     """Whether the command line is `vault env` in its export format (no --format dotenv/json, no --json)."""
     values = _ValueOptions(command)
     words: list[str] = []
@@ -192,7 +200,7 @@ def _fail_the_eval() -> None:
         pass
 
 
-def _secret_source(error) -> str:
+def _secret_source(error: ApiError) -> str:
     """On a 401, when the secret came from WSCTL_TOKEN or WSCTL_API_KEY: signing in again does
     not help while that variable is set (it wins over a stored sign-in), so say so."""
     context = sys.modules.get("workspacectl.cli.common.context")
@@ -208,7 +216,7 @@ def sentence(text: str) -> str:
     return text if text.endswith(("?", "!")) else text.rstrip(".") + "."
 
 
-def _candidates(error) -> list[str]:
+def _candidates(error: ApiError) -> list[str]:
     found = error.detail.get("candidates") if isinstance(error.detail, dict) else None
     return [str(c) for c in found] if isinstance(found, list) else []
 

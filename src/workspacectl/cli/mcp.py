@@ -16,7 +16,7 @@ def mcp(
     ctx: typer.Context,
     http: Annotated[bool, typer.Option("--http", help="Print the streamable HTTP endpoint of the profile's server (its /mcp) and a client configuration for it, instead of serving stdio.")] = False,
     json: JsonOpt = False,
-):
+) -> None:
     """Serve the workspace to an AI agent as Model Context Protocol tools (stdio).
 
     The agent's MCP client starts `wsctl mcp` and speaks MCP on its stdin and stdout. The tools act

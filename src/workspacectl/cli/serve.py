@@ -18,7 +18,7 @@ def serve(
     public_url: Annotated[Optional[str], typer.Option("--public-url", metavar="URL", help="Base URL clients reach this server at (for hosted links), when behind a proxy.")] = None,
     workers: Annotated[int, typer.Option("--workers", metavar="N", min=1, max=64, help="Server processes answering on the port (default 1); the memory agent and housekeeping run in one of them.")] = 1,
     memory_interval: Annotated[Optional[float], typer.Option("--memory-interval", metavar="SECONDS", help="Seconds between memory agent runs (default: WSCTL_MEMORY_INTERVAL or 300; 0 turns the agent off; housekeeping still runs every 300 s).")] = None,
-):
+) -> None:
     """Serve a workspace over HTTP at /v1, with the hosted sign-in and connect pages.
 
     \b

@@ -1,7 +1,7 @@
 """`wsctl admin`: workspace administration (owner only)."""
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -17,7 +17,7 @@ def rotate_key(
     ctx: typer.Context,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     json: JsonOpt = False,
-):
+) -> None:
     """Re-encrypt every stored secret under a new workspace key, in one transaction.
 
     \b
@@ -29,7 +29,7 @@ def rotate_key(
     confirm_or_refuse("Re-encrypt every credential and OAuth client secret under a new workspace key?", yes)
     body = backend(ctx).request("POST", "/v1/admin/rotate-key")
 
-    def render(b):
+    def render(b: Any) -> None:
         info(f"Re-encrypted {b.get('credentials', 0)} credential(s) and {b.get('oauthClients', 0)} OAuth client "
              f"secret(s) under a new workspace key (kept in the {b.get('keySource', 'key store')}).")
 
@@ -42,7 +42,7 @@ def copy_workspace(
     source: Annotated[str, typer.Argument(click_type=choices.local_dir(), help="The workspace to copy: a folder or a postgresql:// URL.")],
     target: Annotated[str, typer.Argument(click_type=choices.local_dir(), help="An empty folder or an empty PostgreSQL database (postgresql:// URL).")],
     json: JsonOpt = False,
-):
+) -> None:
     """Copy every row and blob of a workspace into an empty one, folder or PostgreSQL, and verify it.
 
     Secrets are copied sealed, under the same key: a PostgreSQL target needs that key given
@@ -61,7 +61,7 @@ def copy_workspace(
     with phases("Copying the workspace") as progress:
         body = copy(source, target, progress)
 
-    def render(b):
+    def render(b: Any) -> None:
         info(f"Copied {b['rows']} rows of {len(b['tables'])} tables and {b['blobs']} blobs "
              f"({human_size(b['blobBytes'])}) from {b['source']} to {b['target']}; counts and checksums verified. "
              f"Use it with WSCTL_WORKSPACE={b['target']} or `wsctl serve --workspace {b['target']}`.")

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from workspacectl.cli.common import config, secrets_store
-from workspacectl.cli.common.context import backend, resolve, state, token_key
+from workspacectl.cli.common.context import Target, backend, resolve, state, token_key
 from workspacectl.cli.common.output import JsonOpt, emit, fields, info
 from workspacectl.cli.profile.commands import how_to_use
 from workspacectl.errors import ApiError
@@ -17,7 +17,7 @@ app = typer.Typer(no_args_is_help=True)
 ProfileOpt = Annotated[Optional[str], typer.Option("--profile", "-p", help="Profile to use (default: the active one).")]
 
 
-def _profile(ctx, flag: str | None) -> str:
+def _profile(ctx: typer.Context, flag: str | None) -> str:
     st = state(ctx)
     if flag:
         st.profile_flag = flag
@@ -33,7 +33,7 @@ def login(
     profile: ProfileOpt = None,
     activate: Annotated[bool, typer.Option("--activate", help="Make this profile the active one.")] = False,
     json: JsonOpt = False,
-):
+) -> None:
     """Sign in. With --server: exchange a one-time login code for a session kept in the keyring.
     With --member: make a local profile act as another member of a workspace you can open.
 
@@ -47,7 +47,8 @@ def login(
     if member and server:
         raise typer.BadParameter("use either --server (remote) or --member (local), not both")
     if member:
-        return _login_local(ctx, name, member, json, activate)
+        _login_local(ctx, name, member, json, activate)
+        return
     server = server or prof.get("server")
     if not server:
         raise typer.BadParameter("pass --server URL (or --member MEMBER for a local workspace)", param_hint="--server")
@@ -79,7 +80,7 @@ def _ask_code() -> str:
     return line
 
 
-def _login_local(ctx, name: str, member: str, json: bool, activate: bool = False):
+def _login_local(ctx: typer.Context, name: str, member: str, json: bool, activate: bool = False) -> None:
     from workspacectl.backend.local import LocalBackend
     from workspacectl.cli.common.context import ensure_workspace_path, opened
 
@@ -101,7 +102,7 @@ def _login_local(ctx, name: str, member: str, json: bool, activate: bool = False
 
 
 @app.command("status")
-def status(ctx: typer.Context, profile: ProfileOpt = None, json: JsonOpt = False):
+def status(ctx: typer.Context, profile: ProfileOpt = None, json: JsonOpt = False) -> None:
     """Show the profile in use, where its data lives, who it acts as, and where the token came from;
     and the other profiles there are."""
     name = _profile(ctx, profile)
@@ -123,7 +124,7 @@ def status(ctx: typer.Context, profile: ProfileOpt = None, json: JsonOpt = False
             raise
         body["error"] = e.message
 
-    def render(b):
+    def render(b: Any) -> None:
         chosen = "active" if b["profile"] == b["activeProfile"] else f"chosen for this command; active: {b['activeProfile']}"
         pairs = [("profile", f"{b['profile']} ({chosen})"), ("backend", b["backend"]),
                  ("server" if b["backend"] == "remote" else "workspace", b["location"]),
@@ -145,11 +146,11 @@ def status(ctx: typer.Context, profile: ProfileOpt = None, json: JsonOpt = False
 
 
 @app.command("whoami")
-def whoami(ctx: typer.Context, json: JsonOpt = False):
+def whoami(ctx: typer.Context, json: JsonOpt = False) -> None:
     """Print the member this profile acts as."""
     _require_workspace(resolve(state(ctx).profile_flag))
     body = backend(ctx).request("GET", "/v1/auth/whoami")
-    def render(b):
+    def render(b: Any) -> None:
         limit = b.get("credentials")
         only = f", limited to {len(limit)} credential(s)" if isinstance(limit, list) else ""
         print(f"{b['member']['name']} <{b['member']['email']}> ({b['member']['role']}) via {b['kind']}{only}")
@@ -157,7 +158,7 @@ def whoami(ctx: typer.Context, json: JsonOpt = False):
     emit(ctx, body, render, json_flag=json)
 
 
-def _require_workspace(target) -> None:
+def _require_workspace(target: Target) -> None:
     """Asking who you are does not make the embedded workspace (only a command that needs it does)."""
     from pathlib import Path
 
@@ -172,7 +173,7 @@ def _require_workspace(target) -> None:
 
 
 @app.command("token")
-def token(ctx: typer.Context, profile: ProfileOpt = None):
+def token(ctx: typer.Context, profile: ProfileOpt = None) -> None:
     """Print the session token of a remote profile on stdout, for scripts:
     WSCTL_TOKEN=$(wsctl auth token). Like `gh auth token` it prints on a terminal too, since
     you asked for it; it is a live credential, so treat the output as a password.
@@ -192,7 +193,7 @@ def token(ctx: typer.Context, profile: ProfileOpt = None):
 
 
 @app.command("logout")
-def logout(ctx: typer.Context, profile: ProfileOpt = None, json: JsonOpt = False):
+def logout(ctx: typer.Context, profile: ProfileOpt = None, json: JsonOpt = False) -> None:
     """Revoke this profile's session on the server and forget its token."""
     name = _profile(ctx, profile)
     target = resolve(state(ctx).profile_flag)

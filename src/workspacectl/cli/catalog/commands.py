@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional, overload
+from typing import Annotated, Any, Optional, overload
 from urllib.parse import quote
 
 import typer
@@ -43,14 +43,14 @@ def seg(value: str, what: str) -> str:
 
 
 @app.command("integrations")
-def integrations(ctx: typer.Context, json: JsonOpt = False):
+def integrations(ctx: typer.Context, json: JsonOpt = False) -> None:
     """List every integration the workspace can use."""
     list_table(ctx, "/v1/integrations", "integrations", INTEGRATION_COLUMNS, "No integrations.", json)
 
 
 @app.command("integration")
 def integration(ctx: typer.Context, service: Annotated[str, typer.Argument(help="Service name, e.g. slack.")],
-                json: JsonOpt = False):
+                json: JsonOpt = False) -> None:
     """Show one integration's setup: credential type, env vars, OAuth URLs and scopes.
 
     \b
@@ -59,7 +59,7 @@ def integration(ctx: typer.Context, service: Annotated[str, typer.Argument(help=
     """
     body = backend(ctx).request("GET", f"/v1/integrations/{seg(service, 'SERVICE')}")
 
-    def render(b):
+    def render(b: Any) -> None:
         pairs = [("service", b["service"]), ("name", b["name"]), ("credentialType", b["credentialType"]),
                  ("operations", b.get("operationCount")),
                  ("envVars", [f"{k}={v}" for k, v in (b.get("envVars") or {}).items()]),
@@ -78,7 +78,7 @@ def integration(ctx: typer.Context, service: Annotated[str, typer.Argument(help=
 
 @app.command("operations")
 def operations(ctx: typer.Context, service: Annotated[str, typer.Argument(help="Service name, e.g. slack.")],
-               json: JsonOpt = False):
+               json: JsonOpt = False) -> None:
     """List one service's operations.
 
     \b
@@ -102,7 +102,7 @@ def print_markdown(text: str) -> None:
 
 @app.command("operation")
 def operation(ctx: typer.Context, op_id: Annotated[str, typer.Argument(metavar="OPID", help="Operation id, e.g. slack.chat-post-message.")],
-              json: JsonOpt = False):
+              json: JsonOpt = False) -> None:
     """Show an operation's reference: method, path, params, response, example, env vars.
 
     \b
@@ -120,7 +120,7 @@ def search(
     service: Annotated[Optional[str], typer.Option("--service", help="Only this service's operations.")] = None,
     limit: Annotated[int, typer.Option("--limit", "-L", min=1, max=500, metavar="N", help="How many results (1-500).")] = 10,
     json: JsonOpt = False,
-):
+) -> None:
     """Find operations by what they do, best match first.
 
     \b
@@ -133,7 +133,7 @@ def search(
         query["service"] = utf8(service, "--service")
     body = backend(ctx).request("GET", "/v1/operations", query=query)
 
-    def render(b):
+    def render(b: Any) -> None:
         rows = []
         for hit in b.get("operations") or b.get("results") or []:
             row = dict(hit)
@@ -180,7 +180,7 @@ def import_(
     force: Annotated[bool, typer.Option("--force", help="Owner only: replace even when the import changes where "
                                         "secrets go while credentials use the service (they must reconnect).")] = False,
     json: JsonOpt = False,
-):
+) -> None:
     """Import a service into the catalog (owner or admin); replaces a service of the same name.
 
     \b
@@ -204,7 +204,7 @@ def import_(
     with phases(f"Importing {file.name}") as progress:  # read, resolve, index here; "on the server..." over HTTP
         answer = backend(ctx).request("POST", "/v1/admin/catalog", body=body, progress=progress)
 
-    def render(b):
+    def render(b: Any) -> None:
         verb = "Imported" if b.get("created") else "Replaced"
         info(f"{verb} {b['service']}: {b['operationCount']} operations, {b['triggerCount']} trigger providers.")
         print(b["service"])
@@ -218,7 +218,7 @@ def oauth_client(
     service: Annotated[str, typer.Argument(help="An oauth2 service, e.g. github.")],
     client_id: Annotated[str, typer.Option("--client-id", help="The OAuth client id the provider issued.")],
     json: JsonOpt = False,
-):
+) -> None:
     """Set an oauth2 service's OAuth client (owner or admin). The secret is read hidden or from stdin.
 
     \b
@@ -241,7 +241,7 @@ def oauth_client(
     answer = backend(ctx).request("PUT", f"/v1/admin/catalog/{seg(service, 'SERVICE')}/oauth-client",
                                   body={"clientId": utf8(client_id.strip(), "--client-id"), "clientSecret": secret})
 
-    def render(b):
+    def render(b: Any) -> None:
         info(f"Set the OAuth client of {b['service']}; members can now run `wsctl vault connect {b['service']}`.")
         print(b["service"])
 
@@ -265,7 +265,7 @@ def history(
     ctx: typer.Context,
     service: Annotated[Optional[str], typer.Option("--service", help="Only this service's changes.")] = None,
     json: JsonOpt = False,
-):
+) -> None:
     """List catalog changes, newest first: who, when, what changed (owner or admin).
 
     \b
@@ -275,7 +275,7 @@ def history(
     query = {"service": utf8(service, "--service")} if service else None
     body = all_pages(ctx, "/v1/admin/catalog/history", "changes", query=query)
 
-    def render(b):
+    def render(b: Any) -> None:
         rows = [{**e, "membershipId": e.get("membershipId") or "(built-in)", "summary": _change_summary(e)}
                 for e in b["changes"]]
         table(rows, HISTORY_COLUMNS, "No catalog changes.")

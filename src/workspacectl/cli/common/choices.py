@@ -7,6 +7,9 @@ type Typer has no annotation for: a list given comma- or space-separated (`--sco
 """
 from __future__ import annotations
 
+from typing import Any
+
+from typer import _click
 from typer._click.types import ParamType
 from typer._types import TyperChoice
 
@@ -15,12 +18,12 @@ from workspacectl.formats.key_scopes import PERSONAL_SCOPES, PLATFORM_SCOPES
 SCOPES = (*PLATFORM_SCOPES, *PERSONAL_SCOPES)
 
 
-class ChoiceList(TyperChoice):
+class ChoiceList(TyperChoice[str]):
     """One or more of `choices`, comma- or space-separated; answers them as one string."""
 
     name = "choice-list"
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: _click.Parameter | None, ctx: _click.Context | None) -> str:
         words = str(value).replace(",", " ").split()
         if not words:
             self.fail("give at least one value", param, ctx)
@@ -37,11 +40,11 @@ class Ref(ParamType):
     """An argument naming a credential, specialist, skill, workflow, member or key: any text, but the
     completion scripts ask `wsctl complete-values KIND` for the ids and names there are."""
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str) -> None:
         self.kind = kind
         self.name = kind
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: _click.Parameter | None, ctx: _click.Context | None) -> Any:
         return value
 
 
@@ -49,11 +52,11 @@ class LocalPath(ParamType):
     """A local file or folder named as text (often '-' for stdin/stdout, so not a click.Path): the
     value stays a string, and the completion scripts complete files (or folders) there."""
 
-    def __init__(self, path_kind: str):
+    def __init__(self, path_kind: str) -> None:
         self.path_kind = path_kind
         self.name = path_kind
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: _click.Parameter | None, ctx: _click.Context | None) -> Any:
         return value
 
 

@@ -12,7 +12,7 @@ import sys
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from workspacectl.backend.base import ON_WRITE
 from workspacectl.cli.common import config
@@ -20,6 +20,12 @@ from workspacectl.cli.common.paths import default_workspace
 from workspacectl.cli.common.scripting import page_limit
 from workspacectl.cli.common.state import state
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    import typer
+
+    from workspacectl.backend.base import Backend
+    from workspacectl.backend.local import LocalBackend
 
 
 @dataclass
@@ -74,7 +80,7 @@ def resolve(profile_flag: str | None = None, new_profile_ok: bool = False) -> Ta
 
         if not prof.get("server") or server_url(prof["server"], f"The server of profile '{name}'") != server:
             # WSCTL_SERVER names another server than the profile's: never send it the profile's token.
-            return _without_token(name, prof.get("server"), server, secrets_store)
+            return _without_token(name, prof.get("server"), server)
 
         token, source = secrets_store.lookup(token_key(name))
         if token is None and fallback:
@@ -87,9 +93,11 @@ def resolve(profile_flag: str | None = None, new_profile_ok: bool = False) -> Ta
     return Target(name, "local", path, None, "profile member" if member else "workspace owner", member)
 
 
-def _without_token(name: str, stored_for: str | None, server: str, secrets_store) -> Target:
+def _without_token(name: str, stored_for: str | None, server: str) -> Target:
     """WSCTL_SERVER names another server than the one the profile's token was stored for: the
     token is not sent, and a 401 from that server says so and what to pass instead."""
+    from workspacectl.cli.common import secrets_store
+
     if not stored_for or secrets_store.lookup(token_key(name))[0] is None:
         return Target(name, "remote", server, None, "none")
     why = (f"Not signed in to {server}: profile '{name}' holds a token for {stored_for.rstrip('/')}, not for "
@@ -161,7 +169,7 @@ def ensure_workspace_path(path: Path | str, profile: str | None) -> None:
     raise ApiError("not_found", f"No workspace at {path}. Run `wsctl init --workspace {path}` to make one.")
 
 
-def open_local(target: Target):
+def open_local(target: Target) -> LocalBackend:
     from workspacectl.backend.local import LocalBackend
 
     path = target.location
@@ -169,10 +177,10 @@ def open_local(target: Target):
     return opened(LocalBackend.open(path, secret=target.secret, member=target.member))
 
 
-_opened: list = []   # local backends opened in this process (housekeeping, then closed, after the command)
+_opened: list[LocalBackend] = []   # local backends opened in this process (housekeeping, then closed, after the command)
 
 
-def opened(be):
+def opened(be: LocalBackend) -> LocalBackend:
     """A local backend this command opened: swept and closed after the command (after_command)."""
     _opened.append(be)
     return be
@@ -221,7 +229,7 @@ def secret_source() -> str | None:
     return _sources[-1] if _sources else None
 
 
-def open_backend(target: Target):
+def open_backend(target: Target) -> Backend:
     _sources.append(target.secret_source)
     if target.kind == "remote":
         from workspacectl.backend.remote import RemoteBackend
@@ -230,14 +238,14 @@ def open_backend(target: Target):
     return open_local(target)
 
 
-def backend(ctx):
+def backend(ctx: typer.Context) -> Backend:
     st = state(ctx)
     if st._backend is None:
         st._backend = open_backend(resolve(st.profile_flag))
     return st._backend
 
 
-def all_pages(ctx, path: str, key: str, query: dict | None = None, default_limit: int | None = None) -> dict:
+def all_pages(ctx: typer.Context, path: str, key: str, query: dict | None = None, default_limit: int | None = None) -> dict:
     """Every page of a list route, as one body {key: [...], "nextCursor": null}.
 
     A list command shows the whole list: it follows nextCursor rather than stopping at one page.

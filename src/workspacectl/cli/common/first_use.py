@@ -155,7 +155,7 @@ def _missing_dirs(folder: Path) -> list[Path]:
     return out
 
 
-def _lock(folder: Path, exclusive: bool):
+def _lock(folder: Path, exclusive: bool) -> int | bool | None:
     """An fd holding flock on `folder`; None without fcntl; False (shared only) when there is no
     folder. An exclusive lock makes the folder again if a rollback removed it meanwhile."""
     try:
@@ -179,6 +179,6 @@ def _lock(folder: Path, exclusive: bool):
         os.close(fd)   # the folder we waited on was removed by a rollback: lock the new one
 
 
-def _unlock(fd) -> None:
+def _unlock(fd: int | bool | None) -> None:
     if isinstance(fd, int) and not isinstance(fd, bool):  # None (no fcntl) and False hold nothing
         os.close(fd)

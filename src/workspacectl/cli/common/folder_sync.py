@@ -13,7 +13,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 from workspacectl.errors import ApiError
 
@@ -86,7 +86,7 @@ def packed(files: list[LocalFile], advance: Callable[[int], None]) -> Iterator[b
     """The files as a tar.gz stream; advance(n) hears each file's bytes as they are packed."""
     from workspacectl.formats.tar_stream import write_bundle
 
-    def opener(f: LocalFile):
+    def opener(f: LocalFile) -> Callable[[], CountingReader]:
         return lambda: CountingReader(open(f.full, "rb"), advance)
 
     return write_bundle((f.path, f.size, f.mtime, opener(f)) for f in files)
@@ -95,7 +95,7 @@ def packed(files: list[LocalFile], advance: Callable[[int], None]) -> Iterator[b
 class CountingReader:
     """A file whose reads are told to advance(n)."""
 
-    def __init__(self, fh, advance):
+    def __init__(self, fh: BinaryIO, advance: Callable[[int], None]) -> None:
         self.fh, self.advance = fh, advance
 
     def read(self, n: int = -1) -> bytes:
@@ -107,8 +107,8 @@ class CountingReader:
     def close(self) -> None:
         self.fh.close()
 
-    def __enter__(self):
+    def __enter__(self) -> CountingReader:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -18,9 +18,12 @@ from __future__ import annotations
 import re
 import sys
 from contextlib import contextmanager
-from typing import Annotated, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterable, Iterator
 
 import typer
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, Task, TaskID
 
 
 def json_switch(ctx: typer.Context, value: bool) -> bool:
@@ -111,7 +114,7 @@ def table(rows: Iterable[dict], columns: list[tuple[str, str]], empty: str = "No
         print(empty, file=sys.stderr)
         return
 
-    def cell(v):
+    def cell(v: Any) -> str:
         return visible(", ".join(map(str, v)) if isinstance(v, list) else v)
 
     if not is_tty():
@@ -171,18 +174,18 @@ def progress_wanted() -> bool:
 class _Advance:
     """advance(n) moves the bar by n bytes; advance.total(size) sets the total once it is known."""
 
-    def __init__(self, bar=None, task=None):
+    def __init__(self, bar: Progress | None = None, task: TaskID | None = None) -> None:
         self.bar, self.task = bar, task
 
     def __bool__(self) -> bool:   # no bar shown: nothing need count (or inflate) for it
         return self.bar is not None
 
     def __call__(self, n: int) -> None:
-        if self.bar is not None:
+        if self.bar is not None and self.task is not None:
             self.bar.advance(self.task, n)
 
     def total(self, size: int | None) -> None:
-        if self.bar is not None and size is not None:
+        if self.bar is not None and self.task is not None and size is not None:
             self.bar.update(self.task, total=size)
 
 
@@ -203,7 +206,7 @@ def human_size(n: int | float) -> str:
 
 
 @contextmanager
-def progress_bar(label: str, total: int | None):
+def progress_bar(label: str, total: int | None) -> Iterator[_Advance]:
     """A callback advancing a transfer bar on stderr (a no-op unless progress_wanted()). The bar
     shows at once: done/total (the total when it is known), the rate and the time left, in binary
     units as the summaries print them."""
@@ -215,7 +218,7 @@ def progress_bar(label: str, total: int | None):
     from rich.text import Text
 
     class Rate(ProgressColumn):
-        def render(self, task) -> Text:
+        def render(self, task: Task) -> Text:
             speed = task.finished_speed or task.speed
             return Text("?/s" if speed is None else f"{human_size(speed)}/s", style="progress.data.speed")
 
@@ -226,16 +229,20 @@ def progress_bar(label: str, total: int | None):
         yield _Advance(bar, bar.add_task(escape(visible(label)), total=total))
 
 
+def _no_phases(phase: str, done: int | None = None, total: int | None = None) -> None:
+    """phases() when no progress is shown."""
+
+
 PHASES = {"read": "reading the document", "resolve": "resolving operations", "index": "indexing operations",
           "upload": "sending the document", "server": "on the server..."}
 
 
 @contextmanager
-def phases(title: str):
+def phases(title: str) -> Iterator[Callable[[str, int | None, int | None], None]]:
     """A callback progress(phase, done, total) showing long work's phase on stderr, with a spinner
     (a no-op unless progress_wanted()). Over HTTP it reads "TITLE on the server...". """
     if not progress_wanted():
-        yield lambda phase, done=None, total=None: None
+        yield _no_phases
         return
     from rich.console import Console
     from rich.markup import escape

@@ -20,9 +20,13 @@ and `--limit N` / `--all` on lists.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workspacectl.cli.common.state import state
+
+if TYPE_CHECKING:
+    from typer import _click
+    from typer.core import TyperOption
 
 # camelCase names, dotted for nested objects; no underscore, so an id is never one.
 _FIELD = r"[a-z][A-Za-z0-9]*(?:\.[A-Za-z][A-Za-z0-9]*)*"
@@ -32,7 +36,7 @@ FIELD_LIST = re.compile(rf"{_FIELD}(?:,{_FIELD})*")
 class Filters:
     """What the scripting switches asked for, in this process (one command per process)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.fields: list[str] | None = None
         self.jq: str | None = None
         self.consumed = False       # a word after --json was taken as fields (main may give it back)
@@ -149,8 +153,9 @@ def select_fields(body: Any, names: list[str]) -> Any:
 
 # --------------------------------------------------------------------------- jq
 
-def compile_jq(expr: str):
-    """A compiled jq program, or exit 7 saying what jq said about it (checked before any request)."""
+def compile_jq(expr: str) -> Any:
+    """A compiled jq program (the jq package ships no types, hence Any), or exit 7 saying what jq
+    said about it (checked before any request)."""
     from workspacectl.errors import ApiError
 
     try:
@@ -190,7 +195,7 @@ def apply(body: Any) -> tuple[bool, Any]:
 
 # --------------------------------------------------------------------------- click callbacks
 
-def jq_switch(ctx, param, value):
+def jq_switch(ctx: _click.Context, param: _click.Parameter, value: str | None) -> str | None:
     if value is not None:
         compile_jq(value)  # a bad expression is refused before anything is sent
         FILTERS.jq = value
@@ -198,13 +203,13 @@ def jq_switch(ctx, param, value):
     return value
 
 
-def limit_switch(ctx, param, value):
+def limit_switch(ctx: _click.Context, param: _click.Parameter, value: int | None) -> int | None:
     if value is not None:
         FILTERS.limit = value
     return value
 
 
-def all_switch(ctx, param, value):
+def all_switch(ctx: _click.Context, param: _click.Parameter, value: bool) -> bool:
     if value:
         FILTERS.all = True
     return value
@@ -221,14 +226,14 @@ def page_limit(default: int | None = None) -> int | None:
     return FILTERS.limit if FILTERS.limit is not None else default
 
 
-def jq_option():
+def jq_option() -> TyperOption:
     from typer.core import TyperOption
 
     return TyperOption(param_decls=["--jq"], metavar="EXPR", expose_value=False, callback=jq_switch,
                        help="Filter the JSON output with a jq expression (implies --json); strings print raw.")
 
 
-def list_options():
+def list_options() -> list[TyperOption]:
     from typer._click.types import IntRange
     from typer.core import TyperOption
 

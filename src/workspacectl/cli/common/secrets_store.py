@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 import threading
 import tomllib
+from typing import Any, Callable
 
 from workspacectl.cli.common.config import write_atomic
 from workspacectl.cli.common.paths import secrets_file
@@ -24,14 +25,14 @@ class KeyringUnavailable(Exception):
     pass
 
 
-def _bounded(fn, *args):
+def _bounded(fn: Callable[..., Any], *args: str) -> Any:
     """Run a keyring call in a thread; give up after TIMEOUT_SECONDS (a hung D-Bus, a locked vault)."""
     global _hung
     if _hung:
         raise KeyringUnavailable("timed out earlier")
     box: dict = {}
 
-    def run():
+    def run() -> None:
         try:
             import keyring
             from keyring.backends import fail

@@ -5,6 +5,12 @@ and found from any command's context. Below context.py (which builds the backend
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typer import _click
+
+    from workspacectl.backend.base import Backend
 
 
 @dataclass
@@ -14,10 +20,10 @@ class State:
     profile_flag: str | None = None
     json: bool = False
     debug: bool = False
-    _backend: object = field(default=None, repr=False)
+    _backend: Backend | None = field(default=None, repr=False)
 
 
-def state(ctx) -> State:
+def state(ctx: _click.Context) -> State:
     root = ctx.find_root()
     if not isinstance(root.obj, State):
         root.obj = State()

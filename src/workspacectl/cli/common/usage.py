@@ -8,14 +8,17 @@ as the man pages' SYNOPSIS does: `wsctl vault token [OPTIONS] CREDENTIAL`, `[NAM
 """
 from __future__ import annotations
 
+from typing import Any
+
+from typer import _click
 from typer.core import TyperCommand
 
 
-def is_argument(param) -> bool:
+def is_argument(param: _click.Parameter) -> bool:
     return getattr(param, "param_type_name", "") == "argument"
 
 
-def real_metavars(params) -> None:
+def real_metavars(params: list[_click.Parameter]) -> None:
     """Give every value-taking parameter without a metavar its name (upper case) as one."""
     for p in params:
         if p.metavar is not None or not p.name or getattr(p, "is_flag", False) or getattr(p, "count", False):
@@ -29,11 +32,11 @@ def real_metavars(params) -> None:
 class Command(TyperCommand):
     """A wsctl command: real metavars, and a usage line without braces."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         real_metavars(self.params)
 
-    def collect_usage_pieces(self, ctx) -> list[str]:
+    def collect_usage_pieces(self, ctx: _click.Context) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
         for p in self.get_params(ctx):
             if not is_argument(p):

@@ -1,7 +1,7 @@
 """`wsctl keys`: personal and platform API keys (the secret is shown once)."""
 from __future__ import annotations
 
-from typing import Annotated, List, Literal, Optional
+from typing import Annotated, Any, List, Literal, Optional
 
 import typer
 
@@ -17,7 +17,7 @@ COLUMNS = [("id", "ID"), ("kind", "KIND"), ("name", "NAME"), ("scopes", "SCOPES"
 
 
 @app.command("list")
-def list_(ctx: typer.Context, json: JsonOpt = False):
+def list_(ctx: typer.Context, json: JsonOpt = False) -> None:
     """List your keys (an owner or admin sees everyone's). CREDENTIALS: what a platform key is
     limited to (names where you can see them, else ids), `all` when it is not limited."""
     from workspacectl.cli.common.context import all_pages
@@ -59,7 +59,7 @@ def create(
         help="Limit a platform key to this credential (id or name); repeat for several. Any other "
              "credential does not exist for the key.")] = None,
     json: JsonOpt = False,
-):
+) -> None:
     """Make an API key. The secret is printed once; store it now.
 
     \b
@@ -81,7 +81,7 @@ def create(
         body["credentials"] = resolve_all(ctx, "credential", credential)
     answer = backend(ctx).request("POST", "/v1/keys", body=body)
 
-    def render(b):
+    def render(b: Any) -> None:
         print(b["secret"])
         limit = f"; only {len(b['credentials'])} credential(s): {visible(', '.join(credential or []))}" \
             if b.get("credentials") else ""
@@ -94,7 +94,7 @@ def create(
 @app.command("revoke")
 def revoke(ctx: typer.Context, key_id: Annotated[str, typer.Argument(metavar="KEY", click_type=choices.key(),
                                                                        help="Key id (key_…) or name.")],
-           json: JsonOpt = False):
+           json: JsonOpt = False) -> None:
     """Revoke a key at once.
 
     \b

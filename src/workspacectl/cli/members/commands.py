@@ -1,7 +1,7 @@
 """`wsctl members`: list, add, and make login codes."""
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -21,7 +21,7 @@ def member_path(ref: str) -> str:
 
 
 @app.command("list")
-def list_(ctx: typer.Context, json: JsonOpt = False):
+def list_(ctx: typer.Context, json: JsonOpt = False) -> None:
     """List the workspace's members."""
     list_table(ctx, "/v1/members", "members", COLUMNS, "No members.", json)
 
@@ -33,7 +33,7 @@ def add(
     name: Annotated[str, typer.Option("--name", help="Display name.")] = "",
     role: Annotated[Literal["owner", "admin", "member", "guest"], typer.Option("--role", help="owner, admin, member or guest.")] = "member",
     json: JsonOpt = False,
-):
+) -> None:
     """Add a member (owner or admin). Then give them a login code with `wsctl members login-code`.
 
     \b
@@ -43,7 +43,7 @@ def add(
     """
     body = backend(ctx).request("POST", "/v1/members", body={"email": email, "name": name or email, "role": role})
 
-    def render(m):
+    def render(m: Any) -> None:
         fields([("id", m["id"]), ("name", m["name"]), ("email", m["email"]), ("role", m["role"])])
         info(f"Next: `wsctl members login-code {m['email']}` and give them the code.")
 
@@ -55,7 +55,7 @@ def login_code(
     ctx: typer.Context,
     member: Annotated[str, typer.Argument(metavar="MEMBER", click_type=choices.member(), help="Member id, email or name.")],
     json: JsonOpt = False,
-):
+) -> None:
     """Make a one-time login code (15 minutes) for a member to run `wsctl auth login`.
 
     \b
@@ -66,7 +66,7 @@ def login_code(
 
     body = backend(ctx).request("POST", member_path(resolve(ctx, "member", member)) + "/login-codes")
 
-    def render(b):
+    def render(b: Any) -> None:
         print(b["code"])
         info(f"Single use, valid until {b['expiresAt']}. They run: wsctl auth login --server URL")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 from urllib.parse import quote, urlencode
 
 import typer
@@ -32,7 +32,7 @@ def owner_path(owner: str) -> str:
 
 
 @app.command("show")
-def show(ctx: typer.Context, owner: OwnerArg, json: JsonOpt = False):
+def show(ctx: typer.Context, owner: OwnerArg, json: JsonOpt = False) -> None:
     """Show a memory guide and the notes waiting for the memory agent.
 
     \b
@@ -42,7 +42,7 @@ def show(ctx: typer.Context, owner: OwnerArg, json: JsonOpt = False):
     """
     body = backend(ctx).request("GET", owner_path(owner))
 
-    def render(b):
+    def render(b: Any) -> None:
         pending = b["pendingNotes"]
         if is_tty():
             from rich.console import Console
@@ -62,12 +62,12 @@ def show(ctx: typer.Context, owner: OwnerArg, json: JsonOpt = False):
     emit(ctx, body, render, json_flag=json)
 
 
-def _stderr_table(rows, columns):
+def _stderr_table(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> None:
     for r in rows:
         info("\t".join("" if r.get(k) is None else str(r[k]) for k, _ in columns))
 
 
-def _download(ctx, path: str, output: Optional[Path]) -> None:
+def _download(ctx: typer.Context, path: str, output: Optional[Path]) -> None:
     """Write a binary route's body to output (through a temporary file renamed into place) or stdout."""
     if output is None:
         backend(ctx).download(path, sys.stdout.buffer)
@@ -89,7 +89,7 @@ def files(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="Write the download here; without --path, all files as tar.gz.")] = None,
     tar: Annotated[bool, typer.Option("--tar", help="Download all files as one tar.gz (to -o or stdout).")] = False,
     json: JsonOpt = False,
-):
+) -> None:
     """List a memory's reference files, or download one (--path) or all (-o FILE / --tar).
 
     \b
@@ -99,11 +99,13 @@ def files(
     """
     base = owner_path(owner) + "/files"
     if path is not None:
-        return _download(ctx, f"{base}?{urlencode({'path': path})}", output)
+        _download(ctx, f"{base}?{urlencode({'path': path})}", output)
+        return
     if tar or output is not None:
         if output is None and is_tty():
             raise ApiError("invalid_request", "A tar.gz would go to the terminal; pass -o FILE or redirect stdout.")
-        return _download(ctx, f"{base}?format=tar.gz", output)
+        _download(ctx, f"{base}?format=tar.gz", output)
+        return
     list_table(ctx, base, "files", [("path", "PATH"), ("size", "SIZE"), ("updatedAt", "UPDATED")],
                "No memory files.", json)
 
@@ -130,7 +132,7 @@ def propose(
     file: Annotated[Optional[str], typer.Option("--file", metavar="LOCAL_FILE", click_type=choices.local_file(), help="A local text file to add as a reference file.")] = None,
     file_path: Annotated[Optional[str], typer.Option("--file-path", metavar="PATH", help="Path of --file inside memory (default: its name).")] = None,
     json: JsonOpt = False,
-):
+) -> None:
     """Queue a note (and optionally a reference file) for the memory agent's next run.
 
     \b
@@ -149,7 +151,7 @@ def propose(
         raise typer.BadParameter("--file-path needs --file", param_hint="--file-path")
     answer = backend(ctx).request("POST", owner_path(owner) + "/proposals", body=body)
 
-    def render(b):
+    def render(b: Any) -> None:
         print(b["id"])
         info(f"Queued ({b['status']}); the memory agent folds it on its next run (`wsctl memory agent run`).")
 
@@ -157,11 +159,11 @@ def propose(
 
 
 @agent_app.command("run")
-def agent_run(ctx: typer.Context, json: JsonOpt = False):
+def agent_run(ctx: typer.Context, json: JsonOpt = False) -> None:
     """Fold pending notes now: organization memory and yours (every owner's for an owner or admin)."""
     body = backend(ctx).request("POST", "/v1/memory/agent/run")
 
-    def render(b):
+    def render(b: Any) -> None:
         rows = [{"owner": o["ownerType"] + (f" {o['membershipId']}" if o["membershipId"] else ""),
                  "folded": len(o["folded"]), "dropped": len(o["dropped"]), "held": len(o.get("held", [])),
                  "version": o["version"]}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -28,7 +28,7 @@ NameArg = Annotated[str, typer.Argument(metavar="NAME", help="A profile name (se
 PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
-def in_use(ctx) -> str:
+def in_use(ctx: typer.Context) -> str:
     """The profile this command would use: --profile, else WSCTL_PROFILE, else config's active one."""
     return config.profile_name(state(ctx).profile_flag, config.load())
 
@@ -58,7 +58,7 @@ def _require(data: dict, name: str) -> dict:
 
 
 @app.command("list")
-def list_(ctx: typer.Context, json: JsonOpt = False):
+def list_(ctx: typer.Context, json: JsonOpt = False) -> None:
     """List the profiles; the active one is marked *."""
     data = config.load()
     active = data.get("profile") or "default"
@@ -68,7 +68,7 @@ def list_(ctx: typer.Context, json: JsonOpt = False):
     rows = [entry(n, p, active, using) for n, p in sorted(data.get("profiles", {}).items())]
     body = cap_items({"profiles": rows, "active": active}, "profiles")
 
-    def render(b):
+    def render(b: Any) -> None:
         table([{**r, "mark": "*" if r["active"] else ""} for r in b["profiles"]], COLUMNS,
               "No profiles yet: `wsctl init` or `wsctl auth login --server URL` makes one.")
         if using != active:
@@ -77,14 +77,14 @@ def list_(ctx: typer.Context, json: JsonOpt = False):
     emit(ctx, body, render, json_flag=json)
 
 
-def _why_in_use(ctx) -> str:
+def _why_in_use(ctx: typer.Context) -> str:
     return "--profile" if state(ctx).profile_flag else "WSCTL_PROFILE"
 
 
 @app.command("show")
 def show(ctx: typer.Context,
          name: Annotated[Optional[str], typer.Argument(metavar="[NAME]", help="A profile (default: the one in use).")] = None,
-         json: JsonOpt = False):
+         json: JsonOpt = False) -> None:
     """Show a profile: its server or workspace, its member, where its token is kept (never the token).
 
     \b
@@ -101,7 +101,7 @@ def show(ctx: typer.Context,
 
         body["tokenStorage"] = secrets_store.lookup(token_key(name))[1]
 
-    def render(b):
+    def render(b: Any) -> None:
         pairs = [("name", b["name"]), ("active", "yes" if b["active"] else f"no (`wsctl profile use {b['name']}`)"),
                  ("backend", b["backend"]), ("server" if b["backend"] == "remote" else "workspace", b["location"])]
         pairs.append(("token", b["tokenStorage"]) if b["backend"] == "remote" else ("member", b["member"]))
@@ -111,7 +111,7 @@ def show(ctx: typer.Context,
 
 
 @app.command("use")
-def use(ctx: typer.Context, name: NameArg, json: JsonOpt = False):
+def use(ctx: typer.Context, name: NameArg, json: JsonOpt = False) -> None:
     """Make a profile the active one (config.toml `profile`).
 
     \b
@@ -124,7 +124,7 @@ def use(ctx: typer.Context, name: NameArg, json: JsonOpt = False):
     config.save(data)
     body = entry(name, prof, name, in_use(ctx))
 
-    def render(b):
+    def render(b: Any) -> None:
         info(f"Profile '{name}' is active: {b['backend']} {b['location']}.")
         env = os.environ.get("WSCTL_PROFILE")
         if env and env != name:
@@ -138,7 +138,7 @@ def rename(ctx: typer.Context,
            old: Annotated[str, typer.Argument(metavar="OLD", help="The profile to rename.")],
            new: Annotated[str, typer.Argument(metavar="NEW", help="Its new name: 1-64 letters, digits, '.', '_' "
                                                                 "or '-', starting with a letter or digit.")],
-           json: JsonOpt = False):
+           json: JsonOpt = False) -> None:
     """Rename a profile; its stored token and its being active go with it.
 
     \b
@@ -167,7 +167,7 @@ def rename(ctx: typer.Context,
         secrets_store.delete(token_key(old))
     body = {"renamed": old, "name": new, "active": active}
 
-    def render(b):
+    def render(b: Any) -> None:
         msg = f"Renamed profile '{old}' to '{new}'" + (" and moved its stored token." if token else ".")
         info(msg + how_to_use(new, active))
         if os.environ.get("WSCTL_PROFILE") == old:
@@ -181,7 +181,7 @@ def remove(ctx: typer.Context, name: NameArg,
            yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
            force: Annotated[bool, typer.Option("--force", help="Forget the profile even when its session cannot "
                                                "be revoked on the server (it then stays valid there).")] = False,
-           json: JsonOpt = False):
+           json: JsonOpt = False) -> None:
     """Forget a profile: revoke its session on its server, then delete its stored token.
 
     Its workspace folder or server is left alone. When the session cannot be revoked (the server
@@ -223,7 +223,7 @@ def remove(ctx: typer.Context, name: NameArg,
     body = {"removed": name, "active": (data.get("profile") or "default") if left else None,
             "sessionRevoked": revoked}
 
-    def render(b):
+    def render(b: Any) -> None:
         where = f"its server {prof['server']}" if prof.get("server") else f"the workspace at {prof.get('workspace')}"
         if failure:
             msg = (f"Removed profile '{name}' and its stored token, but its session on {prof.get('server')} could "

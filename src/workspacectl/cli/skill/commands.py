@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 from urllib.parse import quote
 
 import typer
@@ -46,7 +46,7 @@ def list_(
     status: Annotated[Optional[Literal["draft", "published", "archived", "all"]], typer.Option("--status", help="draft, published, archived or all "
                                                                    "(default: draft and published).")] = None,
     json: JsonOpt = False,
-):
+) -> None:
     """List the skills you can see.
 
     \b
@@ -63,7 +63,7 @@ def create(
     name: Annotated[str, typer.Argument(help="Lowercase letters, digits and hyphens, e.g. pdf-forms.")],
     description: Annotated[str, typer.Option("--description", "-d", help="What it does and when to use it.")],
     json: JsonOpt = False,
-):
+) -> None:
     """Create a draft skill (version 0). Publish content with `put` or `publish`.
 
     \b
@@ -75,7 +75,7 @@ def create(
 
 
 @app.command("show")
-def show(ctx: typer.Context, skill: IdArg, json: JsonOpt = False):
+def show(ctx: typer.Context, skill: IdArg, json: JsonOpt = False) -> None:
     """Show a skill's record.
 
     \b
@@ -92,7 +92,7 @@ def edit(
     name: Annotated[Optional[str], typer.Option("--name", help="New name (SKILL.md follows).")] = None,
     description: Annotated[Optional[str], typer.Option("--description", "-d", help="New description.")] = None,
     json: JsonOpt = False,
-):
+) -> None:
     """Rename a skill or change its description; a published skill gets a new version.
 
     \b
@@ -111,7 +111,7 @@ def archive(
     skill: IdArg,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     json: JsonOpt = False,
-):
+) -> None:
     """Archive a skill: it leaves the list, turns read-only, and frees its name.
 
     \b
@@ -123,13 +123,13 @@ def archive(
     emit(ctx, body, lambda s: print(f"{s['name']}: archived"), json_flag=json)
 
 
-def _set_enabled(ctx, skill: str, enabled: bool, json: bool) -> None:
+def _set_enabled(ctx: typer.Context, skill: str, enabled: bool, json: bool) -> None:
     body = backend(ctx).request("PATCH", skill_path(skill, "/enabled"), body={"enabled": enabled})
     emit(ctx, body, lambda s: print(f"{s['name']}: {'enabled' if s['enabled'] else 'disabled'}"), json_flag=json)
 
 
 @app.command("enable")
-def enable(ctx: typer.Context, skill: IdArg, json: JsonOpt = False):
+def enable(ctx: typer.Context, skill: IdArg, json: JsonOpt = False) -> None:
     """Enable a skill: agents may load it.
 
     \b
@@ -140,7 +140,7 @@ def enable(ctx: typer.Context, skill: IdArg, json: JsonOpt = False):
 
 
 @app.command("disable")
-def disable(ctx: typer.Context, skill: IdArg, json: JsonOpt = False):
+def disable(ctx: typer.Context, skill: IdArg, json: JsonOpt = False) -> None:
     """Disable a skill: agents stop loading it.
 
     \b
@@ -151,7 +151,7 @@ def disable(ctx: typer.Context, skill: IdArg, json: JsonOpt = False):
 
 
 @app.command("files")
-def files(ctx: typer.Context, skill: IdArg, json: JsonOpt = False):
+def files(ctx: typer.Context, skill: IdArg, json: JsonOpt = False) -> None:
     """List the files of the live version.
 
     \b
@@ -171,7 +171,7 @@ def put(
     file: Annotated[str, typer.Argument(metavar="FILE", click_type=choices.local_file(), help="Text file to read, or - for stdin.")] = "-",
     base_version: BaseOpt = None,
     json: JsonOpt = False,
-):
+) -> None:
     """Save one text file into the skill and publish it as a new version.
 
     \b
@@ -199,7 +199,7 @@ def _read(p: Path) -> bytes:
 
 
 @app.command("versions")
-def versions(ctx: typer.Context, skill: IdArg, json: JsonOpt = False):
+def versions(ctx: typer.Context, skill: IdArg, json: JsonOpt = False) -> None:
     """List a skill's published versions, newest first.
 
     \b
@@ -216,7 +216,7 @@ def revert(
     version: Annotated[str, typer.Argument(help="Version number or version id (skv_…).")],
     base_version: BaseOpt = None,
     json: JsonOpt = False,
-):
+) -> None:
     """Publish an old version's content as a new version.
 
     \b
@@ -240,7 +240,7 @@ def platform(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Platform skill name, e.g. skill-authoring.")],
     json: JsonOpt = False,
-):
+) -> None:
     """Show a platform skill's files.
 
     \b
@@ -249,7 +249,7 @@ def platform(
     """
     body = backend(ctx).request("GET", f"/v1/skills/platform/{quote(name, safe='')}")
 
-    def render(b):
+    def render(b: Any) -> None:
         for f in b["files"]:
             info(f"== {f['path']} ({human_size(f['size'])})")
             print(f["content"], end="" if f["content"].endswith("\n") else "\n")

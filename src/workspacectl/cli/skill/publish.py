@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated, Any, List, Optional
 from urllib.parse import quote
 
 import typer
@@ -41,7 +41,7 @@ def validate(
     skill: Annotated[Optional[str], typer.Option("--skill", help="Skill (id or name) the staged upload "
                                                                  "belongs to.")] = None,
     json: JsonOpt = False,
-):
+) -> None:
     """Check a skill folder (or a staged upload) by the server's rules; exit 7 when invalid.
 
     \b
@@ -59,7 +59,7 @@ def validate(
     else:
         raise typer.BadParameter("pass DIR, or --upload-id with --skill", param_hint="DIR")
 
-    def render(b):
+    def render(b: Any) -> None:
         _print_problems(label, b["errors"], b["warnings"])
         print(f"{label}: {'valid' if b['valid'] else 'invalid'}")
 
@@ -68,7 +68,7 @@ def validate(
         raise typer.Exit(7)
 
 
-def _find_or_create(ctx, name: str, description: str) -> tuple[dict, bool]:
+def _find_or_create(ctx: typer.Context, name: str, description: str) -> tuple[dict, bool]:
     """The skill named `name`, made as a draft when missing. Another publisher (a parallel CI job)
     may make it between our read and our create: its 409 means "read it again"."""
     try:
@@ -84,7 +84,7 @@ def _find_or_create(ctx, name: str, description: str) -> tuple[dict, bool]:
         return backend(ctx).request("GET", skill_path(name)), False
 
 
-def _live_sha(ctx, skill: dict) -> str | None:
+def _live_sha(ctx: typer.Context, skill: dict) -> str | None:
     if skill["version"] == 0:
         return None
     versions = backend(ctx).request("GET", skill_path(skill["id"], "/versions"), query={"limit": "1"})["versions"]
@@ -95,7 +95,7 @@ def _unchanged(skill: dict) -> dict:
     return {"name": skill["name"], "skillId": skill["id"], "outcome": "unchanged", "version": None, "skill": skill}
 
 
-def publish_one(ctx, folder: Path, files: dict, meta: dict) -> dict:
+def publish_one(ctx: typer.Context, folder: Path, files: dict, meta: dict) -> dict:
     skill, created = _find_or_create(ctx, meta["name"], meta["description"])
     archive, size, digest = packed(files, f"pack {skill['name']}")
     with archive:
@@ -126,7 +126,7 @@ def publish(
     ctx: typer.Context,
     folders: Annotated[List[Path], typer.Argument(metavar="DIR...", help="Skill folders, each holding SKILL.md.")],
     json: JsonOpt = False,
-):
+) -> None:
     """Publish skill folders (CI): create when missing, skip when unchanged, one line per skill.
 
     \b
@@ -161,12 +161,12 @@ def publish(
         print_json({"results": results})
 
 
-def _is_local(ctx) -> bool:
+def _is_local(ctx: typer.Context) -> bool:
     """file:// transfer URLs are followed only when the local backend (this process) made them."""
     return getattr(backend(ctx), "kind", None) == "local"
 
 
-def _json_mode(ctx) -> bool:
+def _json_mode(ctx: typer.Context) -> bool:
     return state(ctx).json
 
 
@@ -176,7 +176,7 @@ def pull(
     folder: Annotated[Path, typer.Argument(metavar="DIR", help="Folder to write the live bundle into.")],
     force: Annotated[bool, typer.Option("--force", help="Write into a non-empty DIR that holds no SKILL.md.")] = False,
     json: JsonOpt = False,
-):
+) -> None:
     """Download the live version's files into DIR (entries at its root).
 
     DIR must be new, empty, or a skill folder already (it holds a SKILL.md), as `git clone`

@@ -10,14 +10,17 @@ import tempfile
 import time
 import urllib.parse
 from pathlib import Path
-from typing import IO, BinaryIO
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, Iterator, cast
 
 from workspacectl.cli.common.config import atomic_output
 from workspacectl.cli.common.output import progress_bar
 from workspacectl.formats import skill_bundle as fmt
 from workspacectl.formats import transfer_size
-from workspacectl.formats.tar_stream import CHUNK, ArchiveError, read_tar
+from workspacectl.formats.tar_stream import CHUNK, ArchiveError, Record, read_tar
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    import httpx
 
 
 def _file_path(url: str) -> Path:
@@ -26,7 +29,7 @@ def _file_path(url: str) -> Path:
     return Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
 
 
-def _check_url(url, local: bool) -> None:
+def _check_url(url: object, local: bool) -> None:
     """A presigned URL comes from the backend: file:// only from the local backend (the engine in
     this process), http(s) from anyone. A server answering file:///home/you/.bashrc must not make
     the CLI read or overwrite the user's files."""
@@ -47,7 +50,7 @@ def put_to_url(url: str, data: IO[bytes], size: int, label: str, local: bool = F
         return
     import httpx
 
-    def chunks():
+    def chunks() -> Iterator[bytes]:
         with progress_bar(label, size) as advance:
             while chunk := data.read(CHUNK):
                 advance(len(chunk))
@@ -92,15 +95,15 @@ def get_from_url(url: str, out: BinaryIO, label: str, local: bool = False) -> No
                 resp.read()
                 raise ApiError.from_body(resp.status_code, _json(resp))
             with progress_bar(label, None) as bar:   # its total: what the answer announces
-                advance = transfer_size.counter(resp.headers.get, bar, bar.total)
+                count = transfer_size.counter(resp.headers.get, bar, bar.total)
                 for chunk in resp.iter_bytes():
                     out.write(chunk)
-                    advance(chunk)
+                    count(chunk)
     except httpx.TransportError as e:
         raise _failed(e, "GET", url) from None
 
 
-def _limits():
+def _limits() -> httpx.Timeout:
     """A transfer is bounded by progress (backend/timeouts.py): each read and write within the limit."""
     import httpx
 
@@ -122,7 +125,7 @@ def _failed(exc: Exception, method: str, url: str) -> ApiError:
                                     timeouts.seconds(), transfer=True, may_have_landed=method != "GET")
 
 
-def _json(resp):
+def _json(resp: httpx.Response) -> Any:
     try:
         return resp.json()
     except ValueError:
@@ -137,8 +140,9 @@ def packed(files: dict, label: str = "pack") -> tuple[IO[bytes], int, str]:
 
     out = tempfile.SpooledTemporaryFile(max_size=8 << 20)
     with progress_bar(label, sum(f.size for f in files.values())) as advance:
-        def opener(p):
-            return CountingReader(open(files[p].full, "rb"), advance)
+        def opener(p: str) -> BinaryIO:
+            # the packer only reads and closes it, which a CountingReader does as the file would
+            return cast(BinaryIO, CountingReader(open(files[p].full, "rb"), advance))
 
         chunks, digest = fmt.pack_hashed(fmt.canonical_entries(files, opener))
         for chunk in chunks:
@@ -148,7 +152,7 @@ def packed(files: dict, label: str = "pack") -> tuple[IO[bytes], int, str]:
     return out, size, digest()
 
 
-def _read(archive: BinaryIO):
+def _read(archive: BinaryIO) -> Iterator[Record]:
     """The downloaded bundle through the one archive reader, from its start."""
     archive.seek(0)
     return read_tar(archive, fmt.LIMITS)
@@ -176,7 +180,7 @@ def write_bundle(archive: BinaryIO, dest: Path) -> list[str]:
 def _check_targets(files: dict, dest: Path) -> None:
     """Before anything is written: no path of the bundle is a folder of another, and no folder on
     the way to a file is, in DEST, a symbolic link (followed, it would write outside DEST) or a file."""
-    def refuse(why: str):
+    def refuse(why: str) -> None:
         raise ApiError("unprocessable", f"The downloaded bundle cannot be written to {dest}: {why} Nothing was "
                                           "written; choose another destination folder.")
 

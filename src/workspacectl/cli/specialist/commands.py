@@ -5,7 +5,7 @@ you can see. `memory` lives in memory.py, `files` in files.py (beside this modul
 """
 from __future__ import annotations
 
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import typer
 
@@ -41,8 +41,9 @@ def show_project(body: dict) -> None:
         table(body["resources"], RESOURCE_COLUMNS)
 
 
-def _values(name, description, icon, color, head, shirt, hand) -> dict:
-    out = {k: v for k, v in (("name", name), ("description", description), ("icon", icon),
+def _values(name: str | None, description: str | None, icon: str | None, color: str | None, head: str | None,
+            shirt: str | None, hand: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {k: v for k, v in (("name", name), ("description", description), ("icon", icon),
                              ("workerColor", color)) if v is not None}
     acc = {k: v for k, v in (("head", head), ("shirt", shirt), ("hand", hand)) if v is not None}
     if acc:
@@ -59,7 +60,7 @@ HandOpt = Annotated[Optional[str], typer.Option("--hand", help="Worker accessory
 
 
 @app.command("list")
-def list_(ctx: typer.Context, json: JsonOpt = False):
+def list_(ctx: typer.Context, json: JsonOpt = False) -> None:
     """List the specialists you own or were granted."""
     body = all_pages(ctx, "/v1/projects", "projects")
     emit(ctx, body, lambda b: table([_row(p) for p in b["projects"]], LIST_COLUMNS, "No specialists."),
@@ -69,7 +70,7 @@ def list_(ctx: typer.Context, json: JsonOpt = False):
 @app.command("create")
 def create(ctx: typer.Context, name: Annotated[str, typer.Argument(help="The specialist's name.")],
            description: DescOpt = None, icon: IconOpt = None, color: ColorOpt = None, head: HeadOpt = None,
-           shirt: ShirtOpt = None, hand: HandOpt = None, json: JsonOpt = False):
+           shirt: ShirtOpt = None, hand: HandOpt = None, json: JsonOpt = False) -> None:
     """Create a specialist; you become its owner.
 
     \b
@@ -82,7 +83,7 @@ def create(ctx: typer.Context, name: Annotated[str, typer.Argument(help="The spe
 
 
 @app.command("show")
-def show(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False):
+def show(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False) -> None:
     """Show a specialist: role, sharing, counts, memory version and what it holds.
 
     \b
@@ -96,7 +97,7 @@ def show(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False):
 def edit(ctx: typer.Context, ref: SpecArg,
          name: Annotated[Optional[str], typer.Option("--name", "-n", help="New name.")] = None,
          description: DescOpt = None, icon: IconOpt = None, color: ColorOpt = None, head: HeadOpt = None,
-         shirt: ShirtOpt = None, hand: HandOpt = None, json: JsonOpt = False):
+         shirt: ShirtOpt = None, hand: HandOpt = None, json: JsonOpt = False) -> None:
     """Rename, describe, or change the icon or figure of a specialist (needs edit access).
 
     \b
@@ -114,7 +115,7 @@ def edit(ctx: typer.Context, ref: SpecArg,
 @app.command("delete")
 def delete(ctx: typer.Context, ref: SpecArg,
            yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
-           json: JsonOpt = False):
+           json: JsonOpt = False) -> None:
     """Delete a specialist (owner only): its files go; workflows, apps and skills return to their creators.
 
     \b
@@ -130,7 +131,7 @@ def delete(ctx: typer.Context, ref: SpecArg,
 
 
 @app.command("connections")
-def connections(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False):
+def connections(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False) -> None:
     """List the credentials the specialist's workflows and apps are wired to (no secrets).
 
     \b
@@ -139,7 +140,7 @@ def connections(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False):
     """
     body = all_pages(ctx, project_path(ctx, ref, "/connections"), "connections")
 
-    def render(b):
+    def render(b: Any) -> None:
         rows = [{**c, "usedBy": [u["id"] for u in c["usedBy"]]} for c in b["connections"]]
         table(rows, CONNECTION_COLUMNS, "No connections: no workflow here names a credential.")
 
@@ -151,7 +152,7 @@ def pin(ctx: typer.Context,
         resource: Annotated[str, typer.Argument(metavar="RESOURCE", help="Workflow, app or skill: its id (wf_…, skl_…) or its name.")],
         into: Annotated[Optional[str], typer.Option("--into", metavar="SPECIALIST", click_type=choices.specialist(), help="The specialist to move it into (id or name).")] = None,
         unpin: Annotated[bool, typer.Option("--unpin", help="Return it to its creator instead.")] = False,
-        json: JsonOpt = False):
+        json: JsonOpt = False) -> None:
     """Move a workflow, app or skill into a specialist (it leaves any other one).
 
     \b
@@ -173,7 +174,7 @@ def grant(ctx: typer.Context, ref: SpecArg,
           member: Annotated[Optional[str], typer.Option("--member", "-m", click_type=choices.member(),
                                                         help="Member id, email or name.")] = None,
           workspace: Annotated[bool, typer.Option("--workspace", help="Grant the whole workspace.")] = False,
-          json: JsonOpt = False):
+          json: JsonOpt = False) -> None:
     """Give a member or the whole workspace editor or viewer access (owner only).
 
     \b

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, BinaryIO, Iterable, Optional, cast
 from urllib.parse import quote
 
 import typer
@@ -40,7 +40,7 @@ def _files_path(ctx: typer.Context, ref: str) -> str:
 
 
 @app.command("list")
-def list_(ctx: typer.Context, pid: IdArg, json: JsonOpt = False):
+def list_(ctx: typer.Context, pid: IdArg, json: JsonOpt = False) -> None:
     """List the specialist's files (every page).
 
     \b
@@ -54,7 +54,7 @@ def list_(ctx: typer.Context, pid: IdArg, json: JsonOpt = False):
 def rm(ctx: typer.Context, pid: IdArg,
        path: Annotated[str, typer.Argument(metavar="PATH", help="The file's path, as `files list` shows it.")],
        yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
-       json: JsonOpt = False):
+       json: JsonOpt = False) -> None:
     """Remove one file.
 
     \b
@@ -70,7 +70,7 @@ def rm(ctx: typer.Context, pid: IdArg,
 def download(ctx: typer.Context, pid: IdArg,
              output: Annotated[Optional[str], typer.Option(
                  "--output", "-o", metavar="FILE", click_type=choices.local_file(), help="Where to write (default ID.tar.gz; - for stdout).")] = None,
-             json: SavedJson = False):
+             json: SavedJson = False) -> None:
     """Download every file as a tar.gz (entries at the root).
 
     \b
@@ -108,7 +108,7 @@ def upload(ctx: typer.Context, pid: IdArg,
                                                   help="A folder (only changed files are sent) or a .tar.gz file.")],
            delete: Annotated[bool, typer.Option("--delete", help="Folder only: also remove the specialist's "
                                                 "files that are not in the folder (as rsync --delete).")] = False,
-           json: UploadJson = False):
+           json: UploadJson = False) -> None:
     """Upload files: added or overwritten; others are kept unless --delete. A folder is compared with
     the specialist's files first (sha256) and only new or changed files are sent.
 
@@ -119,7 +119,8 @@ def upload(ctx: typer.Context, pid: IdArg,
     """
     path = f"{_files_path(ctx, pid)}/bundle"
     if source.is_dir():
-        return _upload_folder(ctx, pid, source, delete, json)
+        _upload_folder(ctx, pid, source, delete, json)
+        return
     if delete:
         raise typer.BadParameter("--delete needs a folder: a .tar.gz does not say which files to keep.")
     if not source.is_file():
@@ -144,13 +145,14 @@ def _upload_folder(ctx: typer.Context, ref: str, source: Path, delete: bool, jso
     if plan.send:
         with progress_bar(f"Uploading {len(plan.send)} files", plan.send_bytes) as advance:
             reader = _IterReader(folder_sync.packed(plan.send, advance))
-            answer = backend(ctx).upload("POST", f"{base}/bundle", reader, None, "application/gzip")
+            # upload only reads it (read(n), read()), as it would a file
+            answer = backend(ctx).upload("POST", f"{base}/bundle", cast(BinaryIO, reader), None, "application/gzip")
         summary.update(added=answer["added"], updated=answer["updated"], bytesSent=reader.sent)
     for extra in plan.extra if delete else ():
         backend(ctx).request("DELETE", base, query={"path": extra})
         summary["deleted"] += 1
 
-    def render(b):
+    def render(b: Any) -> None:
         line = (f"Added {b['added']}, updated {b['updated']}, unchanged {b['unchanged']}"
                 + (f", deleted {b['deleted']}" if delete else "") + f" files in {ref} ({human_size(b['bytesSent'])} sent).")
         print(line)
@@ -163,7 +165,7 @@ def _upload_folder(ctx: typer.Context, ref: str, source: Path, delete: bool, jso
 class _IterReader:
     """A read()-able file over an iterator of bytes chunks; `sent` counts the bytes read."""
 
-    def __init__(self, chunks):
+    def __init__(self, chunks: Iterable[bytes]) -> None:
         self.chunks, self.buf, self.sent = iter(chunks), b"", 0
 
     def read(self, n: int = -1) -> bytes:
@@ -179,8 +181,8 @@ class _IterReader:
         self.sent += len(out)
         return out
 
-    def __enter__(self):
+    def __enter__(self) -> _IterReader:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         return None

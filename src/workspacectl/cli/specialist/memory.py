@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -27,7 +27,7 @@ def _written(m: dict) -> None:
 
 
 @app.command("show")
-def show(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False):
+def show(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False) -> None:
     """Print the memory text (with --json, the whole specialist as the API answers it).
 
     \b
@@ -36,7 +36,7 @@ def show(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False):
     """
     body = backend(ctx).request("GET", project_path(ctx, ref))
 
-    def render(b):
+    def render(b: Any) -> None:
         m = b["memory"]
         sys.stdout.write(m["text"] if m["text"].endswith("\n") or not m["text"] else m["text"] + "\n")
         who = (m.get("updatedBy") or {}).get("displayName") or (m.get("updatedBy") or {}).get("membershipId")
@@ -60,7 +60,7 @@ def set_(ctx: typer.Context, ref: SpecArg,
          file: Annotated[str, typer.Argument(metavar="FILE", click_type=choices.local_file(), help="Markdown file with the new memory ('-' for stdin).")],
          version: Annotated[Optional[int], typer.Option("--version", help="The version you are replacing; without "
                                                         "it, the current version is read first.")] = None,
-         json: JsonOpt = False):
+         json: JsonOpt = False) -> None:
     """Replace the memory with a file's contents (needs edit access).
 
     \b
@@ -77,7 +77,7 @@ def set_(ctx: typer.Context, ref: SpecArg,
 
 
 @app.command("edit")
-def edit(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False):
+def edit(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False) -> None:
     """Open the memory in $VISUAL or $EDITOR and save it under the version you read.
 
     \b

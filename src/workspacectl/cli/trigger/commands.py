@@ -1,7 +1,7 @@
 """`wsctl trigger`: the trigger providers (webhook, cron, poll) that can start a workflow."""
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 from urllib.parse import quote
 
 import typer
@@ -21,7 +21,7 @@ def list_(
     ctx: typer.Context,
     q: Annotated[Optional[str], typer.Option("-q", "--query", metavar="TEXT", help="Only providers whose name, service or description match.")] = None,
     json: JsonOpt = False,
-):
+) -> None:
     """List trigger providers.
 
     \b
@@ -35,7 +35,7 @@ def list_(
 @app.command("show")
 def show(ctx: typer.Context,
          trigger_id: Annotated[str, typer.Argument(metavar="TRIGGER_ID", help="e.g. webhook, cron, github-new-issue.")],
-         json: JsonOpt = False):
+         json: JsonOpt = False) -> None:
     """Show one trigger provider.
 
     \b
@@ -45,7 +45,7 @@ def show(ctx: typer.Context,
     """
     body = backend(ctx).request("GET", f"/v1/triggers/{quote(utf8(trigger_id, 'TRIGGER_ID'), safe='')}")
 
-    def render(b):
+    def render(b: Any) -> None:
         pairs = [("triggerId", b["triggerId"]), ("type", b["type"]), ("name", b["name"]),
                  ("service", b.get("service")), ("requiresCredential", b.get("requiresCredential"))]
         if "cadenceSeconds" in b:

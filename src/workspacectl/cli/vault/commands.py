@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, List, Literal, Optional
+from typing import Annotated, Any, List, Literal, Optional
 
 import typer
+from typer import _click
 
 from workspacectl.cli.common import choices
 from workspacectl.cli.common.context import all_pages, backend
@@ -35,7 +36,7 @@ VarNamesOpt = Annotated[Literal["service", "credential"], typer.Option(
     "of one service can be used together.")]
 
 
-def cred(ctx, ref: str) -> str:
+def cred(ctx: typer.Context, ref: str) -> str:
     """The credential id a word names: an id as given, or the id of the credential with that name."""
     from workspacectl.cli.common.refs import resolve
 
@@ -46,7 +47,7 @@ def manage_path(cred_id: str, suffix: str = "") -> str:
     return f"/v1/vault/credentials/{seg(cred_id)}{suffix}"
 
 
-def env_detail(ctx, cred_id: str) -> dict:
+def env_detail(ctx: typer.Context, cred_id: str) -> dict:
     """The detail whose envVars name the variables; read before any token is issued."""
     try:
         return backend(ctx).request("GET", cred_path(cred_id))
@@ -65,7 +66,7 @@ def list_(
     ctx: typer.Context,
     service: Annotated[Optional[str], typer.Option("--service", help="Only credentials of this service.")] = None,
     json: JsonOpt = False,
-):
+) -> None:
     """List the credentials you own or that are shared with you.
 
     \b
@@ -79,7 +80,7 @@ def list_(
 
 
 @app.command("show")
-def show(ctx: typer.Context, cred_id: IdArg, json: JsonOpt = False):
+def show(ctx: typer.Context, cred_id: IdArg, json: JsonOpt = False) -> None:
     """Show one credential: service, access, status, fields, scopes, sharing (never a secret).
 
     \b
@@ -111,7 +112,7 @@ def log(
     cred_id: IdArg,
     cursor: Annotated[Optional[str], typer.Option("--cursor", help="Continue from a previous page's nextCursor.")] = None,
     json: JsonOpt = False,
-):
+) -> None:
     """Show who was issued this credential's secrets or called through it, when and why (owner only).
 
     The newest 100 entries unless --limit N or --all says otherwise.
@@ -124,7 +125,7 @@ def log(
     body = all_pages(ctx, cred_path(cred(ctx, cred_id), "/access-log"), "entries", {"cursor": cursor} if cursor else None,
                      default_limit=100)
 
-    def render(b):
+    def render(b: Any) -> None:
         entries = b.get("entries") or []
         columns = LOG_COLUMNS
         if any(e.get("method") for e in entries):   # calls through the proxy: what was called, what came back
@@ -149,7 +150,7 @@ def token(
                                         "env (VAR='value' lines, as dotenv writes them).")] = "json",
     var_names: VarNamesOpt = "service",
     json: JsonOpt = False,
-):
+) -> None:
     """Issue a token (refreshed first when near expiry) and print it. Logged with the reason.
 
     A token the format cannot carry exactly is refused before it is issued (exit 7, nothing logged).
@@ -184,7 +185,7 @@ def token(
 TOKEN_FORMS = {"json": "json", "value": "value", "env": "dotenv"}
 
 
-def issue_env(ctx, cred_ids: list[str], reason: str, form: str,
+def issue_env(ctx: typer.Context, cred_ids: list[str], reason: str, form: str,
               var_names: str = "service") -> tuple[dict[str, str], list[str]]:
     """Variables and secret values of several credentials, written in `form`. Every detail is read
     (and with var_names "credential" its variables renamed after it), and with several credentials
@@ -215,7 +216,7 @@ def env(
     format: Annotated[Literal["export", "dotenv", "json"], typer.Option("--format", help="export (for eval), dotenv, or json.")] = "export",
     var_names: VarNamesOpt = "service",
     json: JsonOpt = False,
-):
+) -> None:
     """Print the credentials' environment variables: eval "$(wsctl vault env ID --reason R)".
 
     \b
@@ -264,7 +265,7 @@ def proxy(
     paginate: Annotated[bool, typer.Option("--paginate", help="GET: follow the service's next pages (a Link "
                                            "rel=\"next\" header or its catalog's cursor) and print each.")] = False,
     json: JsonOpt = False,
-):
+) -> None:
     """Call the credential's service through the vault: the secret stays on the server.
 
     The call is logged in the credential's access log with the reason, method, path and the
@@ -290,7 +291,7 @@ def inject(
     out_file: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", dir_okay=False,
                                                      help="Write here, mode 0600 (default: stdout).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace FILE if it exists.")] = False,
-):
+) -> None:
     """Fill {{ wsctl://CREDENTIAL/FIELD }} references in a template with issued secrets, as `op inject`.
 
     Each credential's token is issued once with the reason and logged; every one is tried as a dry
@@ -318,7 +319,7 @@ def inject(
 class RunCommand(Command):
     """Keeps the raw arguments so `run` can tell the ids before `--` from the command after it."""
 
-    def parse_args(self, ctx, args):
+    def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
         ctx.meta["vault_run_args"] = list(args)
         return super().parse_args(ctx, args)
 
@@ -337,7 +338,7 @@ def run(
                                         "the event feed tells (GET /v1/events).")] = False,
     watch_interval: Annotated[float, typer.Option("--watch-interval", min=0.2, max=300.0, metavar="SECONDS",
                                                   help="With --watch: seconds between looks at the event feed.")] = 5.0,
-):
+) -> None:
     """Run CMD with the credentials' env vars set; secrets in its output are masked as ***.
 
     The command's exit code is passed through, and SIGINT, SIGTERM and SIGHUP are forwarded. On a
@@ -393,7 +394,7 @@ def connect(
                                                      "this credential of yours (same id and shares), e.g. one "
                                                      "that needs_reconnect.")] = None,
     json: JsonOpt = False,
-):
+) -> None:
     """Connect an account: a hosted page for the key form or the OAuth consent.
 
     \b
@@ -404,11 +405,11 @@ def connect(
     """
     from workspacectl.cli.vault.connect import connect_command
 
-    return connect_command(ctx, service, no_open, wait, json, reconnect, name)
+    connect_command(ctx, service, no_open, wait, json, reconnect, name)
 
 
 @app.command("fields")
-def fields_(ctx: typer.Context, cred_id: IdArg, json: JsonOpt = False):
+def fields_(ctx: typer.Context, cred_id: IdArg, json: JsonOpt = False) -> None:
     """Show the editable fields and which secret fields are set (never their values).
 
     \b
@@ -417,7 +418,7 @@ def fields_(ctx: typer.Context, cred_id: IdArg, json: JsonOpt = False):
     """
     body = backend(ctx).request("GET", manage_path(cred(ctx, cred_id), "/editable-fields"))
 
-    def render(b):
+    def render(b: Any) -> None:
         pairs = [(k, v) for k, v in (b.get("fields") or {}).items()]
         pairs += [(s["name"], "set (secret)" if s.get("set") else "not set (secret)") for s in b.get("secretFields") or []]
         fields(pairs) if pairs else info("This credential has no editable fields.")
@@ -455,7 +456,7 @@ def set_key(
     field: Annotated[Optional[List[str]], typer.Option("--field", help="Only this secret field (repeatable); "
                                                        "default: all of them.")] = None,
     json: JsonOpt = False,
-):
+) -> None:
     """Replace a hand-entered API key, keeping the credential id. Reads it hidden or from stdin.
 
     \b
@@ -482,7 +483,7 @@ def set_key(
 
 
 @app.command("sync")
-def sync(ctx: typer.Context, cred_id: IdArg, json: JsonOpt = False):
+def sync(ctx: typer.Context, cred_id: IdArg, json: JsonOpt = False) -> None:
     """Check the credential still works (refresh for OAuth, the service's probe where it has one).
 
     \b
@@ -491,7 +492,7 @@ def sync(ctx: typer.Context, cred_id: IdArg, json: JsonOpt = False):
     """
     body = backend(ctx).request("POST", manage_path(cred(ctx, cred_id), "/sync"))
 
-    def render(b):
+    def render(b: Any) -> None:
         fields([("id", b.get("id")), ("name", b.get("name")), ("status", b.get("status")),
                 ("syncedAt", b.get("syncedAt")), ("expiresAt", b.get("expiresAt"))])
         if b.get("status") == "needs_reconnect":
@@ -508,7 +509,7 @@ def delete(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Delete here even if revoking at the provider fails.")] = False,
     json: JsonOpt = False,
-):
+) -> None:
     """Revoke the credential at the provider where possible, then delete it.
 
     \b
@@ -533,7 +534,7 @@ def share(
                                                   help="Member id, email or name.")] = None,
     workspace: Annotated[bool, typer.Option("--workspace", help="Share with the whole workspace.")] = False,
     json: JsonOpt = False,
-):
+) -> None:
     """Share a credential you own with a member or the whole workspace.
 
     \b
@@ -561,7 +562,7 @@ def rename(
     new_name: Annotated[str, typer.Argument(metavar="NEW_NAME", help="1-64 letters, digits, '.', '_' or '-', "
                                             "unique in the workspace, e.g. stripe-live.")],
     json: JsonOpt = False,
-):
+) -> None:
     """Rename a credential you own; its id, secrets and shares stay.
 
     \b

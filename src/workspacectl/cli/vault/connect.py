@@ -24,14 +24,16 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from workspacectl.cli.common.context import backend, state
 from workspacectl.cli.common.output import fields, info, print_json
 from workspacectl.errors import ApiError
 
 if TYPE_CHECKING:
-    from workspacectl.backend.base import InProcessConnect
+    import typer
+
+    from workspacectl.backend.base import Backend, InProcessConnect
 
 POLL_REMOTE_SECONDS = 1.0
 POLL_LOCAL_SECONDS = 0.3
@@ -45,7 +47,7 @@ def _path_of(url: str) -> str:
     return urllib.parse.urlsplit(url).path
 
 
-def signin_link(be, connection: dict) -> str:
+def signin_link(be: Backend | InProcessConnect, connection: dict) -> str:
     """A single-use web sign-in link that lands on the connect page, or the bare connectUrl when
     the caller cannot make one (an API key instead of a session)."""
     try:
@@ -75,7 +77,7 @@ def present_link(url: str, service: str, no_open: bool) -> None:
     info(url)
 
 
-def wait_for(poll, interval: float, expires_at: str | None) -> dict:
+def wait_for(poll: Callable[[], dict], interval: float, expires_at: str | None) -> dict:
     """Poll until the status is no longer pending; a spinner on stderr when it is a terminal."""
     from workspacectl import clock
 
@@ -98,7 +100,7 @@ def wait_for(poll, interval: float, expires_at: str | None) -> dict:
     return loop()
 
 
-def finish(final: dict, service: str, json_out: bool, be=None) -> None:
+def finish(final: dict, service: str, json_out: bool, be: Backend | InProcessConnect | None = None) -> None:
     if json_out:
         print_json(final)
     status = final.get("status")
@@ -117,7 +119,7 @@ def finish(final: dict, service: str, json_out: bool, be=None) -> None:
                    f"Run `wsctl vault connect {service}` to try again.")
 
 
-def _credential_name(be, cred_id) -> str | None:
+def _credential_name(be: Backend | InProcessConnect | None, cred_id: object) -> str | None:
     """The new credential's name, for the closing line (None when it cannot be read)."""
     if be is None or not isinstance(cred_id, str):
         return None
@@ -164,7 +166,7 @@ def _start_body(service: str, reconnect: str | None, name: str | None) -> dict:
             **({"name": name} if name is not None else {})}
 
 
-def _connect_remote(be, service: str, no_open: bool, wait: bool, json_out: bool, reconnect: str | None,
+def _connect_remote(be: Backend, service: str, no_open: bool, wait: bool, json_out: bool, reconnect: str | None,
                     name: str | None) -> None:
     created = be.request("POST", "/v1/connections", body=_start_body(service, reconnect, name))
     present_link(signin_link(be, created), service, no_open)
@@ -198,7 +200,7 @@ def _connect_local(be: InProcessConnect, service: str, no_open: bool, json_out: 
     finish(final, service, json_out, be)
 
 
-def connect_command(ctx, service: str, no_open: bool, wait: bool, json: bool, reconnect: str | None = None,
+def connect_command(ctx: typer.Context, service: str, no_open: bool, wait: bool, json: bool, reconnect: str | None = None,
                     name: str | None = None) -> None:
     if reconnect:
         from workspacectl.cli.common.refs import resolve

@@ -16,9 +16,13 @@ import re
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workspacectl.cli.vault.requests import issue
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    import typer
 
 REFERENCE = re.compile(r"\{\{\s*wsctl://([^\s/{}]+)/([^\s/{}]+)\s*\}\}")
 LOOSE = re.compile(r"\{\{\s*wsctl://[^}]*\}\}")
@@ -48,7 +52,7 @@ def read_template(source: str | None) -> str:
         raise ApiError("invalid_request", f"{source} is not UTF-8 text; convert the template to UTF-8.") from None
 
 
-def fill(ctx, text: str, reason: str) -> str:
+def fill(ctx: typer.Context, text: str, reason: str) -> str:
     from workspacectl.cli.common.refs import resolve
 
     refs = references(text)

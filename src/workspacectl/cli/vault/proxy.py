@@ -21,10 +21,15 @@ import json as jsonlib
 import os
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import parse_qsl, quote
 
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    import typer
+
+    from workspacectl.backend.base import Backend, ProxyAnswer
 
 QUERY_METHODS = ("GET", "DELETE")
 MAX_PAGES = 1000
@@ -34,7 +39,7 @@ _HEADER_SAFE = re.compile(r"[^\x00-\x1f\x7f]*")
 _NEXT = re.compile(r'<([^>]*)>[^,]*;\s*rel="?([^",;]*)"?')
 
 
-def run(ctx, cred_ref: str, method: str, path: str, reason: str, raw_field: list[str], field: list[str],
+def run(ctx: typer.Context, cred_ref: str, method: str, path: str, reason: str, raw_field: list[str], field: list[str],
         input_file: str | None, header: list[str], include: bool, paginate: bool) -> None:
     import typer
 
@@ -83,7 +88,7 @@ def run(ctx, cred_ref: str, method: str, path: str, reason: str, raw_field: list
             body.close()
 
 
-def _open_input(name: str):
+def _open_input(name: str) -> tuple[BinaryIO, int | None]:
     if name == "-":
         return sys.stdin.buffer, None
     try:
@@ -96,7 +101,8 @@ def _open_input(name: str):
     return f, (st.st_size if stat.S_ISREG(st.st_mode) else None)
 
 
-def _pages(be, verb, cred_id, tail, query, headers, body, length, include: bool, paginate: bool) -> None:
+def _pages(be: Backend, verb: str, cred_id: str, tail: str, query: list[tuple[str, str]], headers: dict[str, str],
+           body: BinaryIO | None, length: int | None, include: bool, paginate: bool) -> None:
     from workspacectl.cli.common import scripting
 
     prefix = f"/v1/credentials/{quote(cred_id, safe='')}/proxy/"
@@ -167,7 +173,8 @@ def _cursor_rule(value: str | None) -> tuple[str, str] | None:
     return (parts["path"], parts["param"]) if parts.get("path") and parts.get("param") else None
 
 
-def _next_page(answer, prefix: str, cursor, page, tail: str, query: list) -> tuple[str, list] | None:
+def _next_page(answer: ProxyAnswer, prefix: str, cursor: tuple[str, str] | None, page: Any, tail: str,
+               query: list[tuple[str, str]]) -> tuple[str, list[tuple[str, str]]] | None:
     """(tail, query) of the next page, or None: a Link rel="next" through the proxy, else the cursor."""
     for link in [v for k, v in answer.headers if k.lower() == "link"]:
         for url, rel in _NEXT.findall(link):

@@ -26,7 +26,8 @@ import signal
 import subprocess
 import sys
 import threading
-from typing import BinaryIO, Callable
+from types import FrameType
+from typing import BinaryIO, Callable, TextIO
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -38,7 +39,7 @@ READ_SIZE = 65536
 class Masker:
     """Streaming replacement of secret byte strings with ``***``."""
 
-    def __init__(self, secrets: list[str]):
+    def __init__(self, secrets: list[str]) -> None:
         values = {s.encode() for s in secrets if s}
         self.secrets = sorted(values, key=len, reverse=True)  # longest first: a secret inside another
         self.pending = b""
@@ -73,7 +74,7 @@ class Masker:
         return best
 
 
-def _pump(fd: int, out, masker: Masker | None) -> None:
+def _pump(fd: int, out: BinaryIO, masker: Masker | None) -> None:
     try:
         while True:
             try:
@@ -95,7 +96,7 @@ def _pump(fd: int, out, masker: Masker | None) -> None:
         os.close(fd)
 
 
-def _write(out, data: bytes) -> None:
+def _write(out: BinaryIO, data: bytes) -> None:
     try:
         out.write(data)
         out.flush()
@@ -114,7 +115,7 @@ def _terminal_foreground() -> bool:
     return False
 
 
-def _death_signal_setter():
+def _death_signal_setter() -> Callable[[], None] | None:
     """A function for the child's pre-exec: die with wsctl (Linux prctl), or None elsewhere.
     libc is loaded here, before the fork; the child only calls into it."""
     if not sys.platform.startswith("linux"):
@@ -128,7 +129,7 @@ def _death_signal_setter():
         return None
     parent = os.getpid()
 
-    def preexec():
+    def preexec() -> None:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != parent:  # wsctl died between the fork and the prctl
             os._exit(1)
@@ -184,7 +185,7 @@ def _reap(pid: int) -> None:
         pass
 
 
-def _open_pty(like) -> tuple[int, int] | None:
+def _open_pty(like: TextIO) -> tuple[int, int] | None:
     """(master, slave) of a new pty sized like the terminal `like`, output passed as written."""
     try:
         import pty
@@ -204,7 +205,7 @@ def _open_pty(like) -> tuple[int, int] | None:
     return master, slave
 
 
-def _copy_size(src, dst_fd: int) -> None:
+def _copy_size(src: TextIO, dst_fd: int) -> None:
     try:
         import fcntl
         import termios
@@ -215,7 +216,7 @@ def _copy_size(src, dst_fd: int) -> None:
         pass
 
 
-def _is_tty(stream) -> bool:
+def _is_tty(stream: TextIO | None) -> bool:
     try:
         return stream is not None and stream.isatty()
     except (ValueError, OSError):
@@ -226,7 +227,7 @@ class _Child:
     """One run of the command: its process, the pipes or ptys its output is read from, the pump
     threads masking it, and the watchdog that kills it if wsctl dies."""
 
-    def __init__(self, proc: subprocess.Popen, threads: list[threading.Thread], ptys: list, watchdog: int | None):
+    def __init__(self, proc: subprocess.Popen, threads: list[threading.Thread], ptys: list, watchdog: int | None) -> None:
         self.proc, self.threads, self.ptys, self.watchdog = proc, threads, ptys, watchdog
 
     def reap(self, code: int) -> None:
@@ -315,7 +316,7 @@ def run_command(argv: list[str], env: dict[str, str], secrets: list[str], maskin
     early: list[int] = []
     children: list[_Child] = []
 
-    def forward(signum, _frame):
+    def forward(signum: int, _frame: FrameType | None) -> None:
         if signum == signal.SIGINT and _terminal_foreground():
             return  # the terminal sent it to the whole group, the child included
         if not started:
@@ -332,7 +333,7 @@ def run_command(argv: list[str], env: dict[str, str], secrets: list[str], maskin
         if sig is not None:
             previous[sig] = signal.signal(sig, forward)
 
-    def resize(_signum, _frame):
+    def resize(_signum: int, _frame: FrameType | None) -> None:
         for ours, master in children[-1].ptys if children else []:
             _copy_size(ours, master)
 
@@ -363,7 +364,8 @@ def run_command(argv: list[str], env: dict[str, str], secrets: list[str], maskin
             signal.signal(sig, handler)
 
 
-def _wait(proc: subprocess.Popen, restart: Restart | None, interval: float):
+def _wait(proc: subprocess.Popen, restart: Restart | None,
+          interval: float) -> tuple[int, tuple[dict[str, str], list[str]] | None]:
     """(exit code, None) when the child ends by itself; (exit code, (env, secrets)) when `restart`
     asked for a new run and the child was stopped for it."""
     if restart is None:

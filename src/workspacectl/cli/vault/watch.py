@@ -14,17 +14,20 @@ tried again at the next interval; the command keeps running meanwhile.
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from workspacectl.errors import ApiError
+
+if TYPE_CHECKING:
+    from workspacectl.backend.base import Backend
 
 RESTARTS = ("credential.reconnected", "credential.refreshed", "credential.updated")
 WARNS = ("credential.broken", "credential.deleted")
 
 
 class Watcher:
-    def __init__(self, be, cred_ids: list[str], issue: Callable[[], tuple[dict[str, str], list[str]]],
-                 renames_matter: bool = False):
+    def __init__(self, be: Backend, cred_ids: list[str], issue: Callable[[], tuple[dict[str, str], list[str]]],
+                 renames_matter: bool = False) -> None:
         self.be, self.issue = be, issue
         types = RESTARTS + WARNS + (("credential.renamed",) if renames_matter else ())
         self.restarts = set(RESTARTS) | ({"credential.renamed"} if renames_matter else set())

@@ -1,7 +1,7 @@
 """`wsctl webhooks`: signed webhook subscriptions to the event feed (owner or admin)."""
 from __future__ import annotations
 
-from typing import Annotated, List, Optional
+from typing import Annotated, Any, List, Optional
 from urllib.parse import quote
 
 import typer
@@ -29,7 +29,7 @@ def add(
     url: Annotated[str, typer.Argument(help="Where to send the events: an http(s) URL.")],
     event: Annotated[Optional[List[str]], typer.Option("--event", help="An event type (credential.broken), a family (credential.*) or * for all (the default); repeat or comma-separate.")] = None,
     json: JsonOpt = False,
-):
+) -> None:
     """Subscribe a URL to events. The signing secret (whsec_…) is printed once; store it now.
 
     \b
@@ -40,7 +40,7 @@ def add(
     types = [t for item in (event or ["*"]) for t in item.replace(",", " ").split()]
     answer = backend(ctx).request("POST", "/v1/webhooks", body={"url": url, "events": types})
 
-    def render(b):
+    def render(b: Any) -> None:
         print(b["secret"])
         info(f"Webhook {b['id']} sends {', '.join(b['events'])} to {b['url']}, signed per Standard Webhooks "
              "with the secret above (shown once; store it now).")
@@ -49,13 +49,13 @@ def add(
 
 
 @app.command("list")
-def list_(ctx: typer.Context, json: JsonOpt = False):
+def list_(ctx: typer.Context, json: JsonOpt = False) -> None:
     """List the webhook subscriptions."""
     list_table(ctx, "/v1/webhooks", "webhooks", COLUMNS, "No webhooks.", json)
 
 
 @app.command("remove")
-def remove(ctx: typer.Context, webhook_id: WebhookId, json: JsonOpt = False):
+def remove(ctx: typer.Context, webhook_id: WebhookId, json: JsonOpt = False) -> None:
     """Remove a subscription, its pending deliveries and its delivery log.
 
     \b
@@ -67,7 +67,7 @@ def remove(ctx: typer.Context, webhook_id: WebhookId, json: JsonOpt = False):
 
 
 @app.command("test")
-def test(ctx: typer.Context, webhook_id: WebhookId, json: JsonOpt = False):
+def test(ctx: typer.Context, webhook_id: WebhookId, json: JsonOpt = False) -> None:
     """Send a signed webhook.test event to the subscription now and show the outcome.
 
     \b
@@ -76,7 +76,7 @@ def test(ctx: typer.Context, webhook_id: WebhookId, json: JsonOpt = False):
     """
     answer = backend(ctx).request("POST", _path(webhook_id, "/test"))
 
-    def render(d):
+    def render(d: Any) -> None:
         fields([("delivery", d["id"]), ("status", d["status"]), ("http", d["lastStatus"]),
                 ("error", d["lastError"]), ("next attempt", d["nextAttemptAt"])])
 
@@ -84,7 +84,7 @@ def test(ctx: typer.Context, webhook_id: WebhookId, json: JsonOpt = False):
 
 
 @app.command("deliver")
-def deliver(ctx: typer.Context, json: JsonOpt = False):
+def deliver(ctx: typer.Context, json: JsonOpt = False) -> None:
     """Send the due deliveries now, from this process (no `wsctl serve` needed; e.g. from cron)."""
     answer = backend(ctx).request("POST", "/v1/webhooks/deliver")
     emit(ctx, answer, lambda b: info(f"Delivered {b['delivered']}; {b['pending']} to retry later, "
@@ -92,7 +92,7 @@ def deliver(ctx: typer.Context, json: JsonOpt = False):
 
 
 @app.command("deliveries")
-def deliveries(ctx: typer.Context, webhook_id: WebhookId, json: JsonOpt = False):
+def deliveries(ctx: typer.Context, webhook_id: WebhookId, json: JsonOpt = False) -> None:
     """A subscription's delivery log, newest first: status, attempts, last HTTP status or error.
 
     \b

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json as jsonlib
 from pathlib import Path
-from typing import Annotated, List, Literal, Optional
+from typing import Annotated, Any, List, Literal, Optional
 from urllib.parse import quote
 
 import typer
@@ -26,7 +26,7 @@ def wf_path(wid: str, suffix: str = "") -> str:
     return f"/v1/workflows/{quote(wid, safe='')}{suffix}"
 
 
-def workflow_id(ctx, ref: str) -> str:
+def workflow_id(ctx: typer.Context, ref: str) -> str:
     """The id a word names: an id as given, or the id of the workflow or app with that name (cli/common/refs.py)."""
     from workspacectl.cli.common.refs import resolve
 
@@ -46,7 +46,7 @@ def show_workflow(w: dict) -> None:
 def import_(ctx: typer.Context,
             file: Annotated[Path, typer.Argument(metavar="FILE", help="A workflow.json: {name, kind, description, nodes}; a node's credentialId may name a credential (as `wsctl vault list` shows it) or give its id.")],
             into: Annotated[Optional[str], typer.Option("--into", metavar="SPECIALIST", click_type=choices.specialist(), help="Put it straight into this specialist (id or name).")] = None,
-            json: JsonOpt = False):
+            json: JsonOpt = False) -> None:
     """Import a workflow or app from its workflow.json.
 
     \b
@@ -70,7 +70,7 @@ def import_(ctx: typer.Context,
         doc = {**doc, "projectId": project_id(ctx, into)}
     body = backend(ctx).request("POST", "/v1/workflows", body=doc)
 
-    def render(w):
+    def render(w: Any) -> None:
         print(w["id"])
         waiting = [t["nodeId"] for t in w["triggers"] if not t["ready"]]
         if waiting:
@@ -80,7 +80,7 @@ def import_(ctx: typer.Context,
     emit(ctx, body, render, json_flag=json)
 
 
-def with_credential_ids(ctx, doc: dict) -> dict:
+def with_credential_ids(ctx: typer.Context, doc: dict) -> dict:
     """The document with each node's `credentialId` that is a credential's name (as `vault list`
     shows it) replaced by its id: the API takes ids, a file written by hand names credentials."""
     from workspacectl.cli.common.refs import KINDS, resolve
@@ -106,7 +106,7 @@ def with_credential_ids(ctx, doc: dict) -> dict:
 def list_(ctx: typer.Context,
           kind: Annotated[Optional[Literal["workflow", "app"]], typer.Option("--kind", help="workflow or app.")] = None,
           specialist: Annotated[Optional[str], typer.Option("--specialist", help="Only those in this specialist.")] = None,
-          json: JsonOpt = False):
+          json: JsonOpt = False) -> None:
     """List the workflows and apps you made or can reach through a specialist.
 
     \b
@@ -124,7 +124,7 @@ def list_(ctx: typer.Context,
 
 
 @app.command("show")
-def show(ctx: typer.Context, wid: WfArg, json: JsonOpt = False):
+def show(ctx: typer.Context, wid: WfArg, json: JsonOpt = False) -> None:
     """Show a workflow or app and whether each trigger node is ready.
 
     \b
@@ -140,7 +140,7 @@ def configure(ctx: typer.Context, wid: WfArg,
               credential: Annotated[Optional[str], typer.Option("--credential", click_type=choices.credential(),
                                                                 help="Credential id (cred_…) or name it polls with.")] = None,
               inputs: Annotated[Optional[List[str]], typer.Option("--input", metavar="NAME=VALUE", help="An input of the trigger node; repeatable.")] = None,
-              json: JsonOpt = False):
+              json: JsonOpt = False) -> None:
     """Set a trigger node's credential and inputs (replaces both).
 
     \b
