@@ -112,17 +112,19 @@ def test_nul_in_text_is_400_and_changes_nothing(pg_workspace):
 
 
 def test_failed_write_rolls_back_to_its_savepoint(pg_workspace):
-    """A unique violation inside a transaction is an sqlite3.IntegrityError the engine catches,
-    and the transaction carries on (PostgreSQL would otherwise abort all of it)."""
-    from workspacectl.engine.db import transaction
+    """A unique violation inside a transaction is the store's IntegrityError (never a sqlite3
+    class on PostgreSQL) the engine catches, and the transaction carries on (PostgreSQL would
+    otherwise abort all of it)."""
+    from workspacectl.engine.db import IntegrityError, StoreError, transaction
     from tests.vault_helpers import open_ws
 
     conn = open_ws(pg_workspace).conn()
     try:
         with transaction(conn):
             conn.execute("INSERT INTO settings (key, value) VALUES (?, ?)", ("dup.test", "1"))
-            with pytest.raises(sqlite3.IntegrityError):
+            with pytest.raises(IntegrityError) as raised:
                 conn.execute("INSERT INTO settings (key, value) VALUES (?, ?)", ("dup.test", "2"))
+            assert isinstance(raised.value, StoreError) and not isinstance(raised.value, sqlite3.Error)
             conn.execute("UPDATE settings SET value = ? WHERE key = ?", ("3", "dup.test"))
         assert conn.execute("SELECT value FROM settings WHERE key = 'dup.test'").fetchone()[0] == "3"
         row = conn.execute("SELECT key, value FROM settings WHERE key = ?", ("dup.test",)).fetchone()
@@ -135,7 +137,7 @@ def test_a_writer_waits_the_busy_timeout_setting_then_gets_locked(pg_workspace, 
     """WSCTL_BUSY_TIMEOUT_MS is the PostgreSQL writer lock's lock_timeout too: a writer behind
     another one that holds the workspace gets SQLite's "database is locked" (the engine's 409)
     once that bound has passed, and nothing of its own is written."""
-    from workspacectl.engine.db import transaction
+    from workspacectl.engine.db import WorkspaceBusy, transaction
     from workspacectl.engine.db.postgres import PgConnection
 
     monkeypatch.setenv("WSCTL_BUSY_TIMEOUT_MS", "300")
@@ -144,7 +146,7 @@ def test_a_writer_waits_the_busy_timeout_setting_then_gets_locked(pg_workspace, 
     try:
         with transaction(holder):
             holder.execute("INSERT INTO settings (key, value) VALUES (?, ?)", ("busy.held", "1"))
-            with pytest.raises(sqlite3.OperationalError, match="locked"):
+            with pytest.raises(WorkspaceBusy, match="locked"):
                 with transaction(waiter):
                     waiter.execute("INSERT INTO settings (key, value) VALUES (?, ?)", ("busy.waiter", "1"))
             assert not waiter.in_transaction

@@ -4,10 +4,11 @@ as on SQLite. And the round trips it saves: BEGIN with the first statement, SAVE
 with each write, with every rule of the old spelling kept."""
 from __future__ import annotations
 
-import sqlite3
 import threading
 
 import pytest
+
+from workspacectl.engine.db import IntegrityError
 
 from tests.conftest import wait_until
 
@@ -82,7 +83,7 @@ def test_a_failed_first_write_rolls_back_alone(pg_workspace, appends_only):
     try:
         conn.execute("INSERT INTO settings (key, value) VALUES (?, ?)", ("first.dup", "0"))
         with transaction(conn, appends_only=appends_only):
-            with pytest.raises(sqlite3.IntegrityError):
+            with pytest.raises(IntegrityError):
                 conn.execute("INSERT INTO settings (key, value) VALUES (?, ?)", ("first.dup", "1"))
             cur = conn.execute("UPDATE settings SET value = ? WHERE key LIKE ?", ("2", "first.%"))
             assert cur.rowcount == 1
@@ -162,7 +163,7 @@ def test_an_appender_sends_its_inserts_with_commit_and_a_failed_one_fails_it_who
             conn.execute("INSERT INTO settings (key, value) VALUES (?, ?)", ("held.c", "1"))
             assert conn.execute("SELECT count(*) FROM settings WHERE key = 'held.c'").fetchone()[0] == 1
 
-        with pytest.raises(sqlite3.IntegrityError):     # a duplicate fails the transaction at COMMIT
+        with pytest.raises(IntegrityError):     # a duplicate fails the transaction at COMMIT
             with transaction(conn, appends_only=True):
                 conn.execute("SELECT 1").fetchone()
                 conn.execute("INSERT INTO settings (key, value) VALUES (?, ?)", ("held.d", "1"))

@@ -9,6 +9,7 @@ import pytest
 from tests.cli_helpers import one_error_line
 from tests.connect_helpers import credential_ids, parse_form, path_of
 from tests.vault_helpers import TWO_SECRET_TOML, install_service, make_credential, member_with_session
+from workspacectl.engine.db import INTEGRITY_ERRORS
 
 SECRETS = {"accountSid": "AC-CANARY-1", "authToken": "tok-CANARY-1"}
 
@@ -159,7 +160,7 @@ def test_migration_names_existing_credentials(workspace, home):
     ws = open_ws(workspace)
     rows = ws.conn().execute("SELECT id, name FROM credentials ORDER BY id").fetchall()
     assert [(r["id"], r["name"]) for r in rows] == list(zip(ids, ["twosecret", "twosecret-2", "twosecret-3"]))
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(INTEGRITY_ERRORS):
         ws.conn().execute("UPDATE credentials SET name = 'TWOSECRET' WHERE id = ?", (ids[1],))
     ws.conn().close()
 

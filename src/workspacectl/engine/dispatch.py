@@ -13,7 +13,7 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any, Callable
 
 from workspacectl.engine import registry
-from workspacectl.engine.db import (WouldBlock, is_busy, on_quick_thread, quick_calls, refusals_answered,
+from workspacectl.engine.db import (OPERATIONAL_ERRORS, WouldBlock, is_busy, on_quick_thread, quick_calls, refusals_answered,
                                     refused_write, storage_failure)
 from workspacectl.engine.registry import Caller, Ctx, PublicCtx, Response
 from workspacectl.engine.scopes import check_scope
@@ -142,7 +142,7 @@ class Engine:
                             progress=progress, received_at=received_at)
         try:
             result = handler(ctx)
-        except sqlite3.OperationalError as e:
+        except OPERATIONAL_ERRORS as e:
             if is_busy(e) and on_quick_thread():   # the quick connection does not wait: an engine thread will
                 raise WouldBlock("a busy workspace") from None
             # The write lock held past the busy timeout (409), a disk that refused the write (503).
@@ -177,7 +177,7 @@ class Engine:
             with quick_calls():
                 try:
                     return self.handle(method, path, query, body, secret, base_url, received_at=received_at)
-                except sqlite3.OperationalError as e:   # a read outside the handler (authentication)
+                except OPERATIONAL_ERRORS as e:   # a read outside the handler (authentication)
                     if not is_busy(e):
                         raise
                     raise WouldBlock("a busy workspace") from None

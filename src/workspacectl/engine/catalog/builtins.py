@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workspacectl.engine.db import savepoint, transaction
+from workspacectl.engine.db import IntegrityError, savepoint, transaction
 from workspacectl.engine.store import catalog as store
 from workspacectl.engine.store.identity import get_setting, set_setting
 from workspacectl.errors import ApiError
@@ -101,7 +101,7 @@ def ensure_builtin_catalog(conn: Conn, data_dir: Path | None = None) -> bool:
             try:
                 with savepoint(conn):
                     replace_service(conn, record, source="builtin")
-            except (ApiError, sqlite3.IntegrityError) as e:
+            except (ApiError, sqlite3.IntegrityError, IntegrityError) as e:
                 _log().warning("built-in service %s skipped: %s", record["service"], getattr(e, "message", e))
         for service in sorted(store.service_names(conn, source="builtin") - shipped):
             try:

@@ -39,7 +39,7 @@ from workspacectl.engine.catalog import embedding, search_vectors, spelling
 from workspacectl.engine.catalog.search_text import (ACTION_OF_TERM, EQUIVALENTS, LIST_TERMS, NOISE_TERMS,
                                                      STOP_WORDS, SYNONYMS, apply_idioms, clean, stem, terms,
                                                      words)
-from workspacectl.engine.db import transaction
+from workspacectl.engine.db import OPERATIONAL_ERRORS, transaction
 from workspacectl.engine.store import catalog_search as store
 
 if TYPE_CHECKING:
@@ -391,7 +391,7 @@ def _stamp_seen(conn: Conn) -> None:
     try:
         with transaction(conn):
             store.set_meta(conn, "analyzer_seen", _today())
-    except sqlite3.OperationalError:
+    except OPERATIONAL_ERRORS:
         pass
 
 

@@ -28,10 +28,31 @@ _write_locks: dict[str, WriteLock] = {}
 _write_locks_guard = threading.Lock()
 
 
-class WorkspaceBusy(sqlite3.OperationalError):
-    """The process's writer queue did not come free within the busy timeout. An
-    OperationalError saying "locked", like SQLite's own busy error, so every caller that turns
-    that into 409 conflict (engine/dispatch.py) treats both alike."""
+class StoreError(Exception):
+    """A failure the store reports in its own terms: every error of the PostgreSQL door, and the
+    writer queue's busy. SQLite's own errors stay sqlite3's; catch both with STORE_ERRORS,
+    INTEGRITY_ERRORS or OPERATIONAL_ERRORS (never sqlite3's classes alone)."""
+
+
+class IntegrityError(StoreError):
+    """A constraint refused a write (unique, foreign key, check, not null): sqlite3.IntegrityError's
+    counterpart on PostgreSQL."""
+
+
+class OperationalError(StoreError):
+    """The database could not do what was asked (a lock not had in time, a table that is not there,
+    a refused write): sqlite3.OperationalError's counterpart."""
+
+
+INTEGRITY_ERRORS: tuple[type[Exception], ...] = (sqlite3.IntegrityError, IntegrityError)
+OPERATIONAL_ERRORS: tuple[type[Exception], ...] = (sqlite3.OperationalError, OperationalError)
+STORE_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, StoreError)
+
+
+class WorkspaceBusy(OperationalError):
+    """The process's writer queue did not come free within the busy timeout (or, on PostgreSQL, a
+    lock wait passed it). It says "locked", like SQLite's own busy error, so every caller that
+    turns that into 409 conflict (engine/dispatch.py, is_busy) treats both alike."""
 
 
 class WouldBlock(Exception):
@@ -184,7 +205,7 @@ _STORAGE_ERRORS = frozenset({getattr(sqlite3, "SQLITE_FULL", 13), getattr(sqlite
                              getattr(sqlite3, "SQLITE_READONLY", 8)})
 
 
-class StorageRefused(sqlite3.OperationalError):
+class StorageRefused(OperationalError):
     """The PostgreSQL door's counterpart of a disk that refuses a write (engine/db/postgres.py):
     the database server lacks the resources (SQLSTATE class 53: disk full, out of memory, too
     many connections) or failed at the system level (class 58: an I/O error). storage_failure
@@ -199,7 +220,7 @@ class StoreLost(StorageRefused):
 
 def is_busy(e: BaseException) -> bool:
     """SQLite's (and the PostgreSQL door's) "the write lock is taken" error."""
-    return (isinstance(e, sqlite3.OperationalError) and not isinstance(e, StorageRefused)
+    return (isinstance(e, OPERATIONAL_ERRORS) and not isinstance(e, StorageRefused)
             and ("locked" in str(e) or "busy" in str(e)))
 
 
@@ -222,7 +243,7 @@ def refusals_answered(answer: Callable[[BaseException], ApiError | None] = refus
     `answer(e)` (refused_write; storage_failure to leave a busy error as it is)."""
     try:
         yield
-    except sqlite3.OperationalError as e:
+    except OPERATIONAL_ERRORS as e:
         if (refused := answer(e)) is None:
             raise
         raise refused from None

@@ -37,12 +37,12 @@ the store, see store/catalog_search.py):
   backend ~200 µs more than prepared. A prepared plan whose result changed under a migration is
   dropped (DEALLOCATE ALL) and the statement run again. Every other statement is bound
   client-side.
-- errors: psycopg's become the sqlite3 classes the engine catches (IntegrityError for unique,
-  foreign key, check and not-null violations; OperationalError "database is locked" for a lock
-  timeout, deadlock or serialization failure; "no such table" for an undefined table; the
-  StorageRefused OperationalError, answered 503 as SQLite's full disk, for SQLSTATE classes 53
-  and 58: disk full, out of memory, too many connections, an I/O error). A NUL in text
-  (PostgreSQL text cannot hold one) is 400 invalid_request. A connection the server refuses for
+- errors: psycopg's become the store's own (engine/db: IntegrityError for unique, foreign key,
+  check and not-null violations; WorkspaceBusy "database is locked" for a lock timeout, deadlock
+  or serialization failure; OperationalError "no such table" for an undefined table;
+  StorageRefused, answered 503 as SQLite's full disk, for SQLSTATE classes 53 and 58: disk full,
+  out of memory, too many connections, an I/O error). A NUL in text (PostgreSQL text cannot hold
+  one) is 400 invalid_request. A connection the server refuses for
   too many connections is 503 saying to retry later, any other failure to connect 503 naming it.
 - rows: index and name access, keys(), dict(row), like sqlite3.Row.
 """
@@ -51,7 +51,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-import sqlite3
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NoReturn
 
@@ -60,7 +59,8 @@ from psycopg import errors as pg_errors
 from psycopg.adapt import Loader
 from psycopg.pq import ExecStatus, TransactionStatus
 
-from workspacectl.engine.db import Prepared, StorageRefused, StoreLost, WorkspaceBusy, busy_timeout_ms, db_timeout_ms
+from workspacectl.engine.db import (IntegrityError, OperationalError, Prepared, StorageRefused, StoreLost,
+                                    WorkspaceBusy, busy_timeout_ms, db_timeout_ms)
 from workspacectl.engine.db.conn import Params
 from workspacectl.engine.db.pg_session import NoAnswer, Session, connect_kwargs, liveness_of
 from workspacectl.errors import ApiError
@@ -212,23 +212,24 @@ class _NumericLoader(Loader):
 
 
 def engine_error(e: Exception) -> Exception:
-    """The sqlite3 exception the engine already catches for what PostgreSQL reported."""
+    """The store's error (engine/db: IntegrityError, OperationalError, WorkspaceBusy,
+    StorageRefused, StoreLost) for what PostgreSQL reported; any other psycopg error as it is."""
     msg = (getattr(getattr(e, "diag", None), "message_primary", None) or str(e)).splitlines()[0]
     if isinstance(e, NoAnswer):
         return StoreLost(msg)
     if isinstance(e, pg_errors.UniqueViolation):
-        return sqlite3.IntegrityError(f"UNIQUE constraint failed: {msg}")
+        return IntegrityError(f"UNIQUE constraint failed: {msg}")
     if isinstance(e, pg_errors.ForeignKeyViolation):
-        return sqlite3.IntegrityError(f"FOREIGN KEY constraint failed: {msg}")
+        return IntegrityError(f"FOREIGN KEY constraint failed: {msg}")
     if isinstance(e, pg_errors.CheckViolation):
-        return sqlite3.IntegrityError(f"CHECK constraint failed: {msg}")
+        return IntegrityError(f"CHECK constraint failed: {msg}")
     if isinstance(e, pg_errors.NotNullViolation):
-        return sqlite3.IntegrityError(f"NOT NULL constraint failed: {msg}")
+        return IntegrityError(f"NOT NULL constraint failed: {msg}")
     if isinstance(e, (pg_errors.LockNotAvailable, pg_errors.DeadlockDetected, pg_errors.SerializationFailure,
                       pg_errors.QueryCanceled)):
         return WorkspaceBusy(f"database is locked: {msg}")
     if isinstance(e, pg_errors.UndefinedTable):
-        return sqlite3.OperationalError(f"no such table: {msg}")
+        return OperationalError(f"no such table: {msg}")
     sqlstate = getattr(e, "sqlstate", None) or ""
     if sqlstate[:2] == "08" or sqlstate in _ENDED_SESSION or (isinstance(e, psycopg.OperationalError)
                                                              and not sqlstate):
@@ -263,7 +264,7 @@ def _is_nul(e: Exception) -> bool:
 
 def _raise_mapped(e: Exception) -> NoReturn:
     """A statement's failure as the engine expects it: a NUL in text is 400, a psycopg error its
-    sqlite3 counterpart (engine_error), anything else as it was."""
+    store counterpart (engine_error), anything else as it was."""
     if isinstance(e, ValueError):    # psycopg refuses a NUL in text before sending it
         if "NUL" in str(e):
             raise _nul_error() from None

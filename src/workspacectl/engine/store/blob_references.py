@@ -7,8 +7,8 @@ or (kind "text") a JSON text that contains digests anywhere in it.
 from __future__ import annotations
 
 import re
-import sqlite3
 
+from workspacectl.engine.db import OPERATIONAL_ERRORS
 from workspacectl.engine.db.conn import Conn
 
 # (table, column, kind)
@@ -23,7 +23,7 @@ REFERENCES = [
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
-def _missing_table(e: sqlite3.OperationalError) -> bool:
+def _missing_table(e: Exception) -> bool:
     return "no such table" in str(e)    # a table of a later migration not applied yet
 
 
@@ -33,7 +33,7 @@ def is_referenced(conn: Conn, sha: str) -> bool:
         try:
             if conn.execute(f"SELECT 1 FROM {table} WHERE {test} LIMIT 1", {"sha": sha}).fetchone():
                 return True
-        except sqlite3.OperationalError as e:
+        except OPERATIONAL_ERRORS as e:
             if not _missing_table(e):
                 raise
     return False
@@ -48,7 +48,7 @@ def referenced_digests(conn: Conn) -> set[str]:
             rows = conn.execute(f"SELECT {column} FROM {table} WHERE {column} IS NOT NULL")
             for (value,) in rows:
                 found.update(_DIGEST.findall(value) if kind == "text" else (value,))
-        except sqlite3.OperationalError as e:
+        except OPERATIONAL_ERRORS as e:
             if not _missing_table(e):
                 raise
     return found

@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Iterable
 
 from workspacectl import clock
-from workspacectl.engine.db import Prepared
+from workspacectl.engine.db import INTEGRITY_ERRORS, Prepared
 from workspacectl.engine.db.conn import Conn, Row
 from workspacectl.engine.ids import new_id
 from workspacectl.engine.store import fetch_named, name_clause
@@ -36,7 +35,7 @@ def insert_member(conn: Conn, name: str, email: str, role: str) -> Row | None:
     try:
         conn.execute("INSERT INTO members (id, name, email, role, created_at) VALUES (?, ?, ?, ?, ?)",
                      (mid, name, email, role, clock.now_iso()))
-    except sqlite3.IntegrityError:
+    except INTEGRITY_ERRORS:
         return None
     return get_member(conn, mid)
 

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 
 from workspacectl import clock
+from workspacectl.engine.db import INTEGRITY_ERRORS
 from workspacectl.engine.db.conn import Conn, Row
 from workspacectl.engine.ids import new_id
 from workspacectl.engine.store.projects import ROLE_SQL
@@ -24,7 +24,7 @@ def insert_skill(conn: Conn, name: str, description: str, me: str) -> str | None
     try:
         conn.execute("INSERT INTO skills (id, name, description, created_by, created_at, updated_at)"
                      " VALUES (?, ?, ?, ?, ?, ?)", (sid, name, description, me, now, now))
-    except sqlite3.IntegrityError:
+    except INTEGRITY_ERRORS:
         return None
     return sid
 
@@ -56,7 +56,7 @@ def update_skill(conn: Conn, sid: str, values: dict) -> bool:
     sets = ", ".join(f"{col} = ?" for col in values)
     try:
         conn.execute(f"UPDATE skills SET {sets} WHERE id = ?", (*values.values(), sid))
-    except sqlite3.IntegrityError:
+    except INTEGRITY_ERRORS:
         return False
     return True
 

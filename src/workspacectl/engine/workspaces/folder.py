@@ -97,14 +97,14 @@ class Workspace:
         wsctl is newer than the last one that opened the workspace). Another process holding the
         write lock past the busy timeout is 409 "retry" (exit 6), as for any write, and a disk
         that refuses the write is 503: never a bare database error."""
-        from workspacectl.engine.db import refused_write
+        from workspacectl.engine.db import OPERATIONAL_ERRORS, refused_write
         from workspacectl.engine.migrations import apply_migrations
 
         self.blobs.mkdir(parents=True, exist_ok=True)
         try:
             apply_migrations(self.conn())
             self._load_builtins()
-        except sqlite3.OperationalError as e:
+        except OPERATIONAL_ERRORS as e:
             refused = refused_write(e, "The workspace is busy (another process holds its write lock) while "
                                        "this wsctl brings it up to date; retry in a moment.")
             if refused is None:
