@@ -16,7 +16,8 @@ How a revocation reaches every replica before it is answered:
 - A lookup that read the database while the cache was emptied does not put its (possibly older)
   row back: `put` takes the cache's generation from before the read.
 
-Negative answers (unknown secrets) are never cached. SQLite has no cache: one process reads the
+A cache no lookup asked for IDLE_SECONDS stops its listener (a quiet server, a workspace closed
+or dropped); the next lookup starts another. Negative answers (unknown secrets) are never cached. SQLite has no cache: one process reads the
 file, a lookup is a few microseconds.
 """
 from __future__ import annotations
@@ -34,6 +35,7 @@ BEAT_SECONDS = 0.5     # the listener confirms at least this often
 FRESH_SECONDS = 2.0    # a cache whose listener has not confirmed for this long is not used
 MAX_ROWS = 10_000      # past this many secrets the cache starts again empty
 RETRY_SECONDS = 1.0    # a listener whose session failed connects again after this
+IDLE_SECONDS = 60.0    # a cache nobody asked for this long stops its listener (the next lookup starts one)
 
 log = logging.getLogger("wsctl.server")
 
@@ -49,6 +51,7 @@ class AuthCache:
         self._rows: dict[str, Any] = {}
         self._generation = 0
         self._confirmed = float("-inf")   # monotonic start of the listener's last confirmation
+        self._used = time.monotonic()     # the last lookup
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._listen, name="wsctl-auth-listener", daemon=True)
@@ -59,6 +62,7 @@ class AuthCache:
 
     def get(self, key: str) -> Any | None:
         """The cached row, or None (not cached, or the cache is not usable now)."""
+        self._used = time.monotonic()
         if not self.usable():
             return None
         return self._rows.get(key)
@@ -85,8 +89,17 @@ class AuthCache:
     def close(self) -> None:
         self._stop.set()
 
+    @property
+    def alive(self) -> bool:
+        return not self._stop.is_set()
+
+    def _idle(self) -> bool:
+        if time.monotonic() - self._used > IDLE_SECONDS:
+            self._stop.set()     # unused (a server with no traffic, a workspace closed or dropped)
+        return self._stop.is_set()
+
     def _listen(self) -> None:
-        while not self._stop.is_set():
+        while not self._idle():
             try:
                 self._serve()
             except Exception as e:   # the session failed: no cache until a new one confirms
@@ -94,6 +107,8 @@ class AuthCache:
                 self._empty()
                 log.debug("auth cache listener: %s", e)
             self._stop.wait(RETRY_SECONDS)
+        self._confirmed = float("-inf")
+        self._empty()
 
     def _serve(self) -> None:
         import psycopg
@@ -111,7 +126,7 @@ class AuthCache:
             conn.execute("INSERT INTO auth_listeners (id, seen, beat) VALUES (%s, -1, clock_timestamp())", (me,))
             seen = None
             try:
-                while not self._stop.is_set():
+                while not self._idle():
                     began = time.monotonic()
                     row = conn.execute("SELECT n FROM auth_epoch").fetchone()
                     epoch = row[0] if row else 0
@@ -132,10 +147,10 @@ def cache_for(url: str) -> AuthCache:
     """This process's cache of the workspace at url (its listener started at the first call)."""
     key = (os.getpid(), url)
     cache = _caches.get(key)
-    if cache is None:
+    if cache is None or not cache.alive:
         with _caches_guard:
             cache = _caches.get(key)
-            if cache is None:
+            if cache is None or not cache.alive:
                 cache = _caches[key] = AuthCache(url)
     return cache
 
