@@ -162,3 +162,18 @@ def test_the_function_holds_the_writer_lock_as_appenders_do():
     from workspacectl.engine.migrations.m029_token_issue import POSTGRES_SQL
 
     assert f"pg_advisory_xact_lock_shared({LOCK_CLASS}, {WRITER_LOCK})" in POSTGRES_SQL
+
+
+def test_a_nul_in_a_value_is_refused_whole_on_the_prepared_path(pg):
+    """The call run by name on libpq would read a text value only to its first NUL: such a value
+    takes the cursor's path, which refuses it (400), and nothing is written."""
+    from workspacectl.errors import ApiError
+
+    conn = pg.conn()
+    owner = _owner(conn)
+    cred = make_credential(pg.url, owner, "keysvc", {"apiKey": "k"})
+    assert _issue(conn, cred["id"], owner)["outcome"] == "issued"     # prepared now
+    with pytest.raises(ApiError) as refused:
+        _issue(conn, cred["id"], owner + "\x00tail")
+    assert refused.value.code == "invalid_request" and "NUL" in refused.value.message
+    assert len(_rows(conn, cred["id"])) == 1

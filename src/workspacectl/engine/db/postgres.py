@@ -323,6 +323,34 @@ class Cursor:
         self._cur.close()
 
 
+class Rows:
+    """What a prepared statement run straight on libpq answers (PgConnection._execute_prepared):
+    its rows, already loaded."""
+
+    lastrowid = None
+    description = None
+
+    def __init__(self, rows: list, rowcount: int):
+        self._rows, self.rowcount = rows, rowcount
+
+    def fetchone(self) -> Any:
+        return self._rows.pop(0) if self._rows else None
+
+    def fetchall(self) -> list:
+        rows, self._rows = self._rows, []
+        return rows
+
+    def fetchmany(self, size: int = 1) -> list:
+        rows, self._rows = self._rows[:size], self._rows[size:]
+        return rows
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fetchall())
+
+    def close(self) -> None:
+        self._rows = []
+
+
 class HeldCursor:
     """What an appending transaction's INSERT answers: one row, sent with the COMMIT."""
 
@@ -468,7 +496,7 @@ class PgConnection:
         body = re.sub(r"INSERT\s+OR\s+REPLACE\s+INTO", "INSERT INTO", sql, count=1, flags=re.I)
         return f"{body.rstrip().rstrip(';')} ON CONFLICT ({', '.join(key)}) {action}"
 
-    def execute(self, sql: str, params: Params = None, /) -> "Cursor | HeldCursor":
+    def execute(self, sql: str, params: Params = None, /) -> "Cursor | HeldCursor | Rows":
         if not self._pending_prepared and not self._after_commit:
             return self._execute(sql, params)
         head = sql.lstrip()[:11].upper()
@@ -513,7 +541,7 @@ class PgConnection:
 
         self.after_commit(lambda: wait_until_seen(self))
 
-    def _execute(self, sql: str, params: Params = None) -> "Cursor | HeldCursor":
+    def _execute(self, sql: str, params: Params = None) -> "Cursor | HeldCursor | Rows":
         sql = self._upsert(sql)
         head = sql.lstrip()[:16].upper()
         if self._session.closed and head.startswith("ROLLBACK"):
@@ -545,7 +573,7 @@ class PgConnection:
             self.auth_changed()
         return cur
 
-    def _prepared(self, sql: str, params: Any) -> Cursor:
+    def _prepared(self, sql: str, params: Any) -> "Cursor | Rows":
         """A Prepared read: `EXECUTE name(values)` of a statement the session PREPAREd by SQL (in
         the same message the first time), so the server neither parses nor plans it again; as a
         writer's first statement it goes with the BEGIN and lock in that one simple-protocol
@@ -555,6 +583,10 @@ class PgConnection:
         a transaction, or as a writer's first statement."""
         text, names = positional(sql)
         values = tuple(params[n] for n in names) if isinstance(params, dict) else tuple(params)
+        if not self._begin and (name := self._sql_prepared.get(sql)) is not None and not self.in_transaction:
+            rows = self._execute_prepared(sql, name, values)
+            if rows is not None:
+                return rows
         call = f"EXECUTE {{}}({', '.join(['%s'] * len(values))})"
         for attempt in (1, 2):
             begin, self._begin = self._begin, ()
@@ -591,6 +623,42 @@ class PgConnection:
                 self._pending_prepared[sql] = name
             return Cursor(self, cur)
         raise AssertionError("unreachable")
+
+    def _execute_prepared(self, sql: str, name: str, values: tuple) -> "Rows | None":
+        """A statement this session has PREPAREd, outside a transaction: Bind and Execute by its
+        name straight on libpq (text values, their types the PREPARE's), so neither psycopg's
+        cursor nor client-side quoting nor an EXECUTE statement to parse runs per call (the hot
+        path: a token issue's one call, authentication's read). None when a value is not text
+        (or None) or holds a NUL, or when the name is gone or its plan stale (forgotten here): the caller's
+        EXECUTE path then prepares again."""
+        if not all(v is None or (type(v) is str and "\x00" not in v) for v in values):
+            return None    # libpq reads a text value to its first NUL: the cursor's path refuses it (400)
+        from psycopg import generators
+        from psycopg.adapt import Transformer
+
+        session = self._session
+        try:
+            with session.lock:
+                session.pgconn.send_query_prepared(name.encode(), [None if v is None else v.encode()
+                                                                  for v in values])
+                results = session.wait(generators.execute(session.pgconn))
+            result = results[-1]
+            if result.status == ExecStatus.FATAL_ERROR:
+                raise pg_errors.error_from_result(result, encoding=session.info.encoding)
+        except (pg_errors.FeatureNotSupported, pg_errors.InvalidSqlStatementName) as e:
+            self._sql_prepared.pop(sql, None)
+            if isinstance(e, pg_errors.FeatureNotSupported):   # "cached plan must not change result type"
+                self._session.execute("DEALLOCATE ALL")
+                self._sql_prepared.clear()
+            return None
+        except (psycopg.Error, ValueError) as e:
+            _raise_mapped(e)
+        if result.status != ExecStatus.TUPLES_OK:
+            return Rows([], result.command_tuples or 0)
+        index = {(result.fname(i) or b"").decode(): i for i in range(result.nfields)}
+        loader = Transformer(session)
+        loader.set_pgresult(result)
+        return Rows(loader.load_rows(0, result.ntuples, lambda values: Row(tuple(values), index)), result.ntuples)
 
     def _hold(self, sql: str, params: Any) -> "HeldCursor":
         """An appending transaction's INSERT, bound now and sent with the COMMIT."""
