@@ -416,6 +416,7 @@ class PgConnection:
         self._pending_prepared: dict[str, str] = {}   # PREPAREd in the open transaction (a rollback undoes them)
         self._prepare_count = 0
         self._after_commit: list = []   # run once the open transaction commits (after_commit)
+        self._columns: dict[str, dict[str, int]] = {}   # a prepared name -> its result's column index
         self.url = url
 
     def __repr__(self) -> str:
@@ -655,7 +656,9 @@ class PgConnection:
             _raise_mapped(e)
         if result.status != ExecStatus.TUPLES_OK:
             return Rows([], result.command_tuples or 0)
-        index = {(result.fname(i) or b"").decode(): i for i in range(result.nfields)}
+        index = self._columns.get(name)
+        if index is None:     # one statement's columns: read once per name (a new PREPARE has a new name)
+            index = self._columns[name] = {(result.fname(i) or b"").decode(): i for i in range(result.nfields)}
         loader = Transformer(session)
         loader.set_pgresult(result)
         return Rows(loader.load_rows(0, result.ntuples, lambda values: Row(tuple(values), index)), result.ntuples)
