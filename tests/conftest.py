@@ -587,9 +587,13 @@ class PgDatabases:
     Dropping is deferred and batched: PostgreSQL's DROP DATABASE waits for a forced checkpoint
     (2-11 s each on a loaded machine, paid in every PostgreSQL test's teardown), and checkpoints
     asked for at once are one checkpoint. So drop() only notes the name; every DROP_BATCH names are
-    dropped together, in parallel, by a background thread, and the rest at the session end."""
+    dropped together, DROP_PARALLEL at a time, by a background thread, and the rest at the session
+    end. DROP_PARALLEL bounds the connections a dropper holds while other tests run (the suite must
+    fit a server's default max_connections of 100 with its replicas and listeners: 16 at a time per
+    xdist worker once took 32 of them and refused a replica's connection)."""
 
     DROP_BATCH = 16
+    DROP_PARALLEL = 4
 
     def __init__(self, admin_url: str, root: Path):
         import base64
@@ -653,7 +657,7 @@ class PgDatabases:
             with self.lock:
                 self.made.discard(name)
 
-        with ThreadPoolExecutor(max(1, min(len(names), self.DROP_BATCH))) as pool:
+        with ThreadPoolExecutor(max(1, min(len(names), self.DROP_PARALLEL))) as pool:
             list(pool.map(one, names))
 
     def close(self) -> None:
@@ -668,7 +672,8 @@ class PgDatabases:
                         self.admin_url, *names], check=True, timeout=60, start_new_session=True)
 
 
-# PgDatabases.close's dropper: the copies in parallel (their checkpoints coalesce), then the template.
+# PgDatabases.close's dropper: the copies four at a time (their checkpoints coalesce; another xdist
+# worker may still be running tests beside it: PgDatabases.DROP_PARALLEL), then the template.
 DROP_LATER = """
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -682,7 +687,7 @@ def drop(name):
         pass
 
 *copies, template = sys.argv[2:]
-with ThreadPoolExecutor(16) as pool:
+with ThreadPoolExecutor(4) as pool:
     list(pool.map(drop, copies))
 drop(template)
 """

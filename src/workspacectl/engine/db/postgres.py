@@ -382,6 +382,7 @@ class PgConnection:
     row_factory = None  # accepted and ignored (rows are always Row)
 
     def __init__(self, url: str):
+        self.url = url   # first: repr() of a connection that failed to open still names its workspace
         self._begin: tuple[str, ...] = ()   # a writer's BEGIN, sent with its first statement
         self._appending = False             # in an appends_only transaction: INSERTs wait for COMMIT
         self._held: list[str] = []          # those INSERTs, bound, in order
@@ -417,7 +418,6 @@ class PgConnection:
         self._prepare_count = 0
         self._after_commit: list = []   # run once the open transaction commits (after_commit)
         self._columns: dict[str, dict[str, int]] = {}   # a prepared name -> its result's column index
-        self.url = url
 
     def __repr__(self) -> str:
         return f"PgConnection({redacted(self.url)!r})"
