@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
-from tests.conftest import WSCTL, _owner_and_token, base_env, start_server  # noqa: E402,F401
+from tests.conftest import WSCTL, _owner_and_token, base_env, start_server  # noqa: E402
 
 MiB = 1 << 20
 
@@ -56,7 +56,7 @@ class Scratch:
         self._servers.append(server)
         return server
 
-    def __enter__(self) -> "Scratch":
+    def __enter__(self) -> Scratch:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 def main() -> None:
     src = Path(sys.argv[1] if len(sys.argv) > 1 else "/work/shared/data/openapi")
-    from workspacectl.engine.catalog.importer import parse_document
     from workspacectl.engine.catalog import builtins, services
+    from workspacectl.engine.catalog.importer import parse_document
     from workspacectl.engine.workspaces.folder import Workspace
 
     docs = sorted(p for p in src.iterdir() if p.suffix in (".json", ".yaml", ".yml"))

@@ -23,7 +23,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
 from tests.search_labels import make_corpus_workspace  # noqa: E402
-
 from workspacectl.engine.catalog import embedding  # noqa: E402
 from workspacectl.engine.catalog.search_text import clean, words  # noqa: E402
 

@@ -41,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import WSCTL, base_env, int_options, local_env, make_workspace, median  # noqa: E402
+from bench._harness import WSCTL, base_env, int_options, local_env, make_workspace, median
 
 COMMANDS = [("wsctl --help", ["--help"], False),
             ("local vault list --json", ["vault", "list", "--json"], True),

@@ -22,9 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import (WSCTL, Scratch, int_options, local_env, make_workspace, median,  # noqa: E402
-                            pct, remote_env, run_cli)
-from bench.cli_startup import COMPILE  # noqa: E402
+from bench._harness import WSCTL, Scratch, int_options, local_env, make_workspace, median, pct, remote_env, run_cli
+from bench.cli_startup import COMPILE
 
 
 def main() -> None:

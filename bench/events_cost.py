@@ -21,7 +21,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import int_options, keyed_home, make_workspace  # noqa: E402
+from _harness import int_options, keyed_home, make_workspace
+
+
+def _timed_ms(call, *args) -> float:
+    """How long one call took, in ms."""
+    t = time.perf_counter()
+    call(*args)
+    return (time.perf_counter() - t) * 1000
 
 
 def timed(fn, n: int) -> tuple[float, float]:
@@ -74,14 +81,14 @@ def main() -> None:
                              data={"email": f"m{i}@example.com", "role": "member"})
 
         print(f"1. a write's transaction, {opts.n} each (µs, median / p95)")
-        print("   without an event            %8.0f / %8.0f" % timed(plain, opts.n))
-        print("   with an event, 0 webhooks   %8.0f / %8.0f" % timed(with_event, opts.n))
+        print("   without an event            {:8.0f} / {:8.0f}".format(*timed(plain, opts.n)))
+        print("   with an event, 0 webhooks   {:8.0f} / {:8.0f}".format(*timed(with_event, opts.n)))
         server = ThreadingHTTPServer(("127.0.0.1", 0), Sink)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         url = f"http://127.0.0.1:{server.server_address[1]}/hook"
         hooks = [engine.call(caller, "POST", "/v1/webhooks", body={"url": url, "events": ["member.*"]}).body["id"]
                  for _ in range(5)]
-        print("   with an event, 5 webhooks   %8.0f / %8.0f" % timed(with_event, opts.n))
+        print("   with an event, 5 webhooks   {:8.0f} / {:8.0f}".format(*timed(with_event, opts.n)))
         for h in hooks:
             engine.call(caller, "DELETE", f"/v1/webhooks/{h}")
 
@@ -96,8 +103,7 @@ def main() -> None:
                              ("one type, newest first", {"order": "desc", "type": "key.created"})):
             assert len(engine.call(caller, "GET", "/v1/events", {**query, "limit": "100"}).body["events"]) == 100
             ms = statistics.median(
-                (lambda t: (engine.call(caller, "GET", "/v1/events", {**query, "limit": "100"}),
-                            (time.perf_counter() - t) * 1000)[1])(time.perf_counter()) for _ in range(50))
+                _timed_ms(engine.call, caller, "GET", "/v1/events", {**query, "limit": "100"}) for _ in range(50))
             print(f"   {label:<24} {ms:7.2f}")
         assert total["events"]
 

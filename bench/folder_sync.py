@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import MiB, Scratch, int_options, local_env, make_workspace, mib, remote_env, run_cli  # noqa: E402
+from bench._harness import MiB, Scratch, int_options, local_env, make_workspace, mib, remote_env, run_cli
 
 
 def make_folder(folder: Path, total_mib: int, files: int, small: int) -> int:

@@ -16,11 +16,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import httpx  # noqa: E402
+import httpx
 
-from bench._harness import MiB, Scratch, make_workspace, reset_hwm, vm_hwm, vm_rss  # noqa: E402
-from tests import hostile_docs as h  # noqa: E402
-from workspacectl.engine.catalog import limits  # noqa: E402
+from bench._harness import MiB, Scratch, make_workspace, reset_hwm, vm_hwm, vm_rss
+from tests import hostile_docs as h
+from workspacectl.engine.catalog import limits
 
 
 def cases() -> list[tuple[str, str, str]]:

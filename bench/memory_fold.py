@@ -21,8 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import (base_env, int_options, local_env, make_workspace, median, pct,  # noqa: E402
-                            remote_env, run_cli, Scratch)
+from bench._harness import Scratch, base_env, int_options, local_env, make_workspace, median, pct, remote_env, run_cli
 
 ORG = "/v1/memory/organization"
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import Scratch, base_env, make_workspace, pct, start_server  # noqa: E402
+from bench._harness import Scratch, base_env, make_workspace, pct, start_server
 
 ORG = "/v1/memory/organization"
 

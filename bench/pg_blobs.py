@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import MiB, Scratch, mib, reset_hwm, vm_hwm, vm_rss  # noqa: E402
-from tests.conftest import WSCTL, base_env  # noqa: E402
+from bench._harness import MiB, Scratch, mib, reset_hwm, vm_hwm, vm_rss
+from tests.conftest import WSCTL, base_env
 
 KEY = "YmVuY2gta2V5LWJlbmNoLWtleS1iZW5jaC1rZXktMTI="
 

@@ -24,8 +24,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import (MiB, int_options, local_env, make_workspace, median, mib, remote_env,  # noqa: E402
-                            reset_hwm, run_cli, Scratch, vm_hwm, vm_rss)
+from bench._harness import (
+    MiB,
+    Scratch,
+    int_options,
+    local_env,
+    make_workspace,
+    median,
+    mib,
+    remote_env,
+    reset_hwm,
+    run_cli,
+    vm_hwm,
+    vm_rss,
+)
 
 
 def make_small(folder: Path, n: int, binary_mib: int) -> int:

@@ -26,8 +26,8 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import MiB, Scratch, make_workspace, mib, reset_hwm, vm_hwm, vm_rss  # noqa: E402
-from workspacectl.formats.tar_stream import write_bundle  # noqa: E402
+from bench._harness import MiB, Scratch, make_workspace, mib, reset_hwm, vm_hwm, vm_rss
+from workspacectl.formats.tar_stream import write_bundle
 
 
 class Zeros(io.RawIOBase):
@@ -145,7 +145,7 @@ def main() -> None:
             run(label, archive, client, pid, name, rows)
         print(f"\n{'bundle':<12} {'step':<16} {'answer':<22} {'wall s':>7} {'server peak':>12}")
         for label, what, answer, wall, peak in rows:
-            print(f"{label:<12} {what:<16} {str(answer):<22} {wall:>7.2f} {mib(peak):>12}")
+            print(f"{label:<12} {what:<16} {answer!s:<22} {wall:>7.2f} {mib(peak):>12}")
         worst = max(r[4] for r in rows)
         print(f"\nworst server peak: {mib(worst)} ({'under' if worst < 150e6 else 'OVER'} the 150 MB target)")
         client.close()

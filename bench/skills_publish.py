@@ -22,8 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import (int_options, local_env, make_workspace, median, pct, remote_env, run_cli,  # noqa: E402
-                            Scratch)
+from bench._harness import Scratch, int_options, local_env, make_workspace, median, pct, remote_env, run_cli
 
 
 def make_skill(folder: Path, name: str, n_files: int) -> None:
@@ -78,7 +77,7 @@ def put_rows(url: str, token: str, threads: int, puts: int) -> None:
         r = client.post("/v1/skills", json={"name": f"inline-{i}", "description": "Inline bench. Use when testing."})
         assert r.status_code == 201, r.text
         ids.append(r.json()["id"])
-        body = "---\nname: inline-{}\ndescription: Inline bench. Use when testing.\n---\n# x\n".format(i)
+        body = f"---\nname: inline-{i}\ndescription: Inline bench. Use when testing.\n---\n# x\n"
         assert client.put(f"/v1/skills/{ids[-1]}/files", json={"path": "SKILL.md", "content": body}).status_code == 200
         for k in range(9):   # a 10-file skill, so each write re-publishes a real bundle
             client.put(f"/v1/skills/{ids[-1]}/files",

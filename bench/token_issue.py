@@ -65,9 +65,9 @@ def main() -> None:
                     "--owner-name", "Bench Owner", "--owner-email", "bench@example.com"], env=env, check=True,
                    capture_output=True)
     ws_path = tmp / "ws"
-    from workspacectl.engine.identity.auth import new_session
     from workspacectl.engine.db import transaction
     from workspacectl.engine.dispatch import Engine
+    from workspacectl.engine.identity.auth import new_session
     from workspacectl.engine.store import identity
     from workspacectl.engine.workspaces.folder import Workspace
 

@@ -139,15 +139,14 @@ class Token:
 
 class AuthlibServer:
     def __init__(self):
-        from flask import Flask, jsonify, request
-        from werkzeug.serving import make_server
-
         from authlib.integrations.flask_oauth2 import AuthorizationServer, ResourceProtector, current_token
         from authlib.oauth2 import OAuth2Error
         from authlib.oauth2.rfc6749 import grants
         from authlib.oauth2.rfc6750 import BearerTokenGenerator, BearerTokenValidator
         from authlib.oauth2.rfc7009 import RevocationEndpoint
         from authlib.oauth2.rfc7636 import CodeChallenge
+        from flask import Flask, jsonify, request
+        from werkzeug.serving import make_server
 
         self.lock = threading.Lock()
         self.user = User()

@@ -49,7 +49,7 @@ class CaptureServer:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def __enter__(self) -> "CaptureServer":
+    def __enter__(self) -> CaptureServer:
         self.thread.start()
         return self
 

@@ -354,7 +354,7 @@ class Backend:
 
     # -- people and secrets
     def add_member(self, email: str, name: str | None = None, role: str = "member") -> dict:
-        return self.ok("POST", "/v1/members", {"email": email, "name": name or email.split("@")[0].title(),
+        return self.ok("POST", "/v1/members", {"email": email, "name": name or email.split("@", maxsplit=1)[0].title(),
                                                "role": role})
 
     def session(self, member_id: str | None = None) -> str:
@@ -388,8 +388,8 @@ class Backend:
 
 def _owner_and_token(ws_path: Path) -> tuple[dict, str]:
     """The owner record and a real session for it, made through a login code in-process."""
-    from workspacectl.engine.identity.auth import new_session
     from workspacectl.engine.db import transaction
+    from workspacectl.engine.identity.auth import new_session
     from workspacectl.engine.identity.render import member_json
     from workspacectl.engine.store import identity
     from workspacectl.engine.workspaces import open_workspace
@@ -666,7 +666,7 @@ class PgDatabases:
         loaded machine). It drops each IF EXISTS (a batch still being dropped here may be among
         them) and ends."""
         with self.lock:
-            names = sorted(self.made - {self.template}) + [self.template]
+            names = [*sorted(self.made - {self.template}), self.template]
         # sh starts it in the background and ends: it is nobody's child to wait for
         subprocess.run(["sh", "-c", '"$@" </dev/null >/dev/null 2>&1 &', "sh", sys.executable, "-c", DROP_LATER,
                         self.admin_url, *names], check=True, timeout=60, start_new_session=True)

@@ -32,7 +32,7 @@ def schema_errors(value, schema: dict, doc: dict, where: str = "$") -> list[str]
     if types is not None:
         types = [types] if isinstance(types, str) else types
         if not any(_TYPES[t](value) for t in types):
-            return errs + [f"{where}: {value!r:.80} is not {'/'.join(types)}"]
+            return [*errs, f"{where}: {value!r:.80} is not {'/'.join(types)}"]
     if "enum" in schema and value not in schema["enum"]:
         errs.append(f"{where}: {value!r:.80} not one of {schema['enum']}")
     if "const" in schema and value != schema["const"]:

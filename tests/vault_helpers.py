@@ -55,8 +55,8 @@ def install_service(workspace: Path, toml_text: str) -> str:
     """Import a service definition into the workspace (what `wsctl catalog import` does)."""
     from workspacectl.engine import crypto
     from workspacectl.engine.catalog.importer import parse_toml
-    from workspacectl.engine.db import transaction
     from workspacectl.engine.catalog.services import oauth_aad, replace_service
+    from workspacectl.engine.db import transaction
 
     record = parse_toml(toml_text, "test service")
     ws = open_ws(workspace)
@@ -76,8 +76,8 @@ def make_credential(workspace: Path, owner_id: str, service: str, secrets: dict,
     With expires_in, its token is one of `lifetime` seconds (default an hour) obtained
     `lifetime - expires_in` seconds ago (its refreshed_at), so a token 5 s from its end is an old
     one-hour token inside its 60 s refresh margin; lifetime=None: obtained now."""
-    from workspacectl.engine.vault.credentials import create_credential, precise_iso
     from workspacectl.engine.db import transaction
+    from workspacectl.engine.vault.credentials import create_credential, precise_iso
 
     ws = open_ws(workspace)
     conn = ws.conn()

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 
 def offset_seconds() -> float:
@@ -14,11 +14,11 @@ def offset_seconds() -> float:
 
 
 def now() -> datetime:
-    return datetime.now(timezone.utc) + timedelta(seconds=offset_seconds())
+    return datetime.now(UTC) + timedelta(seconds=offset_seconds())
 
 
 def iso(dt: datetime) -> str:
-    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def now_iso() -> str:
@@ -29,7 +29,7 @@ def now_iso() -> str:
 def parse_iso(text: str) -> datetime:
     """Parse an ISO 8601 timestamp; a naive one is taken as UTC."""
     dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
 def later(seconds: float) -> str:

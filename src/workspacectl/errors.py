@@ -96,7 +96,7 @@ class ApiError(Exception):
         return {"error": err}
 
     @classmethod
-    def from_body(cls, status: int, body: Any) -> "ApiError":
+    def from_body(cls, status: int, body: Any) -> ApiError:
         """Rebuild the error a server answered (remote backend)."""
         err = body.get("error") if isinstance(body, dict) else None
         if isinstance(err, dict) and isinstance(err.get("code"), str):

@@ -3,9 +3,8 @@ workspace, `auth login --member`, the order of environment overrides (CONTRACT Â
 `wsctl serve` side by side with local commands on one folder."""
 from __future__ import annotations
 
-import re
-
 import getpass
+import re
 import sqlite3
 import sys
 

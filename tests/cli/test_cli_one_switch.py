@@ -83,7 +83,7 @@ def test_pin_takes_a_skill_or_workflow_name_and_lists_the_candidates_of_an_ambig
     hidden = [make_workflow(backend, name="Triage")["id"] for _ in range(2)]
     r = backend.wsctl("specialist", "pin", "Triage", "--into", pid, expect=7)
     assert all(h in r.err for h in hidden)
-    member, key = member_key(backend, "mo@example.com")
+    _member, key = member_key(backend, "mo@example.com")
     mine = make_project(backend, "Mo's", secret=key)
     own = make_workflow(backend, secret=key, name="Triage")
     moved = pin(backend, "Triage", mine, secret=key)

@@ -91,7 +91,7 @@ def test_bash_completes_ids_and_names_from_the_workspace(filled):
 
 
 def test_fish_completes_ids_and_names_with_what_they_are(filled):
-    env, cred, ops, team = filled
+    env, cred, _ops, team = filled
     fish = _shell("fish")
     p = subprocess.run([fish, "--no-config", "-c", f"source {ROOT / SHELLS['fish']}; "
                         "complete -C'wsctl specialist show Ops'; echo ==; complete -C'wsctl vault show '"],
@@ -103,7 +103,7 @@ def test_fish_completes_ids_and_names_with_what_they_are(filled):
 
 
 def test_zsh_value_function_describes_ids_and_names(filled):
-    env, cred, ops, team = filled
+    env, cred, ops, _team = filled
     zsh = _shell("zsh")
     script = (f"source <(sed '$d' {ROOT / SHELLS['zsh']})\n"  # the functions, without the final call
               "_describe() { print -rl -- \"${(@P)4}\" }\n"    # what would be offered

@@ -9,7 +9,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated
 
 import pytest
 import typer
@@ -154,7 +154,7 @@ def test_fish_script_parses_and_completes():
 
 # ------------------------------------------------------------------ the generator on odd input
 
-class Color(str, enum.Enum):
+class Color(str, enum.Enum):  # noqa: UP042  (a str-valued Enum, as Typer's choices are written)
     red = "red"
     dark_blue = "dark-blue"
 
@@ -166,9 +166,9 @@ def _odd_app() -> typer.Typer:
     @sub.command("paint")
     def paint(
         color: Annotated[Color, typer.Option("--color", "-c", help="Paint colour: `red` or dark-blue …")] = Color.red,
-        into: Annotated[Optional[Path], typer.Option("--into", help="A folder.", file_okay=False, dir_okay=True)] = None,
-        tag: Annotated[Optional[List[str]], typer.Option("--tag", help="Repeatable.")] = None,
-        files: Annotated[Optional[List[Path]], typer.Argument(help="Files.")] = None,
+        into: Annotated[Path | None, typer.Option("--into", help="A folder.", file_okay=False, dir_okay=True)] = None,
+        tag: Annotated[list[str] | None, typer.Option("--tag", help="Repeatable.")] = None,
+        files: Annotated[list[Path] | None, typer.Argument(help="Files.")] = None,
     ):
         """.dot at the start, a back\\slash, and it's quoted.
 

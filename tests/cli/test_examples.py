@@ -16,8 +16,8 @@ from typer import _click
 from typer._click.exceptions import UsageError
 
 from tests.conftest import base_env, run_wsctl
-from workspacectl.cli.common import scripting
 from workspacectl.cli.app import build_app
+from workspacectl.cli.common import scripting
 from workspacectl.docgen import manpages
 from workspacectl.docgen.tree import examples, load_tree
 

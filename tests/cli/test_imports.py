@@ -6,9 +6,8 @@ import json
 import subprocess
 import sys
 
-from workspacectl import __version__
-
 from tests.conftest import OWNER, base_env, run_wsctl
+from workspacectl import __version__
 
 HTTP_STACK = ("httpx", "httpcore", "fastapi", "starlette", "uvicorn")
 # The server's event loop (engine/db/quick.py and the HTTP layer): ~25 modules a local command does without.

@@ -9,10 +9,9 @@ import sys
 
 import pytest
 
-from workspacectl.engine.store import MAX_FOLD_GROWTH, fetch_named, name_clause
-
 from tests.project_helpers import make_workflow
 from tests.vault_helpers import install_service, make_credential
+from workspacectl.engine.store import MAX_FOLD_GROWTH, fetch_named, name_clause
 
 SVC = 'service = "lookup"\nname = "Lookup"\ndescription = "d"\ncredentialType = "apiKey"\nenvVars = { apiKey = "LOOKUP_KEY" }\n'
 

@@ -172,7 +172,7 @@ def test_a_slow_upload_is_not_cut_but_one_dropped_mid_body_is_said_as_such(tmp_p
     try:
         r = run_wsctl(args, {**env, "WSCTL_SERVER": s.url}, timeout=HANG)
         assert r.out.strip() == "Added 1, updated 0 files in proj_x."
-        (request, got, reads, took), = s.seen
+        (request, got, reads, _took), = s.seen
         assert request == "POST /v1/projects/proj_x/files/bundle HTTP/1.1" and got == sent
         assert reads * 0.02 > 2   # the server's pauses alone add up to more than the limit
     finally:

@@ -10,10 +10,9 @@ import uuid
 
 import pytest
 
+from tests.conftest import postgres_admin_url
 from workspacectl.engine.blobs import CHUNK, is_digest
 from workspacectl.engine.migrations import m016_blobs
-
-from tests.conftest import postgres_admin_url  # noqa: E402
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'workspacectl[postgres]')")
 

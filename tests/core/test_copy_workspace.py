@@ -10,7 +10,6 @@ import sqlite3
 import tarfile
 from pathlib import Path
 
-
 from tests.conftest import base_env, make_backend, run_wsctl
 from tests.skill_helpers import create, publish_bundle, skill_md, targz
 from tests.vault_helpers import TWO_SECRET_TOML, install_service, make_credential

@@ -13,9 +13,16 @@ import pytest
 
 from tests.conftest import base_env, make_backend, serve
 from tests.oauth_provider import OAuthProvider
-from tests.vault_helpers import (APIKEY_TOML, install_service, make_credential, member_with_session, oauth_credential,
-                                 open_ws, token)
-from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+from tests.vault_helpers import (
+    APIKEY_TOML,
+    canary_scan,  # noqa: F401  (a fixture, named by pytestmark)
+    install_service,
+    make_credential,
+    member_with_session,
+    oauth_credential,
+    open_ws,
+    token,
+)
 
 pytestmark = pytest.mark.usefixtures("canary_scan")
 
@@ -104,12 +111,12 @@ def test_no_secret_in_any_workspace_file_or_log(backend):
     with OAuthProvider() as provider:
         install_service(backend.workspace, provider.service_toml("loopcrm"))
         install_service(backend.workspace, APIKEY_TOML.format(base=provider.url))
-        cred, grant = oauth_credential(backend, provider, expires_in=5)
+        cred, _grant = oauth_credential(backend, provider, expires_in=5)
         key = make_credential(backend.workspace, backend.owner["id"], "keysvc", {"apiKey": "sk-CANARY-at-rest"})
         issued = token(backend, cred["id"]).body["accessToken"]
         assert token(backend, key["id"]).body["apiKey"] == "sk-CANARY-at-rest"
         backend.api("POST", f"/v1/vault/credentials/{cred['id']}/sync")
-        secrets = provider.all_secrets() + ["sk-CANARY-at-rest", issued]
+        secrets = [*provider.all_secrets(), "sk-CANARY-at-rest", issued]
     data = _workspace_bytes(backend.workspace)
     leaks = [s for s in secrets if s.encode() in data]
     assert leaks == [], "secrets found in workspace files"
@@ -153,7 +160,7 @@ def test_rotate_key_reseals_everything_and_drops_the_old_key(backend):
 
 
 def test_rotate_key_is_for_the_owner_session_only(backend):
-    admin, admin_s = member_with_session(backend, "ada@example.com", role="admin")
+    _admin, admin_s = member_with_session(backend, "ada@example.com", role="admin")
     r = backend.api("POST", "/v1/admin/rotate-key", secret=admin_s)
     assert r.status == 403 and r.code == "forbidden"
     platform = backend.key("platform", ["vault:manage", "vault:read"])
@@ -268,8 +275,8 @@ def test_keyring_is_used_before_the_file_and_rotation_keeps_it_there(ws, memory_
     assert len(memory_keyring.store[entry].split()) == 1
     assert not (Path(ws.path) / "master.key").exists()
     crypto.forget_cached_keys()
-    from workspacectl.engine.vault.credentials import open_secrets
     from workspacectl.engine.store import vault as store
+    from workspacectl.engine.vault.credentials import open_secrets
 
     secrets = open_secrets(ws, store.get_credential_sealed(ws.conn(), cred["id"]))
     assert secrets["apiKey"].reveal() == "sk-CANARY-ring"

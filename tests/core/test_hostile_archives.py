@@ -14,9 +14,8 @@ import io
 import os
 import tarfile
 
-
-from tests.skill_helpers import create, ext_header_targz, skill_md, stage
 from tests.projects.test_project_files import _blob_files, gzip_bomb, listing, new_project, post_bundle
+from tests.skill_helpers import create, ext_header_targz, skill_md, stage
 
 NAME = "hostile"
 MD = skill_md(NAME).encode()

@@ -94,9 +94,9 @@ def test_local_commands_on_postgres(pg_env_for, tmp_path):
 def test_nul_in_text_is_400_and_changes_nothing(pg_workspace):
     """PostgreSQL text cannot hold a NUL: the store answers 400 (as the engine's own checks do
     before it), never a 500, and the transaction goes on without the refused write."""
+    from tests.vault_helpers import open_ws
     from workspacectl.engine.db import transaction
     from workspacectl.errors import ApiError
-    from tests.vault_helpers import open_ws
 
     conn = open_ws(pg_workspace).conn()
     try:
@@ -115,8 +115,8 @@ def test_failed_write_rolls_back_to_its_savepoint(pg_workspace):
     """A unique violation inside a transaction is the store's IntegrityError (never a sqlite3
     class on PostgreSQL) the engine catches, and the transaction carries on (PostgreSQL would
     otherwise abort all of it)."""
-    from workspacectl.engine.db import IntegrityError, StoreError, transaction
     from tests.vault_helpers import open_ws
+    from workspacectl.engine.db import IntegrityError, StoreError, transaction
 
     conn = open_ws(pg_workspace).conn()
     try:

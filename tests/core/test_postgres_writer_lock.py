@@ -8,9 +8,8 @@ import threading
 
 import pytest
 
-from workspacectl.engine.db import IntegrityError
-
 from tests.conftest import wait_until
+from workspacectl.engine.db import IntegrityError
 
 
 def _conn(pg_workspace):

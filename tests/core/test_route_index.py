@@ -64,7 +64,7 @@ def test_a_route_its_module_does_not_declare_is_an_error_not_a_404(monkeypatch):
     key = ("GET", "/v1/triggers")
     monkeypatch.delitem(registry.HANDLERS, key, raising=False)
     monkeypatch.setitem(ROUTE_INDEX, key, ("triggers:manage", "workspacectl.engine.ids"))   # a module without routes
-    with pytest.raises(RuntimeError, match="workspacectl.engine.ids does not declare GET /v1/triggers"):
+    with pytest.raises(RuntimeError, match=r"workspacectl\.engine\.ids does not declare GET /v1/triggers"):
         registry.handler_for(route)
     monkeypatch.setitem(ROUTE_INDEX, key, ("triggers:manage", "workspacectl.engine.not_written"))
     with pytest.raises(ModuleNotFoundError):

@@ -6,8 +6,16 @@ covered without touching this file, handler or not. One test per backend loops o
 from __future__ import annotations
 
 from tests.api_helpers import assert_error, assert_error_body, fill, kind_of_scope
-from workspacectl.engine.scopes import (AUTHENTICATED, KIND_SCOPES, PERSONAL_SCOPES, PLATFORM_SCOPES, PUBLIC,
-                                        ROUTE_SCOPES, SESSION, is_vault_scope)
+from workspacectl.engine.scopes import (
+    AUTHENTICATED,
+    KIND_SCOPES,
+    PERSONAL_SCOPES,
+    PLATFORM_SCOPES,
+    PUBLIC,
+    ROUTE_SCOPES,
+    SESSION,
+    is_vault_scope,
+)
 
 INSUFFICIENT = "Insufficient scope"
 LAST = ("DELETE", "/v1/auth/session")  # revokes the session that calls it: run it last

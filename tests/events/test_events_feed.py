@@ -9,9 +9,14 @@ import threading
 import pytest
 
 from tests.conftest import WAIT_LIMIT, WSCTL
-
-from tests.vault_helpers import APIKEY_TOML, install_service, make_credential, oauth_credential, token
-from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+from tests.vault_helpers import (
+    APIKEY_TOML,
+    canary_scan,  # noqa: F401  (a fixture, named by pytestmark)
+    install_service,
+    make_credential,
+    oauth_credential,
+    token,
+)
 
 pytestmark = pytest.mark.usefixtures("canary_scan")
 

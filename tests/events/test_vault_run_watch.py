@@ -11,8 +11,12 @@ import sys
 import pytest
 
 from tests.conftest import WAIT_LIMIT, WSCTL, wait_until
-from tests.vault_helpers import APIKEY_TOML, install_service, make_credential
-from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+from tests.vault_helpers import (
+    APIKEY_TOML,
+    canary_scan,  # noqa: F401  (a fixture, named by pytestmark)
+    install_service,
+    make_credential,
+)
 
 pytestmark = pytest.mark.usefixtures("canary_scan")
 

@@ -12,9 +12,15 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.skill_helpers import create as create_skill, skill_md
-from tests.vault_helpers import APIKEY_TOML, install_service, make_credential, member_with_session
-from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+from tests.skill_helpers import create as create_skill
+from tests.skill_helpers import skill_md
+from tests.vault_helpers import (
+    APIKEY_TOML,
+    canary_scan,  # noqa: F401  (a fixture, named by pytestmark)
+    install_service,
+    make_credential,
+    member_with_session,
+)
 
 pytestmark = pytest.mark.usefixtures("canary_scan")
 

@@ -215,8 +215,8 @@ def test_a_proposal_is_bounded(backend):
 
 
 def test_a_note_that_would_overflow_the_guide_is_held_and_never_lost(backend):
-    from workspacectl.engine.memory.routes import MAX_TEXT
     from workspacectl.engine.memory.agent import GUIDE_MAX_BYTES
+    from workspacectl.engine.memory.routes import MAX_TEXT
 
     # Fill the guide to just under its bound with maximal notes.
     # Each fills a list line '- TEXT\n' under '## Big\n\n'; what is left is less than one note.

@@ -19,8 +19,8 @@ def _refs(node) -> set[str]:
 
 def test_every_route_with_a_handler_is_documented():
     from workspacectl.engine.dispatch import load_routes
-    from workspacectl.engine.openapi.routes import build_openapi
     from workspacectl.engine.openapi.components import COMPONENTS
+    from workspacectl.engine.openapi.routes import build_openapi
     from workspacectl.engine.registry import DECLARED
 
     load_routes()

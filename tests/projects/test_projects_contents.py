@@ -85,8 +85,8 @@ def test_skills_pin_and_return(backend):
 def test_pin_skill_seen_but_not_movable_is_403(backend):
     """CONTRACT §3: a skill the caller can see but may not change is 403, not 404."""
     scopes = ("projects:manage", "skills:manage")
-    bob, bob_key = member_key(backend, "bob@example.com", scopes=scopes)
-    admin, admin_key = member_key(backend, "adam@example.com", role="admin", scopes=scopes)
+    _bob, bob_key = member_key(backend, "bob@example.com", scopes=scopes)
+    _admin, admin_key = member_key(backend, "adam@example.com", role="admin", scopes=scopes)
     bobs = make_project(backend, "Bob's", secret=bob_key)
     sid = backend.ok("POST", "/v1/skills", {"name": "tone-guide", "description": "How we write."})["id"]
     # in no project: every member sees it, only its creator or an owner/admin may move it

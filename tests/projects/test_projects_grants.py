@@ -35,7 +35,7 @@ def test_member_grant_gives_role_and_viewer_is_read_only(backend):
 def test_nearest_grant_beats_higher_workspace_grant(backend):
     pid = make_project(backend)
     bob, bob_key = member_key(backend, "bob@example.com")
-    cy, cy_key = member_key(backend, "cy@example.com")
+    _cy, cy_key = member_key(backend, "cy@example.com")
     body = grant(backend, pid, "editor").body
     assert body["project"]["orgGrant"] == {"role": "editor"} and body["project"]["isShared"]
     grant(backend, pid, "viewer", bob["id"])

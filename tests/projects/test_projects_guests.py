@@ -23,9 +23,9 @@ def test_a_guest_under_an_editor_grant_reads_but_cannot_write(backend):
     pid = make_project(backend, "Ops")
     skill = create_skill(backend, "ops-skill")
     assert backend.api("POST", "/v1/projects/pin", {"resourceId": skill["id"], "projectId": pid}).status == 200
-    guest, key = member_key(backend, "gail@example.com", role="guest",
+    _guest, key = member_key(backend, "gail@example.com", role="guest",
                             scopes=("projects:manage", "skills:manage"))
-    member, mkey = member_key(backend, "mo@example.com", scopes=("projects:manage", "skills:manage"))
+    _member, mkey = member_key(backend, "mo@example.com", scopes=("projects:manage", "skills:manage"))
     assert grant(backend, pid, "editor").status == 200           # the workspace grant: editor
     seen = backend.ok("GET", f"/v1/projects/{pid}", secret=key)["project"]
     assert (seen["role"], seen["canEdit"]) == ("viewer", False)

@@ -93,7 +93,7 @@ def test_trigger_config_errors(backend):
     assert_error(config(backend, "wf_nope", "t1", {"credentialId": cred}), 404, "not_found")
     assert_error(config(backend, wf["id"], "t1", {"credentialId": "cred_nope", "inputs": {}}), 404, "not_found")
     # someone else's credential: unseen 404; shared as viewer 403; shared as user OK
-    bob, bob_key = member_key(backend, "bob@example.com")
+    bob, _bob_key = member_key(backend, "bob@example.com")
     bob_cred = github_credential(backend, bob["id"])
     assert_error(config(backend, wf["id"], "t1", {"credentialId": bob_cred}), 404, "not_found")
     bob_session = backend.session(bob["id"])

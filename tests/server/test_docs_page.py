@@ -38,7 +38,7 @@ def test_docs_assets_ship_in_the_package_and_name_no_outside_host(server):
         assert c.get("/docs/secret.py").status_code == 404
 
 
-def test_docs_page_renders_every_operation_in_chromium(server, chromium, workspace):  # noqa: F811
+def test_docs_page_renders_every_operation_in_chromium(server, chromium, workspace):
     from playwright.sync_api import expect  # the fixture has checked playwright is there
 
     spec = httpx.get(server + "/v1/openapi.json", trust_env=False, timeout=30).json()
@@ -54,7 +54,7 @@ def test_docs_page_renders_every_operation_in_chromium(server, chromium, workspa
     assert page.locator("details").count() == len(ops)
     for tag in spec["tags"]:
         assert page.locator(f"#tag-{tag['name']} h2").inner_text().startswith(tag["name"])
-    m, p, o = next(x for x in ops if x[1] == "/v1/auth/whoami")
+    _m, _p, o = next(x for x in ops if x[1] == "/v1/auth/whoami")
     det = page.locator(f"#op-{o['operationId']}")
     assert o["summary"] in det.locator("summary").inner_text()
     det.locator("summary").click()

@@ -34,7 +34,7 @@ def pages_of(backend):
 
 
 def assert_strict(r: httpx.Response, what: str) -> None:
-    assert STRICT <= {k.lower() for k in r.headers}, (what, r.status_code, dict(r.headers))
+    assert {k.lower() for k in r.headers} >= STRICT, (what, r.status_code, dict(r.headers))
     csp = r.headers["content-security-policy"]
     assert "frame-ancestors 'none'" in csp and "default-src 'none'" in csp, (what, csp)
     assert r.headers["x-content-type-options"] == "nosniff" and r.headers["x-frame-options"] == "DENY", what

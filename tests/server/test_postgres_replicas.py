@@ -21,8 +21,8 @@ from tests.conftest import WAIT_LIMIT, finish_all, free_port, make_backend, pg_e
 from tests.oauth_provider import OAuthProvider
 from tests.project_helpers import make_project
 from tests.skill_helpers import create, put_url, skill_md, targz
-from tests.vault_helpers import install_service, make_credential, open_ws
 from tests.vault.test_refresh_concurrency import _burst
+from tests.vault_helpers import install_service, make_credential, open_ws
 
 
 def _replica_env(pg_databases, ws, folder):

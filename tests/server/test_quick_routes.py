@@ -40,7 +40,7 @@ def _issued(workspace, cred: str) -> int:
 
 def test_only_declared_routes_are_quick():
     registry.load_all()
-    assert registry.QUICK == {WHOAMI, TOKEN}
+    assert {WHOAMI, TOKEN} == registry.QUICK
 
 
 def test_handle_quick_refuses_other_routes_and_waits_with_nothing_written(workspace, home):

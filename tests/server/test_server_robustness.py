@@ -128,7 +128,7 @@ def _raw(url: str, request: bytes, timeout: float = 60) -> tuple[int, dict, byte
         while True:
             try:
                 chunk = s.recv(65536)
-            except (ConnectionResetError, socket.timeout):
+            except (TimeoutError, ConnectionResetError):
                 break
             if not chunk:
                 break
@@ -264,7 +264,7 @@ def test_served_workspace_and_in_process_calls_side_by_side(remote, home):
                     if r.status != 201:
                         errors.append((prefix, r.status, r.body))
                     door.api("POST", "/v1/keys", {"kind": "platform", "scopes": ["docs:read"], "name": prefix})
-            except Exception as e:  # noqa: BLE001 - reported below
+            except Exception as e:
                 errors.append((prefix, repr(e)))
 
         threads = [threading.Thread(target=add_many, args=(remote, "h")), threading.Thread(target=add_many, args=(local, "l"))]

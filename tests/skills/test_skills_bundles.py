@@ -11,8 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from tests.api_helpers import assert_error
-from tests.skill_helpers import (create, ext_header_targz, get_url, hostile_targz, publish_bundle, skill_md, stage,
-                                 targz)
+from tests.skill_helpers import create, ext_header_targz, get_url, hostile_targz, publish_bundle, skill_md, stage, targz
 
 FILES = {"SKILL.md": skill_md("round-trip"), "scripts/run.py": "print('hi')\n",
          "references/guide.md": "# Guide\n", "assets/logo.bin": bytes(range(256)) * 4}

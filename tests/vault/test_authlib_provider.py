@@ -19,8 +19,11 @@ import pytest
 
 from tests.conftest import base_env, serve, wait_until, workspace_db
 from tests.connect_helpers import path_of
-from tests.vault_helpers import install_service, token
-from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+from tests.vault_helpers import (
+    canary_scan,  # noqa: F401  (a fixture, named by pytestmark)
+    install_service,
+    token,
+)
 from workspacectl import clock
 
 pytestmark = pytest.mark.usefixtures("canary_scan")

@@ -8,8 +8,10 @@ from __future__ import annotations
 import pytest
 
 from tests.connect_helpers import path_of
-from tests.vault_helpers import install_service
-from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+from tests.vault_helpers import (
+    canary_scan,  # noqa: F401  (a fixture, named by pytestmark)
+    install_service,
+)
 
 pytestmark = pytest.mark.usefixtures("canary_scan")
 

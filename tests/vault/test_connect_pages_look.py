@@ -33,7 +33,7 @@ def _no_sideways_scroll(page) -> bool:
     return page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
 
 
-def test_connect_pages_people_trust(backend, door, provider, chromium, tmp_path, local_ws):  # noqa: F811
+def test_connect_pages_people_trust(backend, door, provider, chromium, tmp_path, local_ws):
     from workspacectl.engine.db import transaction
     from workspacectl.engine.store.identity import set_setting
 

@@ -14,9 +14,15 @@ import pytest
 
 from tests.conftest import make_backend, serve, workspace_at_rest, workspace_db
 from tests.connect_helpers import Door, credential_ids, parse_form, path_of
+from tests.vault_helpers import (
+    APIKEY_TOML,
+    TWO_SECRET_TOML,
+    canary_scan,  # noqa: F401  (a fixture, named by pytestmark)
+    install_service,
+    member_with_session,
+    token,
+)
 from workspacectl.secret import sha256_hex
-from tests.vault_helpers import APIKEY_TOML, TWO_SECRET_TOML, install_service, member_with_session, token
-from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
 
 pytestmark = pytest.mark.usefixtures("canary_scan")
 
@@ -213,7 +219,7 @@ def test_csrf_is_checked_and_a_refusal_changes_nothing(door, keysvc, case):
 
 def test_csrf_token_of_another_browser_session_is_refused(door, keysvc):
     c = door.connect("keysvc")
-    b1, page1 = door.browser(path_of(c["connectUrl"]))
+    _b1, page1 = door.browser(path_of(c["connectUrl"]))
     b2, page2 = door.browser(path_of(c["connectUrl"]))  # same member, another web session
     r = submit(b2, page2, {"apiKey": "sk-x", "instanceUrl": "https://x.example",
                            "csrf": parse_form(page1)["inputs"]["csrf"]})
@@ -329,7 +335,7 @@ def test_oauth_end_to_end_with_state_and_pkce(door, loopcrm, provider):
 def test_oauth_with_the_acceptance_style_browser_following_every_redirect(door, loopcrm, provider):
     provider.expires_in_answer = 1e20  # an absurd lifetime is clamped to ten years, not a 500
     c = door.connect("loopcrm")
-    b, page = door.browser(path_of(c["connectUrl"]))
+    _b, page = door.browser(path_of(c["connectUrl"]))
     assert page.status_code == 200, page.text[:300]
     got = door.status(c["id"])
     assert got["status"] == "connected"
@@ -416,7 +422,7 @@ def test_oauth_without_a_client_is_refused_up_front_saying_how_to_set_it(backend
     assert "wsctl catalog oauth-client" in r.body["error"]["message"]
     assert con.execute("SELECT count(*) FROM connections").fetchone()[0] == before
     con.close()
-    b, page = door.browser(path_of(made["connectUrl"]))
+    _b, page = door.browser(path_of(made["connectUrl"]))
     assert page.status_code == 409 and "no OAuth client" in page.text and "oauth-client" in page.text
     assert door.status(made["id"])["status"] == "pending"
     assert ("GET", "/authorize") not in provider.requests
@@ -427,7 +433,7 @@ def test_no_secret_reaches_a_page_the_log_or_the_api(backend, door, loopcrm, key
     b, page = door.browser(path_of(c["connectUrl"]))
     done = submit(b, page, {"apiKey": "sk-CANARY-scan", "instanceUrl": "https://acme.example"})
     o = door.connect("loopcrm")
-    b2, final = door.browser(path_of(o["connectUrl"]))
+    _b2, final = door.browser(path_of(o["connectUrl"]))
     assert door.status(o["id"])["status"] == "connected"
     secrets = ["sk-CANARY-scan", *provider.all_secrets()]
     seen = [done.text, final.text, str(door.status(c["id"])), str(door.status(o["id"]))]

@@ -142,9 +142,8 @@ def test_migration_names_existing_credentials(workspace, home):
     """m014 on a workspace whose credentials still carry display names: renamed after their
     service in creation order, and the names are unique from then on."""
     install_service(workspace, TWO_SECRET_TOML)
-    from workspacectl.engine.store import identity
-
     from tests.vault_helpers import open_ws
+    from workspacectl.engine.store import identity
 
     ws = open_ws(workspace)
     owner = identity.first_owner(ws.conn())["id"]

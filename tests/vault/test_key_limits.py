@@ -60,8 +60,8 @@ def test_a_limited_key_reaches_only_its_credentials_on_every_route(backend):
         == a["id"]
 
     # Every route naming a credential: another one is 404 exactly as an unknown id is; its own passes.
-    assert CREDENTIAL_PATHS == {p for _, p in ROUTE_SCOPES if p.startswith(("/v1/credentials/{id}",
-                                                                             "/v1/vault/credentials/{id}"))}
+    assert {p for _, p in ROUTE_SCOPES if p.startswith(("/v1/credentials/{id}",
+                                                                             "/v1/vault/credentials/{id}"))} == CREDENTIAL_PATHS
     routes = sorted((m, p) for m, p in ROUTE_SCOPES if p in CREDENTIAL_PATHS)
     assert len(routes) >= 9
     for method, template in routes:
@@ -123,7 +123,7 @@ def test_limits_are_refused_where_they_cannot_hold(backend):
 
 
 def test_the_command_line_limits_keys_by_name_and_shows_the_limit(backend):
-    a, b, c, d = _world(backend)
+    a, b, _c, _d = _world(backend)
     secret = backend.wsctl("keys", "create", "--kind", "platform", "--scope", "vault:read,vault:token,vault:connect",
                            "--credential", a["name"], "--credential", a["id"], "--name", "ci").out.strip()
     env = backend.env_for(secret)

@@ -12,8 +12,13 @@ import re
 import pytest
 
 from tests.connect_helpers import path_of
-from tests.vault_helpers import APIKEY_TOML, install_service, make_credential, oauth_credential
-from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+from tests.vault_helpers import (
+    APIKEY_TOML,
+    canary_scan,  # noqa: F401  (a fixture, named by pytestmark)
+    install_service,
+    make_credential,
+    oauth_credential,
+)
 
 pytestmark = pytest.mark.usefixtures("canary_scan")
 
@@ -46,7 +51,7 @@ def test_a_probe_logs_host_and_path_and_never_the_key(backend, provider, placeme
 
 def test_refresh_and_revoke_log_no_token_or_client_secret(backend, provider):
     install_service(backend.workspace, provider.service_toml("loopcrm"))
-    cred, grant = oauth_credential(backend, provider, expires_in=10)     # inside the refresh margin
+    cred, _grant = oauth_credential(backend, provider, expires_in=10)     # inside the refresh margin
     got = backend.api("POST", f"/v1/credentials/{cred['id']}/token", {"reason": "canary"})
     assert got.status == 200 and provider.refreshes == 1
     assert backend.api("POST", f"/v1/vault/credentials/{cred['id']}/sync").status == 200
@@ -62,7 +67,7 @@ def test_refresh_and_revoke_log_no_token_or_client_secret(backend, provider):
 def test_the_code_exchange_logs_no_code_or_secret(door, provider):
     install_service(door.backend.workspace, provider.service_toml("loopcrm"))
     c = door.connect("loopcrm")
-    b, page = door.browser(path_of(c["connectUrl"]))
+    _b, page = door.browser(path_of(c["connectUrl"]))
     assert page.status_code == 200 and provider.exchanges == 1
     assert door.status(c["id"])["status"] == "connected"
     if door.backend.kind == "remote":

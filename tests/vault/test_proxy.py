@@ -197,7 +197,7 @@ def test_oauth_401_refreshes_once_and_retries_once(backend, upstream, provider):
         r.headers["authorization"][7:] != first and r.headers["authorization"][7:] in provider.all_secrets()
     door = Door(backend)
     try:
-        status, headers, body = door.call("POST", cred["id"], "echo", body=b'{"a": 1}',
+        status, _headers, body = door.call("POST", cred["id"], "echo", body=b'{"a": 1}',
                                           headers={"Content-Type": "application/json"})
         assert status == 200, body
         assert provider.refreshes == 1
@@ -233,7 +233,7 @@ def test_concurrent_401s_refresh_once(backend, upstream, provider):
         try:
             start.wait(30)
             results.append(door.call("GET", cred["id"], "echo")[0])
-        except Exception as e:   # noqa: BLE001 (reported below)
+        except Exception as e:
             results.append(repr(e))
         finally:
             door.close()
@@ -258,7 +258,7 @@ def test_retry_after_within_the_budget_and_nothing_else_replayed(backend, upstre
         assert len(upstream.requests) == 3
         # more than MAX_RETRIES (2): the third 429 is answered
         upstream.script[:] = [(429, {"Retry-After": "0"})] * 3
-        status, headers, _ = door.call("GET", cred["id"], "echo")
+        status, _headers, _ = door.call("GET", cred["id"], "echo")
         assert status == 429 and len(upstream.requests) == 6
         # a wait past the budget, a 503 without Retry-After, a 500: answered at once
         for answer in [(429, {"Retry-After": "3600"}), (503, {}), (500, {"Retry-After": "0"})]:
@@ -299,7 +299,7 @@ def test_large_bodies_stream_both_ways(backend, upstream):
 
     door = Door(backend)
     try:
-        status, _, body = door.call("POST", cred["id"], "upload", stream=Upload(), length=2 * half)
+        status, _, _body = door.call("POST", cred["id"], "upload", stream=Upload(), length=2 * half)
         assert status == 404   # the service's own answer, after reading the whole body
         assert upstream.requests[-1].body_length == 2 * half and upstream.requests[-1].chunks > 2
 
@@ -369,7 +369,7 @@ def test_refusals_leave_the_host_never(backend, upstream):
     # a viewer is refused and logged; another member sees nothing; a personal key has no scope
     viewer, vsession = member_with_session(backend, "viewer@example.com")
     backend.ok("PUT", f"/v1/credentials/{cred['id']}/sharing", {"membershipId": viewer["id"], "role": "viewer"})
-    stranger, ssession = member_with_session(backend, "stranger@example.com")
+    _stranger, ssession = member_with_session(backend, "stranger@example.com")
     for secret, code in ((vsession, "forbidden"), (ssession, "not_found"),
                          (backend.key("personal", ["memory:manage"]), "insufficient_scope")):
         d = Door(backend, secret)

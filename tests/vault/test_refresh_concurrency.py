@@ -12,8 +12,11 @@ import pytest
 
 from tests.conftest import WAIT_LIMIT, base_env, make_backend, serve, wait_until, workspace_db
 from tests.oauth_provider import OAuthProvider
-from tests.vault_helpers import install_service, make_credential
-from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+from tests.vault_helpers import (
+    canary_scan,  # noqa: F401  (a fixture, named by pytestmark)
+    install_service,
+    make_credential,
+)
 
 pytestmark = pytest.mark.usefixtures("canary_scan")
 

@@ -23,8 +23,12 @@ import pytest
 
 from tests import forkserver
 from tests.conftest import WAIT_LIMIT, WSCTL, base_env, start_server, wait_until, workspace_db
-from tests.vault_helpers import install_service, make_credential, token
-from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+from tests.vault_helpers import (
+    canary_scan,  # noqa: F401  (a fixture, named by pytestmark)
+    install_service,
+    make_credential,
+    token,
+)
 from workspacectl import clock
 
 pytestmark = pytest.mark.usefixtures("canary_scan")

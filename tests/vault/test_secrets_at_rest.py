@@ -53,7 +53,7 @@ def test_no_secret_in_plaintext_at_rest(backend, home):
         made["web session cookie"] = first.cookies["wsctl_web"]
     # The live ones work (so each is a real secret, not a typo); the dead ones do not.
     for name, secret in made.items():
-        if name.endswith("key") or name.endswith("of mia") or "session" in name and "cookie" not in name:
+        if name.endswith("key") or name.endswith("of mia") or ("session" in name and "cookie" not in name):
             want = 401 if name in ("revoked key", "ended session") else 200
             assert backend.api("GET", "/v1/auth/whoami", secret=secret).status == want, name
 

@@ -107,7 +107,8 @@ def test_what_it_does_not_decide_it_does_not_write(pg):
 
 def test_a_viewer_is_refused_with_its_row_and_a_stranger_sees_nothing(pg):
     from workspacectl.engine.db import transaction
-    from workspacectl.engine.store import identity, vault as store
+    from workspacectl.engine.store import identity
+    from workspacectl.engine.store import vault as store
 
     conn = pg.conn()
     owner = _owner(conn)

@@ -10,8 +10,11 @@ import httpx
 import pytest
 
 from tests.conftest import make_backend
-from tests.vault_helpers import install_service, token
-from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+from tests.vault_helpers import (
+    canary_scan,  # noqa: F401  (a fixture, named by pytestmark)
+    install_service,
+    token,
+)
 
 pytestmark = pytest.mark.usefixtures("canary_scan")
 

@@ -5,9 +5,15 @@ import json
 
 import pytest
 
-from tests.vault_helpers import (APIKEY_TOML, install_service, make_credential, member_with_session,
-                                 oauth_credential, token)
-from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+from tests.vault_helpers import (
+    APIKEY_TOML,
+    canary_scan,  # noqa: F401  (a fixture, named by pytestmark)
+    install_service,
+    make_credential,
+    member_with_session,
+    oauth_credential,
+    token,
+)
 
 pytestmark = pytest.mark.usefixtures("canary_scan")
 
@@ -86,7 +92,7 @@ def test_sync_with_unreachable_probe_is_502(backend, provider, keycred):
 
 
 def test_sync_oauth_refreshes_and_probes(backend, provider, loopcrm):
-    cred, grant = oauth_credential(backend, provider, expires_in=3600)
+    cred, _grant = oauth_credential(backend, provider, expires_in=3600)
     r = backend.api("POST", f"/v1/vault/credentials/{cred['id']}/sync")
     assert r.status == 200, r.body
     assert provider.refreshes == 1 and r.body["status"] == "ok" and r.body["syncedAt"]

@@ -252,7 +252,7 @@ def test_inject_writes_the_file_0600_and_logs_one_token_with_the_reason(backend,
 
 
 def test_inject_reads_stdin_and_writes_stdout(backend, cred):
-    r = backend.wsctl("vault", "inject", "-r", "pipe", input="k={{ wsctl://%s/apiKey }}\n" % cred["id"])
+    r = backend.wsctl("vault", "inject", "-r", "pipe", input="k={{{{ wsctl://{}/apiKey }}}}\n".format(cred["id"]))
     assert r.out == f"k={KEY}\n"
 
 
@@ -261,21 +261,21 @@ def test_inject_refuses_before_issuing_anything(backend, cred, tmp_path):
     member, session = member_with_session(backend, "ina@example.com")
     backend.wsctl("vault", "share", cred["id"], "--member", member["id"], "--role", "user")
     out = tmp_path / "out.env"
-    both = "a={{ wsctl://%s/apiKey }}\nb={{ wsctl://%s/apiKey }}\n" % (cred["id"], other["id"])
+    both = "a={{{{ wsctl://{}/apiKey }}}}\nb={{{{ wsctl://{}/apiKey }}}}\n".format(cred["id"], other["id"])
     # the member may use the first credential but cannot see the second: nothing is issued
     r = backend.wsctl("vault", "inject", "-o", out, "-r", "both", input=both, env=backend.env_for(session),
                       expect=5)
     assert not out.exists() and _issued(backend, cred["id"]) == []
     # a field the credential does not issue: nothing issued either
     r = backend.wsctl("vault", "inject", "-o", out, "-r", "field", expect=7,
-                      input="a={{ wsctl://%s/apiKey }}\nb={{ wsctl://%s/accessToken }}\n" % (cred["id"], other["id"]))
+                      input="a={{{{ wsctl://{}/apiKey }}}}\nb={{{{ wsctl://{}/accessToken }}}}\n".format(cred["id"], other["id"]))
     assert "accessToken" in r.err and not out.exists()
     assert _issued(backend, cred["id"]) == [] and _issued(backend, other["id"]) == []
     # a malformed reference is refused before anything is read from the vault
-    r = backend.wsctl("vault", "inject", "-r", "bad", input="x\ny={{ wsctl://%s }}\n" % cred["id"], expect=7)
+    r = backend.wsctl("vault", "inject", "-r", "bad", input="x\ny={{{{ wsctl://{} }}}}\n".format(cred["id"]), expect=7)
     assert "Line 2" in r.err
     # a reason is required, as for every token
-    backend.wsctl("vault", "inject", input="y={{ wsctl://%s/apiKey }}\n" % cred["id"], expect=2)
+    backend.wsctl("vault", "inject", input="y={{{{ wsctl://{}/apiKey }}}}\n".format(cred["id"]), expect=2)
     assert _issued(backend, cred["id"]) == []
 
 

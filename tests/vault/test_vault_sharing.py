@@ -3,8 +3,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.vault_helpers import TWO_SECRET_TOML, install_service, make_credential, member_with_session, token
-from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+from tests.vault_helpers import (
+    TWO_SECRET_TOML,
+    canary_scan,  # noqa: F401  (a fixture, named by pytestmark)
+    install_service,
+    make_credential,
+    member_with_session,
+    token,
+)
 
 pytestmark = pytest.mark.usefixtures("canary_scan")
 
@@ -31,7 +37,7 @@ def ids(backend, secret):
 
 
 def test_unshared_credential_is_invisible_to_other_members(backend, cred):
-    bob, bob_s = member_with_session(backend, "bob@example.com")
+    _bob, bob_s = member_with_session(backend, "bob@example.com")
     assert ids(backend, bob_s) == {}
     for method, path, body in [("GET", f"/v1/credentials/{cred['id']}", None),
                                ("POST", f"/v1/credentials/{cred['id']}/token", {"reason": "x"}),
@@ -85,7 +91,7 @@ def test_viewer_sees_it_but_token_is_403_and_logged_refused(backend, cred):
 
 def test_nearest_grant_wins_and_null_removes(backend, cred):
     dan, dan_s = member_with_session(backend, "dan@example.com")
-    eve, eve_s = member_with_session(backend, "eve@example.com")
+    _eve, eve_s = member_with_session(backend, "eve@example.com")
     share(backend, cred["id"], {"workspace": True, "role": "user"})
     r = share(backend, cred["id"], {"membershipId": dan["id"], "role": "viewer"})
     assert {(s["membershipId"], s["role"]) for s in r.body["sharing"]} == {("workspace", "user"), (dan["id"], "viewer")}

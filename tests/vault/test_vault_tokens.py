@@ -9,9 +9,16 @@ import json
 import pytest
 
 from tests.conftest import base_env, serve, workspace_db
-from tests.vault_helpers import (APIKEY_TOML, TWO_SECRET_TOML, install_service, make_credential, oauth_credential,
-                                 open_ws, token)
-from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+from tests.vault_helpers import (
+    APIKEY_TOML,
+    TWO_SECRET_TOML,
+    canary_scan,  # noqa: F401  (a fixture, named by pytestmark)
+    install_service,
+    make_credential,
+    oauth_credential,
+    open_ws,
+    token,
+)
 
 pytestmark = pytest.mark.usefixtures("canary_scan")
 
@@ -306,8 +313,8 @@ def test_a_missing_oauth_client_is_a_409_that_says_how_to_fix_it_and_never_backs
 def test_an_expiry_outside_years_1_to_9999_in_utc_is_refused_not_a_crash(workspace):
     """create/reconnect_credential normalise expiresAt to UTC; a time that overflows there (or a
     value that is no time at all) is a 400, never an internal error."""
-    from workspacectl.engine.vault.credentials import create_credential, reconnect_credential
     from workspacectl.engine.store.identity import first_owner
+    from workspacectl.engine.vault.credentials import create_credential, reconnect_credential
     from workspacectl.errors import ApiError
 
     install_service(workspace, APIKEY_TOML.format(base="http://127.0.0.1:9"))

@@ -1,9 +1,10 @@
 """The Backend protocol: what every CLI command calls. The JSON answered is the API body."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from typing import Any, BinaryIO, Callable, Iterable, Protocol
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, Protocol
 
 Progress = Callable[[str, "int | None", "int | None"], None]   # progress(phase, done, total)
 

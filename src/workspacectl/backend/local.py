@@ -8,13 +8,14 @@ and an apiKey connect with the key read in this process (`connect_form`, `connec
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator
+from typing import TYPE_CHECKING, Any, BinaryIO
 
+from workspacectl.backend.base import note_call
 from workspacectl.engine import doors
 from workspacectl.engine.doors import Caller, Engine, Workspace, refusals_answered, workspace_type
-from workspacectl.backend.base import note_call
 from workspacectl.errors import ApiError
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ class LocalBackend:
 
     @classmethod
     def open(cls, path: Path | str, secret: str | None = None, member: str | None = None,
-             exact: bool = False) -> "LocalBackend":
+             exact: bool = False) -> LocalBackend:
         """The workspace at `path` (migrated on open), acting with `secret` (a token or key, with
         its scopes) or as `member` in a command-line session. `member` is an id; when it is gone
         the first owner acts (a profile outliving its member). With exact=True `member` may be an
@@ -79,7 +80,7 @@ class LocalBackend:
             finally:
                 self.base_url = None
 
-    def in_process_connect(self) -> "LocalBackend":
+    def in_process_connect(self) -> LocalBackend:
         """This backend connects credentials itself (base.InProcessConnect): a key read in this
         process, the connect pages served on a loopback port while the command waits."""
         return self

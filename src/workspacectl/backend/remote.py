@@ -29,15 +29,16 @@ import json
 import os
 import random
 import time
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import httpx
 
 from workspacectl import __version__
 from workspacectl.backend import http_trace, timeouts
-from workspacectl.formats import transfer_size
 from workspacectl.backend.base import note_call
 from workspacectl.errors import ApiError
+from workspacectl.formats import transfer_size
 
 if TYPE_CHECKING:
     from workspacectl.backend.base import Progress, ProxyAnswer
@@ -182,7 +183,7 @@ class RemoteBackend:
     def failed(self, exc: Exception, method: str, path: str, transfer: bool = False,
                whole_command: bool = False) -> ApiError:
         """The one line for a transport failure of this call (backend/timeouts.py)."""
-        return timeouts.transport_error(exc, f"the server at {self.location}", f"{method} {path.split('?')[0]}", self.timeout, transfer,
+        return timeouts.transport_error(exc, f"the server at {self.location}", f"{method} {path.split('?', maxsplit=1)[0]}", self.timeout, transfer,
                                         may_have_landed=method not in SAFE, whole_command=whole_command)
 
     def _send(self, method: str, path: str, replayable: bool = True, stream: bool = False, transfer: bool = False,
@@ -193,7 +194,7 @@ class RemoteBackend:
         method = method.upper()
         deadline, cut = self._deadline(time.monotonic())
         if not transfer and deadline <= time.monotonic():
-            raise timeouts.out_of_time(f"the server at {self.location}", f"{method} {path.split('?')[0]}", self.timeout)
+            raise timeouts.out_of_time(f"the server at {self.location}", f"{method} {path.split('?', maxsplit=1)[0]}", self.timeout)
         for attempt in range(self.attempts):
             last = attempt == self.attempts - 1
             started = time.monotonic()

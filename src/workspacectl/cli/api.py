@@ -12,7 +12,7 @@ from __future__ import annotations
 import json as jsonlib
 import re
 import sys
-from typing import TYPE_CHECKING, Annotated, Any, List, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
@@ -32,14 +32,14 @@ def api(
     method: Annotated[Literal["GET", "POST", "PUT", "PATCH", "DELETE"],
                       typer.Argument(case_sensitive=False, help="GET, POST, PUT, PATCH or DELETE.")],
     path: Annotated[str, typer.Argument(help="A route path such as /v1/members (the /v1 may be left out).")],
-    data: Annotated[Optional[str], typer.Option("--data", help="JSON body; '@FILE' reads a file, '@-' stdin.")] = None,
-    raw_field: Annotated[Optional[List[str]], typer.Option(
+    data: Annotated[str | None, typer.Option("--data", help="JSON body; '@FILE' reads a file, '@-' stdin.")] = None,
+    raw_field: Annotated[list[str] | None, typer.Option(
         "--raw-field", "-f", metavar="KEY=VALUE", help="A string field (repeatable): query for GET/DELETE, "
         "JSON body otherwise.")] = None,
-    field: Annotated[Optional[List[str]], typer.Option(
+    field: Annotated[list[str] | None, typer.Option(
         "--field", "-F", metavar="KEY=VALUE", help="A typed field (repeatable): true, false, null and numbers "
         "as JSON; @FILE reads a file, @- stdin.")] = None,
-    header: Annotated[Optional[List[str]], typer.Option(
+    header: Annotated[list[str] | None, typer.Option(
         "--header", "-H", metavar="'NAME: VALUE'", help="A request header (repeatable).")] = None,
     include: Annotated[bool, typer.Option("--include", "-i", help="Print the status line and response headers "
                                           "before the body.")] = False,
@@ -58,7 +58,7 @@ def api(
     """
     verb = method.upper()
     # control characters and spaces are sent percent-encoded, the same on both backends
-    path = re.sub(r"[\x00-\x20\x7f]", lambda m: "%%%02X" % ord(m.group()), path)
+    path = re.sub(r"[\x00-\x20\x7f]", lambda m: f"%{ord(m.group()):02X}", path)
     if not path.startswith("/"):
         path = "/" + path
     if not path.startswith("/v1/"):
@@ -82,9 +82,8 @@ def api(
         body = fields
     b = backend(ctx)
     status, answer_headers, answer = b.exchange(verb, path, query=query, body=body, headers=headers)
-    pages = 1
     if paginate and status < 400:
-        answer, status, answer_headers, pages = _follow(b, path, query, headers, answer, status, answer_headers)
+        answer, status, answer_headers, _ = _follow(b, path, query, headers, answer, status, answer_headers)
     if include:
         print_head(status, answer_headers)
     if status >= 400:

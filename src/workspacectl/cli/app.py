@@ -12,7 +12,7 @@ import functools
 import importlib
 import inspect
 from collections.abc import Callable
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from typer import _click
@@ -66,11 +66,11 @@ def _version(value: bool) -> None:
 
 def root(
     ctx: typer.Context,
-    profile: Annotated[Optional[str], typer.Option("--profile", "-p", help="Profile in config.toml to use.", envvar=None)] = None,
+    profile: Annotated[str | None, typer.Option("--profile", "-p", help="Profile in config.toml to use.", envvar=None)] = None,
     json: Annotated[bool, typer.Option("--json", help="Print the API's JSON body exactly.")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Trace each request on stderr (method, URL, status, time; secrets redacted) and print the traceback of an error; works anywhere on the line, except as the value of another option.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
-    timeout: Annotated[Optional[float], typer.Option("--timeout", metavar="SECONDS", help="How long to wait for a server: the command's calls, retries included, end within SECONDS in all (vault connect --wait, vault run --watch, events --follow and mcp: each call); an upload or download stops only after SECONDS without progress (default: WSCTL_TIMEOUT or 60). Past it: exit 8.")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", metavar="SECONDS", help="How long to wait for a server: the command's calls, retries included, end within SECONDS in all (vault connect --wait, vault run --watch, events --follow and mcp: each call); an upload or download stops only after SECONDS without progress (default: WSCTL_TIMEOUT or 60). Past it: exit 8.")] = None,
 ) -> None:
     """wsctl: run a workspace platform from the terminal.
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Annotated, List, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -51,7 +51,7 @@ def completion(shell: Annotated[Literal["bash", "zsh", "fish"], typer.Argument(h
 
 
 def man(
-    command: Annotated[Optional[List[str]], typer.Argument(metavar="[COMMAND...]", help="A command, e.g. "
+    command: Annotated[list[str] | None, typer.Argument(metavar="[COMMAND...]", help="A command, e.g. "
                                                           "`vault token` (default: wsctl itself).")] = None,
     roff: Annotated[bool, typer.Option("--roff", help="Print the page's roff source instead.")] = False,
 ) -> None:
@@ -78,7 +78,7 @@ def man(
     if roff or shutil.which("man") is None:
         sys.stdout.write(text)
         return
-    code = subprocess.run(["man", "-l", "-"], input=text.encode()).returncode
+    code = subprocess.run(["man", "-l", "-"], input=text.encode(), check=False).returncode
     if code:
         raise typer.Exit(code)
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, List, Optional
+from typing import Annotated
 
 import typer
 
@@ -36,8 +36,8 @@ def _query(types: list[str], subject: list[str]) -> dict:
 
 def events(
     ctx: typer.Context,
-    type_: Annotated[Optional[List[str]], typer.Option("--type", metavar="TYPE", help="Only these event types (credential.broken) or families (credential.*); repeat or comma-separate.")] = None,
-    subject: Annotated[Optional[List[str]], typer.Option("--subject", help="Only events about this id (cred_…, key_…, um_…); repeat for several.")] = None,
+    type_: Annotated[list[str] | None, typer.Option("--type", metavar="TYPE", help="Only these event types (credential.broken) or families (credential.*); repeat or comma-separate.")] = None,
+    subject: Annotated[list[str] | None, typer.Option("--subject", help="Only events about this id (cred_…, key_…, um_…); repeat for several.")] = None,
     follow: Annotated[bool, typer.Option("--follow", help="Keep printing new events as they happen, until interrupted.")] = False,
     interval: Annotated[float, typer.Option("--interval", metavar="SECONDS", min=MIN_INTERVAL, max=MAX_INTERVAL, help="With --follow: seconds between polls of the feed.")] = 2.0,
     json: JsonOpt = False,

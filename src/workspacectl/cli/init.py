@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import getpass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -15,10 +15,10 @@ from workspacectl.cli.common.paths import default_workspace
 
 def init(
     ctx: typer.Context,
-    workspace: Annotated[Optional[Path], typer.Option("--workspace", "-w", help="Folder for the workspace, or a postgresql:// URL of an empty database (default: the embedded one).")] = None,
-    name: Annotated[Optional[str], typer.Option("--name", help="Workspace name.")] = None,
-    owner_name: Annotated[Optional[str], typer.Option("--owner-name", metavar="NAME", help="The owner's display name.")] = None,
-    owner_email: Annotated[Optional[str], typer.Option("--owner-email", metavar="EMAIL", help="The owner's email.")] = None,
+    workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Folder for the workspace, or a postgresql:// URL of an empty database (default: the embedded one).")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Workspace name.")] = None,
+    owner_name: Annotated[str | None, typer.Option("--owner-name", metavar="NAME", help="The owner's display name.")] = None,
+    owner_email: Annotated[str | None, typer.Option("--owner-email", metavar="EMAIL", help="The owner's email.")] = None,
     activate: Annotated[bool, typer.Option("--activate/--no-activate", help="Make its profile the active one (the default, as `gh auth login` makes the new host active); --no-activate keeps the one you use.")] = True,
     json: JsonOpt = False,
 ) -> None:
@@ -36,7 +36,6 @@ def init(
       wsctl init --workspace ~/acme --name Acme --owner-email alice@example.com
     """
     from workspacectl.backend.local import create_workspace
-
     from workspacectl.cli.common.context import location_arg
     from workspacectl.formats.workspace_url import is_postgres_url
 

@@ -60,7 +60,7 @@ class _ValueOptions:
         if cmd is None:
             return 0
         if not arg.startswith("-") or arg == "-":
-            from workspacectl.cli.app import LazyGroup   # every group of the tree (cli/app.py)
+            from workspacectl.cli.app import LazyGroup  # every group of the tree (cli/app.py)
 
             if isinstance(cmd, LazyGroup) and arg in cmd.commands:
                 self.command = cmd.get_command(None, arg)
@@ -83,12 +83,10 @@ def main(argv: list[str] | None = None) -> None:
     import typer
     from typer import _click as click  # typer vendors click; plain click is never on this path
 
-    from workspacectl.cli.app import build_app
+    from workspacectl.cli.app import COMMANDS, GROUPS, LAZY_COMMANDS, build_app
+    from workspacectl.cli.common import scripting
     from workspacectl.cli.common.output import visible  # error text may quote a server or another member
     from workspacectl.errors import EXIT_CODES, ApiError, one_line
-
-    from workspacectl.cli.common import scripting
-    from workspacectl.cli.app import COMMANDS, GROUPS, LAZY_COMMANDS
 
     app = build_app()
     command = __import__("typer").main.get_command(app)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -12,12 +12,12 @@ from workspacectl.errors import ApiError
 
 def serve(
     ctx: typer.Context,
-    workspace: Annotated[Optional[Path], typer.Option("--workspace", "-w", help="Workspace folder or postgresql:// URL to serve (default: the profile's or the embedded one).")] = None,
+    workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder or postgresql:// URL to serve (default: the profile's or the embedded one).")] = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on.")] = 8750,
-    public_url: Annotated[Optional[str], typer.Option("--public-url", metavar="URL", help="Base URL clients reach this server at (for hosted links), when behind a proxy.")] = None,
+    public_url: Annotated[str | None, typer.Option("--public-url", metavar="URL", help="Base URL clients reach this server at (for hosted links), when behind a proxy.")] = None,
     workers: Annotated[int, typer.Option("--workers", metavar="N", min=1, max=64, help="Server processes answering on the port (default 1); the memory agent and housekeeping run in one of them.")] = 1,
-    memory_interval: Annotated[Optional[float], typer.Option("--memory-interval", metavar="SECONDS", help="Seconds between memory agent runs (default: WSCTL_MEMORY_INTERVAL or 300; 0 turns the agent off; housekeeping still runs every 300 s).")] = None,
+    memory_interval: Annotated[float | None, typer.Option("--memory-interval", metavar="SECONDS", help="Seconds between memory agent runs (default: WSCTL_MEMORY_INTERVAL or 300; 0 turns the agent off; housekeeping still runs every 300 s).")] = None,
 ) -> None:
     """Serve a workspace over HTTP at /v1, with the hosted sign-in and connect pages.
 
@@ -27,7 +27,8 @@ def serve(
       wsctl serve --workspace ~/acme --host 0.0.0.0 --public-url https://wsctl.acme.dev
     """
     from workspacectl.cli.common.context import ensure_workspace_path, local_location, location_arg
-    from workspacectl.server.app import listen_socket, serve as run
+    from workspacectl.server.app import listen_socket
+    from workspacectl.server.app import serve as run
     from workspacectl.server.memory_timer import resolve_interval
 
     given = location_arg(workspace) if workspace else None

@@ -7,8 +7,9 @@ typer and plain click ones in `type`, and both are read here). Hidden commands a
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typer import _click
@@ -43,7 +44,7 @@ class Node:
     help: str
     options: list[Param]
     arguments: list[Param]
-    children: list["Node"] = field(default_factory=list)
+    children: list[Node] = field(default_factory=list)
     is_group: bool = False
 
     @property

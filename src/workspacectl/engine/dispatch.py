@@ -10,19 +10,29 @@ import json
 import re
 import sqlite3
 import urllib.parse
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from workspacectl.engine import registry
-from workspacectl.engine.db import (OPERATIONAL_ERRORS, WouldBlock, is_busy, on_quick_thread, quick_calls, refusals_answered,
-                                    refused_write, storage_failure)
+from workspacectl.engine.db import (
+    OPERATIONAL_ERRORS,
+    WouldBlock,
+    is_busy,
+    on_quick_thread,
+    quick_calls,
+    refusals_answered,
+    refused_write,
+    storage_failure,
+)
 from workspacectl.engine.registry import Caller, Ctx, PublicCtx, Response
 from workspacectl.engine.scopes import check_scope
 from workspacectl.engine.validate import text_problem
 from workspacectl.errors import ApiError
 
 if TYPE_CHECKING:
-    from workspacectl.engine.workspaces.folder import Workspace
     from datetime import datetime
+
+    from workspacectl.engine.workspaces.folder import Workspace
 
 # Every route module, for the server and the API listing; one request imports only its own.
 load_routes = registry.load_all
@@ -71,7 +81,7 @@ def split_path(path: str) -> tuple[str, dict]:
     Control characters and spaces are percent-encoded first, as an HTTP client would send them:
     urlsplit silently drops tabs and newlines, which made '/v1/trig\\ngers' reach /v1/triggers
     on the local backend while a server answers 404."""
-    path = _UNSAFE_IN_PATH.sub(lambda m: "%%%02X" % ord(m.group()), path)
+    path = _UNSAFE_IN_PATH.sub(lambda m: f"%{ord(m.group()):02X}", path)
     parsed = urllib.parse.urlsplit(path)
     return parsed.path, dict(urllib.parse.parse_qsl(parsed.query, keep_blank_values=True))
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import importlib
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from workspacectl.engine.db import refusals_answered
 from workspacectl.engine.dispatch import Engine, load_routes, parse_json_body, split_path
@@ -84,7 +85,7 @@ def create_workspace(location: Path | str, name: str, owner_name: str, owner_ema
         from workspacectl.engine.validate import email_address
 
         owner_email = email_address(owner_email, email_flag)
-    from workspacectl.engine.identity.render import member_json   # here: other commands load no identity module
+    from workspacectl.engine.identity.render import member_json  # here: other commands load no identity module
 
     ws, owner = workspace_type(location).create(location, name=name, owner_name=owner_name, owner_email=owner_email)
     with ws:

@@ -39,8 +39,8 @@ from workspacectl.engine.db import transaction
 from workspacectl.engine.store import identity
 
 if TYPE_CHECKING:
-    from workspacectl.engine.workspaces.folder import Workspace
     from workspacectl.engine.db.conn import Conn
+    from workspacectl.engine.workspaces.folder import Workspace
 
 GRACE = 60 * 60            # after an upload's expires_at (itself an hour after its link was made)
 FILE_AGE = 2 * 60 * 60     # stage folders and incoming files untouched this long are leftovers
@@ -145,7 +145,7 @@ def _link_recent(token: str, now: datetime) -> bool:
     from workspacectl.engine.skills.transfers import _unb64
 
     try:
-        expires = json.loads(_unb64(token.split(".")[0]))[3]
+        expires = json.loads(_unb64(token.split(".", maxsplit=1)[0]))[3]
         return isinstance(expires, int) and expires > now.timestamp() - FILE_AGE
     except (ValueError, TypeError, IndexError, KeyError, UnicodeError, RecursionError):
         return False

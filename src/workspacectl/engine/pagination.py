@@ -5,12 +5,12 @@ Store functions take `after` (the last key of the previous page, or None) and `l
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
-
 import base64
 import binascii
 import json
 import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from workspacectl.engine.validate import bad, query_int
 

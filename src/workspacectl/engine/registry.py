@@ -12,16 +12,16 @@ from __future__ import annotations
 import functools
 import importlib
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from workspacectl import clock
 from workspacectl.engine.route_index import ROUTE_INDEX
 
 if TYPE_CHECKING:
     from workspacectl.engine.db.conn import Conn
-
     from workspacectl.engine.workspaces.folder import Workspace
 
 
@@ -136,7 +136,7 @@ _PARAM = re.compile(r"\{(\w+)\}")
 TAIL = "/{path}"   # a template ending so matches any rest of the path (left percent-encoded)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compile(path: str) -> re.Pattern:
     """Compiled on first use: a command matches a handful of templates, not all of them."""
     parts = [f"(?P<{m.group(1)}>[^/]+)" if (m := _PARAM.fullmatch(seg)) else re.escape(seg)

@@ -6,7 +6,8 @@ handlers without importing the OpenAPI document; engine/openapi/ assembles them.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Literal
+from collections.abc import Iterable
+from typing import Any, Literal
 
 from workspacectl.engine.pagination import DEFAULT_LIMIT, MAX_LIMIT, MAX_NAME_FILTER
 

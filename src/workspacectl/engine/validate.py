@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Collection, Literal, overload
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from workspacectl.errors import ApiError
 from workspacectl.formats import walk

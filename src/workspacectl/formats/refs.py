@@ -20,8 +20,9 @@ filters, docs/api.md §1 "Lists"):
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from workspacectl.errors import ApiError
 

@@ -14,9 +14,10 @@ import codecs
 import os
 import re
 import unicodedata
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterable, Iterator
+from typing import Any, BinaryIO
 
 from workspacectl.formats import tar_stream as tar
 from workspacectl.formats import walk
@@ -104,7 +105,7 @@ def load_yaml(text: str) -> Any:
     booleans. PyYAML's BaseLoader builds only dicts, lists and strings."""
     import yaml
 
-    return yaml.load(text, Loader=yaml.BaseLoader)  # noqa: S506  (BaseLoader constructs no objects)
+    return yaml.load(text, Loader=yaml.BaseLoader)
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,9 @@ import gzip
 import hashlib
 import tarfile
 import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Callable, Iterable, Iterator, Literal, overload
+from typing import Any, BinaryIO, Literal, overload
 
 from workspacectl.errors import ApiError
 
@@ -128,9 +129,9 @@ class Record:
     path: str
     size: int
     executable: bool
-    _src: "_Source"
+    _src: _Source
     _left: int
-    _hash: "hashlib._Hash"
+    _hash: hashlib._Hash
 
     def read(self, n: int = CHUNK) -> bytes:
         if self._left <= 0:

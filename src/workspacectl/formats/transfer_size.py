@@ -8,7 +8,7 @@ the bytes the chunks inflate to. Pure: imported by both backends and the CLI.
 from __future__ import annotations
 
 import zlib
-from typing import Callable
+from collections.abc import Callable
 
 UNCOMPRESSED_LENGTH = "X-Uncompressed-Length"
 _STEP = 1 << 20   # inflate at most this much at a time: a small chunk may inflate to a great deal

@@ -5,7 +5,7 @@ bundle format (frontmatter: skill_bundle._holds_nul); no I/O.
 """
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 
 def strings(value: object) -> Iterator[str]:

@@ -16,7 +16,8 @@ the workspace by itself.
 """
 from __future__ import annotations
 
-from typing import Any, BinaryIO, Iterable, Protocol
+from collections.abc import Iterable
+from typing import Any, BinaryIO, Protocol
 
 
 class Proxied(Protocol):

@@ -8,11 +8,11 @@ as `wsctl` prints and exits with. A resource that cannot be read is a JSON-RPC e
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from workspacectl import __version__
 from workspacectl.errors import EXIT_CODES, ApiError
-
 from workspacectl.mcp_door import Client, resources, tools
 
 if TYPE_CHECKING:

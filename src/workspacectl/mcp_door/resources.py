@@ -14,7 +14,6 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from workspacectl.errors import ApiError
-
 from workspacectl.mcp_door import Client
 from workspacectl.mcp_door.tools import OWNER_TYPES, all_rows, resolve, seg
 

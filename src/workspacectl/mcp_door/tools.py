@@ -10,12 +10,12 @@ proposed. Annotations say which tools are read-only, which change or may destroy
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import quote
 
 from workspacectl.errors import ApiError
-
 from workspacectl.mcp_door import Client
 
 MAX_PAGES = 20          # a list tool reads at most this many pages (of up to 500 rows)

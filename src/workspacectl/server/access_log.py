@@ -9,7 +9,8 @@ import re
 import sys
 import time
 import urllib.parse
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from workspacectl.errors import ApiError
 from workspacectl.server.api_path import raw_path, send_json

@@ -18,7 +18,8 @@ import json
 import logging
 import threading
 import urllib.parse
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from workspacectl import clock
 from workspacectl.engine.doors import QuickWriter, Response, parse_json_body
@@ -41,7 +42,7 @@ NDJSON = "application/x-ndjson"   # an Accept asking for progress lines (server/
 
 
 def is_stream_type(content_type: str) -> bool:
-    return content_type.split(";")[0].strip().lower() in STREAM_TYPES
+    return content_type.split(";", maxsplit=1)[0].strip().lower() in STREAM_TYPES
 
 
 def json_bytes(body: Any) -> bytes:
@@ -110,7 +111,8 @@ def json_response(status: int, body: Any) -> RawResponse:
 
 def to_http(resp: Response) -> RawResponse:
     """An engine Response as a Starlette response."""
-    from starlette.responses import Response as RawResponse, StreamingResponse
+    from starlette.responses import Response as RawResponse
+    from starlette.responses import StreamingResponse
 
     if resp.stream is not None:
         return StreamingResponse(resp.stream, status_code=resp.status, media_type=resp.content_type,

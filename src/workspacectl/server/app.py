@@ -8,7 +8,8 @@ import contextlib
 import logging
 import socket
 import sys
-from typing import TYPE_CHECKING, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, Request
 from starlette.concurrency import run_in_threadpool
@@ -160,7 +161,6 @@ def create_app(engine: Engine, public_url: str | None = None, worker: int | None
 
     app.router.routes.append(Route("/mcp", agents, methods=["GET", "POST", "DELETE"], include_in_schema=False))
     from workspacectl.server import proxy_stream
-
     from workspacectl.server.page_headers import StrictHeaders
 
     lean = LeanApi(engine, StrictHeaders(app), public_url, proxy=proxy_stream.answer)
@@ -221,7 +221,6 @@ def serve(workspace_path: str, sock: socket.socket, public_url: str | None = Non
     load_routes()   # every route module now, so no first request pays for an import
     engine = Engine(ws)
     from workspacectl.server.memory_timer import resolve_interval, start_memory_timer
-
     from workspacectl.server.webhook_worker import start_webhook_worker
 
     timer = start_memory_timer(ws, resolve_interval(memory_interval))

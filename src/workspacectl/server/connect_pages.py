@@ -22,8 +22,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from workspacectl.engine import doors
 from workspacectl.errors import ApiError
-from workspacectl.server.pages import COOKIE, PAGE_HEADERS, error_page, page, web_caller, who_header
 from workspacectl.server.page_calls import run_engine
+from workspacectl.server.pages import COOKIE, PAGE_HEADERS, error_page, page, web_caller, who_header
 
 if TYPE_CHECKING:
     from workspacectl.engine.doors import Engine

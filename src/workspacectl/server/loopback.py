@@ -24,7 +24,7 @@ class LoopbackServer:
         self._thread: threading.Thread | None = None
         self._sock: socket.socket | None = None
 
-    def __enter__(self) -> "LoopbackServer":
+    def __enter__(self) -> LoopbackServer:
         import socket
 
         import uvicorn

@@ -12,8 +12,9 @@ import asyncio
 import contextvars
 import json
 import logging
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, BinaryIO, Callable, Iterable
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from workspacectl.errors import ApiError
 from workspacectl.server.api_path import base_url, bearer_of, header, send_json
@@ -44,7 +45,7 @@ class EngineClient:
         return resp.status, out, None if resp.status == 204 or resp.body is None else json.loads(json.dumps(resp.body))
 
     def proxy(self, method: str, path: str, query: list[tuple[str, str]], headers: dict[str, str],
-              body: BinaryIO | None, length: int | None) -> "Proxied":
+              body: BinaryIO | None, length: int | None) -> Proxied:
         """As LocalBackend.proxy, as the bearer: the engine forwards the call (engine/vault/proxy.py)."""
         import urllib.parse
 

@@ -5,12 +5,12 @@ which every page already renders, instead of escaping as a 500. The /v1 routes g
 Engine.call."""
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
 from workspacectl.engine.doors import refusals_answered
-
 
 T = TypeVar("T")
 

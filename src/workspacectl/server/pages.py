@@ -16,8 +16,7 @@ from workspacectl.errors import ApiError
 from workspacectl.server.page_headers import page_csp, strict_headers
 
 if TYPE_CHECKING:
-    from workspacectl.engine.doors import Engine
-    from workspacectl.engine.doors import Caller
+    from workspacectl.engine.doors import Caller, Engine
 
 COOKIE = "wsctl_web"
 

@@ -20,7 +20,8 @@ import functools
 import json
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from workspacectl.engine.doors import Response
 from workspacectl.errors import ApiError

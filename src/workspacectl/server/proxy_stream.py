@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import urllib.parse
-from typing import TYPE_CHECKING, Any, Coroutine, cast
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, cast
 
 from workspacectl.engine.doors import RawRequest, Response
 from workspacectl.errors import ApiError

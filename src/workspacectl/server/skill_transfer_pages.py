@@ -11,14 +11,15 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from fastapi import FastAPI, Request
-from fastapi.responses import Response as RawResponse, StreamingResponse
+from fastapi.responses import Response as RawResponse
+from fastapi.responses import StreamingResponse
 
-from workspacectl.formats import skill_bundle as fmt
 from workspacectl.engine import doors
 from workspacectl.errors import ApiError
+from workspacectl.formats import skill_bundle as fmt
 from workspacectl.server.api_path import json_response
-from workspacectl.server.spool import spool_body
 from workspacectl.server.page_calls import run_engine
+from workspacectl.server.spool import spool_body
 
 if TYPE_CHECKING:
     from workspacectl.engine.doors import Engine

@@ -12,8 +12,8 @@ from fastapi.responses import RedirectResponse, Response
 from workspacectl.engine.doors import consume_web_link
 from workspacectl.errors import ApiError
 from workspacectl.server import connect_pages
-from workspacectl.server.pages import COOKIE, error_page, page, web_caller
 from workspacectl.server.page_calls import run_engine
+from workspacectl.server.pages import COOKIE, error_page, page, web_caller
 
 if TYPE_CHECKING:
     from workspacectl.engine.doors import Engine

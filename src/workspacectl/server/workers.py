@@ -32,8 +32,8 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from types import FrameType
     import socket
+    from types import FrameType
 
 STOP_SECONDS = 30.0
 RESTART_LIMIT = 5

@@ -2,8 +2,8 @@
 backends; the client then works for a connection; refusals change nothing."""
 from __future__ import annotations
 
-from tests.vault_helpers import install_service, member_with_session
 from tests.conftest import ApiResult  # noqa: F401
+from tests.vault_helpers import install_service, member_with_session
 
 SECRET = "cs-CANARY-from-stdin"
 

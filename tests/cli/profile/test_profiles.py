@@ -3,9 +3,9 @@
 so, `auth status` listing the others. Real CLI subprocesses, each test its own WSCTL_HOME."""
 from __future__ import annotations
 
+from tests.cli.test_cli_writes_nothing import snapshot, tree
 from tests.cli_helpers import one_error_line, read_toml
 from tests.conftest import NO_BACKOFF, base_env, run_wsctl, serve
-from tests.cli.test_cli_writes_nothing import snapshot, tree
 
 
 def test_profile_commands_and_auth_status_make_nothing(tmp_path):

@@ -15,8 +15,12 @@ import sys
 import pytest
 
 from tests.conftest import WAIT_LIMIT, WSCTL, base_env, free_port, run_wsctl, serve, wait_until
-from tests.vault_helpers import install_service, make_credential, member_with_session
-from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+from tests.vault_helpers import (
+    canary_scan,  # noqa: F401  (a fixture, named by pytestmark)
+    install_service,
+    make_credential,
+    member_with_session,
+)
 
 pytestmark = pytest.mark.usefixtures("canary_scan")
 
@@ -432,5 +436,5 @@ def test_rotate_key_confirms_and_keeps_every_secret_readable(backend, cred):
         assert backend.wsctl("vault", "token", cred["id"], "--reason", "after rotation").json["apiKey"] == HOSTILE
         text = backend.wsctl("admin", "rotate-key", "--yes").err
         assert "Re-encrypted" in text
-    member, session = member_with_session(backend, "adam@example.com", role="admin")
+    _member, session = member_with_session(backend, "adam@example.com", role="admin")
     backend.wsctl("admin", "rotate-key", "--yes", env=backend.env_for(session), expect=4)

@@ -6,8 +6,8 @@ starts for itself. The local apiKey shortcut (stdin, hidden prompt on a pty) is 
 """
 from __future__ import annotations
 
-import json
 import fcntl
+import json
 import os
 import pty
 import queue
@@ -26,8 +26,12 @@ import pytest
 
 from tests.conftest import WAIT_LIMIT, WSCTL, make_backend, wait_until
 from tests.connect_helpers import parse_form
-from tests.vault_helpers import APIKEY_TOML, install_service, token
-from tests.vault_helpers import canary_scan  # noqa: F401  (a fixture, named by pytestmark)
+from tests.vault_helpers import (
+    APIKEY_TOML,
+    canary_scan,  # noqa: F401  (a fixture, named by pytestmark)
+    install_service,
+    token,
+)
 
 pytestmark = pytest.mark.usefixtures("canary_scan")
 

@@ -30,7 +30,7 @@ def _issued(backend, cred) -> list:
 
 
 def test_names_come_from_each_credential(backend, two_accounts):
-    live, test = two_accounts
+    _live, _test = two_accounts
     r = backend.wsctl("vault", "env", "stripe-live", "stripe.test", "--reason", "both", "--var-names", "credential",
                       "--format", "json")
     assert r.json == {"STRIPE_LIVE_API_KEY": "sk-live-1", "STRIPE_LIVE_SK_URL": "https://live.example",

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -14,7 +14,7 @@ from workspacectl.errors import ApiError
 
 app = typer.Typer(no_args_is_help=True)
 
-ProfileOpt = Annotated[Optional[str], typer.Option("--profile", "-p", help="Profile to use (default: the active one).")]
+ProfileOpt = Annotated[str | None, typer.Option("--profile", "-p", help="Profile to use (default: the active one).")]
 
 
 def _profile(ctx: typer.Context, flag: str | None) -> str:
@@ -27,9 +27,9 @@ def _profile(ctx: typer.Context, flag: str | None) -> str:
 @app.command("login")
 def login(
     ctx: typer.Context,
-    server: Annotated[Optional[str], typer.Option("--server", metavar="URL", help="Server base URL, e.g. https://wsctl.example.com.")] = None,
-    code: Annotated[Optional[str], typer.Option("--code", help="The login code from `wsctl members login-code` (asked for when left out).")] = None,
-    member: Annotated[Optional[str], typer.Option("--member", help="Local workspaces: act as this member (id, email or name).")] = None,
+    server: Annotated[str | None, typer.Option("--server", metavar="URL", help="Server base URL, e.g. https://wsctl.example.com.")] = None,
+    code: Annotated[str | None, typer.Option("--code", help="The login code from `wsctl members login-code` (asked for when left out).")] = None,
+    member: Annotated[str | None, typer.Option("--member", help="Local workspaces: act as this member (id, email or name).")] = None,
     profile: ProfileOpt = None,
     activate: Annotated[bool, typer.Option("--activate", help="Make this profile the active one.")] = False,
     json: JsonOpt = False,
@@ -163,7 +163,6 @@ def _require_workspace(target: Target) -> None:
     from pathlib import Path
 
     from workspacectl.cli.common.first_use import not_made_yet
-
     from workspacectl.formats.workspace_url import is_postgres_url
 
     local_folder = target.kind == "local" and not is_postgres_url(target.location)

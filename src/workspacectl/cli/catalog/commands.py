@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional, overload
+from typing import Annotated, Any, overload
 from urllib.parse import quote
 
 import typer
@@ -26,7 +26,7 @@ def utf8(value: str, what: str) -> str: ...
 def utf8(value: None, what: str) -> None: ...
 
 
-def utf8(value: Optional[str], what: str) -> Optional[str]:
+def utf8(value: str | None, what: str) -> str | None:
     """An argument that is not UTF-8 reaches Python with lone surrogates, which no URL or
     request can carry: refuse it as the engine would, on both backends alike."""
     if value is not None:
@@ -117,7 +117,7 @@ def operation(ctx: typer.Context, op_id: Annotated[str, typer.Argument(metavar="
 def search(
     ctx: typer.Context,
     phrase: Annotated[str, typer.Argument(help="What you want to do, e.g. 'send a text message'.")],
-    service: Annotated[Optional[str], typer.Option("--service", help="Only this service's operations.")] = None,
+    service: Annotated[str | None, typer.Option("--service", help="Only this service's operations.")] = None,
     limit: Annotated[int, typer.Option("--limit", "-L", min=1, max=500, metavar="N", help="How many results (1-500).")] = 10,
     json: JsonOpt = False,
 ) -> None:
@@ -145,7 +145,7 @@ def search(
     emit(ctx, body, render, json_flag=json)
 
 
-def _format_of(path: Path) -> Optional[str]:
+def _format_of(path: Path) -> str | None:
     suffix = path.suffix.lower()
     if suffix == ".toml":
         return "toml"
@@ -176,7 +176,7 @@ def read_document(file: Path) -> bytes:
 def import_(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(metavar="FILE", help="A service definition (.toml) or an OpenAPI 2/3 document (.json, .yaml).")],
-    service: Annotated[Optional[str], typer.Option("--service", help="Service name to use instead of the document's.")] = None,
+    service: Annotated[str | None, typer.Option("--service", help="Service name to use instead of the document's.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Owner only: replace even when the import changes where "
                                         "secrets go while credentials use the service (they must reconnect).")] = False,
     json: JsonOpt = False,
@@ -263,7 +263,7 @@ def _change_summary(entry: dict) -> str:
 @app.command("history")
 def history(
     ctx: typer.Context,
-    service: Annotated[Optional[str], typer.Option("--service", help="Only this service's changes.")] = None,
+    service: Annotated[str | None, typer.Option("--service", help="Only this service's changes.")] = None,
     json: JsonOpt = False,
 ) -> None:
     """List catalog changes, newest first: who, when, what changed (owner or admin).

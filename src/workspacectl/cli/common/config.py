@@ -10,9 +10,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 from workspacectl.cli.common.paths import config_file
 from workspacectl.errors import ApiError

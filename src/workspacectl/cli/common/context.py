@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 import sys
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 from workspacectl.backend.base import ON_WRITE
 from workspacectl.cli.common import config

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -96,9 +97,8 @@ def _write_json(body: Any, raw_string: bool = False) -> None:
 
 
 def emit(ctx: typer.Context, body: Any, render: Callable[[Any], None] | None = None, json_flag: bool = False) -> None:
-    from workspacectl.cli.common.context import state
-
     from workspacectl.cli.common import scripting
+    from workspacectl.cli.common.context import state
 
     if json_flag or state(ctx).json or render is None or scripting.active():
         if body is not None:
@@ -162,10 +162,10 @@ def progress_wanted() -> bool:
     """Progress shows only on a terminal (stderr), and never when the output is JSON for a script."""
     if not sys.stderr.isatty():
         return False
+    from typer._click.globals import get_current_context
+
     from workspacectl.cli.common import scripting
     from workspacectl.cli.common.context import state
-
-    from typer._click.globals import get_current_context
 
     ctx = get_current_context(silent=True)
     return not ((ctx is not None and state(ctx).json) or scripting.active())

@@ -9,7 +9,8 @@ from __future__ import annotations
 import sys
 import threading
 import tomllib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from workspacectl.cli.common.config import write_atomic
 from workspacectl.cli.common.paths import secrets_file

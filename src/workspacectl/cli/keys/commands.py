@@ -1,7 +1,7 @@
 """`wsctl keys`: personal and platform API keys (the secret is shown once)."""
 from __future__ import annotations
 
-from typing import Annotated, Any, List, Literal, Optional
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -51,10 +51,10 @@ def _shown_limits(ctx: typer.Context, keys: list[dict]) -> list[dict]:
 def create(
     ctx: typer.Context,
     kind: Annotated[Literal["platform", "personal"], typer.Option("--kind", help="platform (vault:*, docs:read) or personal (projects/memory/skills/triggers).")],
-    scope: Annotated[List[str], typer.Option("--scope", "-s", click_type=scope_list(), help="A scope; repeat or comma-separate for several.")],
+    scope: Annotated[list[str], typer.Option("--scope", "-s", click_type=scope_list(), help="A scope; repeat or comma-separate for several.")],
     name: Annotated[str, typer.Option("--name", help="A name to recognise the key by.")] = "",
-    expires: Annotated[Optional[str], typer.Option("--expires", help="Expiry: an ISO timestamp or a duration such as 30d, 12h.")] = None,
-    credential: Annotated[Optional[List[str]], typer.Option(
+    expires: Annotated[str | None, typer.Option("--expires", help="Expiry: an ISO timestamp or a duration such as 30d, 12h.")] = None,
+    credential: Annotated[list[str] | None, typer.Option(
         "--credential", metavar="CREDENTIAL", click_type=choices.credential(),
         help="Limit a platform key to this credential (id or name); repeat for several. Any other "
              "credential does not exist for the key.")] = None,

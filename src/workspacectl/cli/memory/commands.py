@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
 import typer
@@ -67,7 +67,7 @@ def _stderr_table(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) ->
         info("\t".join("" if r.get(k) is None else str(r[k]) for k, _ in columns))
 
 
-def _download(ctx: typer.Context, path: str, output: Optional[Path]) -> None:
+def _download(ctx: typer.Context, path: str, output: Path | None) -> None:
     """Write a binary route's body to output (through a temporary file renamed into place) or stdout."""
     if output is None:
         backend(ctx).download(path, sys.stdout.buffer)
@@ -85,8 +85,8 @@ def _download(ctx: typer.Context, path: str, output: Optional[Path]) -> None:
 def files(
     ctx: typer.Context,
     owner: OwnerArg,
-    path: Annotated[Optional[str], typer.Option("--path", metavar="PATH", help="Download this one file (to -o or stdout).")] = None,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="Write the download here; without --path, all files as tar.gz.")] = None,
+    path: Annotated[str | None, typer.Option("--path", metavar="PATH", help="Download this one file (to -o or stdout).")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write the download here; without --path, all files as tar.gz.")] = None,
     tar: Annotated[bool, typer.Option("--tar", help="Download all files as one tar.gz (to -o or stdout).")] = False,
     json: JsonOpt = False,
 ) -> None:
@@ -128,9 +128,9 @@ def propose(
     ctx: typer.Context,
     owner: OwnerArg,
     text: Annotated[str, typer.Argument(help="The note; '-' reads it from stdin.", metavar="TEXT")],
-    section: Annotated[Optional[str], typer.Option("--section", metavar="SECTION", help="Guide section to fold it under (default Notes).")] = None,
-    file: Annotated[Optional[str], typer.Option("--file", metavar="LOCAL_FILE", click_type=choices.local_file(), help="A local text file to add as a reference file.")] = None,
-    file_path: Annotated[Optional[str], typer.Option("--file-path", metavar="PATH", help="Path of --file inside memory (default: its name).")] = None,
+    section: Annotated[str | None, typer.Option("--section", metavar="SECTION", help="Guide section to fold it under (default Notes).")] = None,
+    file: Annotated[str | None, typer.Option("--file", metavar="LOCAL_FILE", click_type=choices.local_file(), help="A local text file to add as a reference file.")] = None,
+    file_path: Annotated[str | None, typer.Option("--file-path", metavar="PATH", help="Path of --file inside memory (default: its name).")] = None,
     json: JsonOpt = False,
 ) -> None:
     """Queue a note (and optionally a reference file) for the memory agent's next run.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -83,7 +83,7 @@ def _why_in_use(ctx: typer.Context) -> str:
 
 @app.command("show")
 def show(ctx: typer.Context,
-         name: Annotated[Optional[str], typer.Argument(metavar="[NAME]", help="A profile (default: the one in use).")] = None,
+         name: Annotated[str | None, typer.Argument(metavar="[NAME]", help="A profile (default: the one in use).")] = None,
          json: JsonOpt = False) -> None:
     """Show a profile: its server or workspace, its member, where its token is kept (never the token).
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 import typer
@@ -21,7 +21,7 @@ from workspacectl.errors import ApiError
 app = typer.Typer(no_args_is_help=True)
 
 IdArg = Annotated[str, typer.Argument(metavar="ID", click_type=choices.skill(), help="Skill id (skl_…) or name.")]
-BaseOpt = Annotated[Optional[int], typer.Option("--base-version", metavar="VERSION", help="Fail with a conflict unless this is "
+BaseOpt = Annotated[int | None, typer.Option("--base-version", metavar="VERSION", help="Fail with a conflict unless this is "
                                                                        "the live version.")]
 COLUMNS = [("id", "ID"), ("name", "NAME"), ("status", "STATUS"), ("version", "VERSION"), ("enabled", "ENABLED"),
            ("description", "DESCRIPTION")]
@@ -43,7 +43,7 @@ def show_published(b: dict) -> None:
 @app.command("list")
 def list_(
     ctx: typer.Context,
-    status: Annotated[Optional[Literal["draft", "published", "archived", "all"]], typer.Option("--status", help="draft, published, archived or all "
+    status: Annotated[Literal["draft", "published", "archived", "all"] | None, typer.Option("--status", help="draft, published, archived or all "
                                                                    "(default: draft and published).")] = None,
     json: JsonOpt = False,
 ) -> None:
@@ -89,8 +89,8 @@ def show(ctx: typer.Context, skill: IdArg, json: JsonOpt = False) -> None:
 def edit(
     ctx: typer.Context,
     skill: IdArg,
-    name: Annotated[Optional[str], typer.Option("--name", help="New name (SKILL.md follows).")] = None,
-    description: Annotated[Optional[str], typer.Option("--description", "-d", help="New description.")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="New name (SKILL.md follows).")] = None,
+    description: Annotated[str | None, typer.Option("--description", "-d", help="New description.")] = None,
     json: JsonOpt = False,
 ) -> None:
     """Rename a skill or change its description; a published skill gets a new version.

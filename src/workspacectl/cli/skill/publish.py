@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any, List, Optional
+from typing import Annotated, Any
 from urllib.parse import quote
 
 import typer
@@ -35,10 +35,10 @@ def _print_problems(label: str, errors: list, warnings: list) -> None:
 
 def validate(
     ctx: typer.Context,
-    folder: Annotated[Optional[Path], typer.Argument(metavar="DIR", help="Skill folder holding SKILL.md.")] = None,
-    upload_id: Annotated[Optional[str], typer.Option("--upload-id", help="Validate this staged upload on the "
+    folder: Annotated[Path | None, typer.Argument(metavar="DIR", help="Skill folder holding SKILL.md.")] = None,
+    upload_id: Annotated[str | None, typer.Option("--upload-id", help="Validate this staged upload on the "
                                                                          "server instead of a folder.")] = None,
-    skill: Annotated[Optional[str], typer.Option("--skill", help="Skill (id or name) the staged upload "
+    skill: Annotated[str | None, typer.Option("--skill", help="Skill (id or name) the staged upload "
                                                                  "belongs to.")] = None,
     json: JsonOpt = False,
 ) -> None:
@@ -124,7 +124,7 @@ def publish_one(ctx: typer.Context, folder: Path, files: dict, meta: dict) -> di
 
 def publish(
     ctx: typer.Context,
-    folders: Annotated[List[Path], typer.Argument(metavar="DIR...", help="Skill folders, each holding SKILL.md.")],
+    folders: Annotated[list[Path], typer.Argument(metavar="DIR...", help="Skill folders, each holding SKILL.md.")],
     json: JsonOpt = False,
 ) -> None:
     """Publish skill folders (CI): create when missing, skip when unchanged, one line per skill.

@@ -9,22 +9,23 @@ import shutil
 import tempfile
 import time
 import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, BinaryIO, Iterator, cast
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, cast
 
 from workspacectl.cli.common.config import atomic_output
 from workspacectl.cli.common.output import progress_bar
+from workspacectl.errors import ApiError
 from workspacectl.formats import skill_bundle as fmt
 from workspacectl.formats import transfer_size
 from workspacectl.formats.tar_stream import CHUNK, ArchiveError, Record, read_tar
-from workspacectl.errors import ApiError
 
 if TYPE_CHECKING:
     import httpx
 
 
 def _file_path(url: str) -> Path:
-    import urllib.request   # http.client and ssl come with it: only when a file:// URL is followed
+    import urllib.request  # http.client and ssl come with it: only when a file:// URL is followed
 
     return Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
 

@@ -5,7 +5,7 @@ you can see. `memory` lives in memory.py, `files` in files.py (beside this modul
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -51,12 +51,12 @@ def _values(name: str | None, description: str | None, icon: str | None, color: 
     return out
 
 
-DescOpt = Annotated[Optional[str], typer.Option("--description", "-d", help="What the specialist is for.")]
-IconOpt = Annotated[Optional[str], typer.Option("--icon", help="An emoji.")]
-ColorOpt = Annotated[Optional[str], typer.Option("--color", help="The worker's colour name.")]
-HeadOpt = Annotated[Optional[str], typer.Option("--head", help="Worker accessory on the head ('' for none).")]
-ShirtOpt = Annotated[Optional[str], typer.Option("--shirt", help="Worker shirt ('' for none).")]
-HandOpt = Annotated[Optional[str], typer.Option("--hand", help="Worker accessory in the hand ('' for none).")]
+DescOpt = Annotated[str | None, typer.Option("--description", "-d", help="What the specialist is for.")]
+IconOpt = Annotated[str | None, typer.Option("--icon", help="An emoji.")]
+ColorOpt = Annotated[str | None, typer.Option("--color", help="The worker's colour name.")]
+HeadOpt = Annotated[str | None, typer.Option("--head", help="Worker accessory on the head ('' for none).")]
+ShirtOpt = Annotated[str | None, typer.Option("--shirt", help="Worker shirt ('' for none).")]
+HandOpt = Annotated[str | None, typer.Option("--hand", help="Worker accessory in the hand ('' for none).")]
 
 
 @app.command("list")
@@ -95,7 +95,7 @@ def show(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False) -> None:
 
 @app.command("edit")
 def edit(ctx: typer.Context, ref: SpecArg,
-         name: Annotated[Optional[str], typer.Option("--name", "-n", help="New name.")] = None,
+         name: Annotated[str | None, typer.Option("--name", "-n", help="New name.")] = None,
          description: DescOpt = None, icon: IconOpt = None, color: ColorOpt = None, head: HeadOpt = None,
          shirt: ShirtOpt = None, hand: HandOpt = None, json: JsonOpt = False) -> None:
     """Rename, describe, or change the icon or figure of a specialist (needs edit access).
@@ -150,7 +150,7 @@ def connections(ctx: typer.Context, ref: SpecArg, json: JsonOpt = False) -> None
 @app.command("pin")
 def pin(ctx: typer.Context,
         resource: Annotated[str, typer.Argument(metavar="RESOURCE", help="Workflow, app or skill: its id (wf_…, skl_…) or its name.")],
-        into: Annotated[Optional[str], typer.Option("--into", metavar="SPECIALIST", click_type=choices.specialist(), help="The specialist to move it into (id or name).")] = None,
+        into: Annotated[str | None, typer.Option("--into", metavar="SPECIALIST", click_type=choices.specialist(), help="The specialist to move it into (id or name).")] = None,
         unpin: Annotated[bool, typer.Option("--unpin", help="Return it to its creator instead.")] = False,
         json: JsonOpt = False) -> None:
     """Move a workflow, app or skill into a specialist (it leaves any other one).
@@ -171,7 +171,7 @@ def pin(ctx: typer.Context,
 @app.command("grant")
 def grant(ctx: typer.Context, ref: SpecArg,
           role: Annotated[Literal["editor", "viewer", "none"], typer.Option("--role", help="editor, viewer, or none to remove the grant.")],
-          member: Annotated[Optional[str], typer.Option("--member", "-m", click_type=choices.member(),
+          member: Annotated[str | None, typer.Option("--member", "-m", click_type=choices.member(),
                                                         help="Member id, email or name.")] = None,
           workspace: Annotated[bool, typer.Option("--workspace", help="Grant the whole workspace.")] = False,
           json: JsonOpt = False) -> None:

@@ -8,16 +8,26 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO, Iterable, Optional, cast
+from typing import Annotated, Any, BinaryIO, cast
 from urllib.parse import quote
 
 import typer
 
-from workspacectl.cli.common.config import atomic_output
 from workspacectl.cli.common import choices
+from workspacectl.cli.common.config import atomic_output
 from workspacectl.cli.common.context import all_pages, backend, state
-from workspacectl.cli.common.output import JsonOpt, confirm_or_refuse, emit, human_size, info, json_switch, list_table, progress_bar
+from workspacectl.cli.common.output import (
+    JsonOpt,
+    confirm_or_refuse,
+    emit,
+    human_size,
+    info,
+    json_switch,
+    list_table,
+    progress_bar,
+)
 from workspacectl.cli.specialist.refs import project_id
 from workspacectl.errors import ApiError
 
@@ -68,7 +78,7 @@ def rm(ctx: typer.Context, pid: IdArg,
 
 @bundle_app.command("download")
 def download(ctx: typer.Context, pid: IdArg,
-             output: Annotated[Optional[str], typer.Option(
+             output: Annotated[str | None, typer.Option(
                  "--output", "-o", metavar="FILE", click_type=choices.local_file(), help="Where to write (default ID.tar.gz; - for stdout).")] = None,
              json: SavedJson = False) -> None:
     """Download every file as a tar.gz (entries at the root).

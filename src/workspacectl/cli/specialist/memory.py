@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -58,7 +58,7 @@ def _read_text(file: str) -> str:
 @app.command("set")
 def set_(ctx: typer.Context, ref: SpecArg,
          file: Annotated[str, typer.Argument(metavar="FILE", click_type=choices.local_file(), help="Markdown file with the new memory ('-' for stdin).")],
-         version: Annotated[Optional[int], typer.Option("--version", help="The version you are replacing; without "
+         version: Annotated[int | None, typer.Option("--version", help="The version you are replacing; without "
                                                         "it, the current version is read first.")] = None,
          json: JsonOpt = False) -> None:
     """Replace the memory with a file's contents (needs edit access).

@@ -1,7 +1,7 @@
 """`wsctl trigger`: the trigger providers (webhook, cron, poll) that can start a workflow."""
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 from urllib.parse import quote
 
 import typer
@@ -19,7 +19,7 @@ COLUMNS = [("triggerId", "TRIGGER"), ("type", "TYPE"), ("service", "SERVICE"), (
 @app.command("list")
 def list_(
     ctx: typer.Context,
-    q: Annotated[Optional[str], typer.Option("-q", "--query", metavar="TEXT", help="Only providers whose name, service or description match.")] = None,
+    q: Annotated[str | None, typer.Option("-q", "--query", metavar="TEXT", help="Only providers whose name, service or description match.")] = None,
     json: JsonOpt = False,
 ) -> None:
     """List trigger providers.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any, List, Literal, Optional
+from typing import Annotated, Any, Literal
 
 import typer
 from typer import _click
@@ -64,7 +64,7 @@ def env_detail(ctx: typer.Context, cred_id: str) -> dict:
 @app.command("list")
 def list_(
     ctx: typer.Context,
-    service: Annotated[Optional[str], typer.Option("--service", help="Only credentials of this service.")] = None,
+    service: Annotated[str | None, typer.Option("--service", help="Only credentials of this service.")] = None,
     json: JsonOpt = False,
 ) -> None:
     """List the credentials you own or that are shared with you.
@@ -110,7 +110,7 @@ def render_detail(b: dict) -> None:
 def log(
     ctx: typer.Context,
     cred_id: IdArg,
-    cursor: Annotated[Optional[str], typer.Option("--cursor", help="Continue from a previous page's nextCursor.")] = None,
+    cursor: Annotated[str | None, typer.Option("--cursor", help="Continue from a previous page's nextCursor.")] = None,
     json: JsonOpt = False,
 ) -> None:
     """Show who was issued this credential's secrets or called through it, when and why (owner only).
@@ -160,8 +160,8 @@ def token(
       wsctl vault token stripe-live --reason 'rotate webhooks' --format value
       wsctl vault token github --reason 'release notes' --format env
     """
-    from workspacectl.formats import env_text
     from workspacectl.cli.vault import env as vault_env
+    from workspacectl.formats import env_text
 
     fmt = "json" if json else format
     if fmt not in TOKEN_FORMS:
@@ -210,7 +210,7 @@ def issue_env(ctx: typer.Context, cred_ids: list[str], reason: str, form: str,
 @app.command("env")
 def env(
     ctx: typer.Context,
-    cred_ids: Annotated[List[str], typer.Argument(metavar="CREDENTIAL...", click_type=choices.credential(),
+    cred_ids: Annotated[list[str], typer.Argument(metavar="CREDENTIAL...", click_type=choices.credential(),
                                                   help="One or more credential ids or names.")],
     reason: ReasonOpt,
     format: Annotated[Literal["export", "dotenv", "json"], typer.Option("--format", help="export (for eval), dotenv, or json.")] = "export",
@@ -250,15 +250,15 @@ def proxy(
     path: Annotated[str, typer.Argument(help="The path on the service after its base URL, e.g. /repos/OWNER/NAME; "
                                         "a query string may follow.")],
     reason: ReasonOpt,
-    raw_field: Annotated[Optional[List[str]], typer.Option(
+    raw_field: Annotated[list[str] | None, typer.Option(
         "--raw-field", "-f", metavar="KEY=VALUE", help="A string field (repeatable): query for GET/DELETE, "
         "JSON body otherwise.")] = None,
-    field: Annotated[Optional[List[str]], typer.Option(
+    field: Annotated[list[str] | None, typer.Option(
         "--field", "-F", metavar="KEY=VALUE", help="A typed field (repeatable): true, false, null and numbers "
         "as JSON; @FILE reads a file, @- stdin.")] = None,
-    input_file: Annotated[Optional[str], typer.Option(
+    input_file: Annotated[str | None, typer.Option(
         "--input", metavar="FILE", click_type=choices.local_file(), help="Send the file's bytes as the body, streamed ('-': stdin).")] = None,
-    header: Annotated[Optional[List[str]], typer.Option(
+    header: Annotated[list[str] | None, typer.Option(
         "--header", "-H", metavar="'NAME: VALUE'", help="A request header for the service (repeatable).")] = None,
     include: Annotated[bool, typer.Option("--include", "-i", help="Print the service's status line and headers "
                                           "before the body.")] = False,
@@ -286,9 +286,9 @@ def proxy(
 def inject(
     ctx: typer.Context,
     reason: ReasonOpt,
-    in_file: Annotated[Optional[str], typer.Option("--in-file", "-i", metavar="TEMPLATE", click_type=choices.local_file(), help="The template "
+    in_file: Annotated[str | None, typer.Option("--in-file", "-i", metavar="TEMPLATE", click_type=choices.local_file(), help="The template "
                                                    "(default: stdin).")] = None,
-    out_file: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", dir_okay=False,
+    out_file: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", dir_okay=False,
                                                      help="Write here, mode 0600 (default: stdout).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace FILE if it exists.")] = False,
 ) -> None:
@@ -327,7 +327,7 @@ class RunCommand(Command):
 @app.command("run", cls=RunCommand)
 def run(
     ctx: typer.Context,
-    words: Annotated[List[str], typer.Argument(metavar="CREDENTIAL... -- CMD", click_type=choices.credential(), help="Credential ids or names, then -- and the "
+    words: Annotated[list[str], typer.Argument(metavar="CREDENTIAL... -- CMD", click_type=choices.credential(), help="Credential ids or names, then -- and the "
                                                "command to run (no shell unless you run one).")],
     reason: ReasonOpt,
     no_masking: Annotated[bool, typer.Option("--no-masking", help="Do not mask secret values in the output: the "
@@ -387,9 +387,9 @@ def connect(
     service: Annotated[str, typer.Argument(help="Service to connect, e.g. slack (see `wsctl catalog integrations`).")],
     no_open: Annotated[bool, typer.Option("--no-open", help="Print the link instead of opening a browser.")] = False,
     wait: Annotated[bool, typer.Option("--wait", help="Wait until the connection completes or fails.")] = False,
-    name: Annotated[Optional[str], typer.Option("--name", "-n", help="Name the new credential, e.g. stripe-live "
+    name: Annotated[str | None, typer.Option("--name", "-n", help="Name the new credential, e.g. stripe-live "
                                                 "(default: the service's, made unique: stripe, stripe-2).")] = None,
-    reconnect: Annotated[Optional[str], typer.Option("--reconnect", metavar="CREDENTIAL", click_type=choices.credential(),
+    reconnect: Annotated[str | None, typer.Option("--reconnect", metavar="CREDENTIAL", click_type=choices.credential(),
                                                      help="Put the new secrets into "
                                                      "this credential of yours (same id and shares), e.g. one "
                                                      "that needs_reconnect.")] = None,
@@ -453,7 +453,7 @@ def read_secret_values(names: list[str]) -> dict[str, str]:
 def set_key(
     ctx: typer.Context,
     cred_id: IdArg,
-    field: Annotated[Optional[List[str]], typer.Option("--field", help="Only this secret field (repeatable); "
+    field: Annotated[list[str] | None, typer.Option("--field", help="Only this secret field (repeatable); "
                                                        "default: all of them.")] = None,
     json: JsonOpt = False,
 ) -> None:
@@ -530,7 +530,7 @@ def share(
     ctx: typer.Context,
     cred_id: IdArg,
     role: Annotated[Literal["user", "viewer", "none"], typer.Option("--role", help="user (may request tokens), viewer (sees it), none (removes).")],
-    member: Annotated[Optional[str], typer.Option("--member", click_type=choices.member(),
+    member: Annotated[str | None, typer.Option("--member", click_type=choices.member(),
                                                   help="Member id, email or name.")] = None,
     workspace: Annotated[bool, typer.Option("--workspace", help="Share with the whole workspace.")] = False,
     json: JsonOpt = False,

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from workspacectl.cli.common.context import backend, state
 from workspacectl.cli.common.output import fields, info, print_json

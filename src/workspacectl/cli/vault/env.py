@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
+from workspacectl.errors import ApiError
 from workspacectl.formats.env_names import refusal
 from workspacectl.formats.env_text import NON_SECRET_FIELDS, dotenv_lines, export_lines, json_text
-from workspacectl.errors import ApiError
 
 
 def env_for(detail: dict, token: dict) -> dict[str, str]:

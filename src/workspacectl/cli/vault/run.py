@@ -26,8 +26,9 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from types import FrameType
-from typing import BinaryIO, Callable, TextIO
+from typing import BinaryIO, TextIO
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 

@@ -14,7 +14,8 @@ tried again at the next interval; the command keeps running meanwhile.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from workspacectl.errors import ApiError
 

@@ -1,7 +1,7 @@
 """`wsctl webhooks`: signed webhook subscriptions to the event feed (owner or admin)."""
 from __future__ import annotations
 
-from typing import Annotated, Any, List, Optional
+from typing import Annotated, Any
 from urllib.parse import quote
 
 import typer
@@ -27,7 +27,7 @@ def _path(webhook_id: str, suffix: str = "") -> str:
 def add(
     ctx: typer.Context,
     url: Annotated[str, typer.Argument(help="Where to send the events: an http(s) URL.")],
-    event: Annotated[Optional[List[str]], typer.Option("--event", help="An event type (credential.broken), a family (credential.*) or * for all (the default); repeat or comma-separate.")] = None,
+    event: Annotated[list[str] | None, typer.Option("--event", help="An event type (credential.broken), a family (credential.*) or * for all (the default); repeat or comma-separate.")] = None,
     json: JsonOpt = False,
 ) -> None:
     """Subscribe a URL to events. The signing secret (whsec_…) is printed once; store it now.

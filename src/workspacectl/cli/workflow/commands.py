@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json as jsonlib
 from pathlib import Path
-from typing import Annotated, Any, List, Literal, Optional
+from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 import typer
@@ -45,7 +45,7 @@ def show_workflow(w: dict) -> None:
 @app.command("import")
 def import_(ctx: typer.Context,
             file: Annotated[Path, typer.Argument(metavar="FILE", help="A workflow.json: {name, kind, description, nodes}; a node's credentialId may name a credential (as `wsctl vault list` shows it) or give its id.")],
-            into: Annotated[Optional[str], typer.Option("--into", metavar="SPECIALIST", click_type=choices.specialist(), help="Put it straight into this specialist (id or name).")] = None,
+            into: Annotated[str | None, typer.Option("--into", metavar="SPECIALIST", click_type=choices.specialist(), help="Put it straight into this specialist (id or name).")] = None,
             json: JsonOpt = False) -> None:
     """Import a workflow or app from its workflow.json.
 
@@ -104,8 +104,8 @@ def with_credential_ids(ctx: typer.Context, doc: dict) -> dict:
 
 @app.command("list")
 def list_(ctx: typer.Context,
-          kind: Annotated[Optional[Literal["workflow", "app"]], typer.Option("--kind", help="workflow or app.")] = None,
-          specialist: Annotated[Optional[str], typer.Option("--specialist", help="Only those in this specialist.")] = None,
+          kind: Annotated[Literal["workflow", "app"] | None, typer.Option("--kind", help="workflow or app.")] = None,
+          specialist: Annotated[str | None, typer.Option("--specialist", help="Only those in this specialist.")] = None,
           json: JsonOpt = False) -> None:
     """List the workflows and apps you made or can reach through a specialist.
 
@@ -137,9 +137,9 @@ def show(ctx: typer.Context, wid: WfArg, json: JsonOpt = False) -> None:
 @app.command("configure")
 def configure(ctx: typer.Context, wid: WfArg,
               node: Annotated[str, typer.Argument(metavar="NODE", help="The trigger node's id.")],
-              credential: Annotated[Optional[str], typer.Option("--credential", click_type=choices.credential(),
+              credential: Annotated[str | None, typer.Option("--credential", click_type=choices.credential(),
                                                                 help="Credential id (cred_…) or name it polls with.")] = None,
-              inputs: Annotated[Optional[List[str]], typer.Option("--input", metavar="NAME=VALUE", help="An input of the trigger node; repeatable.")] = None,
+              inputs: Annotated[list[str] | None, typer.Option("--input", metavar="NAME=VALUE", help="An input of the trigger node; repeatable.")] = None,
               json: JsonOpt = False) -> None:
     """Set a trigger node's credential and inputs (replaces both).
 

@@ -33,10 +33,11 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Iterator, Protocol, TypeGuard
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, TypeGuard
 
 from workspacectl.errors import ApiError
 

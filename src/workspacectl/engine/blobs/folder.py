@@ -6,8 +6,9 @@ whole or absent. A file's mtime is its age for the orphan sweep.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Iterator
+from typing import TYPE_CHECKING, BinaryIO
 
 from workspacectl.engine.blobs import BlobStore, Staged, is_digest
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import io
 import time
-from typing import TYPE_CHECKING, BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, BinaryIO
 
 from workspacectl.engine.blobs import CHUNK, BlobStore, Staged, blob_lock, is_digest
 from workspacectl.engine.store import blob_chunks as sql

@@ -31,9 +31,20 @@ import secrets
 import threading
 from typing import TYPE_CHECKING
 
+from workspacectl.engine.crypto.keys import (  # noqa: F401  (part of this API)
+    ENV_KEY,
+    ENV_PREVIOUS,
+    FP_LEN,
+    KEY_FILE,
+    Key,
+    KeyStore,
+    env_keys,
+    fingerprint,
+    parse_key,
+    workspace_id,
+    write_0600,
+)
 from workspacectl.engine.db import must_not_wait
-from workspacectl.engine.crypto.keys import ENV_KEY, ENV_PREVIOUS, FP_LEN, KEY_FILE, Key, KeyStore, env_keys, write_0600
-from workspacectl.engine.crypto.keys import fingerprint, parse_key, workspace_id  # noqa: F401  (part of this API)
 from workspacectl.errors import ApiError
 
 if TYPE_CHECKING:
@@ -253,9 +264,9 @@ def begin_rotation(ws: Workspace, sealed_fps: set[bytes]) -> Rotation:
     with store.lock():
         keys, where = store.read_all()
         new = Key(secrets.token_bytes(32))
-        written = store.write([new] + keys, where)
+        written = store.write([new, *keys], where)
         if written == "keyring" and store.file.exists():
-            write_0600(store.file, ("\n".join(k.encoded() for k in [new] + keys) + "\n").encode())
+            write_0600(store.file, ("\n".join(k.encoded() for k in [new, *keys]) + "\n").encode())
         if new.fp not in {k.fp for k in store.read_all()[0]}:
             raise ApiError("internal", "Could not store the new workspace key; nothing was changed.")
     forget_cached_keys(ws)

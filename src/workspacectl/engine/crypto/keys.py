@@ -12,16 +12,19 @@ import hashlib
 import os
 import secrets
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from workspacectl.errors import ApiError
 
 if TYPE_CHECKING:
-    from workspacectl.engine.workspaces.folder import Workspace
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
     from types import ModuleType
+
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    from workspacectl.engine.workspaces.folder import Workspace
 
 FP_LEN = 8
 KEY_FILE = "master.key"

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterable, Iterator
 
 from workspacectl.engine.db.conn import Conn
 from workspacectl.errors import ApiError

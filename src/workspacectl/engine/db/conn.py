@@ -12,7 +12,8 @@ name, `keys()`, `dict(row)`. It is typed Any: the engine's wings still annotate 
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Protocol, TypeAlias
+from collections.abc import Iterable, Iterator
+from typing import Any, Protocol, TypeAlias
 
 Row: TypeAlias = Any
 Params: TypeAlias = Any   # a sequence of values for `?`, or a mapping for `:name`

@@ -51,16 +51,25 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.adapt import Loader
 from psycopg.pq import ExecStatus, TransactionStatus
 
-from workspacectl.engine.db import (IntegrityError, OperationalError, Prepared, StorageRefused, StoreLost,
-                                    WorkspaceBusy, busy_timeout_ms, db_timeout_ms)
+from workspacectl.engine.db import (
+    IntegrityError,
+    OperationalError,
+    Prepared,
+    StorageRefused,
+    StoreLost,
+    WorkspaceBusy,
+    busy_timeout_ms,
+    db_timeout_ms,
+)
 from workspacectl.engine.db.conn import Params
 from workspacectl.engine.db.pg_session import NoAnswer, Session, connect_kwargs, liveness_of
 from workspacectl.errors import ApiError
@@ -167,7 +176,7 @@ def _value(v: object) -> object:
 class Row:
     """A result row read by index or by column name, like sqlite3.Row."""
 
-    __slots__ = ("_values", "_index")
+    __slots__ = ("_index", "_values")
 
     def __init__(self, values: tuple, index: dict[str, int]):
         self._values, self._index = values, index
@@ -258,8 +267,7 @@ def _nul_error() -> ApiError:
 
 
 def _is_nul(e: Exception) -> bool:
-    return "NUL" in str(e) or isinstance(e, pg_errors.CharacterNotInRepertoire) or \
-        isinstance(e, pg_errors.UntranslatableCharacter)
+    return "NUL" in str(e) or isinstance(e, (pg_errors.CharacterNotInRepertoire, pg_errors.UntranslatableCharacter))
 
 
 def _raise_mapped(e: Exception) -> NoReturn:
@@ -282,7 +290,7 @@ def _raise_mapped(e: Exception) -> NoReturn:
 class Cursor:
     """What conn.execute answers: fetchone/fetchall/iteration, rowcount, lastrowid."""
 
-    def __init__(self, conn: "PgConnection", cur: Any):
+    def __init__(self, conn: PgConnection, cur: Any):
         self._conn, self._cur = conn, cur
 
     def _has_rows(self) -> bool:
@@ -497,7 +505,7 @@ class PgConnection:
         body = re.sub(r"INSERT\s+OR\s+REPLACE\s+INTO", "INSERT INTO", sql, count=1, flags=re.I)
         return f"{body.rstrip().rstrip(';')} ON CONFLICT ({', '.join(key)}) {action}"
 
-    def execute(self, sql: str, params: Params = None, /) -> "Cursor | HeldCursor | Rows":
+    def execute(self, sql: str, params: Params = None, /) -> Cursor | HeldCursor | Rows:
         if not self._pending_prepared and not self._after_commit:
             return self._execute(sql, params)
         head = sql.lstrip()[:11].upper()
@@ -542,7 +550,7 @@ class PgConnection:
 
         self.after_commit(lambda: wait_until_seen(self))
 
-    def _execute(self, sql: str, params: Params = None) -> "Cursor | HeldCursor | Rows":
+    def _execute(self, sql: str, params: Params = None) -> Cursor | HeldCursor | Rows:
         sql = self._upsert(sql)
         head = sql.lstrip()[:16].upper()
         if self._session.closed and head.startswith("ROLLBACK"):
@@ -574,7 +582,7 @@ class PgConnection:
             self.auth_changed()
         return cur
 
-    def _prepared(self, sql: str, params: Any) -> "Cursor | Rows":
+    def _prepared(self, sql: str, params: Any) -> Cursor | Rows:
         """A Prepared read: `EXECUTE name(values)` of a statement the session PREPAREd by SQL (in
         the same message the first time), so the server neither parses nor plans it again; as a
         writer's first statement it goes with the BEGIN and lock in that one simple-protocol
@@ -625,7 +633,7 @@ class PgConnection:
             return Cursor(self, cur)
         raise AssertionError("unreachable")
 
-    def _execute_prepared(self, sql: str, name: str, values: tuple) -> "Rows | None":
+    def _execute_prepared(self, sql: str, name: str, values: tuple) -> Rows | None:
         """A statement this session has PREPAREd, outside a transaction: Bind and Execute by its
         name straight on libpq (text values, their types the PREPARE's), so neither psycopg's
         cursor nor client-side quoting nor an EXECUTE statement to parse runs per call (the hot
@@ -663,7 +671,7 @@ class PgConnection:
         loader.set_pgresult(result)
         return Rows(loader.load_rows(0, result.ntuples, lambda values: Row(tuple(values), index)), result.ntuples)
 
-    def _hold(self, sql: str, params: Any) -> "HeldCursor":
+    def _hold(self, sql: str, params: Any) -> HeldCursor:
         """An appending transaction's INSERT, bound now and sent with the COMMIT."""
         try:
             self._held.append(psycopg.ClientCursor(self._session).mogrify(sql, params))

@@ -16,7 +16,8 @@ import os
 import sqlite3
 import time
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from workspacectl.engine.db import (
     BUSY_MESSAGE,

@@ -34,9 +34,10 @@ from workspacectl.engine.store import events as store
 from workspacectl.errors import ApiError
 
 if TYPE_CHECKING:
-    from workspacectl.engine.workspaces.folder import Workspace
     import httpx
+
     from workspacectl.engine.db.conn import Conn
+    from workspacectl.engine.workspaces.folder import Workspace
 
 LEASE_SECONDS = 60.0
 TIMEOUT_SECONDS = 10.0

@@ -49,7 +49,7 @@ def subscribed(events_json: str, type_: str) -> bool:
         wanted = json.loads(events_json)
     except ValueError:
         return False
-    return any(w == "*" or w == type_ or (w.endswith(".*") and type_.startswith(w[:-1]))
+    return any(w in ("*", type_) or (w.endswith(".*") and type_.startswith(w[:-1]))
                for w in wanted if isinstance(w, str))
 
 

@@ -8,13 +8,13 @@ import sqlite3
 from typing import TYPE_CHECKING
 
 from workspacectl import clock
+from workspacectl.engine import validate as v
 from workspacectl.engine.db import transaction
 from workspacectl.engine.identity.render import member_json
 from workspacectl.engine.registry import Caller, Ctx, PublicCtx, Response, route
 from workspacectl.engine.schema_blocks import STR, TIME, array, nullable, obj, ref, text
 from workspacectl.engine.scopes import AUTHENTICATED, PUBLIC, SESSION
 from workspacectl.engine.store import identity as store
-from workspacectl.engine import validate as v
 from workspacectl.errors import ApiError
 from workspacectl.secret import new_secret, sha256_hex
 

@@ -20,8 +20,8 @@ from workspacectl.engine.store import vault as store
 from workspacectl.errors import ApiError
 
 if TYPE_CHECKING:
-    from workspacectl.engine.workspaces.folder import Workspace
     from workspacectl.engine.db.conn import Conn
+    from workspacectl.engine.workspaces.folder import Workspace
 
 SWEEPS = 3
 

@@ -4,16 +4,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from workspacectl import clock
+from workspacectl.engine import validate as v
 from workspacectl.engine.db import transaction
 from workspacectl.engine.events.record import record_event
 from workspacectl.engine.identity.render import secret_json
 from workspacectl.engine.pagination import name_filter, page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.schema_blocks import NAMED_PAGE, STR, TIME, array, nullable, obj, page_of, ref, text
-from workspacectl.engine.scopes import SESSION
-from workspacectl.engine.scopes import KIND_SCOPES
+from workspacectl.engine.scopes import KIND_SCOPES, SESSION
 from workspacectl.engine.store import identity as store
-from workspacectl.engine import validate as v
 from workspacectl.errors import ApiError
 from workspacectl.secret import new_secret, sha256_hex
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING
 
-from workspacectl.engine.identity.auth import make_login_code
-from workspacectl.engine.identity.render import member_json
+from workspacectl.engine import validate as v
 from workspacectl.engine.db import transaction
 from workspacectl.engine.events.record import record_event
+from workspacectl.engine.identity.auth import make_login_code
+from workspacectl.engine.identity.render import member_json
 from workspacectl.engine.pagination import name_filter, page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.schema_blocks import NAMED_PAGE, TIME, obj, page_of, ref, text
 from workspacectl.engine.scopes import SESSION
 from workspacectl.engine.store import identity as store
-from workspacectl.engine import validate as v
 from workspacectl.errors import ApiError
 
 if TYPE_CHECKING:

@@ -30,8 +30,8 @@ from workspacectl.engine import validate as v
 from workspacectl.engine.db import checkpoint, checkpoints_by_hand, transaction
 from workspacectl.engine.events.record import record_event
 from workspacectl.engine.memory import memory_lock
-from workspacectl.engine.registry import Ctx, route
 from workspacectl.engine.memory.routes import OWNER_TYPES
+from workspacectl.engine.registry import Ctx, route
 from workspacectl.engine.schema_blocks import INT, STR, array, nullable, obj, text
 from workspacectl.engine.scopes import SESSION
 from workspacectl.engine.store import memory as store

@@ -13,7 +13,8 @@ from __future__ import annotations
 import importlib
 import os
 import re
-from typing import TYPE_CHECKING, Iterable, Protocol, runtime_checkable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from workspacectl.errors import ApiError
 
@@ -125,14 +126,14 @@ def section_insert(lines: list[str], start: int, end: int, entry: list[str]) -> 
     while last > start and not lines[last].strip():
         last -= 1
     if last == start:
-        block, at = [""] + entry, start + 1
+        block, at = ["", *entry], start + 1
     else:
-        block, at = (entry if _is_list_line(lines[last]) else [""] + entry), last + 1
+        block, at = (entry if _is_list_line(lines[last]) else ["", *entry]), last + 1
     rest = at
     while rest < len(lines) and not lines[rest].strip():
         rest += 1
     if rest < len(lines):
-        block = block + [""]
+        block = [*block, ""]
     return at, rest, block
 
 
@@ -169,8 +170,8 @@ class SectionAppendPolicy:
         key = section_key(title)
         found = next(((i, end) for i, end, k in _sections(lines) if k == key), None)
         if found is None:
-            head = lines + [""] if lines else []
-            return "\n".join(head + [f"## {title}", ""] + entry) + "\n"
+            head = [*lines, ""] if lines else []
+            return "\n".join([*head, f"## {title}", "", *entry]) + "\n"
         at, rest, block = section_insert(lines, *found, entry)
         return "\n".join(lines[:at] + block + lines[rest:]) + "\n"
 

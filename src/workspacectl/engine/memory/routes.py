@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 import sqlite3
 import tempfile
-from typing import IO, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import IO
 
 from workspacectl import clock
 from workspacectl.engine import validate as v

@@ -10,13 +10,14 @@ lock, so replicas starting together apply each migration once and wait for it.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Callable, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
 
 from workspacectl.engine.db import transaction
 
 if TYPE_CHECKING:
-    from workspacectl.engine.db.postgres import PgConnection
     from workspacectl.engine.db.conn import Conn
+    from workspacectl.engine.db.postgres import PgConnection
 
 
 def _lazy(name: str) -> Callable[[Conn], None]:

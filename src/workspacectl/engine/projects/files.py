@@ -8,13 +8,12 @@ the staged blobs are published. Blobs no file names any more are removed after t
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING, BinaryIO, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, BinaryIO
 
 from workspacectl import clock
 from workspacectl.engine import blobs
 from workspacectl.engine.blobs.staging import stage_archive
-from workspacectl.formats.tar_stream import Limits, check_path, size_text, tar_length, write_bundle
-from workspacectl.formats.transfer_size import UNCOMPRESSED_LENGTH
 from workspacectl.engine.db import transaction
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.projects.routes import load, require_edit
@@ -22,6 +21,8 @@ from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.schema_blocks import INT, PAGE, TIME, obj, page_of, query, text
 from workspacectl.engine.store import project_files as store
 from workspacectl.errors import ApiError
+from workspacectl.formats.tar_stream import Limits, check_path, size_text, tar_length, write_bundle
+from workspacectl.formats.transfer_size import UNCOMPRESSED_LENGTH
 
 if TYPE_CHECKING:
     from workspacectl.engine.db.conn import Conn

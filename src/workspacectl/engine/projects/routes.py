@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from workspacectl.engine import validate as v
 from workspacectl.engine.db import transaction
-from workspacectl.engine.projects import appearance
 from workspacectl.engine.pagination import name_filter, page, page_args
+from workspacectl.engine.projects import appearance
 from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.schema_blocks import INT, NAMED_PAGE, NOT_BLANK, STR, nullable, obj, page_of, ref, text
 from workspacectl.engine.store import projects as store

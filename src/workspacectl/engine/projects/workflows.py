@@ -14,14 +14,26 @@ import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from workspacectl.engine import validate as v
-from workspacectl.engine.vault.credentials import visible_credential
 from workspacectl.engine.db import transaction
 from workspacectl.engine.pagination import name_filter, page, page_args
-from workspacectl.engine.projects.routes import KINDS, load as load_project, require_edit
+from workspacectl.engine.projects.routes import KINDS, require_edit
+from workspacectl.engine.projects.routes import load as load_project
 from workspacectl.engine.registry import Ctx, Response, route
-from workspacectl.engine.schema_blocks import NAMED_PAGE, NOT_BLANK, STR, array, nullable, obj, page_of, query, ref, text
+from workspacectl.engine.schema_blocks import (
+    NAMED_PAGE,
+    NOT_BLANK,
+    STR,
+    array,
+    nullable,
+    obj,
+    page_of,
+    query,
+    ref,
+    text,
+)
 from workspacectl.engine.store import catalog as catalog_store
 from workspacectl.engine.store import workflows as store
+from workspacectl.engine.vault.credentials import visible_credential
 from workspacectl.errors import ApiError
 
 if TYPE_CHECKING:

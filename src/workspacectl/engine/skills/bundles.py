@@ -4,27 +4,37 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from workspacectl.engine.skills import contents
-from workspacectl.formats import skill_bundle as fmt
-from workspacectl.engine.skills import transfers
 from workspacectl.engine import validate as v
 from workspacectl.engine.blobs.staging import FileRef, stage_archive
-from workspacectl.formats.tar_stream import ArchiveError
 from workspacectl.engine.db import transaction
 from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.schema_blocks import BOOL, INT, STR, TIME, array, nullable, obj, query, ref, text
-from workspacectl.engine.skills.versions import (BASE_VERSION, base_version_of, check_refs, invalid_bundle, live_refs, live_version,
-                                                manifest_of, publish_refs, published_answer, version_refs)
+from workspacectl.engine.skills import contents, transfers
 from workspacectl.engine.skills.records import load_skill
+from workspacectl.engine.skills.versions import (
+    BASE_VERSION,
+    base_version_of,
+    check_refs,
+    invalid_bundle,
+    live_refs,
+    live_version,
+    manifest_of,
+    publish_refs,
+    published_answer,
+    version_refs,
+)
 from workspacectl.engine.store import skills as store
 from workspacectl.errors import ApiError
+from workspacectl.formats import skill_bundle as fmt
+from workspacectl.formats.tar_stream import ArchiveError
 
 if TYPE_CHECKING:
-    from workspacectl.engine.workspaces.folder import Workspace
     from workspacectl.engine.blobs import Stage
+    from workspacectl.engine.workspaces.folder import Workspace
 
 MAX_INLINE_CONTENT = 8 * 1024 * 1024
 MAX_SHOWN_CONTENT = 1024 * 1024       # a text file larger than this is never inlined

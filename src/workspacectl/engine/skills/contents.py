@@ -7,20 +7,22 @@ engine/store/blob_references.py lists skill_versions (manifest) and skill_upload
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, BinaryIO, ContextManager, Iterable
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, BinaryIO
 
 from workspacectl.engine.blobs import CHUNK  # noqa: F401  (read size of the skill wing)
 from workspacectl.errors import ApiError
 
 if TYPE_CHECKING:
-    from workspacectl.engine.workspaces.folder import Workspace
     from workspacectl.engine.blobs import Readable, Stage, Staged
+    from workspacectl.engine.workspaces.folder import Workspace
 
 _MISSING = ("A stored skill file is missing from the workspace's blob store; "
             "revert to another version or publish again.")
 
 
-def staging(ws: Workspace) -> ContextManager[Stage]:
+def staging(ws: Workspace) -> AbstractContextManager[Stage]:
     return ws.blob_store.staging()
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from workspacectl.formats import skill_bundle as fmt
 from workspacectl.engine import validate as v
 from workspacectl.engine.db import transaction
 from workspacectl.engine.pagination import page, page_args
@@ -19,8 +18,10 @@ from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.schema_blocks import BOOL, INT, NOT_BLANK, PAGE, STR, array, obj, page_of, query, ref, text
 from workspacectl.engine.skills.access import access
 from workspacectl.engine.skills.records import load_skill, reload, require_edit, skill_json
-from workspacectl.engine.store import projects as project_store, skills as store
+from workspacectl.engine.store import projects as project_store
+from workspacectl.engine.store import skills as store
 from workspacectl.errors import ApiError
+from workspacectl.formats import skill_bundle as fmt
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -60,7 +61,7 @@ _DESCRIPTION = text(1, 1024, NOT_BLANK)
 def list_skills(ctx: Ctx) -> dict:
     limit, after = page_args(ctx)
     wanted = ctx.query.get("status") or ""
-    if wanted and wanted not in STATUSES + ("all",):
+    if wanted and wanted not in (*STATUSES, "all"):
         raise v.bad("Query parameter 'status' must be draft, published, archived or all.")
     statuses = {"": ("draft", "published"), "all": STATUSES}.get(wanted, (wanted,))
     pid = ctx.query.get("projectId") or None

@@ -21,23 +21,24 @@ import secrets
 import shutil
 import sqlite3
 import time
-from datetime import datetime, timezone
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Iterable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from workspacectl import clock
+from workspacectl.engine.db import transaction
 from workspacectl.engine.skills import contents
+from workspacectl.engine.store import skills as store
+from workspacectl.errors import ApiError
 from workspacectl.formats import skill_bundle as fmt
 from workspacectl.formats.tar_stream import tar_length
 from workspacectl.formats.transfer_size import UNCOMPRESSED_LENGTH
-from workspacectl.engine.db import transaction
-from workspacectl.engine.store import skills as store
-from workspacectl.errors import ApiError
 
 if TYPE_CHECKING:
-    from workspacectl.engine.workspaces.folder import Workspace
     from workspacectl.engine.blobs import Readable
     from workspacectl.engine.registry import Ctx
+    from workspacectl.engine.workspaces.folder import Workspace
 
 URL_LIFETIME = 15 * 60
 UPLOAD_LIFETIME = 60 * 60      # a staged upload may be validated and published for an hour
@@ -89,7 +90,7 @@ def verify(ws: Workspace, token: str, method: str) -> tuple[str, str]:
 
 def expiry() -> tuple[int, str]:
     exp = int(clock.now().timestamp()) + URL_LIFETIME
-    return exp, clock.iso(datetime.fromtimestamp(exp, timezone.utc))
+    return exp, clock.iso(datetime.fromtimestamp(exp, UTC))
 
 
 # ------------------------------------------------------------------ uploads

@@ -11,8 +11,6 @@ import sqlite3
 from itertools import chain
 from typing import TYPE_CHECKING
 
-from workspacectl.engine.skills import contents
-from workspacectl.formats import skill_bundle as fmt
 from workspacectl.engine import validate as v
 from workspacectl.engine.blobs import blob_lock
 from workspacectl.engine.blobs.staging import FileRef
@@ -21,13 +19,15 @@ from workspacectl.engine.events.record import record_event
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.schema_blocks import PAGE, nullable, obj, page_of, ref
+from workspacectl.engine.skills import contents
 from workspacectl.engine.skills.records import load_skill, reload, skill_json
 from workspacectl.engine.store import skills as store
 from workspacectl.errors import ApiError
+from workspacectl.formats import skill_bundle as fmt
 
 if TYPE_CHECKING:
-    from workspacectl.engine.workspaces.folder import Workspace
     from workspacectl.engine.blobs import Stage, Staged
+    from workspacectl.engine.workspaces.folder import Workspace
 
 
 def version_json(row: sqlite3.Row) -> dict:

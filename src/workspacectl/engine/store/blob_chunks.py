@@ -5,8 +5,9 @@ back as binary bytea, inside whatever transaction the workspace connection has o
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from workspacectl.engine.db.conn import Conn
 

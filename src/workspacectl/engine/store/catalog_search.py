@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 import struct
-from typing import Iterable
+from collections.abc import Iterable
 
 from workspacectl.engine.db.conn import Conn, Row
 
@@ -96,7 +96,7 @@ class SearchState:
     """What search_state reads. (Plain classes in this module, not NamedTuples: making its three
     NamedTuple classes cost ~1.3 ms of every one-shot search's start.)"""
 
-    __slots__ = ("analyzer", "docs", "operations", "vectors", "generation", "stale", "seen")
+    __slots__ = ("analyzer", "docs", "generation", "operations", "seen", "stale", "vectors")
 
     def __init__(self, analyzer: str | None, docs: int, operations: int, vectors: int | None,
                  generation: str | None, stale: str | None, seen: str | None):
@@ -303,7 +303,7 @@ class VectorSet:
     op_id order: opIds, their services, their vectors (`dims` bytes each, in that order) and
     scales (embedding.quantize's columns)."""
 
-    __slots__ = ("op_ids", "services", "vectors", "scales")
+    __slots__ = ("op_ids", "scales", "services", "vectors")
 
     def __init__(self, op_ids: list[str], services: list[str], vectors: bytes, scales: list[float]):
         self.op_ids, self.services, self.vectors, self.scales = op_ids, services, vectors, scales

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from typing import Iterable
+from collections.abc import Iterable
 
 from workspacectl import clock
 from workspacectl.engine.db import INTEGRITY_ERRORS, Prepared

@@ -2,7 +2,7 @@
 schema, counts, rows in key order, bulk inserts, a read snapshot, identity sequences."""
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from workspacectl.engine.db.conn import Conn
 

@@ -31,7 +31,7 @@ import secrets as _secrets
 import sqlite3
 import urllib.parse
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from workspacectl import clock
@@ -47,8 +47,8 @@ from workspacectl.errors import ApiError
 from workspacectl.secret import sha256_hex
 
 if TYPE_CHECKING:
-    from workspacectl.engine.workspaces.folder import Workspace
     from workspacectl.engine.db.conn import Conn
+    from workspacectl.engine.workspaces.folder import Workspace
 
 CONNECTION_SECONDS = 3600
 CALLBACK_PATH = "/connect/callback"
@@ -126,7 +126,7 @@ def connection_view(ws: Workspace, row: sqlite3.Row) -> dict:
 
 def _expiry_from(now: datetime) -> str:
     # Rounded up to the whole second, so the stored time is never earlier than creation + 1 h.
-    whole = datetime.fromtimestamp(math.ceil(now.timestamp()), tz=timezone.utc)
+    whole = datetime.fromtimestamp(math.ceil(now.timestamp()), tz=UTC)
     return clock.iso(whole + timedelta(seconds=CONNECTION_SECONDS))
 
 

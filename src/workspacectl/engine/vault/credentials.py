@@ -24,8 +24,8 @@ from workspacectl.errors import ApiError
 from workspacectl.secret import Secret
 
 if TYPE_CHECKING:
-    from workspacectl.engine.workspaces.folder import Workspace
     from workspacectl.engine.db.conn import Conn
+    from workspacectl.engine.workspaces.folder import Workspace
 
 CREDENTIAL_TYPES = ("oauth2", "apiKey", "platform", "noAuth")
 # Secret names that are never part of a token response.

@@ -5,16 +5,25 @@ import json
 import sqlite3
 
 from workspacectl import clock
-from workspacectl.engine.vault import oauth, token_refresh, probe as vault_probe
 from workspacectl.engine import validate as v
-from workspacectl.engine.vault.credentials import (MAX_FIELD_CHARS, MAX_SECRET_CHARS, detail_of, open_secrets,
-                                             owned_credential, precise_now, reveal_all, seal_secrets,
-                                             secret_field_names)
 from workspacectl.engine.db import transaction
 from workspacectl.engine.events.record import record_event
 from workspacectl.engine.registry import Ctx, Response, route
 from workspacectl.engine.schema_blocks import BOOL, NOT_BLANK, STR, array, nullable, obj, query, ref, text
 from workspacectl.engine.store import vault as store
+from workspacectl.engine.vault import oauth, token_refresh
+from workspacectl.engine.vault import probe as vault_probe
+from workspacectl.engine.vault.credentials import (
+    MAX_FIELD_CHARS,
+    MAX_SECRET_CHARS,
+    detail_of,
+    open_secrets,
+    owned_credential,
+    precise_now,
+    reveal_all,
+    seal_secrets,
+    secret_field_names,
+)
 from workspacectl.errors import ApiError
 
 

@@ -23,9 +23,10 @@ from workspacectl.errors import ApiError
 from workspacectl.secret import Secret
 
 if TYPE_CHECKING:
-    from workspacectl.engine.workspaces.folder import Workspace
     import httpx
+
     from workspacectl.engine.db.conn import Conn
+    from workspacectl.engine.workspaces.folder import Workspace
 
 TIMEOUT_SECONDS = 10.0
 # A provider's expires_in beyond this is taken as this: a token that claims to outlive ten years

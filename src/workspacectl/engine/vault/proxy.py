@@ -25,7 +25,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from typing import TYPE_CHECKING, Iterator, Protocol
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import parse_qsl, quote, urlencode
 
 from workspacectl import clock

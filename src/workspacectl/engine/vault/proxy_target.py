@@ -17,7 +17,7 @@ from __future__ import annotations
 import email.utils
 import re
 import time
-from typing import Callable
+from collections.abc import Callable
 from urllib.parse import unquote_plus, urlencode, urljoin, urlsplit
 
 from workspacectl.errors import ApiError

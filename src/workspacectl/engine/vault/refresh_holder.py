@@ -79,7 +79,7 @@ def is_gone(owner: str | None) -> bool:
     now = _start_ticks(int(pid))
     if now is None:
         return True
-    return now != "?" and start != "?" and now != start
+    return now != "?" and start not in ("?", now)
 
 
 def unnamed_owner() -> str:

@@ -10,19 +10,44 @@ import sqlite3
 from typing import TYPE_CHECKING
 
 from workspacectl import clock
-from workspacectl.formats import env_text
 from workspacectl.engine import pagination
 from workspacectl.engine import validate as v
-from workspacectl.engine.vault import key_limits
-from workspacectl.engine.vault.credentials import (NEVER_ISSUED, credential_detail, detail_of, env_vars, list_entry, open_secrets,
-                                             owned_credential, precise_iso, precise_now, visible_credential)
 from workspacectl.engine.db import transaction
 from workspacectl.engine.events.record import record_event
 from workspacectl.engine.registry import Ctx, route
-from workspacectl.engine.schema_blocks import BOOL, INT, NAMED_PAGE, NOT_BLANK, PAGE, STR, TIME, array, nullable, obj, page_of, query, ref, text
+from workspacectl.engine.schema_blocks import (
+    BOOL,
+    INT,
+    NAMED_PAGE,
+    NOT_BLANK,
+    PAGE,
+    STR,
+    TIME,
+    array,
+    nullable,
+    obj,
+    page_of,
+    query,
+    ref,
+    text,
+)
 from workspacectl.engine.store import identity as identity_store
 from workspacectl.engine.store import vault as store
+from workspacectl.engine.vault import key_limits
+from workspacectl.engine.vault.credentials import (
+    NEVER_ISSUED,
+    credential_detail,
+    detail_of,
+    env_vars,
+    list_entry,
+    open_secrets,
+    owned_credential,
+    precise_iso,
+    precise_now,
+    visible_credential,
+)
 from workspacectl.errors import ApiError
+from workspacectl.formats import env_text
 
 if TYPE_CHECKING:
     from workspacectl.engine.db.conn import Conn

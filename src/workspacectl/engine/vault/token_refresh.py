@@ -25,23 +25,30 @@ with the reason `refresh_interrupted` ("the refresh was interrupted"), not `inva
 """
 from __future__ import annotations
 
-import sqlite3
 import json
 import random
+import sqlite3
 import time
 from typing import TYPE_CHECKING
 
 from workspacectl import clock
-from workspacectl.engine.vault import oauth, refresh_holder
-from workspacectl.engine.vault.credentials import REASONS, credential_lock, open_secrets, precise_now, reveal_all, seal_secrets
 from workspacectl.engine.db import must_not_wait, transaction
 from workspacectl.engine.events.record import record_event
 from workspacectl.engine.store import vault as store
+from workspacectl.engine.vault import oauth, refresh_holder
+from workspacectl.engine.vault.credentials import (
+    REASONS,
+    credential_lock,
+    open_secrets,
+    precise_now,
+    reveal_all,
+    seal_secrets,
+)
 from workspacectl.errors import ApiError
 
 if TYPE_CHECKING:
-    from workspacectl.engine.workspaces.folder import Workspace
     from workspacectl.engine.db.conn import Conn
+    from workspacectl.engine.workspaces.folder import Workspace
 
 REFRESH_MARGIN_SECONDS = 60
 # A token is refreshed when what is left of it falls under the margin: REFRESH_MARGIN_SECONDS, or

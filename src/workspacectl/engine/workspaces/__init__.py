@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-def workspace_type(location: str | Path) -> type["Workspace"]:
+def workspace_type(location: str | Path) -> type[Workspace]:
     """Workspace for a folder, PgWorkspace for a postgresql:// URL (a str: a Path loses the //)."""
     if is_postgres_url(location):
         try:
@@ -25,5 +25,5 @@ def workspace_type(location: str | Path) -> type["Workspace"]:
     return Workspace
 
 
-def open_workspace(location: str | Path) -> "Workspace":
+def open_workspace(location: str | Path) -> Workspace:
     return workspace_type(location).open(location)

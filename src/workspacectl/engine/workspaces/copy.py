@@ -25,18 +25,19 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING
 
 from workspacectl.engine.db import transaction
 from workspacectl.engine.store import workspace_copy as sql
 from workspacectl.errors import ApiError
 
 if TYPE_CHECKING:
-    from workspacectl.engine.workspaces.folder import Workspace
     from workspacectl.engine.db.conn import Conn
+    from workspacectl.engine.workspaces.folder import Workspace
 
 # Derived or per-store bookkeeping: the migrations table (the target ran its own), the search
 # index (rebuilt on the target by the catalog wing), the running servers' leases (m013: held by
@@ -243,7 +244,7 @@ def _require_keys(src: Workspace, dst: Workspace) -> None:
         need.add(current)
     missing = need - _reachable(dst)
     if missing:
-        import workspacectl.engine.crypto.keys as keys
+        from workspacectl.engine.crypto import keys
 
         file_env = getattr(keys, "ENV_KEY_FILE", None)
         how = f"{ENV_KEY} (or {file_env}, a file holding it)" if file_env else ENV_KEY
@@ -275,9 +276,7 @@ def _fold(digest: hashlib._Hash, row: tuple) -> None:
     for v in row:
         if isinstance(v, (bytes, bytearray, memoryview)):
             digest.update(b"b" + bytes(v).hex().encode())
-        elif isinstance(v, float) and v.is_integer():
-            digest.update(b"i" + str(int(v)).encode())
-        elif isinstance(v, bool):
+        elif (isinstance(v, float) and v.is_integer()) or isinstance(v, bool):
             digest.update(b"i" + str(int(v)).encode())
         elif v is None:
             digest.update(b"n")

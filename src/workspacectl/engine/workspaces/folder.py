@@ -52,7 +52,7 @@ class Workspace:
         return (Path(path).expanduser() / DB_NAME).is_file()
 
     @classmethod
-    def open(cls, path: Path | str) -> "Workspace":
+    def open(cls, path: Path | str) -> Workspace:
         if not cls.exists_at(path):
             raise ApiError("not_found", f"No workspace at {path}. Run `wsctl init --workspace {path}` to make one.")
         ws = cls(path)
@@ -60,7 +60,7 @@ class Workspace:
         return ws
 
     @classmethod
-    def create(cls, path: Path | str, name: str, owner_name: str, owner_email: str) -> tuple["Workspace", sqlite3.Row | None]:
+    def create(cls, path: Path | str, name: str, owner_name: str, owner_email: str) -> tuple[Workspace, sqlite3.Row | None]:
         """Make the folder, the database and the first owner (answered as its row), in one transaction."""
         from workspacectl.engine.store import identity as store
 
@@ -79,7 +79,7 @@ class Workspace:
         return ws, owner
 
     @classmethod
-    def _prepare(cls, path: Path | str) -> "Workspace":
+    def _prepare(cls, path: Path | str) -> Workspace:
         path = Path(path).expanduser()
         path.mkdir(parents=True, exist_ok=True)
         os.chmod(path, 0o700)
@@ -172,7 +172,7 @@ class Workspace:
             self._local.conn = None
             c.close()
 
-    def __enter__(self) -> "Workspace":
+    def __enter__(self) -> Workspace:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -17,14 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workspacectl.engine.db.postgres import PgConnection
-from workspacectl.formats.workspace_url import redacted, without_password
 from workspacectl.engine.workspaces.folder import Workspace
 from workspacectl.errors import ApiError
+from workspacectl.formats.workspace_url import redacted, without_password
 
 if TYPE_CHECKING:
-    from workspacectl.engine.db.conn import Conn
-
     from workspacectl.engine.blobs import BlobStore
+    from workspacectl.engine.db.conn import Conn
 
 
 def local_state_dir(url: str) -> Path:
@@ -106,7 +105,7 @@ class PgWorkspace(Workspace):
             conn.close()
 
     @classmethod
-    def open(cls, url: Path | str) -> "PgWorkspace":
+    def open(cls, url: Path | str) -> PgWorkspace:
         if not cls.exists_at(url):
             raise ApiError("not_found", f"No workspace in {redacted(str(url))}. Run `wsctl init --workspace URL` "
                                         "to make one there.")
@@ -119,7 +118,7 @@ class PgWorkspace(Workspace):
         return ws
 
     @classmethod
-    def _prepare(cls, url: Path | str) -> "PgWorkspace":
+    def _prepare(cls, url: Path | str) -> PgWorkspace:
         ws = cls(url)
         ws.path.mkdir(parents=True, exist_ok=True, mode=0o700)
         return ws
