@@ -20,8 +20,8 @@ def test_translate_keeps_literals_and_spells_postgres():
 
     assert translate("SELECT a FROM t WHERE b = ? AND c = '?' AND d LIKE '50%'") == \
         "SELECT a FROM t WHERE b = %s AND c = '?' AND d LIKE '50%%'"
-    assert translate("SELECT 1 FROM t WHERE instr(m, :sha) > 0") == "SELECT 1 FROM t WHERE strpos(m, %(sha)s) > 0"
-    assert translate("INSERT OR IGNORE INTO s (k, v) VALUES (?, ?)") == \
+    assert translate("SELECT 1 FROM t WHERE m LIKE '%' || :sha || '%'") == "SELECT 1 FROM t WHERE m LIKE '%%' || %(sha)s || '%%'"
+    assert translate("INSERT INTO s (k, v) VALUES (?, ?) ON CONFLICT DO NOTHING") == \
         "INSERT INTO s (k, v) VALUES (%s, %s) ON CONFLICT DO NOTHING"
     assert translate("SELECT IFNULL(x, '') FROM t WHERE y = 'it''s ?'") == "SELECT COALESCE(x, '') FROM t WHERE y = 'it''s ?'"
     assert translate("SELECT a::text FROM t") == "SELECT a::text FROM t"
@@ -159,13 +159,17 @@ def test_a_writer_waits_the_busy_timeout_setting_then_gets_locked(pg_workspace, 
         waiter.close()
 
 
-def test_insert_or_replace_is_an_upsert_on_the_primary_key(pg_workspace):
+def test_an_upsert_is_written_once_for_both_engines(pg_workspace):
+    """The store spells an upsert as both engines read it (ON CONFLICT ... DO UPDATE / DO NOTHING):
+    no SQLite-only spelling is translated any more (INSERT OR REPLACE / OR IGNORE)."""
     from tests.vault_helpers import open_ws
 
+    upsert = "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
     conn = open_ws(pg_workspace).conn()
     try:
-        conn.executemany("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", [("rep.a", "1"), ("rep.b", "2")])
-        conn.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", ("rep.a", "3"))
+        conn.executemany(upsert, [("rep.a", "1"), ("rep.b", "2")])
+        conn.execute(upsert, ("rep.a", "3"))
+        conn.execute("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT DO NOTHING", ("rep.b", "9"))
         rows = conn.execute("SELECT key, value FROM settings WHERE key LIKE 'rep.%' ORDER BY key").fetchall()
         assert [tuple(r) for r in rows] == [("rep.a", "3"), ("rep.b", "2")]
     finally:

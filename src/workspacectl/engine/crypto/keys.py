@@ -232,5 +232,5 @@ def workspace_id(ws: Workspace) -> str:
         return row[0]
     from workspacectl.engine.ids import new_id
 
-    conn.execute("INSERT OR IGNORE INTO settings (key, value) VALUES (?, ?)", (SETTING_WS_ID, new_id("ws")))
+    conn.execute("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT DO NOTHING", (SETTING_WS_ID, new_id("ws")))
     return conn.execute("SELECT value FROM settings WHERE key = ?", (SETTING_WS_ID,)).fetchone()[0]

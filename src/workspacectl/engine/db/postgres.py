@@ -3,9 +3,10 @@ of its SQL. Imported only when a workspace is a postgresql:// URL (psycopg is an
 
 What the wrapper makes alike (the whole dialect layer; SQL that truly differs is a named pair in
 the store, see store/catalog_search.py):
-- placeholders: `?` and `:name` become `%s` and `%(name)s` (string literals left alone);
-  `INSERT OR IGNORE` becomes `... ON CONFLICT DO NOTHING`; IFNULL, instr and datetime('now')
-  their PostgreSQL spellings. Parameters are bound client-side (psycopg.ClientCursor), so a
+- placeholders: `?` and `:name` become `%s` and `%(name)s` (string literals left alone), and
+  IFNULL is COALESCE: the only spellings translated. Every other statement of the store is
+  written once in SQL both engines read (`INSERT ... ON CONFLICT DO NOTHING`, `||`, LIKE,
+  parameters for the clock); IFNULL stays where SQLite's indexes were made on that expression. Parameters are bound client-side (psycopg.ClientCursor), so a
   value's type is inferred from where it stands, as SQLite does; a bool is written as 0/1.
 - transactions: autocommit outside them, like sqlite3 with isolation_level=None; `BEGIN
   IMMEDIATE` takes one transaction-scoped advisory lock (the workspace's writer lock, as SQLite
@@ -105,12 +106,9 @@ _AUTH_WRITE = re.compile(r"^\s*(UPDATE|DELETE\s+FROM)\s+(secrets|members)\b", re
 
 _TOKEN = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|\?|(?<!:):([A-Za-z_]\w*)|%|--[^\n]*""")
 _REWRITES = [
+    # SQLite's indexes on (owner_type, IFNULL(member_id, '')) are used only by that spelling
     (re.compile(r"\bIFNULL\s*\(", re.I), "COALESCE("),
-    (re.compile(r"\binstr\s*\(", re.I), "strpos("),
-    (re.compile(r"datetime\('now'\)", re.I), "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')"),
 ]
-_OR_IGNORE = re.compile(r"^(\s*)INSERT\s+OR\s+IGNORE\s+INTO\b", re.I)
-_OR_REPLACE = re.compile(r"^\s*INSERT\s+OR\s+REPLACE\s+INTO\s+(\w+)\s*\(([^)]*)\)", re.I)
 
 
 @functools.lru_cache(maxsize=2048)
@@ -129,8 +127,6 @@ def translate(sql: str) -> str:
     out = _TOKEN.sub(token, sql)
     for pattern, repl in _REWRITES:
         out = pattern.sub(repl, out)
-    if _OR_IGNORE.match(out):
-        out = _OR_IGNORE.sub(r"\1INSERT INTO", out).rstrip().rstrip(";") + " ON CONFLICT DO NOTHING"
     return out
 
 
@@ -487,24 +483,6 @@ class PgConnection:
         else:
             self._run(statement, (), many=False)
 
-    def _upsert(self, sql: str) -> str:
-        """INSERT OR REPLACE INTO t (cols) ... -> INSERT ... ON CONFLICT (t's primary key) DO
-        UPDATE SET every other column: SQLite's REPLACE of the row with the same key."""
-        m = _OR_REPLACE.match(sql)
-        if m is None:
-            return sql
-        table, cols = m.group(1), [c.strip() for c in m.group(2).split(",")]
-        key = self._primary_keys.get(table)
-        if key is None:
-            key = self._primary_keys[table] = [r[0] for r in self._session.execute(
-                "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
-                "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary "
-                "ORDER BY array_position(i.indkey, a.attnum)", (table,)).fetchall()]
-        rest = [c for c in cols if c not in key]
-        action = ("DO UPDATE SET " + ", ".join(f"{c} = EXCLUDED.{c}" for c in rest)) if rest else "DO NOTHING"
-        body = re.sub(r"INSERT\s+OR\s+REPLACE\s+INTO", "INSERT INTO", sql, count=1, flags=re.I)
-        return f"{body.rstrip().rstrip(';')} ON CONFLICT ({', '.join(key)}) {action}"
-
     def execute(self, sql: str, params: Params = None, /) -> Cursor | HeldCursor | Rows:
         if not self._pending_prepared and not self._after_commit:
             return self._execute(sql, params)
@@ -551,7 +529,6 @@ class PgConnection:
         self.after_commit(lambda: wait_until_seen(self))
 
     def _execute(self, sql: str, params: Params = None) -> Cursor | HeldCursor | Rows:
-        sql = self._upsert(sql)
         head = sql.lstrip()[:16].upper()
         if self._session.closed and head.startswith("ROLLBACK"):
             self._begin, self._held, self._appending = (), [], False
@@ -682,7 +659,7 @@ class PgConnection:
         return HeldCursor()
 
     def executemany(self, sql: str, seq: Iterable[Params], /) -> Cursor:
-        return self._run(translate(self._upsert(sql)), [_params(p) for p in seq], many=True)
+        return self._run(translate(sql), [_params(p) for p in seq], many=True)
 
     def _run(self, sql: str, params: Any, many: bool) -> Cursor:
         if self._held:

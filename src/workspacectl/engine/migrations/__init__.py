@@ -13,6 +13,7 @@ import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
+from workspacectl import clock
 from workspacectl.engine.db import transaction
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ def _run(conn: Conn, create_table: str, step: Callable[[str, Callable], Callable
             if recheck and conn.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone():
                 continue
             apply(conn)
-            conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, datetime('now'))", (name,))
+            conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, clock.iso(clock.now())))
         applied.append(name)
     return applied
 

@@ -29,7 +29,7 @@ def _missing_table(e: Exception) -> bool:
 
 def is_referenced(conn: Conn, sha: str) -> bool:
     for table, column, kind in REFERENCES:
-        test = f"{column} = :sha" if kind == "column" else f"instr({column}, :sha) > 0"
+        test = f"{column} = :sha" if kind == "column" else f"{column} LIKE '%' || :sha || '%'"
         try:
             if conn.execute(f"SELECT 1 FROM {table} WHERE {test} LIMIT 1", {"sha": sha}).fetchone():
                 return True

@@ -7,8 +7,8 @@ from workspacectl.engine.ids import new_id
 
 def ensure_document(conn: Conn, owner_type: str, member_id: str | None, now: str) -> Row:
     """The owner's document row, made (empty, version 1) the first time it is needed."""
-    conn.execute("INSERT OR IGNORE INTO memory_documents (owner_type, member_id, updated_at) VALUES (?, ?, ?)",
-                 (owner_type, member_id, now))
+    conn.execute("INSERT INTO memory_documents (owner_type, member_id, updated_at) VALUES (?, ?, ?) "
+                 "ON CONFLICT DO NOTHING", (owner_type, member_id, now))
     return get_document(conn, owner_type, member_id)
 
 
