@@ -415,6 +415,10 @@ def main() -> int:
     ap.add_argument("--service-fold", type=int,
                     help="leave out the written phrases of this SERVICE_FOLD group and report the vectors "
                          "alone on them (a document nobody wrote phrases for; the check while choosing)")
+    ap.add_argument("--whole-documents", action="store_true",
+                    help="with --service-fold: leave that group's documents out altogether (their field pairs, "
+                         "pseudo-queries and every phrase naming their operations), as a document imported later "
+                         "is; --save-folds then writes DIR/docfoldK (bench/train_rerank.py --doc-fold-vectors)")
     ap.add_argument("--dev", action="store_true",
                     help="also report the vectors alone on the development documents (tests/search_dev_labels.py)")
     ap.add_argument("--no-write", action="store_true", help="train and report only")
@@ -448,6 +452,16 @@ def main() -> int:
         return [(op, p, search.vector_text(by_id[op])) for p, rel, _ in keep for op in sorted(rel) if op in by_id
                 for _ in range(args.written_repeat if p in written else PHRASE_REPEAT)]
 
+    if args.service_fold is not None and args.whole_documents:
+        from tests.search_labels_written import SERVICE_FOLD
+
+        def outside(op: str) -> bool:
+            return SERVICE_FOLD.get(op.split(".")[0]) != args.service_fold
+
+        ops = [r for r in ops if r["service"] not in SERVICE_FOLD or outside(r["op_id"])]
+        cpairs = [p for p in cpairs if outside(p[0])]
+        print(f"group {args.service_fold} left out: {len(ops)} operations, {len(cpairs)} catalog pairs",
+              file=sys.stderr)
     teacher, dpairs = None, []
     if args.distil:
         dpairs = teacher_pairs(ops, args.teacher_pairs)
@@ -464,11 +478,15 @@ def main() -> int:
         from tests.search_labels_written import SERVICE_FOLD
 
         shared = base_ops
-        held = [p for p in phrases if p[0] in written and
+        held = [p for p in phrases if (p[0] in written or args.whole_documents) and
                 SERVICE_FOLD.get(sorted(p[1])[0].split(".")[0]) == args.service_fold]
         heldset = {p[0] for p in held}
         t0 = time.perf_counter()
-        E = run([p for p in phrases if p[0] not in heldset])
+        trained = [p for p in phrases if p[0] not in heldset]
+        if args.whole_documents:    # no phrase naming an operation of the left-out documents
+            trained = [p for p in trained if all(SERVICE_FOLD.get(op.split(".")[0]) != args.service_fold
+                                                 for op in p[1])]
+        E = run(trained)
         before, after = vectors_alone(shared, init_q, held), vectors_alone(shared, E, held)
         if args.dev:
             dev_ops, dev_labels = dev_set()
@@ -478,7 +496,8 @@ def main() -> int:
               f"R@5 {before['r5']:.3f} -> trained R@1 {after['r1']:.3f} R@5 {after['r5']:.3f} MRR@10 "
               f"{after['mrr']:.3f} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
         if args.save_folds:
-            write(E, args.save_folds / f"service-fold{args.service_fold}", args, len(cpairs), len(phrases) - len(held),
+            kind = "docfold" if args.whole_documents else "service-fold"
+            write(E, args.save_folds / f"{kind}{args.service_fold}", args, len(cpairs), len(phrases) - len(held),
                   None, 0)
         return 0
 

@@ -38,7 +38,7 @@ from search_quality import misspelt, use_vectors  # noqa: E402
 from tests.search_labels import LABELS, make_corpus_workspace  # noqa: E402
 from tests.search_labels_more import MORE_LABELS  # noqa: E402
 from tests.search_labels_style import STYLE_LABELS  # noqa: E402
-from tests.search_labels_written import WRITTEN_LABELS, by_phrase  # noqa: E402
+from tests.search_labels_written import SERVICE_FOLD, WRITTEN_LABELS, by_phrase  # noqa: E402
 
 from workspacectl.engine.catalog import embedding  # noqa: E402
 from workspacectl.engine.catalog import search as catalog_search  # noqa: E402
@@ -90,7 +90,8 @@ def features(conn, phrases, crossed=(), fold_vectors: Path | None = None):
     shipped = embedding.DATA
     for k in sorted({f for _, _, f, _ in phrases}) if fold_vectors else [None]:
         if fold_vectors is not None:
-            use_vectors(fold_vectors / f"fold{k}")
+            use_vectors(fold_vectors.parent / f"{fold_vectors.name}fold{k}" if fold_vectors.name == "doc"
+                        else fold_vectors / f"fold{k}")
         for p, rel, fold, name in phrases:
             if k is not None and fold != k:
                 continue
@@ -169,6 +170,18 @@ def main() -> int:
     ap.add_argument("--semantic-floor", type=float, help="try another SEMANTIC_FLOOR")
     ap.add_argument("--fold-vectors", type=Path, help="folder of fold0..fold4 token vectors, each trained "
                                                       "without that fold's phrases (train_embeddings.py)")
+    ap.add_argument("--doc-fold-vectors", type=Path,
+                    help="folder of docfold0..docfold4 token vectors (train_embeddings.py --service-fold K "
+                         "--whole-documents): each trained without the documents of SERVICE_FOLD group K at all; "
+                         "each phrase's features are made with the model that never saw its document, and the "
+                         "folds are those groups (what a document imported later looks like to the re-rank)")
+    ap.add_argument("--with-shipped", type=int, default=0, metavar="N",
+                    help="with --doc-fold-vectors: also fit on the features the shipped vectors give the hand-made "
+                         "sets, their slipped copies and every fourth written phrase (documents the vectors were "
+                         "trained on, as the 12 are at run time), N times over, in every fold's training part")
+    ap.add_argument("--dev", action="store_true",
+                    help="also read the fits on the development documents (tests/search_dev_labels.py), "
+                         "ranked with the shipped vectors: what the choice of l2 and features is made on")
     args = ap.parse_args()
     if args.semantic_candidates is not None:
         catalog_search.SEMANTIC_CANDIDATES = args.semantic_candidates
@@ -183,8 +196,29 @@ def main() -> int:
     ws = make_corpus_workspace(ws_path)
     conn = ws.conn()
     phrases = tuning_phrases(written=not args.no_written, folds=args.written_folds)
+    fold_vectors = args.fold_vectors
+    if args.doc_fold_vectors:
+        # the fold of a phrase is the group of its document; docfoldK never saw group K's documents
+        phrases = [(p, rel, SERVICE_FOLD[sorted(rel)[0].split(".")[0]], name) for p, rel, _, name in phrases]
+        fold_vectors = args.doc_fold_vectors / "doc"
     t0 = time.perf_counter()
-    names, data = features(conn, phrases, CROSSED if args.crossed else (), args.fold_vectors)
+    names, data = features(conn, phrases, CROSSED if args.crossed else (), fold_vectors)
+    seen: list = []
+    if args.doc_fold_vectors and args.with_shipped:
+        every = tuning_phrases(written=not args.no_written, folds=args.written_folds)
+        every = [(p, rel, -1, name) for i, (p, rel, _, name) in enumerate(every) if name != "written" or i % 4 == 0]
+        seen_names, seen = features(conn, every, CROSSED if args.crossed else ())
+        assert seen_names == names
+        seen = seen * args.with_shipped
+    dev = None
+    if args.dev:
+        from search_quality import with_dev
+        from tests.search_dev_labels import resolved
+
+        with_dev(ws)
+        dev_names, dev = features(conn, [(p, rel, 0, "dev") for p, rel, _ in resolved(conn)],
+                                  CROSSED if args.crossed else ())
+        assert dev_names == names
     covered = sum(1 for d in data if d["y"].any())
     print(f"{len(data)} tuning phrases, {covered} with a relevant candidate "
           f"({time.perf_counter() - t0:.1f} s); {len(names)} features")
@@ -193,20 +227,27 @@ def main() -> int:
         shipped = np.array([catalog_search.RERANK.get(f, 0.0) if "*" not in f else 0.0 for f in names])
     now = metrics(data, shipped)
     print(f"shipped weights, all tuning phrases: R@1 {now['r1']:.3f} R@5 {now['r5']:.3f} MRR@10 {now['mrr']:.3f}")
+    if dev is not None:
+        m = metrics(dev, shipped)
+        print(f"shipped weights, dev-docs: R@1 {m['r1']:.3f} R@5 {m['r5']:.3f} MRR@10 {m['mrr']:.3f}")
     best = None
     for l2 in (float(x) for x in args.l2.split(",")):
         folds = []
         for k in range(5):
-            w = fit([d for d in data if d["fold"] != k], len(names), l2)
+            w = fit([d for d in data if d["fold"] != k] + seen, len(names), l2)
             folds.append(metrics([d for d in data if d["fold"] == k], w))
         n = sum(f["n"] for f in folds)
         cv = {m: sum(f[m] * f["n"] for f in folds) / n for m in ("r1", "r5", "mrr")}
-        print(f"l2 {l2:<8g} 5-fold CV: R@1 {cv['r1']:.3f} R@5 {cv['r5']:.3f} MRR@10 {cv['mrr']:.3f}")
+        line = f"l2 {l2:<8g} 5-fold CV: R@1 {cv['r1']:.3f} R@5 {cv['r5']:.3f} MRR@10 {cv['mrr']:.3f}"
+        if dev is not None:
+            m = metrics(dev, fit(data + seen, len(names), l2))
+            line += f"; dev-docs, fitted on all: R@1 {m['r1']:.3f} R@5 {m['r5']:.3f} MRR@10 {m['mrr']:.3f}"
+        print(line)
         if best is None or cv["mrr"] > best[1]["mrr"]:
             best = (l2, cv)
     assert best is not None
     l2 = best[0]
-    w = fit(data, len(names), l2)
+    w = fit(data + seen, len(names), l2)
     fitted = metrics(data, w)
     print(f"fitted on all with l2 {l2:g}: R@1 {fitted['r1']:.3f} R@5 {fitted['r5']:.3f} MRR@10 {fitted['mrr']:.3f} (training fit)")
     for f, x in sorted(zip(names, w), key=lambda t: -abs(t[1])):
@@ -224,7 +265,7 @@ def main() -> int:
                 print(f"  miss {d['phrase']!r} rank {rank}: {', '.join(d['ops'][i] for i in order[:3])}")
     if args.write:
         # A constant shift changes no order: the bias puts a typical best candidate near 0.5-0.9.
-        tops = [max(d["X"] @ w) for d in data if len(d["ops"])]
+        tops = [max(d["X"] @ w) for d in data + seen if len(d["ops"])]
         bias = -float(np.median(tops)) + 1.0
         args.out.write_text(json.dumps({
             "about": "operation search re-rank: score = sigmoid(bias + sum weights[f] * feature f); "
