@@ -26,7 +26,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
 from tests.search_labels import LABELS, evaluate, make_corpus_workspace  # noqa: E402
-
 from workspacectl.engine.catalog import search as catalog_search  # noqa: E402
 
 

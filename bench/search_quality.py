@@ -56,7 +56,6 @@ from tests.search_labels import LABELS, evaluate, make_corpus_workspace  # noqa:
 from tests.search_labels_more import MORE_LABELS  # noqa: E402
 from tests.search_labels_style import STYLE_LABELS  # noqa: E402
 from tests.search_labels_written import SERVICE_FOLD, WRITTEN_LABELS  # noqa: E402
-
 from workspacectl.engine.catalog import search as catalog_search  # noqa: E402
 
 K = 10

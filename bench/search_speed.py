@@ -39,7 +39,6 @@ sys.path.insert(0, str(ROOT / "src"))
 from bench.search_quality import PlainBM25  # noqa: E402
 from tests.search_holdout import HOLDOUT  # noqa: E402
 from tests.search_labels import LABELS, make_corpus_workspace, openapi_files  # noqa: E402
-
 from workspacectl.engine.catalog import search as catalog_search  # noqa: E402
 
 PROBES = ["refund", "send sms", "list users", "delete file", "upload", "stripe", "github issues", "webhook",
@@ -110,8 +109,8 @@ def http_samples(ws, queries: list[str], rounds: int) -> tuple[list[float], floa
     import httpx
 
     from bench._harness import cpu_seconds
-    from workspacectl.engine.identity.auth import new_session
     from workspacectl.engine.db import transaction
+    from workspacectl.engine.identity.auth import new_session
     from workspacectl.engine.store import identity
 
     with transaction(ws.conn()):

@@ -93,12 +93,11 @@ def listed_services(listed: list[str]) -> list[str]:
 
 
 def build(collection: Path, listed: list[str], out: Path) -> None:
+    from workspacectl.engine.catalog import services as catalog_services
     from workspacectl.engine.dispatch import Engine
     from workspacectl.engine.registry import Caller
     from workspacectl.engine.store import identity
     from workspacectl.engine.workspaces import workspace_type
-
-    from workspacectl.engine.catalog import services as catalog_services
     from workspacectl.errors import ApiError
 
     kind = workspace_type(out)

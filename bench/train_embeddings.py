@@ -59,7 +59,6 @@ from tests.search_labels import LABELS  # noqa: E402
 from tests.search_labels_more import MORE_LABELS  # noqa: E402
 from tests.search_labels_style import STYLE_LABELS  # noqa: E402
 from tests.search_labels_written import WRITTEN_LABELS, by_phrase  # noqa: E402
-
 from workspacectl.engine.catalog import embedding, search  # noqa: E402
 from workspacectl.engine.catalog.search_text import clean, words  # noqa: E402
 
@@ -73,9 +72,9 @@ MAX_SENTENCES = 3
 def document_operations(workspace: Path, per_service: int) -> list[dict]:
     """Operations of the training documents' workspace (bench/train_documents.py), at most
     `per_service` of each service (drawn seeded), so that no large document outweighs the rest."""
-    from workspacectl.engine.workspaces import open_workspace
-
     from train_documents import LIST, listed_services
+
+    from workspacectl.engine.workspaces import open_workspace
 
     listed = set(listed_services(LIST.read_text(encoding="utf-8").splitlines()))
     conn = open_workspace(str(workspace)).conn()
@@ -159,9 +158,9 @@ def dev_set() -> tuple[list[dict], list]:
 
 
 def operations(workspace: Path | None) -> list[dict]:
-    from tests.search_labels import make_corpus_workspace
-
     import tempfile
+
+    from tests.search_labels import make_corpus_workspace
 
     tmp = None
     if workspace is None:
@@ -249,7 +248,7 @@ def tuning_phrases(written: bool = True, folds: str = "service") -> list[tuple[s
 
 
 def train(ops, pairs, init, epochs: int, lr: float, pull: float, batch: int, log=print,
-          teacher: "Teacher | None" = None, distil: float = 0.0, dpairs: list | None = None, sparse: bool = False):
+          teacher: Teacher | None = None, distil: float = 0.0, dpairs: list | None = None, sparse: bool = False):
     import numpy as np
     import torch
     import torch.nn.functional as F
@@ -274,7 +273,7 @@ def train(ops, pairs, init, epochs: int, lr: float, pull: float, batch: int, log
     def encode(texts):
         ids = [rows_of(t) for t in texts]
         flat = torch.tensor([i for r in ids for i in r], dtype=torch.long)
-        offsets = torch.tensor([0] + list(np.cumsum([len(r) for r in ids])[:-1]), dtype=torch.long)
+        offsets = torch.tensor([0, *list(np.cumsum([len(r) for r in ids])[:-1])], dtype=torch.long)
         return F.normalize(F.embedding_bag(flat, E, offsets, mode="mean", sparse=sparse), dim=1)
 
     step = 0
@@ -456,7 +455,7 @@ def main() -> int:
         from tests.search_labels_written import SERVICE_FOLD
 
         def outside(op: str) -> bool:
-            return SERVICE_FOLD.get(op.split(".")[0]) != args.service_fold
+            return SERVICE_FOLD.get(op.split(".", maxsplit=1)[0]) != args.service_fold
 
         ops = [r for r in ops if r["service"] not in SERVICE_FOLD or outside(r["op_id"])]
         cpairs = [p for p in cpairs if outside(p[0])]

@@ -35,11 +35,11 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from search_quality import misspelt, use_vectors  # noqa: E402
+
 from tests.search_labels import LABELS, make_corpus_workspace  # noqa: E402
 from tests.search_labels_more import MORE_LABELS  # noqa: E402
 from tests.search_labels_style import STYLE_LABELS  # noqa: E402
 from tests.search_labels_written import SERVICE_FOLD, WRITTEN_LABELS, by_phrase  # noqa: E402
-
 from workspacectl.engine.catalog import embedding  # noqa: E402
 from workspacectl.engine.catalog import search as catalog_search  # noqa: E402
 
@@ -213,6 +213,7 @@ def main() -> int:
     dev = None
     if args.dev:
         from search_quality import with_dev
+
         from tests.search_dev_labels import resolved
 
         with_dev(ws)

@@ -436,8 +436,8 @@ def test_ensure_builtin_catalog_loads_once_per_content(workspace, tmp_path):
     assert store.get_integration(conn, "one")["name"] == "One v2"
     assert store.get_integration(conn, "two")["operation_count"] == 1
     # a retired built-in stays while a credential uses it; once unused an admin can delete it
-    from workspacectl.engine.vault.credentials import create_credential
     from workspacectl.engine.store.identity import first_owner
+    from workspacectl.engine.vault.credentials import create_credential
 
     cred = create_credential(ws, conn, owner_member_id=first_owner(conn)["id"], service="two",
                              secrets={"apiKey": "k-two"}, fields={})
@@ -453,8 +453,8 @@ def test_ensure_builtin_catalog_loads_once_per_content(workspace, tmp_path):
 
 
 def test_ensure_builtin_catalog_never_clobbers_an_import(workspace, tmp_path):
-    from workspacectl.engine.catalog.importer import parse_toml
     from workspacectl.engine.catalog import builtins, services
+    from workspacectl.engine.catalog.importer import parse_toml
     from workspacectl.engine.store import catalog as store
 
     conn = _open(workspace).conn()

@@ -318,8 +318,8 @@ def test_a_reimport_failing_mid_transaction_leaves_the_old_service(workspace):
     """A fault after the old rows are deleted (here a real SQLite abort on one new operation's
     insert) rolls the whole replace back: integration, operations, triggers and search index."""
     from workspacectl.engine.catalog import search as catalog_search
-    from workspacectl.engine.catalog.importer import parse_toml
     from workspacectl.engine.catalog import services
+    from workspacectl.engine.catalog.importer import parse_toml
     from workspacectl.engine.store import catalog as store
     from workspacectl.engine.workspaces import open_workspace
 

@@ -39,7 +39,7 @@ def test_an_admin_cannot_redirect_secrets_and_the_owner_forces_without_leaking(b
     owner_cred, _ = oauth_credential(backend, provider, expires_in=10)          # due for refresh
     member, _ = member_with_session(backend, "mo@example.com")
     member_cred, _ = oauth_credential(backend, provider, expires_in=10, owner_id=member["id"])
-    admin, admin_token = member_with_session(backend, "ada@example.com", role="admin")
+    _admin, admin_token = member_with_session(backend, "ada@example.com", role="admin")
     before = backend.ok("GET", "/v1/integrations/loopcrm")
     with connection_recorder() as (port, hits):
         listener = f"http://127.0.0.1:{port}"

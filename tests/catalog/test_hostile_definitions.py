@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 
-
 from tests import hostile_docs as h
 from tests.conftest import ApiResult
 from workspacectl.engine.catalog import limits

@@ -116,8 +116,8 @@ def test_phrases_without_a_shared_word_find_their_operation(backend):
 
 def test_the_lexical_half_alone_cannot_answer_them(tmp_path):
     """The test above can fail: without the vectors these phrases find nothing right."""
-    from workspacectl.engine.catalog.importer import parse_document
     from workspacectl.engine.catalog import services
+    from workspacectl.engine.catalog.importer import parse_document
     from workspacectl.engine.workspaces.folder import Workspace
 
     ws, _ = Workspace.create(tmp_path / "ws", name="t", owner_name="O", owner_email="o@example.com")
@@ -126,7 +126,7 @@ def test_the_lexical_half_alone_cannot_answer_them(tmp_path):
     for phrase, op_id in MEANINGS.items():
         lexical = [op for op, _ in catalog_search.search(conn, phrase, service="melodia", mode="lexical")]
         assert lexical[:1] != [op_id], phrase
-        assert [op for op, _ in catalog_search.search(conn, phrase, service="melodia")][0] == op_id
+        assert next(op for op, _ in catalog_search.search(conn, phrase, service="melodia")) == op_id
     conn.close()
 
 

@@ -154,8 +154,8 @@ def test_an_index_its_newer_version_abandoned_is_taken_over(toys, store):
     searched for ABANDONED_DAYS, the older one builds its own index again."""
     assert store.search("refund a charge", NEWER)[0] == "quuxpay.refund-charge"
     assert store.meta("analyzer_version") == NEWER
-    assert store.meta("analyzer_seen") == datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    long_ago = (datetime.datetime.now(datetime.timezone.utc)
+    assert store.meta("analyzer_seen") == datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
+    long_ago = (datetime.datetime.now(datetime.UTC)
                 - datetime.timedelta(days=catalog_search.ABANDONED_DAYS + 1)).strftime("%Y-%m-%d")
     store.db.execute("UPDATE operation_search_meta SET value = ? WHERE key = 'analyzer_seen'", (long_ago,))
     assert op_ids(search(toys, "refund a charge"))[0] == "quuxpay.refund-charge"
@@ -179,13 +179,13 @@ def test_the_daily_stamp_never_fails_a_search(toys, monkeypatch):
     ws = open_workspace(str(toys.workspace))
     try:
         db.execute("BEGIN IMMEDIATE")
-        assert [op for op, _ in catalog_search.search(ws.conn(), "refund a charge")][0] == "quuxpay.refund-charge"
+        assert next(op for op, _ in catalog_search.search(ws.conn(), "refund a charge")) == "quuxpay.refund-charge"
         db.execute("ROLLBACK")
         assert db.execute("SELECT value FROM operation_search_meta WHERE key = 'analyzer_seen'").fetchone()[0] \
             == "2000-01-01"
         catalog_search.search(ws.conn(), "refund a charge")
         assert db.execute("SELECT value FROM operation_search_meta WHERE key = 'analyzer_seen'").fetchone()[0] \
-            == datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+            == datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
     finally:
         ws.conn().close()
         db.close()

@@ -17,14 +17,28 @@ import logging
 from typing import TYPE_CHECKING
 
 from workspacectl.engine import validate as v
+from workspacectl.engine.catalog import services
+from workspacectl.engine.catalog.definition_values import MAX_SERVICE, SERVICE_RE
+from workspacectl.engine.catalog.render import integration_detail
 from workspacectl.engine.catalog.routes import require_integration
 from workspacectl.engine.db import transaction
 from workspacectl.engine.registry import Ctx, Response, route
-from workspacectl.engine.catalog.definition_values import MAX_SERVICE, SERVICE_RE
-from workspacectl.engine.schema_blocks import ANY, BOOL, INT, PAGE, STR, TIME, array, nullable, obj, page_of, query, ref, text
+from workspacectl.engine.schema_blocks import (
+    ANY,
+    BOOL,
+    INT,
+    PAGE,
+    STR,
+    TIME,
+    array,
+    nullable,
+    obj,
+    page_of,
+    query,
+    ref,
+    text,
+)
 from workspacectl.engine.scopes import SESSION
-from workspacectl.engine.catalog import services
-from workspacectl.engine.catalog.render import integration_detail
 from workspacectl.engine.store import catalog as store
 from workspacectl.errors import ApiError
 

@@ -15,6 +15,7 @@ from workspacectl.errors import ApiError
 
 if TYPE_CHECKING:
     import logging
+
     from workspacectl.engine.db.conn import Conn
 
 BUILTIN_HASH_SETTING = "catalog.builtin_hash"

@@ -27,10 +27,11 @@ import os
 import struct
 import threading
 import unicodedata
+from collections.abc import Sequence
 from functools import lru_cache
 from itertools import accumulate
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from workspacectl.engine.catalog.search_text import words
 
@@ -39,7 +40,7 @@ MAX_WORD_CHARS = 60
 MAX_TOKENS = 256
 
 _lock = threading.Lock()
-_table: "_Table | None" = None
+_table: _Table | None = None
 
 
 def numpy() -> Any:

@@ -26,8 +26,8 @@ from workspacectl.engine.registry import Ctx
 from workspacectl.engine.store import catalog_history as history
 
 if TYPE_CHECKING:
-    from workspacectl.engine.workspaces.folder import Workspace
     from workspacectl.engine.db.conn import Conn
+    from workspacectl.engine.workspaces.folder import Workspace
 
 # Setup keys that decide where a secret is sent or how it is presented.
 DESTINATIONS = ("tokenUrl", "revokeUrl", "authorizeUrl", "baseUrl", "auth", "probe")
@@ -85,8 +85,8 @@ def reset_credentials(ws: Workspace, conn: Conn, service: str) -> int:
     """Erase the secrets of every credential of the service and mark it needs_reconnect; fail its
     pending connections. Inside the caller's transaction. Answers how many credentials."""
     from workspacectl.engine.events.record import record_event
-    from workspacectl.engine.vault.credentials import precise_now, seal_secrets
     from workspacectl.engine.store import vault as vault_store
+    from workspacectl.engine.vault.credentials import precise_now, seal_secrets
 
     now = clock.now_iso()
     ids = history.credential_ids(conn, service)

@@ -18,8 +18,15 @@ import re
 from typing import Any, Protocol, overload
 from urllib.parse import urlsplit
 
-from workspacectl.engine.catalog.definition_values import (GENERIC_SERVICES, MAX_NAME, MAX_SERVICE, SERVICE_RE, bad,
-                                                           jsonable, kebab)
+from workspacectl.engine.catalog.definition_values import (
+    GENERIC_SERVICES,
+    MAX_NAME,
+    MAX_SERVICE,
+    SERVICE_RE,
+    bad,
+    jsonable,
+    kebab,
+)
 from workspacectl.engine.validate import text_problem
 
 CREDENTIAL_TYPES = ("oauth2", "apiKey", "platform", "noAuth")
@@ -356,9 +363,7 @@ def parse_triggers(raw: Any, where: str, service: str | None, credential_type: s
         if ttype not in TRIGGER_TYPES:
             raise bad(w, f"'type' must be one of {', '.join(TRIGGER_TYPES)}.")
         event = kebab(_str(t, "event", w, max_len=200)) or None
-        if service is None:
-            tid = _str(t, "id", w, required=True, max_len=MAX_NAME)
-        elif t.get("id") is not None:
+        if service is None or t.get("id") is not None:
             tid = _str(t, "id", w, required=True, max_len=MAX_NAME)
         else:
             if not event:

@@ -20,7 +20,8 @@ bench/hostile_imports.py).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from workspacectl.errors import ApiError
 
@@ -46,9 +47,7 @@ def over(where: str, what: str) -> ApiError:
 
 def check_size(text: str | bytes, where: str) -> None:
     """MAX_DOCUMENT_BYTES of UTF-8, checked without copying a text that is clearly within it."""
-    if isinstance(text, (bytes, bytearray)):
-        size = len(text)
-    elif len(text) > MAX_DOCUMENT_BYTES:
+    if isinstance(text, (bytes, bytearray)) or len(text) > MAX_DOCUMENT_BYTES:
         size = len(text)
     elif len(text) * 4 <= MAX_DOCUMENT_BYTES:
         return

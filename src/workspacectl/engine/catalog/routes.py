@@ -8,10 +8,15 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING
 
+from workspacectl.engine.catalog.render import (
+    integration_detail,
+    integration_summary,
+    operation_detail,
+    operation_summary,
+)
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.registry import Ctx, route
 from workspacectl.engine.schema_blocks import PAGE, page_of, ref
-from workspacectl.engine.catalog.render import integration_detail, integration_summary, operation_detail, operation_summary
 from workspacectl.engine.store import catalog as store
 from workspacectl.errors import ApiError
 

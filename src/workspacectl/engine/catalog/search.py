@@ -36,9 +36,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workspacectl.engine.catalog import embedding, search_vectors, spelling
-from workspacectl.engine.catalog.search_text import (ACTION_OF_TERM, EQUIVALENTS, LIST_TERMS, NOISE_TERMS,
-                                                     STOP_WORDS, SYNONYMS, apply_idioms, clean, stem, terms,
-                                                     words)
+from workspacectl.engine.catalog.search_text import (
+    ACTION_OF_TERM,
+    EQUIVALENTS,
+    LIST_TERMS,
+    NOISE_TERMS,
+    STOP_WORDS,
+    SYNONYMS,
+    apply_idioms,
+    clean,
+    stem,
+    terms,
+    words,
+)
 from workspacectl.engine.db import OPERATIONAL_ERRORS, transaction
 from workspacectl.engine.store import catalog_search as store
 
@@ -225,7 +235,7 @@ ABANDONED_DAYS = 7
 def _today() -> str:
     import datetime
 
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
 
 
 def _abandoned(seen: str | None) -> bool:
@@ -235,7 +245,7 @@ def _abandoned(seen: str | None) -> bool:
         day = datetime.date.fromisoformat(seen or "")
     except ValueError:
         return True
-    return (datetime.datetime.now(datetime.timezone.utc).date() - day).days > ABANDONED_DAYS
+    return (datetime.datetime.now(datetime.UTC).date() - day).days > ABANDONED_DAYS
 
 
 def _stale(value: str | None) -> list[str]:
@@ -316,7 +326,7 @@ def reindex_vectors(conn: Conn) -> None:
 def _now() -> str:
     import datetime
 
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def model_id() -> str:
@@ -560,8 +570,7 @@ def _coverage(found: dict[str, set[str]], concepts: Concepts, index: TermIndex, 
     for f, fw in FIELD_WEIGHTS.items():
         for term in found[f]:
             for i, credit in index[term]:
-                if fw * credit > best[i]:
-                    best[i] = fw * credit
+                best[i] = max(best[i], fw * credit)
     return sum(weight * b for (weight, _), b in zip(concepts, best)) / total if total else 0.0
 
 
@@ -723,7 +732,7 @@ def _sibling_cues(phrase_words: list[str]) -> tuple[bool, bool, bool, bool]:
     """(the caller's own, one thing, many things, an id-like token) as the phrase says them."""
     ws = set(phrase_words)
     return (bool(ws & _MINE_WORDS), bool(ws & _ONE_WORDS), bool(ws & _MANY_WORDS),
-            any(any(c.isdigit() for c in w) and any(c.isalpha() for c in w) or w.isdigit() for w in phrase_words))
+            any((any(c.isdigit() for c in w) and any(c.isalpha() for c in w)) or w.isdigit() for w in phrase_words))
 
 
 def _sibling_features(cues: tuple[bool, bool, bool, bool], shape: str, name: list[str]) -> dict[str, float]:

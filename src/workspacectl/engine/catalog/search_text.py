@@ -65,14 +65,7 @@ def words(text: str) -> list[str]:
     return [w.lower() for w in _pattern(_WORD).findall(text)]
 
 
-STOP_WORDS = frozenset("""
-a an the to of for in on at by with from into onto about as is are be been being was were it its
-this that these those and or but if then than so such my me i we our us you your yours their them
-they he she his her him can could would should will shall may might must do does did done has have
-had having not no nor any each which who whom whose what when where why how there here via per
-also only just very more most some same other own up out over under again further once please
-want need like using use used one ones e g eg ie etc
-""".split())
+STOP_WORDS = frozenset(["a", "an", "the", "to", "of", "for", "in", "on", "at", "by", "with", "from", "into", "onto", "about", "as", "is", "are", "be", "been", "being", "was", "were", "it", "its", "this", "that", "these", "those", "and", "or", "but", "if", "then", "than", "so", "such", "my", "me", "i", "we", "our", "us", "you", "your", "yours", "their", "them", "they", "he", "she", "his", "her", "him", "can", "could", "would", "should", "will", "shall", "may", "might", "must", "do", "does", "did", "done", "has", "have", "had", "having", "not", "no", "nor", "any", "each", "which", "who", "whom", "whose", "what", "when", "where", "why", "how", "there", "here", "via", "per", "also", "only", "just", "very", "more", "most", "some", "same", "other", "own", "up", "out", "over", "under", "again", "further", "once", "please", "want", "need", "like", "using", "use", "used", "one", "ones", "e", "g", "eg", "ie", "etc"])
 
 # --- Porter stemmer --------------------------------------------------------------------------
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import heapq
 import threading
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from workspacectl.engine.catalog import embedding
 from workspacectl.engine.store import catalog_search as store

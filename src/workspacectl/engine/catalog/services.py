@@ -12,9 +12,9 @@ from workspacectl.engine.db import transaction
 from workspacectl.engine.store import catalog as store
 
 if TYPE_CHECKING:
+    from workspacectl.engine.db.conn import Conn
     from workspacectl.engine.workspaces.folder import Workspace
     from workspacectl.secret import Secret
-    from workspacectl.engine.db.conn import Conn
 
 
 def oauth_aad(service: str) -> str:

@@ -14,8 +14,8 @@ decides what a word should have been ("coment" -> "comment", "stirpe" -> "stripe
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Iterable
 
 from workspacectl.engine.catalog import embedding
 from workspacectl.engine.catalog.search_text import STOP_WORDS, stem

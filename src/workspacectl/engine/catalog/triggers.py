@@ -8,10 +8,10 @@ from __future__ import annotations
 import itertools
 import sqlite3
 
+from workspacectl.engine.catalog.render import trigger_json
 from workspacectl.engine.pagination import page, page_args
 from workspacectl.engine.registry import Ctx, route
 from workspacectl.engine.schema_blocks import PAGE, page_of, query, ref, text
-from workspacectl.engine.catalog.render import trigger_json
 from workspacectl.engine.store import catalog as store
 from workspacectl.engine.validate import bad
 from workspacectl.errors import ApiError
