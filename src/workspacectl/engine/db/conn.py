@@ -4,7 +4,7 @@
 PostgreSQL door's (postgres.PgConnection): `execute` and `executemany` with `?` or `:name`
 values, answering a `Cursor`; `in_transaction`. What only one engine has is reached through
 the functions of engine/db (transaction, lock_resources, savepoint, ...) or written natively in
-the store under a name that says which engine it is for (store/pg_blobs.py,
+the store under a name that says which engine it is for (store/blob_chunks.py,
 store.vault.issue_token_at_once).
 
 `Row` is a result row of either engine (sqlite3.Row, postgres.Row): read by index or by column
