@@ -36,4 +36,10 @@ def test_every_src_path_the_doc_gives_exists():
     for m in sorted(set(re.findall(r"`((?:engine|server|backend|cli|formats|mcp_door|docgen)/[\w/]+\.py)", DOC))):
         if not (PACKAGE / m).is_file():
             gone.append(m)
+    # and the engine's (or the CLI's) own folders named without their prefix (`store/blob_chunks.py`,
+    # `vault/connect.py`)
+    wings = "|".join(p.name for p in (PACKAGE / "engine").iterdir() if p.is_dir() and not p.name.startswith("_"))
+    for m in sorted(set(re.findall(rf"`((?:{wings})/[\w/]+\.py)", DOC))):
+        if not any((PACKAGE / top / m).is_file() for top in ("engine", "cli", ".")):
+            gone.append(m)
     assert gone == [], f"docs/architecture.md names files that are not in src/workspacectl: {gone}"
