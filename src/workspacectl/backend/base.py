@@ -60,9 +60,10 @@ class InProcessConnect(Protocol):
 
 
 class Backend(Protocol):
-    """What every CLI command calls; the CLI never asks which kind of backend it has."""
+    """What every CLI command calls; the CLI asks what a backend can do, not which kind it is."""
 
-    kind: str          # "local" or "remote": shown to the user (auth status), never branched on
+    kind: str          # "local" or "remote": shown to the user (auth status); only skill transfers test it
+                       # (a file:// URL is followed only when this process made it: cli/skill/publish.py)
     location: str      # the workspace folder or the server URL
 
     def in_process_connect(self) -> InProcessConnect | None:
