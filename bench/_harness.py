@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -190,3 +191,21 @@ def pg_bench_env(prefix: str) -> tuple[Path, str]:
                        "WSCTL_BLOB_DIR": str(tmp / "pg-blobs"),
                        "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"})
     return tmp, key
+
+
+def wrk_summary(out: str) -> dict:
+    """What wrk printed, as numbers: rps, requests, p50 and p99 in ms (with --latency; NaN
+    without), errors (non-2xx/3xx answers) and socket timeouts."""
+    def ms(label: str) -> float:
+        m = re.search(rf"\s{label}%\s+([\d.]+)(us|ms|s)", out)
+        if not m:
+            return float("nan")
+        v, unit = float(m.group(1)), m.group(2)
+        return v / 1000 if unit == "us" else v * 1000 if unit == "s" else v
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    timeouts = re.search(r"timeout (\d+)", out)
+    return {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+            "requests": int(re.search(r"(\d+) requests in", out).group(1)),
+            "p50": ms("50"), "p99": ms("99"),
+            "errors": int(non2xx.group(1)) if non2xx else 0,
+            "timeouts": int(timeouts.group(1)) if timeouts else 0}

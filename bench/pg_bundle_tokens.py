@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -29,22 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
-from bench._harness import pg_bench_env, wrk  # noqa: E402
+from bench._harness import pg_bench_env, wrk, wrk_summary  # noqa: E402
 from bench.pg_door import POST, Db, _Loc, setup  # noqa: E402
 from tests.conftest import base_env, start_server  # noqa: E402
-
-
-def latency(out: str) -> dict:
-    def ms(label):
-        m = re.search(rf"\s{label}%\s+([\d.]+)(us|ms|s)", out)
-        if not m:
-            return float("nan")
-        v, unit = float(m.group(1)), m.group(2)
-        return v / 1000 if unit == "us" else v * 1000 if unit == "s" else v
-    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    timeouts = re.search(r"timeout (\d+)", out)
-    return {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)), "p50": ms("50"), "p99": ms("99"),
-            "errors": int(non2xx.group(1)) if non2xx else 0, "timeouts": int(timeouts.group(1)) if timeouts else 0}
 
 
 def bundle(path: Path, mib: int) -> None:
@@ -101,7 +87,7 @@ def main() -> None:
         print(f"bundle {args.mib} MiB ({data.stat().st_size >> 20} MiB gzip) via replica A; tokens via replica B, "
               f"wrk -t2 -c{args.connections}")
         load = os.getloadavg()[0]
-        idle = latency(wrk(token_url, args.seconds, args.connections, script).communicate()[0])
+        idle = wrk_summary(wrk(token_url, args.seconds, args.connections, script).communicate()[0])
         print(f"idle    load {load:5.1f}  tokens {idle['rps']:7.0f}/s  p50 {idle['p50']:7.1f} ms  "
               f"p99 {idle['p99']:7.1f} ms  non-2xx {idle['errors']}", flush=True)
         result: dict = {}
@@ -119,7 +105,7 @@ def main() -> None:
         t.start()
         during = []
         while t.is_alive():
-            during.append(latency(wrk(token_url, args.seconds, args.connections, script).communicate()[0]))
+            during.append(wrk_summary(wrk(token_url, args.seconds, args.connections, script).communicate()[0]))
         t.join()
         for i, d in enumerate(during, 1):
             print(f"during  load {load:5.1f}  tokens {d['rps']:7.0f}/s  p50 {d['p50']:7.1f} ms  "

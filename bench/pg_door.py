@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
-from bench._harness import cpu_seconds, pg_bench_env, wrk  # noqa: E402
+from bench._harness import cpu_seconds, pg_bench_env, wrk, wrk_summary  # noqa: E402
 from tests.conftest import OWNER, base_env, run_wsctl, start_server  # noqa: E402
 from tests.vault_helpers import APIKEY_TOML, install_service, make_credential  # noqa: E402
 
@@ -43,13 +43,6 @@ wrk.body   = '{"reason": "bench"}'
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer %s"
 """
-
-
-def parse(out: str) -> dict:
-    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    return {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
-            "requests": int(re.search(r"(\d+) requests in", out).group(1)),
-            "errors": int(non2xx.group(1)) if non2xx else 0}
 
 
 def process_tree(pid: int) -> list[int]:
@@ -161,7 +154,7 @@ def drive(urls: list[str], path: str, args, script: Path | None, pids: list[int]
     before = sum(cpu_seconds(p) for p in procs)
     db_before = db.backends_cpu() if db else {}
     load = os.getloadavg()[0]
-    results = [parse(p.communicate()[0]) for p in [wrk(u + path, args.seconds, args.connections, script)
+    results = [wrk_summary(p.communicate()[0]) for p in [wrk(u + path, args.seconds, args.connections, script)
                                                      for u in urls]]
     requests = max(1, sum(r["requests"] for r in results))
     db_after = db.backends_cpu() if db else {}

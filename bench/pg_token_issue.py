@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -27,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
-from bench._harness import cpu_seconds, pg_bench_env, wrk  # noqa: E402
+from bench._harness import cpu_seconds, pg_bench_env, wrk, wrk_summary  # noqa: E402
 from tests.conftest import OWNER, base_env, run_wsctl, start_server  # noqa: E402
 from tests.vault_helpers import APIKEY_TOML, install_service, make_credential  # noqa: E402
 
@@ -37,21 +36,6 @@ wrk.body   = '{"reason": "bench"}'
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer %s"
 """
-
-
-def parse(out: str) -> dict:
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-    requests = int(re.search(r"(\d+) requests in", out).group(1))
-
-    def ms(label):
-        m = re.search(rf"\s{label}%\s+([\d.]+)(us|ms|s)", out)
-        if not m:
-            return float("nan")
-        v, unit = float(m.group(1)), m.group(2)
-        return v / 1000 if unit == "us" else v * 1000 if unit == "s" else v
-    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    return {"rps": rps, "requests": requests, "p50": ms("50"), "p99": ms("99"),
-            "errors": int(non2xx.group(1)) if non2xx else 0}
 
 
 def backend_pids(admin_url: str, db: str | None) -> list[int]:
@@ -69,7 +53,7 @@ def load(urls: list[str], path: str, seconds: int, connections: int, script: Pat
     before = sum(cpu_seconds(p) for p in server_pids)
     db_before = db_cpu()
     procs = [wrk(u + path, seconds, connections, script) for u in urls]
-    results = [parse(p.communicate()[0]) for p in procs]
+    results = [wrk_summary(p.communicate()[0]) for p in procs]
     requests = max(1, sum(r["requests"] for r in results))
     db_after = db_cpu()
     return {"rps": sum(r["rps"] for r in results), "p50": results[0]["p50"], "p99": results[0]["p99"],
